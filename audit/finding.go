@@ -1,0 +1,168 @@
+package audit
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Stage is the hop where a record stopped, or the area of an anomaly that
+// concerns no single record.
+type Stage string
+
+const (
+	StageSource       Stage = "source"       // never consumed by the app
+	StageRepartition  Stage = "repartition"  // consumed from its source, never applied from the repartition topic
+	StageStore        Stage = "store"        // applied input not reflected in the store's changelog
+	StageJoin         Stage = "join"         // tables right, output wrong
+	StageOffsets      Stage = "offsets"      // offsets of a partition (gaps, purges, checkpoints)
+	StageTransactions Stage = "transactions" // transactions and markers
+	StageConfig       Stage = "config"       // settings that allow loss
+)
+
+// Stages lists every stage in pipeline order.
+var Stages = []Stage{StageSource, StageRepartition, StageStore, StageJoin, StageOffsets, StageTransactions, StageConfig}
+
+// Severity grades a finding. Only loss and anomaly change the verdict.
+type Severity string
+
+const (
+	SeverityLoss    Severity = "loss"
+	SeverityAnomaly Severity = "anomaly"
+	SeverityRisk    Severity = "risk"
+	SeverityInfo    Severity = "info"
+)
+
+// Cause names the evidence that proves why a record vanished or what the
+// anomaly is. The vocabulary is closed: see DESIGN.md and the README.
+type Cause string
+
+const (
+	CauseRetentionGap       Cause = "retention-gap"
+	CausePurgedBeforeCommit Cause = "purged-before-commit"
+	CauseAbortedNotReplayed Cause = "aborted-not-replayed"
+	CauseDropped            Cause = "dropped"
+	CauseUnapplied          Cause = "unapplied"
+	CauseStateDiverged      Cause = "state-diverged"
+	CauseStateReset         Cause = "state-reset"
+	CauseDuplicate          Cause = "duplicate"
+	CauseJoinMissing        Cause = "join-missing"
+	CauseJoinStale          Cause = "join-stale"
+	CausePending            Cause = "pending"
+	CauseNullKey            Cause = "null-key"
+	CauseHangingTransaction Cause = "hanging-transaction"
+	CauseCheckpointAhead    Cause = "checkpoint-ahead"
+	CauseTruncated          Cause = "truncated"
+	CauseOffsetGap          Cause = "offset-gap"
+	CauseConfigRisk         Cause = "config-risk"
+	CauseUndecodable        Cause = "undecodable"
+	CauseUnreadable         Cause = "unreadable"
+	// CauseTransactionInconsistent covers transaction evidence that
+	// contradicts itself: data with no marker below the LSO, a marker with
+	// no data, or a derived read_committed view that disagrees with the
+	// broker's. It extends DESIGN.md's table (see the README).
+	CauseTransactionInconsistent Cause = "transaction-inconsistent"
+	// CauseUncleanShutdown is a Streams task directory holding a store but
+	// no .checkpoint under exactly-once: the last close was not clean.
+	CauseUncleanShutdown Cause = "unclean-shutdown"
+)
+
+var causeSeverity = map[Cause]Severity{
+	CauseRetentionGap:            SeverityLoss,
+	CausePurgedBeforeCommit:      SeverityLoss,
+	CauseAbortedNotReplayed:      SeverityLoss,
+	CauseDropped:                 SeverityLoss,
+	CauseUnapplied:               SeverityLoss,
+	CauseStateDiverged:           SeverityLoss,
+	CauseStateReset:              SeverityLoss,
+	CauseDuplicate:               SeverityAnomaly,
+	CauseJoinMissing:             SeverityLoss,
+	CauseJoinStale:               SeverityLoss,
+	CausePending:                 SeverityInfo,
+	CauseNullKey:                 SeverityInfo,
+	CauseHangingTransaction:      SeverityAnomaly,
+	CauseCheckpointAhead:         SeverityAnomaly,
+	CauseTruncated:               SeverityLoss,
+	CauseOffsetGap:               SeverityAnomaly,
+	CauseConfigRisk:              SeverityRisk,
+	CauseUndecodable:             SeverityAnomaly,
+	CauseUnreadable:              SeverityAnomaly,
+	CauseTransactionInconsistent: SeverityAnomaly,
+	CauseUncleanShutdown:         SeverityInfo,
+}
+
+// Causes lists every cause, in the order of the README's table.
+var Causes = []Cause{
+	CauseRetentionGap, CausePurgedBeforeCommit, CauseAbortedNotReplayed, CauseDropped,
+	CauseUnapplied, CauseStateDiverged, CauseStateReset, CauseDuplicate, CauseJoinMissing,
+	CauseJoinStale, CausePending, CauseNullKey, CauseHangingTransaction, CauseCheckpointAhead,
+	CauseTruncated, CauseOffsetGap, CauseConfigRisk, CauseUndecodable, CauseUnreadable,
+	CauseTransactionInconsistent, CauseUncleanShutdown,
+}
+
+// Severity is the cause's fixed severity.
+func (c Cause) Severity() Severity {
+	if s, ok := causeSeverity[c]; ok {
+		return s
+	}
+	return SeverityAnomaly
+}
+
+// Finding is one vanished record or one anomaly. Field order is the CSV and
+// JSON column order of DESIGN.md.
+//
+// Topic, Partition and Offset name the vanished input where it can still be
+// read, furthest upstream; where nothing holds it any more they name the
+// first offset of the gap and Count the number of offsets in it. Join
+// findings name the output partition, with Offset the stale output record or
+// -1 when the key is absent. Key is the table key (the selected key).
+type Finding struct {
+	Stage           Stage    `json:"stage"`
+	Cause           Cause    `json:"cause"`
+	Severity        Severity `json:"severity"`
+	Topic           string   `json:"topic"`
+	Partition       int32    `json:"partition"`
+	Offset          int64    `json:"offset"`
+	Count           int64    `json:"count"`
+	Key             string   `json:"key"`
+	Timestamp       int64    `json:"timestamp"` // ms since the epoch, -1 when unknown
+	TransactionalID string   `json:"transactional_id"`
+	ProducerID      int64    `json:"producer_id"` // -1 when none
+	ProducerEpoch   int16    `json:"producer_epoch"`
+	Expected        string   `json:"expected"`
+	Actual          string   `json:"actual"`
+	Detail          string   `json:"detail"`
+}
+
+// NewFinding returns a finding for cause with its severity set and the
+// numeric fields that mean "unknown" set to -1.
+func NewFinding(stage Stage, cause Cause, tp TopicPartition, offset int64) Finding {
+	return Finding{
+		Stage: stage, Cause: cause, Severity: cause.Severity(),
+		Topic: tp.Topic, Partition: tp.Partition, Offset: offset, Count: 1,
+		Timestamp: -1, ProducerID: -1, ProducerEpoch: -1,
+	}
+}
+
+// FindingColumns are the CSV header, in order.
+var FindingColumns = []string{"stage", "cause", "severity", "topic", "partition", "offset", "count",
+	"key", "timestamp", "transactional_id", "producer_id", "producer_epoch", "expected", "actual", "detail"}
+
+// SortFindings orders findings deterministically: by stage, cause, topic,
+// partition, offset, key.
+func SortFindings(fs []Finding) {
+	stageRank := map[Stage]int{}
+	for i, s := range Stages {
+		stageRank[s] = i
+	}
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(stageRank[a.Stage], stageRank[b.Stage]),
+			cmp.Compare(a.Cause, b.Cause),
+			cmp.Compare(a.Topic, b.Topic),
+			cmp.Compare(a.Partition, b.Partition),
+			cmp.Compare(a.Offset, b.Offset),
+			cmp.Compare(a.Key, b.Key),
+			cmp.Compare(a.Detail, b.Detail),
+		)
+	})
+}

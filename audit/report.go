@@ -1,0 +1,117 @@
+package audit
+
+import "time"
+
+// Verdict is the worst that holds of a run, in the order loss, anomaly,
+// incomplete, clean.
+type Verdict string
+
+const (
+	VerdictClean      Verdict = "clean"
+	VerdictLoss       Verdict = "loss"
+	VerdictAnomaly    Verdict = "anomaly"
+	VerdictIncomplete Verdict = "incomplete"
+)
+
+// Judge returns the verdict for a set of findings. An unreadable finding or
+// a non-empty list of missing evidence makes a run incomplete, never clean;
+// risk and info findings never change the verdict.
+func Judge(findings []Finding, missing []string) Verdict {
+	loss, anomaly, incomplete := false, false, len(missing) > 0
+	for _, f := range findings {
+		switch {
+		case f.Cause == CauseUnreadable:
+			incomplete = true
+		case f.Severity == SeverityLoss:
+			loss = true
+		case f.Severity == SeverityAnomaly:
+			anomaly = true
+		}
+	}
+	switch {
+	case loss:
+		return VerdictLoss
+	case anomaly:
+		return VerdictAnomaly
+	case incomplete:
+		return VerdictIncomplete
+	}
+	return VerdictClean
+}
+
+// PartitionCut is one partition's numbers at the cut: the group's committed
+// offset (read with require_stable; -1 when the group has none), the
+// log-start offset, the last stable offset and the high watermark.
+type PartitionCut struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Role      string `json:"role"` // source, repartition, changelog, output
+	Committed int64  `json:"committed"`
+	LogStart  int64  `json:"log_start"`
+	LSO       int64  `json:"lso"`
+	HW        int64  `json:"hw"`
+}
+
+// Summary counts a report's findings.
+type Summary struct {
+	Verdict  Verdict          `json:"verdict"`
+	ByStage  map[Stage]int64  `json:"by_stage"`
+	ByCause  map[Cause]int64  `json:"by_cause"`
+	Vanished int64            `json:"vanished"` // input records with a loss finding (sum of counts)
+	Pending  int64            `json:"pending"`
+	Missing  []string         `json:"missing_evidence,omitempty"`
+	Skipped  []string         `json:"skipped_checks,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
+	Records  map[string]int64 `json:"records,omitempty"` // funnel counts by hop
+}
+
+// Report is the result of one audit.
+type Report struct {
+	AppID       string         `json:"app_id"`
+	GeneratedAt time.Time      `json:"generated_at"`
+	Cut         []PartitionCut `json:"cut"`
+	Summary     Summary        `json:"summary"`
+	Findings    []Finding      `json:"findings"`
+	// Topology is the Mermaid-free description of the pipeline the report
+	// judged, for renderers: one edge per hop with record counts.
+	Edges []Edge `json:"edges,omitempty"`
+	// Timeline holds per-minute activity for the postmortem.
+	Timeline []Minute `json:"timeline,omitempty"`
+}
+
+// Edge is one hop of the pipeline with its record counts.
+type Edge struct {
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Records  int64  `json:"records"`
+	Vanished int64  `json:"vanished"`
+}
+
+// Minute is one minute of the incident timeline.
+type Minute struct {
+	Start     int64 `json:"start"` // ms since the epoch
+	Produced  int64 `json:"produced"`
+	Committed int64 `json:"txns_committed"`
+	Aborted   int64 `json:"txns_aborted"`
+	Vanished  int64 `json:"vanished"`
+}
+
+// Finish sorts the findings and fills the summary's counts and verdict.
+func (r *Report) Finish() {
+	SortFindings(r.Findings)
+	r.Summary.ByStage = map[Stage]int64{}
+	r.Summary.ByCause = map[Cause]int64{}
+	r.Summary.Vanished, r.Summary.Pending = 0, 0
+	for _, f := range r.Findings {
+		n := max(f.Count, 1)
+		r.Summary.ByStage[f.Stage] += n
+		r.Summary.ByCause[f.Cause] += n
+		switch {
+		case f.Severity == SeverityLoss:
+			r.Summary.Vanished += n
+		case f.Cause == CausePending:
+			r.Summary.Pending += n
+		}
+	}
+	r.Summary.Verdict = Judge(r.Findings, r.Summary.Missing)
+}

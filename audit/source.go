@@ -1,0 +1,145 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+)
+
+// Sentinel errors shared by every source.
+var (
+	ErrTopicNotFound     = errors.New("topic not found")
+	ErrPartitionNotFound = errors.New("partition not found")
+	ErrGroupNotFound     = errors.New("group not found")
+	ErrNotSupported      = errors.New("not supported by this source")
+	ErrCorrupt           = errors.New("corrupt evidence")
+)
+
+// PartitionOffsets are a partition's offsets as the broker (or the capture)
+// reports them.
+type PartitionOffsets struct {
+	LogStart int64 `json:"log_start"`
+	LSO      int64 `json:"lso"` // last stable offset: end of read_committed
+	HW       int64 `json:"hw"`  // high watermark: end of read_uncommitted
+}
+
+// TopicInfo describes one topic: partitions, replication and the configs
+// that matter to an audit (cleanup.policy, retention.ms, min.insync.replicas,
+// unclean.leader.election.enable, segment settings…).
+type TopicInfo struct {
+	Name              string            `json:"name"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+// Compacted reports whether the topic's cleanup.policy includes compact.
+func (t TopicInfo) Compacted() bool {
+	p := t.Configs["cleanup.policy"]
+	for i := 0; i+7 <= len(p); i++ {
+		if p[i:i+7] == "compact" {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupOffsets is a consumer group's state and committed offsets, read with
+// require_stable so that pending transactional commits are not mistaken for
+// the cut.
+type GroupOffsets struct {
+	Group   string                   `json:"group"`
+	State   string                   `json:"state"`
+	Members int                      `json:"members"`
+	Offsets map[TopicPartition]int64 `json:"-"`
+	// Metadata holds the commit metadata per partition (Streams writes its
+	// partition time there).
+	Metadata map[TopicPartition]string `json:"-"`
+}
+
+// Producer is one producer's state on a partition (DescribeProducers).
+type Producer struct {
+	ProducerID            int64 `json:"producer_id"`
+	ProducerEpoch         int16 `json:"producer_epoch"`
+	LastSequence          int32 `json:"last_sequence"`
+	LastTimestamp         int64 `json:"last_timestamp"`
+	CoordinatorEpoch      int32 `json:"coordinator_epoch"`
+	CurrentTxnStartOffset int64 `json:"current_txn_start_offset"` // -1 when none is open
+}
+
+// Transaction is a transactional id's coordinator state
+// (ListTransactions/DescribeTransactions).
+type Transaction struct {
+	TransactionalID string           `json:"transactional_id"`
+	State           string           `json:"state"`
+	ProducerID      int64            `json:"producer_id"`
+	ProducerEpoch   int16            `json:"producer_epoch"`
+	TimeoutMillis   int32            `json:"timeout_ms"`
+	StartTimestamp  int64            `json:"start_timestamp"` // ms; -1 when no transaction is open
+	Partitions      []TopicPartition `json:"partitions,omitempty"`
+}
+
+// RecordSource yields one partition's records in offset order. It is the
+// seam every source of evidence serves: a live cluster, a snapshot, broker
+// log dirs, or memory in tests.
+type RecordSource interface {
+	// Partitions returns the topic's partition count, or an error wrapping
+	// ErrTopicNotFound.
+	Partitions(ctx context.Context, topic string) (int32, error)
+	// Offsets returns the partition's log-start offset, LSO and high
+	// watermark, or an error wrapping ErrPartitionNotFound.
+	Offsets(ctx context.Context, tp TopicPartition) (PartitionOffsets, error)
+	// Records yields the records with offsets in [from, to), read
+	// uncommitted, control records included, in offset order; to < 0 means
+	// up to the high watermark. Offsets that no longer exist are skipped.
+	// Errors are final: yielded once, then the sequence ends.
+	Records(ctx context.Context, tp TopicPartition, from, to int64) iter.Seq2[Record, error]
+}
+
+// Source is everything an audit reads. Sources that cannot provide a piece of
+// evidence return an error wrapping ErrNotSupported for it; the run is then
+// incomplete for the checks that need it.
+type Source interface {
+	RecordSource
+	// Topics lists every topic with its configs.
+	Topics(ctx context.Context) ([]TopicInfo, error)
+	// GroupOffsets returns the group's committed offsets (require_stable),
+	// or an error wrapping ErrGroupNotFound.
+	GroupOffsets(ctx context.Context, group string) (GroupOffsets, error)
+	// Transactions lists the transactional ids starting with prefix and
+	// their coordinator state.
+	Transactions(ctx context.Context, prefix string) ([]Transaction, error)
+	// Producers returns the producers active on each partition.
+	Producers(ctx context.Context, tps []TopicPartition) (map[TopicPartition][]Producer, error)
+	// Describe says what the source is, for reports ("live 127.0.0.1:9092",
+	// "snapshot DIR captured 2026-…").
+	Describe() string
+}
+
+// CommittedReader is implemented by sources that can read a partition the
+// way a read_committed consumer sees it, through the broker's own filtering.
+// The ledger compares it with the view it derives from markers.
+type CommittedReader interface {
+	ReadCommitted(ctx context.Context, tp TopicPartition, from, to int64) iter.Seq2[Record, error]
+}
+
+// Clock returns the time the evidence describes: now for a live cluster,
+// the capture time for a snapshot. Sources that are not live implement it.
+type Clock interface {
+	Now() time.Time
+}
+
+// Value is a decoded key or value in canonical JSON form: nil, bool, string,
+// json.Number, []any or map[string]any.
+type Value = any
+
+// Decoder turns record bytes into a canonical Value.
+type Decoder interface {
+	// Decode decodes data read from topic; isKey says which serde applies.
+	Decode(ctx context.Context, topic string, isKey bool, data []byte) (Value, error)
+}
+
+// FindingSink receives findings produced while reading, for components
+// that stream records and cannot return findings through their iterator.
+type FindingSink func(Finding)

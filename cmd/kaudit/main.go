@@ -1,0 +1,135 @@
+// Command kaudit audits a Kafka Streams application after an incident and
+// reports, record by record, what was lost, where and why. It never writes
+// to the cluster it reads.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Exit codes, decided in exitCode only.
+const (
+	exitClean       = 0
+	exitFindings    = 1
+	exitUsage       = 2
+	exitIncomplete  = 3
+	exitInterrupted = 130
+)
+
+const exitStatusHelp = `EXIT STATUS
+   0    verdict clean
+   1    verdict loss or anomaly
+   2    usage or configuration error (also: a command not built yet)
+   3    verdict incomplete: evidence was missing
+   130  interrupted`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
+	code := exitCode(ctx, err)
+	if err != nil && !isVerdict(err) {
+		fmt.Fprintln(os.Stderr, "kaudit:", err)
+	}
+	os.Exit(code)
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "kaudit",
+		Usage:           "audit a Kafka Streams application: what was lost, where and why",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		ExitErrHandler:  func(*cli.Context, error) {}, // exit codes are decided in exitCode
+		HideHelpCommand: true,
+		Description:     exitStatusHelp,
+		Commands: []*cli.Command{
+			diffCommand(),
+			captureCommand(),
+			ledgerCommand(),
+			topologyCommand(),
+			txnsCommand(),
+			initCommand(),
+			demoCommand(),
+			mergeCommand(),
+		},
+	}
+}
+
+// verdictError carries a run's verdict out of a command so that exitCode
+// can map it; it prints nothing of its own.
+type verdictError struct{ verdict audit.Verdict }
+
+func (e verdictError) Error() string { return "verdict " + string(e.verdict) }
+
+func isVerdict(err error) bool {
+	var v verdictError
+	return errors.As(err, &v)
+}
+
+// verdictResult turns a verdict into the command's error: nil when clean.
+func verdictResult(v audit.Verdict) error {
+	if v == audit.VerdictClean {
+		return nil
+	}
+	return verdictError{v}
+}
+
+// usageError is a usage or configuration error (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// incompleteError is a run that could not read the evidence it needs
+// (exit 3): an unreachable cluster, an unreadable snapshot.
+type incompleteError struct{ err error }
+
+func (e incompleteError) Error() string { return e.err.Error() }
+func (e incompleteError) Unwrap() error { return e.err }
+
+// errNotBuilt is returned by commands that do not exist yet.
+func errNotBuilt(name string) error {
+	return usageError{fmt.Errorf("kaudit %s is not built yet", name)}
+}
+
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitClean
+	}
+	var (
+		v  verdictError
+		u  usageError
+		in incompleteError
+	)
+	switch {
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return exitInterrupted
+	case errors.As(err, &v):
+		switch v.verdict {
+		case audit.VerdictLoss, audit.VerdictAnomaly:
+			return exitFindings
+		case audit.VerdictIncomplete:
+			return exitIncomplete
+		}
+		return exitClean
+	case errors.As(err, &u):
+		return exitUsage
+	case errors.As(err, &in):
+		return exitIncomplete
+	}
+	// urfave/cli reports bad flags and unknown commands as plain errors.
+	return exitUsage
+}

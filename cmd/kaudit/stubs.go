@@ -1,0 +1,41 @@
+package main
+
+import "github.com/urfave/cli/v2"
+
+// notBuilt is the action of a command that does not exist yet: it says so
+// and exits 2, never printing a fake result.
+func notBuilt(name string) cli.ActionFunc {
+	return func(*cli.Context) error { return errNotBuilt(name) }
+}
+
+func diffCommand() *cli.Command {
+	return &cli.Command{Name: "diff", Usage: "audit an app: vanished records, where and why", Action: notBuilt("diff")}
+}
+
+func captureCommand() *cli.Command {
+	return &cli.Command{Name: "capture", Usage: "write an offline evidence bundle", Action: notBuilt("capture")}
+}
+
+func ledgerCommand() *cli.Command {
+	return &cli.Command{Name: "ledger", Usage: "the fate of every offset of a topic", Action: notBuilt("ledger")}
+}
+
+func topologyCommand() *cli.Command {
+	return &cli.Command{Name: "topology", Usage: "the app's DAG as a table and a Mermaid flowchart", Action: notBuilt("topology")}
+}
+
+func txnsCommand() *cli.Command {
+	return &cli.Command{Name: "txns", Usage: "transactions, producers and hanging transactions", Action: notBuilt("txns")}
+}
+
+func initCommand() *cli.Command {
+	return &cli.Command{Name: "init", Usage: "write a draft kaudit.yaml from discovery", Action: notBuilt("init")}
+}
+
+func demoCommand() *cli.Command {
+	return &cli.Command{Name: "demo", Usage: "an embedded incident, audited", Action: notBuilt("demo")}
+}
+
+func mergeCommand() *cli.Command {
+	return &cli.Command{Name: "merge", Usage: "merge shard reports of one app into one", Action: notBuilt("merge")}
+}
