@@ -77,6 +77,28 @@ type Report struct {
 	Edges []Edge `json:"edges,omitempty"`
 	// Timeline holds per-minute activity for the postmortem.
 	Timeline []Minute `json:"timeline,omitempty"`
+	// Lineage follows sample vanished records hop by hop.
+	Lineage []Lineage `json:"lineage,omitempty"`
+	// Source says what evidence the report was built from.
+	Source string `json:"source,omitempty"`
+}
+
+// Lineage follows one vanished input through the pipeline: where each hop
+// should hold it and what is there instead.
+type Lineage struct {
+	Finding int   `json:"finding"` // index into Report.Findings
+	Hops    []Hop `json:"hops"`
+}
+
+// Hop is one place a record should be found.
+type Hop struct {
+	Stage     Stage  `json:"stage"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"` // -1 when no record holds it
+	Expected  string `json:"expected"`
+	Actual    string `json:"actual"`
+	Note      string `json:"note,omitempty"`
 }
 
 // Edge is one hop of the pipeline with its record counts.
