@@ -1,0 +1,146 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sort"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Options tune one partition's ledger.
+type Options struct {
+	// Compacted says the topic's cleanup.policy includes compact: missing
+	// offsets are then compacted, not gaps.
+	Compacted bool
+	// MaxTxnTimeout: an open transaction older than this is hanging.
+	MaxTxnTimeout time.Duration
+	// Now is the time the evidence describes (the capture time offline).
+	Now time.Time
+	// TxnIDs maps producer ids to transactional ids, where known.
+	TxnIDs map[int64]string
+	// CrossCheck compares the derived committed view with the broker's
+	// read_committed fetch when the source can do one.
+	CrossCheck bool
+	// KeepOffsets keeps per-offset detail for offsets in [From, To).
+	KeepFrom, KeepTo int64
+	// Buffer bounds how many records may wait for their transaction's
+	// marker before Walk switches to a second read (0: 200,000).
+	Buffer int
+}
+
+// Run is a range of consecutive offsets with one fate and one batch origin.
+type Run struct {
+	Start, End    int64 // [Start, End)
+	Fate          audit.Fate
+	ProducerID    int64
+	ProducerEpoch int16
+	Transactional bool
+	Control       bool
+}
+
+// Ledger is one partition's fate ledger.
+type Ledger struct {
+	TP       audit.TopicPartition
+	Offsets  audit.PartitionOffsets
+	Runs     []Run
+	Txns     []audit.Txn
+	Findings []audit.Finding
+	Counts   audit.FateCounts
+}
+
+// Fate returns the fate of one offset.
+func (l *Ledger) Fate(off int64) audit.Fate {
+	i := sort.Search(len(l.Runs), func(i int) bool { return l.Runs[i].End > off })
+	if i < len(l.Runs) && l.Runs[i].Start <= off {
+		return l.Runs[i].Fate
+	}
+	if off < l.Offsets.LogStart {
+		return audit.FatePurged
+	}
+	return audit.FateGap
+}
+
+// Summary returns the ledger in `kaudit ledger`'s JSON shape.
+func (l *Ledger) Summary(opts Options) audit.PartitionLedger {
+	pl := audit.PartitionLedger{
+		Partition: l.TP.Partition, LogStart: l.Offsets.LogStart, LSO: l.Offsets.LSO, HW: l.Offsets.HW,
+		Fates: l.Counts, Findings: l.Findings, Txns: l.Txns,
+	}
+	if pl.Findings == nil {
+		pl.Findings = []audit.Finding{}
+	}
+	for _, t := range l.Txns {
+		switch t.Outcome {
+		case audit.OutcomeCommitted:
+			pl.Transactions.Committed++
+		case audit.OutcomeAborted:
+			pl.Transactions.Aborted++
+		case audit.OutcomeOpen:
+			pl.Transactions.Open++
+		}
+	}
+	if opts.KeepTo > opts.KeepFrom {
+		for _, r := range l.Runs {
+			for o := max(r.Start, opts.KeepFrom); o < min(r.End, opts.KeepTo); o++ {
+				pl.Offsets = append(pl.Offsets, audit.OffsetFate{Offset: o, Fate: r.Fate, ProducerID: r.ProducerID,
+					ProducerEpoch: r.ProducerEpoch, Transactional: r.Transactional, Control: r.Control})
+			}
+		}
+	}
+	return pl
+}
+
+// Entry is one data record with its fate, as Walk yields it.
+type Entry struct {
+	Record audit.Record
+	Fate   audit.Fate
+	Txn    *audit.Txn // the transaction that held it; nil for non-transactional data
+}
+
+// Build reads the whole partition and returns its ledger.
+func Build(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, opts Options) (*Ledger, error) {
+	var l *Ledger
+	for _, err := range Walk(ctx, src, tp, opts, &l) {
+		if err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// Walk yields tp's data records (not markers) in offset order with their
+// fates, reading the partition once where transactions are short. When it
+// ends without error, *out holds the partition's ledger. Errors are final.
+func Walk(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, opts Options, out **Ledger) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		offs, err := src.Offsets(ctx, tp)
+		if err != nil {
+			yield(Entry{}, fmt.Errorf("list offsets of %s: %w", tp, err))
+			return
+		}
+		w := newWalker(tp, offs, opts)
+		if out != nil {
+			*out = w.l
+		}
+		if !w.read(ctx, src, yield) {
+			return
+		}
+		w.finish()
+		if !w.drain(ctx, src, yield) {
+			return
+		}
+		if opts.CrossCheck {
+			if cr, ok := src.(audit.CommittedReader); ok {
+				if err := w.crossCheck(ctx, cr); err != nil {
+					yield(Entry{}, err)
+					return
+				}
+			}
+		}
+		w.l.Findings = append(w.l.Findings, w.findings...)
+		audit.SortFindings(w.l.Findings)
+	}
+}
