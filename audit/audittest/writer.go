@@ -76,4 +76,3 @@ func KVs(n int) []KV {
 	}
 	return out
 }
-
