@@ -82,7 +82,7 @@ func TestParsePropertiesReadError(t *testing.T) {
 func TestApplyProperty(t *testing.T) {
 	for _, tt := range []struct {
 		name, kv, key, val string
-		wantErr         bool
+		wantErr            bool
 	}{
 		{name: "plain", kv: "security.protocol=SASL_SSL", key: "security.protocol", val: "SASL_SSL"},
 		{name: "value with equals", kv: `sasl.jaas.config=x password="a=b";`, key: "sasl.jaas.config", val: `x password="a=b";`},
