@@ -1,0 +1,389 @@
+package codec
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"math/big"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Digest identifies a value by its canonical JSON: the first 16 bytes of
+// the SHA-256 of Canonical(v). Two values with the same canonical JSON have
+// the same digest, whatever schema, schema id or serde carried them.
+type Digest [16]byte
+
+// String returns the digest in hex.
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+// MarshalText makes a Digest print as hex in JSON.
+func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// DigestOf returns the digest of v's canonical JSON.
+func DigestOf(v audit.Value) Digest {
+	e := encPool.Get().(*encoder)
+	e.buf = e.value(e.buf[:0], v, 0)
+	sum := sha256.Sum256(e.buf)
+	encPool.Put(e)
+	var d Digest
+	copy(d[:], sum[:16])
+	return d
+}
+
+// Canonical returns v as canonical JSON: object keys sorted by their UTF-8
+// bytes, no insignificant space, numbers in their shortest form (integers
+// without a fraction or exponent, others as ECMAScript prints them), strings
+// escaped minimally (", \ and control characters; invalid UTF-8 becomes
+// U+FFFD). It accepts the values Decode returns and, for values built
+// elsewhere, Go's numeric types, []byte (as base64), time.Time (RFC 3339)
+// and anything else encoding/json can marshal.
+func Canonical(v audit.Value) []byte {
+	e := encPool.Get().(*encoder)
+	e.buf = e.value(e.buf[:0], v, 0)
+	out := slices.Clone(e.buf)
+	encPool.Put(e)
+	return out
+}
+
+// Text returns v's canonical JSON as text, the form reports print.
+func Text(v audit.Value) string {
+	e := encPool.Get().(*encoder)
+	e.buf = e.value(e.buf[:0], v, 0)
+	out := string(e.buf)
+	encPool.Put(e)
+	return out
+}
+
+// RawText renders bytes that could not be decoded: "b64:" and their
+// standard base64. A nil slice renders as "null".
+func RawText(b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	return "b64:" + base64.StdEncoding.EncodeToString(b)
+}
+
+type encoder struct {
+	buf  []byte
+	keys []string
+}
+
+var encPool = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 512)} }}
+
+const maxDepth = 10000
+
+func (e *encoder) value(b []byte, v any, depth int) []byte {
+	if depth > maxDepth {
+		return append(b, "null"...)
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		if x {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case string:
+		return appendString(b, x)
+	case json.Number:
+		return appendNumber(b, string(x))
+	case map[string]any:
+		start := len(e.keys)
+		for k := range x {
+			e.keys = append(e.keys, k)
+		}
+		keys := e.keys[start:]
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = e.value(b, x[k], depth+1)
+		}
+		clear(e.keys[start:])
+		e.keys = e.keys[:start]
+		return append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, el := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = e.value(b, el, depth+1)
+		}
+		return append(b, ']')
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int8:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int16:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case uint:
+		return strconv.AppendUint(b, uint64(x), 10)
+	case uint8:
+		return strconv.AppendUint(b, uint64(x), 10)
+	case uint16:
+		return strconv.AppendUint(b, uint64(x), 10)
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10)
+	case uint64:
+		return strconv.AppendUint(b, x, 10)
+	case float32:
+		return appendFloat(b, float64(x), 32)
+	case float64:
+		return appendFloat(b, x, 64)
+	case []byte:
+		if x == nil {
+			return append(b, "null"...)
+		}
+		return appendString(b, base64.StdEncoding.EncodeToString(x))
+	case time.Time:
+		return appendString(b, x.UTC().Format(time.RFC3339Nano))
+	case *big.Int:
+		if x == nil {
+			return append(b, "null"...)
+		}
+		return x.Append(b, 10)
+	}
+	return e.generic(b, v, depth)
+}
+
+// generic canonicalizes values of other types through encoding/json:
+// named types, structs, typed maps and slices.
+func (e *encoder) generic(b []byte, v any, depth int) []byte {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return appendString(b, rv.String())
+	case reflect.Bool:
+		return e.value(b, rv.Bool(), depth)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.AppendInt(b, rv.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.AppendUint(b, rv.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return appendFloat(b, rv.Float(), 64)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return appendString(b, "!unencodable "+rv.Type().String())
+	}
+	var back any
+	if err := unmarshalNumber(raw, &back); err != nil {
+		return appendString(b, "!unencodable "+rv.Type().String())
+	}
+	return e.value(b, back, depth)
+}
+
+// appendFloat writes a float in canonical form; NaN and infinities, which
+// JSON cannot hold, become the strings "NaN", "Infinity", "-Infinity".
+func appendFloat(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	return appendES(b, f, bits)
+}
+
+// appendES writes a finite float the way ECMAScript's Number#toString
+// does (RFC 8785): plain digits for 1e-6 <= |f| < 1e21, otherwise the
+// shortest mantissa with an exponent such as 1e+21 or 1.5e-7. bits is 32
+// for a float32, whose shortest form is taken at float32 precision.
+func appendES(b []byte, f float64, bits int) []byte {
+	if f == 0 {
+		return append(b, '0')
+	}
+	a := math.Abs(f)
+	if a >= 1e-6 && a < 1e21 {
+		return strconv.AppendFloat(b, f, 'f', -1, bits)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'e', -1, bits)
+	// Go writes e-07 and e+21; ECMAScript writes e-7 and e+21.
+	for i := start; i < len(b); i++ {
+		if b[i] == 'e' {
+			j := i + 2 // past the sign
+			for j < len(b)-1 && b[j] == '0' {
+				b = append(b[:j], b[j+1:]...)
+			}
+			break
+		}
+	}
+	return b
+}
+
+// appendNumber writes a JSON number text in canonical form. Integer
+// literals are kept digit for digit (so integers beyond 2^53 stay exact);
+// others are parsed as float64 and written by appendES. Text that is not a
+// JSON number is written as a string.
+func appendNumber(b []byte, s string) []byte {
+	if isCanonicalInt(s) {
+		return append(b, s...)
+	}
+	if isIntLiteral(s) {
+		// -0 or leading zeros (not valid JSON, but json.Number may hold it).
+		neg := s[0] == '-'
+		d := s
+		if neg {
+			d = s[1:]
+		}
+		for len(d) > 1 && d[0] == '0' {
+			d = d[1:]
+		}
+		if d == "0" {
+			return append(b, '0')
+		}
+		if neg {
+			b = append(b, '-')
+		}
+		return append(b, d...)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !isJSONNumber(s) {
+		return appendString(b, s)
+	}
+	return appendES(b, f, 64)
+}
+
+func isCanonicalInt(s string) bool {
+	if s == "" {
+		return false
+	}
+	i := 0
+	if s[0] == '-' {
+		i = 1
+		if len(s) == 1 || s == "-0" {
+			return false
+		}
+	}
+	if s[i] == '0' {
+		return len(s) == i+1
+	}
+	for ; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isIntLiteral(s string) bool {
+	i := 0
+	if s != "" && s[0] == '-' {
+		i = 1
+	}
+	if i == len(s) {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isJSONNumber reports whether s is a number in JSON's grammar.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if digits() == 0 {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string, escaping only what JSON
+// requires; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,369 @@
+package codec
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Serde names accepted in Config.
+const (
+	SerdeString = "string" // UTF-8 text
+	SerdeLong   = "long"   // 8-byte big-endian, Kafka's LongSerializer
+	SerdeInt    = "int"    // 4-byte big-endian, Kafka's IntegerSerializer
+	SerdeShort  = "short"  // 2-byte big-endian, Kafka's ShortSerializer
+	SerdeDouble = "double" // 8-byte IEEE 754 big-endian, Kafka's DoubleSerializer
+	SerdeFloat  = "float"  // 4-byte IEEE 754 big-endian, Kafka's FloatSerializer
+	SerdeUUID   = "uuid"   // Kafka's UUIDSerializer: the UUID as UTF-8 text
+	SerdeBytes  = "bytes"  // opaque: the value is the standard base64 text
+	SerdeVoid   = "void"   // Kafka's VoidSerializer: always null
+	SerdeJSON   = "json"   // JSON text, plain or Confluent-framed (JSON Schema serializer)
+	SerdeAvro   = "avro"   // Confluent-framed Avro: magic 0, 4-byte schema id, Avro binary
+)
+
+// Serdes lists every serde name New accepts.
+var Serdes = []string{SerdeString, SerdeLong, SerdeInt, SerdeShort, SerdeDouble, SerdeFloat,
+	SerdeUUID, SerdeBytes, SerdeVoid, SerdeJSON, SerdeAvro}
+
+// TopicSerdes overrides the default serdes for one topic. An empty field
+// keeps the default.
+type TopicSerdes struct {
+	Key, Value string
+}
+
+// Config configures a Codec.
+type Config struct {
+	// KeySerde and ValueSerde apply to topics without an override; empty
+	// means bytes.
+	KeySerde, ValueSerde string
+	// Topics holds per-topic overrides. A name may be a path.Match pattern
+	// ("orders-*"); an exact name wins over patterns, and patterns are
+	// tried in sorted order.
+	Topics map[string]TopicSerdes
+	// RegistryURL is the Schema Registry base URL, several separated by
+	// commas (tried in order), or "". Credentials in the URL are used for
+	// basic auth when basic.auth.credentials.source is URL.
+	RegistryURL string
+	// SchemasDir is a directory of offline schemas, or "": files named
+	// <id>.avsc and/or a schemas.json map {"<id>": schema}. Offline
+	// schemas are looked up first, then the registry.
+	SchemasDir string
+	// Properties are Java-style client properties; see the package doc
+	// for the ones the registry client honours.
+	Properties map[string]string
+	// Timeout bounds one registry request (default 10s).
+	Timeout time.Duration
+	// Retries is how many times a request that timed out or got a 408,
+	// 429 or 5xx is retried (0 means the default, 2; negative means none).
+	Retries int
+	// Backoff is the delay before the first retry, doubled for each next
+	// one (default 200ms).
+	Backoff time.Duration
+}
+
+// Codec decodes keys and values by topic. It implements audit.Decoder and
+// is safe for concurrent use; schemas are fetched once per id.
+type Codec struct {
+	key, value serde
+	exact      map[string][2]serde
+	patterns   []topicPattern
+	schemas    *schemaStore
+}
+
+type topicPattern struct {
+	pattern string
+	serdes  [2]serde
+}
+
+var _ audit.Decoder = (*Codec)(nil)
+
+type serde uint8
+
+const (
+	sBytes serde = iota
+	sString
+	sLong
+	sInt
+	sShort
+	sDouble
+	sFloat
+	sUUID
+	sVoid
+	sJSON
+	sAvro
+)
+
+func parseSerde(name string) (serde, error) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "", SerdeBytes, "bytearray", "byte-array":
+		return sBytes, nil
+	case SerdeString:
+		return sString, nil
+	case SerdeLong:
+		return sLong, nil
+	case SerdeInt, "integer":
+		return sInt, nil
+	case SerdeShort:
+		return sShort, nil
+	case SerdeDouble:
+		return sDouble, nil
+	case SerdeFloat:
+		return sFloat, nil
+	case SerdeUUID:
+		return sUUID, nil
+	case SerdeVoid:
+		return sVoid, nil
+	case SerdeJSON:
+		return sJSON, nil
+	case SerdeAvro:
+		return sAvro, nil
+	}
+	return 0, fmt.Errorf("unknown serde %q (want one of %s)", name, strings.Join(Serdes, ", "))
+}
+
+// New returns a Codec for cfg. It reads SchemasDir at once and checks the
+// registry settings, but does not contact the registry.
+func New(cfg Config) (*Codec, error) {
+	c := &Codec{exact: map[string][2]serde{}}
+	var err error
+	if c.key, err = parseSerde(cfg.KeySerde); err != nil {
+		return nil, fmt.Errorf("parse key serde: %w", err)
+	}
+	if c.value, err = parseSerde(cfg.ValueSerde); err != nil {
+		return nil, fmt.Errorf("parse value serde: %w", err)
+	}
+	avro := c.key == sAvro || c.value == sAvro
+	names := make([]string, 0, len(cfg.Topics))
+	for name := range cfg.Topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ts := cfg.Topics[name]
+		pair := [2]serde{c.key, c.value}
+		if ts.Key != "" {
+			if pair[0], err = parseSerde(ts.Key); err != nil {
+				return nil, fmt.Errorf("parse key serde of topic %s: %w", name, err)
+			}
+		}
+		if ts.Value != "" {
+			if pair[1], err = parseSerde(ts.Value); err != nil {
+				return nil, fmt.Errorf("parse value serde of topic %s: %w", name, err)
+			}
+		}
+		avro = avro || pair[0] == sAvro || pair[1] == sAvro
+		if strings.ContainsAny(name, "*?[") {
+			if _, err := path.Match(name, ""); err != nil {
+				return nil, fmt.Errorf("parse topic pattern %q: %w", name, err)
+			}
+			c.patterns = append(c.patterns, topicPattern{name, pair})
+			continue
+		}
+		c.exact[name] = pair
+	}
+	if cfg.RegistryURL != "" || cfg.SchemasDir != "" {
+		if c.schemas, err = newSchemaStore(cfg); err != nil {
+			return nil, err
+		}
+	} else if avro {
+		return nil, errors.New("configure avro serde: need a schema registry URL or a schemas dir")
+	}
+	return c, nil
+}
+
+func (c *Codec) serdeFor(topic string, isKey bool) serde {
+	i := 1
+	if isKey {
+		i = 0
+	}
+	if p, ok := c.exact[topic]; ok {
+		return p[i]
+	}
+	for _, p := range c.patterns {
+		if ok, _ := path.Match(p.pattern, topic); ok {
+			return p.serdes[i]
+		}
+	}
+	if isKey {
+		return c.key
+	}
+	return c.value
+}
+
+// Decode decodes data read from topic with the key or value serde that
+// applies to it. A nil data is a null key or value and decodes to nil.
+// Errors are a *DecodeError for data that cannot be decoded, a
+// *RegistryError (errors.Is ErrRegistryUnavailable) when the registry
+// could not say what a schema id is, or ctx's error.
+func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, error) {
+	s := c.serdeFor(topic, isKey)
+	if data == nil {
+		return nil, nil
+	}
+	derr := func(reason string, err error) error {
+		return &DecodeError{Topic: topic, IsKey: isKey, SchemaID: -1, Reason: reason, Err: err}
+	}
+	switch s {
+	case sBytes:
+		return base64.StdEncoding.EncodeToString(data), nil
+	case sString, sUUID:
+		if !utf8.Valid(data) {
+			return nil, derr("invalid UTF-8", nil)
+		}
+		return string(data), nil
+	case sVoid:
+		if len(data) != 0 {
+			return nil, derr(fmt.Sprintf("void serde got %d bytes", len(data)), nil)
+		}
+		return nil, nil
+	}
+	// The remaining serdes never write an empty payload; some readers
+	// hand out an empty slice for a null, so empty decodes to null too.
+	if len(data) == 0 {
+		return nil, nil
+	}
+	switch s {
+	case sLong, sInt, sShort, sDouble, sFloat:
+		return fixedNumber(s, data, derr)
+	case sJSON:
+		v, err := decodeJSON(data)
+		if err != nil && len(data) > 5 && data[0] == 0 {
+			// Confluent's JSON Schema serializer frames the text.
+			if v2, err2 := decodeJSON(data[5:]); err2 == nil {
+				return v2, nil
+			}
+		}
+		if err != nil {
+			return nil, derr("invalid JSON", err)
+		}
+		return v, nil
+	case sAvro:
+		return c.decodeAvro(ctx, topic, isKey, data)
+	}
+	return nil, derr("unknown serde", nil)
+}
+
+func fixedNumber(s serde, data []byte, derr func(string, error) error) (audit.Value, error) {
+	want := map[serde]int{sLong: 8, sInt: 4, sShort: 2, sDouble: 8, sFloat: 4}[s]
+	if len(data) != want {
+		var err error
+		if len(data) < want {
+			err = ErrTruncated
+		}
+		return nil, derr(fmt.Sprintf("want %d bytes, got %d", want, len(data)), err)
+	}
+	switch s {
+	case sLong:
+		return num(int64(binary.BigEndian.Uint64(data))), nil
+	case sInt:
+		return num(int64(int32(binary.BigEndian.Uint32(data)))), nil
+	case sShort:
+		return num(int64(int16(binary.BigEndian.Uint16(data)))), nil
+	case sDouble:
+		return floatValue(math.Float64frombits(binary.BigEndian.Uint64(data)), 64), nil
+	default:
+		return floatValue(float64(math.Float32frombits(binary.BigEndian.Uint32(data))), 32), nil
+	}
+}
+
+// decodeJSON decodes one JSON text into canonical values (numbers as
+// json.Number); trailing data other than space is an error.
+func decodeJSON(data []byte) (any, error) {
+	var v any
+	if err := unmarshalNumber(data, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func unmarshalNumber(data []byte, v *any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// decodeAvro decodes a Confluent-framed payload: magic byte 0, a 4-byte
+// big-endian schema id, then Avro binary (or JSON text for a schema of
+// type JSON).
+func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, error) {
+	derr := func(id int32, reason string, err error) error {
+		return &DecodeError{Topic: topic, IsKey: isKey, SchemaID: id, Reason: reason, Err: err}
+	}
+	if data[0] != 0 {
+		return nil, derr(-1, fmt.Sprintf("magic byte %d", data[0]), ErrNotFramed)
+	}
+	if len(data) < 5 {
+		return nil, derr(-1, fmt.Sprintf("%d bytes, the frame needs 5", len(data)), ErrTruncated)
+	}
+	id := int32(binary.BigEndian.Uint32(data[1:5]))
+	if c.schemas == nil {
+		return nil, derr(id, "no schema registry or schemas dir", ErrUnknownSchema)
+	}
+	sch, err := c.schemas.get(ctx, id)
+	if err != nil {
+		var re *RegistryError
+		if errors.As(err, &re) || ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, derr(id, "", err)
+	}
+	body := data[5:]
+	switch sch.typ {
+	case typeJSON:
+		v, err := decodeJSON(body)
+		if err != nil {
+			return nil, derr(id, "invalid JSON", err)
+		}
+		return v, nil
+	case typeAvro:
+		d := avroDecoder{b: body, s: string(body)}
+		v := d.value(sch.node)
+		if d.err != nil {
+			return nil, derr(id, "", d.err)
+		}
+		if d.i != len(body) {
+			return nil, derr(id, fmt.Sprintf("%d bytes left after the value", len(body)-d.i), nil)
+		}
+		return v, nil
+	}
+	return nil, derr(id, "schema type "+sch.typeName+" is not supported", ErrBadSchema)
+}
+
+// Schemas returns the schemas used so far, by id, each self-contained
+// (references inlined), in the form a schemas.json of SchemasDir holds: a
+// capture can store them and an offline run read them back.
+func (c *Codec) Schemas() map[int32]Schema {
+	if c.schemas == nil {
+		return map[int32]Schema{}
+	}
+	return c.schemas.used()
+}
+
+// Schema is one schema as schemas.json stores it: Confluent's shape
+// without references.
+type Schema struct {
+	Schema string `json:"schema"`
+	Type   string `json:"schemaType,omitempty"` // AVRO when empty
+}
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }

@@ -1,0 +1,99 @@
+// Package codec decodes Kafka record keys and values into canonical values
+// and digests them.
+//
+// Codec implements audit.Decoder. Config names a key and a value serde per
+// topic: string, long, int, short, double, float, uuid, bytes, void, json,
+// or avro (Confluent framing: magic byte 0, a 4-byte big-endian schema id,
+// then Avro binary). Avro schemas come from a Confluent Schema Registry
+// (fetched once per id, references resolved) and/or an offline directory of
+// <id>.avsc files and a schemas.json map. DecodeError is a record that
+// cannot be decoded; RegistryError is a registry that could not answer.
+// Canonical, Text and DigestOf turn values into canonical JSON and a
+// Digest.
+//
+// # Values
+//
+// Every serde yields plain Go values of JSON's model: nil, bool, string,
+// json.Number, []any and map[string]any, so expressions can navigate
+// value.orderId. A nil payload (a null key or value) decodes to nil; an
+// empty payload decodes to "" for string and bytes and to nil for the
+// serdes that never write one (some readers return an empty slice for a
+// null). string and uuid must be valid UTF-8 (else a DecodeError, rather
+// than Java's silent replacement, so two different payloads never decode
+// equal); bytes is the standard base64 text of the payload. json accepts
+// plain JSON text and text framed by Confluent's JSON Schema serializer.
+//
+// Avro maps to values as follows:
+//
+//	null                        nil
+//	boolean                     bool
+//	int, long                   json.Number ("42")
+//	float, double               json.Number, shortest form ("0.1"); NaN and
+//	                            ±Inf as the strings "NaN", "Infinity", "-Infinity"
+//	string, uuid (string)       string
+//	bytes, fixed                string, standard base64 with padding
+//	enum                        string, the symbol
+//	array                       []any
+//	map                         map[string]any
+//	record                      map[string]any keyed by field name
+//	union                       the value of the branch written, unwrapped:
+//	                            no {"type": value} wrapper, so a field reads the
+//	                            same whether its schema is "long" or
+//	                            ["null","long"] and a digest survives making a
+//	                            field optional; a union of two branches with the
+//	                            same JSON form (string and enum) cannot be told
+//	                            apart afterwards, which an audit does not need
+//	decimal (bytes or fixed)    string, plain decimal with scale digits ("-12.30")
+//	uuid (fixed 16)             string, 8-4-4-4-12 lowercase hex
+//	date                        string, ISO date ("2026-11-30")
+//	time-millis, time-micros    string, "15:04:05.000" and "15:04:05.000000"
+//	timestamp-millis/-micros    string, RFC 3339 in UTC with the fraction trimmed
+//	                            ("2026-11-30T10:00:00.5Z"), so one instant prints
+//	                            the same at either precision
+//	local-timestamp-millis/-micros  the same without the "Z"
+//	duration (fixed 12)         {"months","days","milliseconds"} of json.Number
+//
+// A payload with bytes left after the value, a varint longer than 64 bits,
+// an enum or union index out of range, or a length past the end is a
+// DecodeError (ErrTruncated for the last). Nesting is limited to 500 levels
+// and arrays of zero-byte items to 2^20 items per payload.
+//
+// # Canonical JSON and digests
+//
+// Canonical writes a value with object keys sorted, no space, numbers in
+// their shortest form (integer literals kept digit for digit, other
+// numbers as ECMAScript prints them, as RFC 8785) and minimal string
+// escapes. DigestOf is the first 16 bytes of the SHA-256 of that text, so
+// the same logical record under another schema id, field order or number
+// spelling ("1.50" and "1.5") has the same digest.
+//
+// # Schema Registry
+//
+// The client sends GET /schemas/ids/{id} and, for references,
+// GET /subjects/{subject}/versions/{version}, parses each schema with its
+// own name cache, and keeps the answer (found or not) per id for the
+// Codec's life; concurrent callers of one id share one request. A request
+// that times out (Config.Timeout) or gets 408, 429 or 5xx is retried
+// Config.Retries times with exponential backoff from Config.Backoff; 404
+// is final and means ErrUnknownSchema; 401, 403, other statuses and an
+// answer that is not JSON are final and mean ErrRegistryUnavailable.
+// Several URLs separated by commas are tried in order. Schemas of type
+// JSON decode the framed text as JSON; PROTOBUF is not supported.
+//
+// Properties honoured (each also under the "schema.registry." prefix,
+// which wins):
+//
+//	basic.auth.credentials.source   USER_INFO (default when user info is set),
+//	                                URL (user:password@ in the registry URL),
+//	                                SASL_INHERIT (sasl.jaas.config or
+//	                                sasl.username/sasl.password)
+//	basic.auth.user.info            user:password
+//	bearer.auth.credentials.source  STATIC_TOKEN, with bearer.auth.token
+//	ssl.ca.location                 PEM file of CAs to trust (https only)
+//	ssl.certificate.location        PEM client certificate, with
+//	ssl.key.location                its unencrypted PEM key
+//
+// schema.registry.ssl.truststore.location and …keystore.location (JKS or
+// PKCS12) are refused with a message pointing to the PEM settings. Errors
+// name the request URL and HTTP status, never credentials.
+package codec

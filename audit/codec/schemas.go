@@ -1,0 +1,317 @@
+package codec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hamba/avro/v2"
+)
+
+// SchemasFile is the file of SchemasDir that maps schema ids to schemas.
+const SchemasFile = "schemas.json"
+
+type schemaType uint8
+
+const (
+	typeAvro schemaType = iota
+	typeJSON
+	typeOther
+)
+
+// schemaEntry is one schema id, ready to decode with.
+type schemaEntry struct {
+	typ      schemaType
+	typeName string // as the registry says it: AVRO, JSON, PROTOBUF
+	node     *node
+	text     string // self-contained schema text
+}
+
+// schemaStore finds schemas by id: offline ones first, then the registry,
+// each id fetched once (concurrent callers of one id share one fetch).
+type schemaStore struct {
+	offline map[int32]*schemaEntry
+	client  *registryClient
+
+	mu    sync.Mutex
+	calls map[int32]*schemaCall
+}
+
+type schemaCall struct {
+	done     chan struct{}
+	entry    *schemaEntry
+	err      error
+	canceled bool // the fetching caller's context ended: not cached
+}
+
+func newSchemaStore(cfg Config) (*schemaStore, error) {
+	s := &schemaStore{offline: map[int32]*schemaEntry{}, calls: map[int32]*schemaCall{}}
+	if cfg.SchemasDir != "" {
+		if err := s.loadDir(cfg.SchemasDir); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.RegistryURL != "" {
+		var err error
+		if s.client, err = newRegistryClient(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *schemaStore) get(ctx context.Context, id int32) (*schemaEntry, error) {
+	if e, ok := s.offline[id]; ok {
+		return e, nil
+	}
+	if s.client == nil {
+		return nil, fmt.Errorf("%w: id %d is not in the schemas dir", ErrUnknownSchema, id)
+	}
+	for {
+		s.mu.Lock()
+		c, ok := s.calls[id]
+		if !ok {
+			c = &schemaCall{done: make(chan struct{})}
+			s.calls[id] = c
+			s.mu.Unlock()
+			c.entry, c.err = s.fetch(ctx, id)
+			if c.err != nil && ctx.Err() != nil {
+				c.canceled = true
+				s.mu.Lock()
+				delete(s.calls, id)
+				s.mu.Unlock()
+			}
+			close(c.done)
+			return c.entry, c.err
+		}
+		s.mu.Unlock()
+		select {
+		case <-c.done:
+			if c.canceled {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				continue // the fetcher gave up; fetch again under this context
+			}
+			return c.entry, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (s *schemaStore) used() map[int32]Schema {
+	out := map[int32]Schema{}
+	for id, e := range s.offline {
+		out[id] = e.export()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.calls {
+		select {
+		case <-c.done:
+			if c.err == nil {
+				out[id] = c.entry.export()
+			}
+		default:
+		}
+	}
+	return out
+}
+
+func (e *schemaEntry) export() Schema {
+	sc := Schema{Schema: e.text}
+	if e.typ != typeAvro {
+		sc.Type = e.typeName
+	}
+	return sc
+}
+
+// fetch reads schema id and its references from the registry.
+func (s *schemaStore) fetch(ctx context.Context, id int32) (*schemaEntry, error) {
+	var ans schemaAnswer
+	err := s.client.get(ctx, "/schemas/ids/"+itoa(id), &ans)
+	var nf *notFoundError
+	if errors.As(err, &nf) {
+		return nil, fmt.Errorf("%w: %w", ErrUnknownSchema, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cache := &avro.SchemaCache{}
+	if err := s.loadRefs(ctx, ans.References, cache, map[string]bool{}, 0); err != nil {
+		return nil, err
+	}
+	e, err := buildEntry(ans.SchemaType, ans.Schema, cache)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema id %d: %w", ErrBadSchema, id, err)
+	}
+	return e, nil
+}
+
+// loadRefs parses referenced schemas, their own references first, into
+// cache, where the referring schema finds their named types.
+func (s *schemaStore) loadRefs(ctx context.Context, refs []reference, cache *avro.SchemaCache, seen map[string]bool, depth int) error {
+	if depth > maxRefDepth {
+		return fmt.Errorf("%w: references nested deeper than %d", ErrBadSchema, maxRefDepth)
+	}
+	for _, ref := range refs {
+		key := ref.Subject + "\x00" + strconv.Itoa(ref.Version)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		var ans schemaAnswer
+		path := "/subjects/" + url.PathEscape(ref.Subject) + "/versions/" + strconv.Itoa(ref.Version)
+		err := s.client.get(ctx, path, &ans)
+		var nf *notFoundError
+		if errors.As(err, &nf) {
+			return fmt.Errorf("%w: reference %s (subject %s version %d): %w", ErrBadSchema, ref.Name, ref.Subject, ref.Version, err)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.loadRefs(ctx, ans.References, cache, seen, depth+1); err != nil {
+			return err
+		}
+		if t := strings.ToUpper(ans.SchemaType); t != "" && t != "AVRO" {
+			continue // a JSON or Protobuf reference has no Avro names to add
+		}
+		if _, err := avro.ParseWithCache(ans.Schema, "", cache); err != nil {
+			return fmt.Errorf("%w: parse reference %s (subject %s version %d): %w", ErrBadSchema, ref.Name, ref.Subject, ref.Version, err)
+		}
+	}
+	return nil
+}
+
+// buildEntry parses a schema of the given registry type. Avro schemas are
+// parsed with their own name cache (never hamba's global one, so two
+// versions of one record name do not mix).
+func buildEntry(typeName, text string, cache *avro.SchemaCache) (*schemaEntry, error) {
+	switch t := strings.ToUpper(typeName); t {
+	case "", "AVRO":
+		if cache == nil {
+			cache = &avro.SchemaCache{}
+		}
+		parsed, err := avro.ParseWithCache(text, "", cache)
+		if err != nil {
+			return nil, err
+		}
+		n, err := compile(parsed)
+		if err != nil {
+			return nil, err
+		}
+		full, err := json.Marshal(parsed)
+		if err != nil {
+			return nil, err
+		}
+		return &schemaEntry{typ: typeAvro, typeName: "AVRO", node: n, text: string(full)}, nil
+	case "JSON":
+		return &schemaEntry{typ: typeJSON, typeName: t, text: text}, nil
+	default:
+		return &schemaEntry{typ: typeOther, typeName: t, text: text}, nil
+	}
+}
+
+// loadDir reads <id>.avsc files and schemas.json from dir.
+func (s *schemaStore) loadDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read schemas dir: %w", err)
+	}
+	for _, de := range ents {
+		name := de.Name()
+		if de.IsDir() || !strings.HasSuffix(name, ".avsc") {
+			continue
+		}
+		id, err := strconv.ParseInt(strings.TrimSuffix(name, ".avsc"), 10, 32)
+		if err != nil || id < 0 {
+			continue // not named by an id
+		}
+		text, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("read schemas dir: %w", err)
+		}
+		e, err := buildEntry("AVRO", string(text), nil)
+		if err != nil {
+			return fmt.Errorf("parse schema %s: %w", filepath.Join(dir, name), err)
+		}
+		s.offline[int32(id)] = e
+	}
+	file := filepath.Join(dir, SchemasFile)
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		if len(s.offline) == 0 {
+			return fmt.Errorf("read schemas dir %s: no <id>.avsc and no %s", dir, SchemasFile)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read schemas dir: %w", err)
+	}
+	m, err := parseSchemasJSON(data)
+	if err != nil {
+		return fmt.Errorf("parse %s: %w", file, err)
+	}
+	for id, sc := range m {
+		if _, dup := s.offline[id]; dup {
+			return fmt.Errorf("parse %s: schema id %d also has an .avsc file", file, id)
+		}
+		e, err := buildEntry(sc.Type, sc.Schema, nil)
+		if err != nil {
+			return fmt.Errorf("parse %s: schema id %d: %w", file, id, err)
+		}
+		s.offline[id] = e
+	}
+	return nil
+}
+
+// parseSchemasJSON reads {"<id>": schema, …} where each schema is the
+// schema's JSON itself, a string holding it, or Confluent's
+// {"schema": "…", "schemaType": "…"} (without references).
+func parseSchemasJSON(data []byte) (map[int32]Schema, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	out := make(map[int32]Schema, len(raw))
+	for k, v := range raw {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("key %q is not a schema id", k)
+		}
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			out[int32(id)] = Schema{Schema: str}
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) == nil {
+			if _, isAvro := obj["type"]; !isAvro {
+				if _, ok := obj["schema"]; ok {
+					var sc struct {
+						Schema
+						References []reference `json:"references"`
+					}
+					if err := json.Unmarshal(v, &sc); err != nil {
+						return nil, fmt.Errorf("schema id %d: %w", id, err)
+					}
+					if len(sc.References) > 0 {
+						return nil, fmt.Errorf("schema id %d: references are not supported offline: inline them", id)
+					}
+					out[int32(id)] = sc.Schema
+					continue
+				}
+			}
+		}
+		out[int32(id)] = Schema{Schema: string(v)}
+	}
+	return out, nil
+}
