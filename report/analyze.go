@@ -1,0 +1,219 @@
+package report
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Range is a run of consecutive offsets of one partition: [From, From+Count).
+type Range struct {
+	Topic     string
+	Partition int32
+	From      int64
+	Count     int64
+}
+
+// To is the last offset of the range (inclusive).
+func (r Range) To() int64 { return r.From + r.Count - 1 }
+
+// goneCauses name findings whose offsets no longer exist in Kafka: the
+// finding names the first offset of a gap, not a readable record.
+var goneCauses = map[audit.Cause]bool{
+	audit.CauseRetentionGap: true,
+	audit.CauseTruncated:    true,
+}
+
+// ReplayRanges merges the loss findings that name a record still readable
+// (an offset at or above its partition's log-start offset in the cut,
+// outside the join stage) into ranges to replay, and the loss findings whose
+// offsets are gone into ranges that must come from elsewhere. Both are
+// sorted by topic, partition and offset; overlapping and adjacent offsets
+// merge.
+func ReplayRanges(r *audit.Report) (replay, gone []Range) {
+	logStart := map[audit.TopicPartition]int64{}
+	for _, c := range r.Cut {
+		tp := audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}
+		if ls, ok := logStart[tp]; !ok || c.LogStart > ls {
+			logStart[tp] = c.LogStart
+		}
+	}
+	for _, f := range r.Findings {
+		if f.Severity != audit.SeverityLoss || f.Stage == audit.StageJoin || f.Offset < 0 || f.Topic == "" {
+			continue
+		}
+		rg := Range{Topic: f.Topic, Partition: f.Partition, From: f.Offset, Count: max(f.Count, 1)}
+		ls, known := logStart[audit.TopicPartition{Topic: f.Topic, Partition: f.Partition}]
+		switch {
+		case goneCauses[f.Cause]:
+			gone = append(gone, rg)
+		case known && rg.To() < ls:
+			gone = append(gone, rg)
+		case known && rg.From < ls:
+			gone = append(gone, Range{rg.Topic, rg.Partition, rg.From, ls - rg.From})
+			replay = append(replay, Range{rg.Topic, rg.Partition, ls, rg.To() - ls + 1})
+		default:
+			replay = append(replay, rg)
+		}
+	}
+	return mergeRanges(replay), mergeRanges(gone)
+}
+
+func mergeRanges(rs []Range) []Range {
+	slices.SortFunc(rs, func(a, b Range) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition),
+			cmp.Compare(a.From, b.From), cmp.Compare(a.Count, b.Count))
+	})
+	var out []Range
+	for _, r := range rs {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			if last.Topic == r.Topic && last.Partition == r.Partition && r.From <= last.To()+1 {
+				if r.To() > last.To() {
+					last.Count = r.To() - last.From + 1
+				}
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Window is a run of minutes [Start, End) where the timeline shows the
+// incident: aborted transactions, a gap in production, or vanished records.
+type Window struct {
+	Start, End time.Time
+	Aborted    int64
+	Vanished   int64
+	GapMinutes int
+}
+
+// maxFill bounds how many empty minutes timeline fills in (a week).
+const maxFill = 7 * 24 * 60
+
+// timeline returns the report's minutes sorted by start, with minutes that
+// are missing between the first and the last filled in as zeros (nothing
+// produced), unless the span is longer than a week.
+func timeline(r *audit.Report) []audit.Minute {
+	ms := slices.Clone(r.Timeline)
+	slices.SortFunc(ms, func(a, b audit.Minute) int { return cmp.Compare(a.Start, b.Start) })
+	if len(ms) < 2 {
+		return ms
+	}
+	const minute = int64(time.Minute / time.Millisecond)
+	span := (ms[len(ms)-1].Start - ms[0].Start) / minute
+	if span > maxFill {
+		return ms
+	}
+	out := make([]audit.Minute, 0, span+1)
+	for i, m := range ms {
+		if i > 0 {
+			for t := out[len(out)-1].Start + minute; t < m.Start; t += minute {
+				out = append(out, audit.Minute{Start: t})
+			}
+			if out[len(out)-1].Start == m.Start { // duplicate minute: add up
+				last := &out[len(out)-1]
+				last.Produced += m.Produced
+				last.Committed += m.Committed
+				last.Aborted += m.Aborted
+				last.Vanished += m.Vanished
+				continue
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// flagged marks the minutes that belong to the incident: any aborted
+// transaction, any vanished record, or a production gap (nothing produced,
+// or under a tenth of the median of active minutes, while minutes before
+// and after were active).
+func flagged(ms []audit.Minute) []bool {
+	fl := make([]bool, len(ms))
+	var active []int64
+	first, last := -1, -1
+	for i, m := range ms {
+		if m.Produced > 0 {
+			active = append(active, m.Produced)
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	var median int64
+	if len(active) > 0 {
+		slices.Sort(active)
+		median = active[len(active)/2]
+	}
+	for i, m := range ms {
+		gap := i > first && i < last && m.Produced*10 < median
+		fl[i] = m.Aborted > 0 || m.Vanished > 0 || gap
+	}
+	return fl
+}
+
+// incidentWindows groups flagged minutes into windows, joining runs that
+// are at most two quiet minutes apart.
+func incidentWindows(ms []audit.Minute) []Window {
+	fl := flagged(ms)
+	var out []Window
+	start, end := -1, -1
+	emit := func() {
+		if start < 0 {
+			return
+		}
+		w := Window{Start: time.UnixMilli(ms[start].Start).UTC(), End: time.UnixMilli(ms[end].Start).UTC().Add(time.Minute)}
+		for _, m := range ms[start : end+1] {
+			w.Aborted += m.Aborted
+			w.Vanished += m.Vanished
+		}
+		out = append(out, w)
+	}
+	for i, f := range fl {
+		if !f {
+			continue
+		}
+		if start >= 0 && i-end <= 3 {
+			end = i
+			continue
+		}
+		emit()
+		start, end = i, i
+	}
+	emit()
+	gaps := gapMinutes(ms)
+	for i := range out {
+		for j, m := range ms {
+			t := time.UnixMilli(m.Start).UTC()
+			if gaps[j] && !t.Before(out[i].Start) && t.Before(out[i].End) {
+				out[i].GapMinutes++
+			}
+		}
+	}
+	return out
+}
+
+// gapMinutes marks the production-gap minutes alone.
+func gapMinutes(ms []audit.Minute) []bool {
+	only := make([]audit.Minute, len(ms))
+	for i, m := range ms {
+		only[i] = audit.Minute{Start: m.Start, Produced: m.Produced}
+	}
+	return flagged(only)
+}
+
+// inWindow reports whether a minute starting at ms falls in one of ws.
+func inWindow(ws []Window, ms int64) bool {
+	t := time.UnixMilli(ms).UTC()
+	for _, w := range ws {
+		if !t.Before(w.Start) && t.Before(w.End) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,15 @@
+// Package report renders an audit.Report for people and machines.
+//
+// The main entry points are Render (dispatch on a format name), Markdown
+// (the postmortem a team attaches to an incident), CSV, JSON, Table,
+// Prom and TimelineSVG, all fed only by an audit.Report and an Options
+// value. ReadJSON reads a report back; NewSince and Merge combine reports
+// (for --baseline and kaudit merge). LedgerTable, LedgerJSON and LedgerCSV
+// render `kaudit ledger` output from an audit.TopicLedger.
+//
+// CauseText explains every audit.Cause in one paragraph, and KnownIssues
+// maps causes to the Kafka bugs whose signature they match; both are
+// reused by the README.
+//
+// This package imports nothing of kaudit but audit.
+package report

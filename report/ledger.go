@@ -1,0 +1,149 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/olekukonko/tablewriter"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// LedgerJSON writes `kaudit ledger --format json`: DESIGN.md's shape
+// {"topic", "partitions": [{"partition", "log_start", "lso", "hw", "fates",
+// "transactions", "findings", "offsets"?}]}. Findings print as [] when
+// there are none; offsets (and txns, values) only when the ledger holds
+// them.
+func LedgerJSON(w io.Writer, l *audit.TopicLedger) error {
+	c := *l
+	if c.Partitions == nil {
+		c.Partitions = []audit.PartitionLedger{}
+	}
+	c.Partitions = append([]audit.PartitionLedger(nil), c.Partitions...)
+	for i := range c.Partitions {
+		if c.Partitions[i].Findings == nil {
+			c.Partitions[i].Findings = []audit.Finding{}
+		}
+	}
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode ledger %s: %w", l.Topic, err)
+	}
+	return write(w, append(b, '\n'), "write ledger "+l.Topic)
+}
+
+// ledgerColumns is LedgerCSV's header for per-partition rows.
+var ledgerColumns = []string{"topic", "partition", "log_start", "lso", "hw",
+	"committed", "aborted", "marker", "open", "purged", "compacted", "gap",
+	"txns_committed", "txns_aborted", "txns_open", "findings"}
+
+// ledgerOffsetColumns is LedgerCSV's header when the ledger lists offsets.
+var ledgerOffsetColumns = []string{"topic", "partition", "offset", "fate", "producer_id", "producer_epoch", "transactional", "control"}
+
+// LedgerCSV writes one row per partition with its offsets counted by fate
+// and its transactions by outcome. When any partition lists offsets
+// (`--offsets A-B`) it writes one row per listed offset instead.
+func LedgerCSV(w io.Writer, l *audit.TopicLedger) error {
+	cw := csv.NewWriter(w)
+	withOffsets := false
+	for _, p := range l.Partitions {
+		withOffsets = withOffsets || len(p.Offsets) > 0
+	}
+	if withOffsets {
+		if err := cw.Write(ledgerOffsetColumns); err != nil {
+			return fmt.Errorf("write ledger csv: %w", err)
+		}
+		for _, p := range l.Partitions {
+			for _, o := range p.Offsets {
+				if err := cw.Write([]string{l.Topic, strconv.Itoa(int(p.Partition)), num(o.Offset), o.Fate.String(),
+					num(o.ProducerID), strconv.Itoa(int(o.ProducerEpoch)), strconv.FormatBool(o.Transactional),
+					strconv.FormatBool(o.Control)}); err != nil {
+					return fmt.Errorf("write ledger csv: %w", err)
+				}
+			}
+		}
+	} else {
+		if err := cw.Write(ledgerColumns); err != nil {
+			return fmt.Errorf("write ledger csv: %w", err)
+		}
+		for _, p := range l.Partitions {
+			if err := cw.Write(append([]string{l.Topic}, ledgerCells(p)...)); err != nil {
+				return fmt.Errorf("write ledger csv: %w", err)
+			}
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write ledger csv: %w", err)
+	}
+	return nil
+}
+
+// ledgerCells are a partition's ledgerColumns after the topic.
+func ledgerCells(p audit.PartitionLedger) []string {
+	f, t := p.Fates, p.Transactions
+	return []string{strconv.Itoa(int(p.Partition)), num(p.LogStart), num(p.LSO), num(p.HW),
+		num(f.Committed), num(f.Aborted), num(f.Marker), num(f.Open), num(f.Purged), num(f.Compacted), num(f.Gap),
+		num(t.Committed), num(t.Aborted), num(t.Open), strconv.Itoa(len(p.Findings))}
+}
+
+// LedgerTable writes the ledger for a terminal: one row per partition,
+// then the listed offsets and the findings, when there are any.
+func LedgerTable(w io.Writer, l *audit.TopicLedger) error {
+	if _, err := fmt.Fprintf(w, "ledger of %s: %d partitions\n", l.Topic, len(l.Partitions)); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	t := tablewriter.NewTable(w)
+	t.Header(ledgerColumns[1:])
+	var findings []audit.Finding
+	offsets := false
+	for _, p := range l.Partitions {
+		if err := t.Append(ledgerCells(p)); err != nil {
+			return fmt.Errorf("build ledger table: %w", err)
+		}
+		findings = append(findings, p.Findings...)
+		offsets = offsets || len(p.Offsets) > 0
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("write ledger: %w", err)
+	}
+	if offsets {
+		t := tablewriter.NewTable(w)
+		t.Header(ledgerOffsetColumns[1:])
+		for _, p := range l.Partitions {
+			for _, o := range p.Offsets {
+				if err := t.Append([]string{strconv.Itoa(int(p.Partition)), num(o.Offset), o.Fate.String(),
+					num(o.ProducerID), strconv.Itoa(int(o.ProducerEpoch)), strconv.FormatBool(o.Transactional),
+					strconv.FormatBool(o.Control)}); err != nil {
+					return fmt.Errorf("build ledger table: %w", err)
+				}
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("write ledger: %w", err)
+		}
+	}
+	if len(findings) > 0 {
+		audit.SortFindings(findings)
+		t := tablewriter.NewTable(w)
+		t.Header("cause", "severity", "partition", "offset", "count", "detail")
+		for _, f := range findings[:min(len(findings), tableRows)] {
+			if err := t.Append([]string{string(f.Cause), string(f.Severity), strconv.Itoa(int(f.Partition)),
+				num(f.Offset), num(f.Count), clip(f.Detail, 80)}); err != nil {
+				return fmt.Errorf("build ledger table: %w", err)
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("write ledger: %w", err)
+		}
+		if n := len(findings) - tableRows; n > 0 {
+			if _, err := fmt.Fprintf(w, "… %d more findings not shown (use --format json)\n", n); err != nil {
+				return fmt.Errorf("write ledger: %w", err)
+			}
+		}
+	}
+	return nil
+}

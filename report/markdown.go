@@ -1,0 +1,719 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Caps keep the postmortem readable; CSV and JSON hold everything.
+const (
+	mdRowsPerCause  = 50  // finding rows per cause
+	mdTimelineAll   = 120 // timelines up to this many minutes print whole
+	mdTimelinePad   = 3   // quiet minutes shown around an incident window
+	mdLineage       = 10  // sample lineages
+	mdReplayCommand = 20  // replay command lines
+	mdJoinKeys      = 20  // keys listed for join findings
+)
+
+// funnelOrder is the order of Summary.Records keys in the funnel; other
+// keys follow alphabetically.
+var funnelOrder = []string{"read", "consumed", "repartitioned", "applied", "joined", "output"}
+
+// Markdown writes the postmortem: verdict and summary, missing evidence,
+// the cut, the topology, the funnel, the timeline, findings by cause with
+// the known issues they match, sample lineage and what to do next.
+func Markdown(w io.Writer, r *audit.Report, o Options) error {
+	var b strings.Builder
+	md := &mdWriter{b: &b}
+	ms := timeline(r)
+	windows := incidentWindows(ms)
+
+	md.f("# kaudit postmortem: %s\n\n", text(orDash(r.AppID)))
+	md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	writeGaps(md, r)
+	md.f("Report generated %s", stamp(r.GeneratedAt))
+	if r.Source != "" {
+		md.f(" from %s", text(r.Source))
+	}
+	md.f("; rendered %s.", stamp(o.now()))
+	if o.KafkaVersion != "" {
+		md.f(" Kafka version: %s.", text(o.KafkaVersion))
+	} else {
+		md.s(" Kafka version not given (pass --kafka-version to check known issues against it).")
+	}
+	md.s("\n\n## Summary\n\n")
+	md.s(summaryParagraph(r, windows))
+	md.s("\n\n")
+
+	writeCut(md, r)
+	writeTopology(md, r)
+	writeFunnel(md, r)
+	writeTimeline(md, r, ms, windows, o)
+	writeFindings(md, r, o)
+	writeLineage(md, r)
+	writeNext(md, r, o)
+	return write(w, []byte(strings.TrimRight(b.String(), "\n")+"\n"), "write markdown")
+}
+
+type mdWriter struct{ b *strings.Builder }
+
+func (m *mdWriter) f(format string, args ...any) { fmt.Fprintf(m.b, format, args...) }
+func (m *mdWriter) s(s string)                   { m.b.WriteString(s) }
+
+// row writes one table row; cells must already be escaped.
+func (m *mdWriter) row(cells ...string) {
+	m.s("| " + strings.Join(cells, " | ") + " |\n")
+}
+
+// header writes a table header and its delimiter row; a column whose name
+// starts with '>' is right-aligned.
+func (m *mdWriter) header(cols ...string) {
+	names := make([]string, len(cols))
+	seps := make([]string, len(cols))
+	for i, c := range cols {
+		if strings.HasPrefix(c, ">") {
+			names[i], seps[i] = c[1:], "---:"
+		} else {
+			names[i], seps[i] = c, "---"
+		}
+	}
+	m.row(names...)
+	m.row(seps...)
+}
+
+// text escapes s for Markdown prose and table cells: HTML-significant
+// characters, pipes, and the characters that start emphasis or code.
+func text(s string) string {
+	return mdEscaper.Replace(s)
+}
+
+var mdEscaper = strings.NewReplacer(
+	"&", "&amp;", "<", "&lt;", ">", "&gt;", "|", `\|`, "\\", `\\`,
+	"*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`,
+	"\r\n", " ", "\n", " ", "\r", " ",
+)
+
+// cell is text clipped to n runes.
+func cell(s string, n int) string { return text(clip(s, n)) }
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "at an unknown time"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func msStamp(ms int64) string {
+	if ms < 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+func num(n int64) string { return strconv.FormatInt(n, 10) }
+
+// writeGaps shows missing evidence, skipped checks and notes near the top,
+// so that an incomplete run never looks clean.
+func writeGaps(md *mdWriter, r *audit.Report) {
+	unreadable := 0
+	for _, f := range r.Findings {
+		if f.Cause == audit.CauseUnreadable {
+			unreadable++
+		}
+	}
+	s := r.Summary
+	if len(s.Missing) == 0 && len(s.Skipped) == 0 && len(s.Notes) == 0 && unreadable == 0 {
+		return
+	}
+	if len(s.Missing) > 0 || unreadable > 0 {
+		md.s("> [!WARNING]\n> **This audit is incomplete.** Evidence was missing, so records may have vanished where kaudit could not look. Do not read the absence of a finding as proof that nothing was lost.\n")
+	} else {
+		md.s("> [!NOTE]\n> Read these before the findings.\n")
+	}
+	for _, m := range s.Missing {
+		md.f("> - **Missing evidence:** %s\n", text(m))
+	}
+	if unreadable > 0 {
+		md.f("> - **Unreadable:** %d partitions or files could not be read (see `unreadable` below).\n", unreadable)
+	}
+	for _, k := range s.Skipped {
+		md.f("> - **Skipped check:** %s\n", text(k))
+	}
+	for _, n := range s.Notes {
+		md.f("> - **Note:** %s\n", text(n))
+	}
+	md.s("\n")
+}
+
+// summaryParagraph is the paragraph a manager reads.
+func summaryParagraph(r *audit.Report, windows []Window) string {
+	app := text(orDash(r.AppID))
+	lossBy := map[audit.Cause]int64{}
+	other := map[audit.Cause]int64{}
+	for _, f := range r.Findings {
+		switch f.Severity {
+		case audit.SeverityLoss:
+			lossBy[f.Cause] += max(f.Count, 1)
+		case audit.SeverityAnomaly:
+			other[f.Cause]++
+		}
+	}
+	var b strings.Builder
+	vanished := r.Summary.Vanished
+	if vanished == 0 {
+		for _, n := range lossBy {
+			vanished += n
+		}
+	}
+	incomplete := len(r.Summary.Missing) > 0 || verdictOf(r) == audit.VerdictIncomplete
+	switch {
+	case vanished > 0:
+		fmt.Fprintf(&b, "kaudit found that %s input records of %s vanished: %s.", num(vanished), app, causeList(lossBy))
+	case len(other) > 0:
+		fmt.Fprintf(&b, "kaudit found no vanished input record in %s, but %s.", app, anomalyList(other))
+	case incomplete:
+		fmt.Fprintf(&b, "kaudit found nothing lost in the evidence it could read for %s, but the audit is incomplete: %d pieces of evidence were missing (listed above), so it does not show that the application is clean.", app, len(r.Summary.Missing))
+	default:
+		fmt.Fprintf(&b, "kaudit found no vanished records in %s: every input below the group's committed offsets is reflected in the stores and the output.", app)
+	}
+	if vanished > 0 && len(other) > 0 {
+		fmt.Fprintf(&b, " It also found %s.", anomalyList(other))
+	}
+	if len(windows) > 0 {
+		w := windows[0]
+		fmt.Fprintf(&b, " The data places the incident between %s and %s UTC", w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"))
+		if len(windows) > 1 {
+			fmt.Fprintf(&b, " (and %d later windows, see the timeline)", len(windows)-1)
+		}
+		b.WriteString(".")
+	}
+	if vanished > 0 {
+		replay, gone := ReplayRanges(r)
+		fmt.Fprintf(&b, " %s of the vanished records can still be read from Kafka and replayed; %s offsets are gone from Kafka and must come from upstream.", num(total(replay)), num(total(gone)))
+		if incomplete {
+			b.WriteString(" Evidence was missing, so the true loss may be larger.")
+		}
+	}
+	if r.Summary.Pending > 0 {
+		fmt.Fprintf(&b, " %s records are still pending: the application has not processed them yet, which is lag, not loss.", num(r.Summary.Pending))
+	}
+	if n := r.Summary.ByCause[audit.CauseConfigRisk]; n > 0 {
+		fmt.Fprintf(&b, " %d settings allow loss (see config-risk).", n)
+	}
+	return b.String()
+}
+
+// causeList is "12 records consumed but …, 3 records …" in cause order.
+func causeList(by map[audit.Cause]int64) string {
+	var parts []string
+	for _, c := range audit.Causes {
+		if n, ok := by[c]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s (`%s`)", num(n), describe(c), c))
+		}
+	}
+	var extra []string
+	for c := range by {
+		if _, ok := causeShort[c]; !ok {
+			extra = append(extra, fmt.Sprintf("%s %s", num(by[c]), text(string(c))))
+		}
+	}
+	slices.Sort(extra)
+	parts = append(parts, extra...)
+	return strings.Join(parts, ", ")
+}
+
+// anomalyList is "3 anomalies that need attention (2 `duplicate`, 1 …)".
+func anomalyList(by map[audit.Cause]int64) string {
+	var n int64
+	var parts []string
+	keys := make([]audit.Finding, 0, len(by))
+	for c := range by {
+		keys = append(keys, audit.Finding{Cause: c})
+	}
+	for _, c := range causesIn(keys) {
+		n += by[c]
+		parts = append(parts, fmt.Sprintf("%d `%s`", by[c], text(string(c))))
+	}
+	return fmt.Sprintf("%d anomalies that need attention (%s)", n, strings.Join(parts, ", "))
+}
+
+func describe(c audit.Cause) string {
+	if s, ok := causeShort[c]; ok {
+		return s
+	}
+	return text(string(c))
+}
+
+func total(rs []Range) int64 {
+	var n int64
+	for _, r := range rs {
+		n += r.Count
+	}
+	return n
+}
+
+func writeCut(md *mdWriter, r *audit.Report) {
+	md.s("## The cut\n\n")
+	if len(r.Cut) == 0 {
+		md.s("The report holds no cut: no committed offsets or partition offsets were read.\n\n")
+		return
+	}
+	md.s("Each number was read with its own isolation: **committed** is the group's offset read with `require_stable` " +
+		"(pending transactional commits are not mistaken for the cut), **LSO** is the end of a `read_committed` " +
+		"fetch, **HW** the end of a `read_uncommitted` fetch. Under exactly-once these are one atomic cut.\n\n")
+	md.header("topic", "role", ">partition", ">committed (require_stable)", ">log-start", ">LSO (read_committed)", ">HW (read_uncommitted)", "remarks")
+	for _, c := range r.Cut {
+		committed := num(c.Committed)
+		if c.Committed < 0 {
+			committed = "none"
+		}
+		md.row(text(c.Topic), text(orDash(c.Role)), strconv.Itoa(int(c.Partition)), committed,
+			num(c.LogStart), num(c.LSO), num(c.HW), text(strings.Join(cutRemarks(c), "; ")))
+	}
+	md.s("\n")
+}
+
+// cutRemarks says what stands out in one partition's numbers.
+func cutRemarks(c audit.PartitionCut) []string {
+	var out []string
+	consumed := c.Role == "source" || c.Role == "repartition"
+	if c.Committed >= 0 && c.LogStart > c.Committed {
+		out = append(out, fmt.Sprintf("log-start is %d above committed: offsets deleted before the app committed them", c.LogStart-c.Committed))
+	}
+	if c.Committed < 0 && consumed {
+		out = append(out, "no committed offset for the group")
+	}
+	if c.LSO < c.HW {
+		out = append(out, fmt.Sprintf("LSO %d below HW: an open transaction holds it", c.HW-c.LSO))
+	}
+	if consumed && c.Committed >= 0 && c.Committed < c.LSO {
+		out = append(out, fmt.Sprintf("lag %d", c.LSO-c.Committed))
+	}
+	if c.Committed > c.HW {
+		out = append(out, fmt.Sprintf("committed is %d above HW: the log was truncated under the group", c.Committed-c.HW))
+	}
+	return out
+}
+
+func writeTopology(md *mdWriter, r *audit.Report) {
+	md.s("## Topology\n\n")
+	if len(r.Edges) == 0 {
+		md.s("The report holds no topology edges.\n\n")
+		return
+	}
+	md.s("Record counts on each hop; hops where records vanished are red.\n\n")
+	md.s(Mermaid(r.Edges))
+	md.s("\n")
+}
+
+// Mermaid draws edges as a Mermaid flowchart block (fenced), one node per
+// distinct name with ids n0, n1… in order of first appearance, each edge
+// labelled "N records" plus ", M lost" where records vanished.
+func Mermaid(edges []audit.Edge) string {
+	var b strings.Builder
+	ids := map[string]string{}
+	var names []string
+	id := func(name string) string {
+		if v, ok := ids[name]; ok {
+			return v
+		}
+		v := "n" + strconv.Itoa(len(ids))
+		ids[name] = v
+		names = append(names, name)
+		return v
+	}
+	for _, e := range edges {
+		id(e.From)
+		id(e.To)
+	}
+	b.WriteString("```mermaid\nflowchart LR\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %s[\"%s\"]\n", ids[n], mermaidLabel(n))
+	}
+	var lostLinks []string
+	lostNodes := map[string]bool{}
+	for i, e := range edges {
+		label := num(e.Records) + " records"
+		if e.Vanished > 0 {
+			label += ", " + num(e.Vanished) + " lost"
+			lostLinks = append(lostLinks, strconv.Itoa(i))
+			lostNodes[ids[e.To]] = true
+		}
+		fmt.Fprintf(&b, "  %s -->|\"%s\"| %s\n", ids[e.From], label, ids[e.To])
+	}
+	if len(lostLinks) > 0 {
+		fmt.Fprintf(&b, "  linkStyle %s stroke:#d62728,stroke-width:3px\n", strings.Join(lostLinks, ","))
+		b.WriteString("  classDef lost fill:#fde2e2,stroke:#d62728\n")
+		var ln []string
+		for _, n := range names {
+			if lostNodes[ids[n]] {
+				ln = append(ln, ids[n])
+			}
+		}
+		fmt.Fprintf(&b, "  class %s lost\n", strings.Join(ln, ","))
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+// mermaidLabel escapes a node name for a quoted Mermaid label.
+func mermaidLabel(s string) string {
+	return strings.NewReplacer(`"`, "#quot;", "\n", " ", "`", "#96;").Replace(s)
+}
+
+func writeFunnel(md *mdWriter, r *audit.Report) {
+	md.s("## Funnel by stage\n\n")
+	recs := r.Summary.Records
+	if len(recs) == 0 {
+		md.s("The report holds no per-stage record counts.\n\n")
+		return
+	}
+	keys := funnelKeys(recs)
+	md.header("hop", ">records", ">change from previous hop")
+	for i, k := range keys {
+		change := ""
+		if i > 0 {
+			d := recs[k] - recs[keys[i-1]]
+			change = strconv.FormatInt(d, 10)
+			if d > 0 {
+				change = "+" + change
+			}
+		}
+		md.row(text(k), num(recs[k]), change)
+	}
+	md.s("\nA hop may legitimately hold fewer records than the one before (null keys, filters, a `latest` reducer folding updates); the findings below say which differences are losses.\n\n")
+}
+
+func funnelKeys(recs map[string]int64) []string {
+	var keys, extra []string
+	for _, k := range funnelOrder {
+		if _, ok := recs[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	for k := range recs {
+		if !slices.Contains(funnelOrder, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(keys, extra...)
+}
+
+func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []Window, o Options) {
+	md.s("## Timeline\n\n")
+	if len(ms) == 0 {
+		md.s("The report holds no timeline.\n\n")
+		return
+	}
+	if o.SVGPath != "" {
+		md.f("![Timeline of %s](%s)\n\n", text(orDash(r.AppID)), linkTarget(o.SVGPath))
+	}
+	if len(windows) == 0 {
+		md.s("No incident window stands out in the data: no aborted transactions, no gap in production, no vanished records.\n\n")
+	} else {
+		md.s("Incident windows found in the data (minutes with aborted transactions, a gap in production or vanished records, runs joined across up to two quiet minutes):\n\n")
+		for _, w := range windows {
+			md.f("- **%s – %s UTC** (%d minutes): %d aborted transactions, %d minutes with (almost) no production, %d records vanished\n",
+				w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"), int(w.End.Sub(w.Start)/time.Minute), w.Aborted, w.GapMinutes, w.Vanished)
+		}
+		md.s("\n")
+	}
+	show := make([]bool, len(ms))
+	if len(ms) <= mdTimelineAll {
+		for i := range show {
+			show[i] = true
+		}
+	} else {
+		pad := int64(mdTimelinePad) * int64(time.Minute/time.Millisecond)
+		for i, m := range ms {
+			for _, w := range windows {
+				if m.Start >= w.Start.UnixMilli()-pad && m.Start < w.End.UnixMilli()+pad {
+					show[i] = true
+				}
+			}
+		}
+	}
+	md.header("minute (UTC)", ">produced", ">txns committed", ">txns aborted", ">vanished", "incident")
+	var tot audit.Minute
+	hidden := 0
+	flush := func() {
+		if hidden > 0 {
+			md.row(fmt.Sprintf("… %d quiet minutes", hidden), "", "", "", "", "")
+			hidden = 0
+		}
+	}
+	for i, m := range ms {
+		tot.Produced += m.Produced
+		tot.Committed += m.Committed
+		tot.Aborted += m.Aborted
+		tot.Vanished += m.Vanished
+		if !show[i] {
+			hidden++
+			continue
+		}
+		flush()
+		mark := ""
+		if inWindow(windows, m.Start) {
+			mark = "◀ incident"
+		}
+		md.row(time.UnixMilli(m.Start).UTC().Format("2006-01-02 15:04"), num(m.Produced), num(m.Committed), num(m.Aborted), num(m.Vanished), mark)
+	}
+	flush()
+	md.row("**total**", num(tot.Produced), num(tot.Committed), num(tot.Aborted), num(tot.Vanished), "")
+	md.s("\n")
+}
+
+// linkTarget makes a path usable as a Markdown link target.
+func linkTarget(p string) string {
+	if strings.ContainsAny(p, " ()<>") {
+		return "<" + strings.NewReplacer("<", "%3C", ">", "%3E").Replace(p) + ">"
+	}
+	return p
+}
+
+func writeFindings(md *mdWriter, r *audit.Report, o Options) {
+	md.s("## Findings by cause\n\n")
+	if len(r.Findings) == 0 {
+		md.s("No findings.\n\n")
+		return
+	}
+	by := map[audit.Cause][]audit.Finding{}
+	for _, f := range r.Findings {
+		by[f.Cause] = append(by[f.Cause], f)
+	}
+	for _, c := range causesIn(r.Findings) {
+		fs := by[c]
+		var recs int64
+		for _, f := range fs {
+			recs += max(f.Count, 1)
+		}
+		md.f("### `%s`: %s, %d findings, %d records\n\n", c, fs[0].Severity, len(fs), recs)
+		md.s(text(Explain(c)))
+		md.s("\n\n")
+		if ks := issuesFor(c); len(ks) > 0 {
+			md.s("Known Kafka issues whose signature this matches:\n\n")
+			for _, k := range ks {
+				md.f("- **%s**: %s. %s %s", k.ID, text(k.Title), text(k.Mechanism), text(capitalize(k.Versions())+"."))
+				if o.KafkaVersion != "" {
+					st := k.Status(o.KafkaVersion)
+					if st == StatusUnknown {
+						md.f(" Version %s could not be parsed.", text(o.KafkaVersion))
+					} else {
+						md.f(" **%s %s.**", capitalize(st.String()), text(o.KafkaVersion))
+					}
+				}
+				if k.Caveat != "" {
+					md.f(" (Versions: %s.)", text(k.Caveat))
+				}
+				md.s("\n")
+			}
+			md.s("\n")
+		}
+		md.header("stage", "topic", ">partition", ">offset", ">count", "key", "timestamp", "producer", "expected", "actual", "detail")
+		for _, f := range fs[:min(len(fs), mdRowsPerCause)] {
+			off := num(f.Offset)
+			if f.Offset < 0 {
+				off = "absent"
+			}
+			md.row(text(string(f.Stage)), text(f.Topic), strconv.Itoa(int(f.Partition)), off, num(f.Count),
+				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, 60), cell(f.Actual, 60), cell(f.Detail, 160))
+		}
+		if n := len(fs) - mdRowsPerCause; n > 0 {
+			md.f("\n… and %d more `%s` findings (all of them are in `--format csv` and `--format json`).\n", n, c)
+		}
+		md.s("\n")
+	}
+}
+
+func producer(f audit.Finding) string {
+	if f.ProducerID < 0 && f.TransactionalID == "" {
+		return ""
+	}
+	s := ""
+	if f.ProducerID >= 0 {
+		s = fmt.Sprintf("pid %d epoch %d", f.ProducerID, f.ProducerEpoch)
+	}
+	if f.TransactionalID != "" {
+		s = strings.TrimSpace(s + " txn " + f.TransactionalID)
+	}
+	return s
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func writeLineage(md *mdWriter, r *audit.Report) {
+	if len(r.Lineage) == 0 {
+		return
+	}
+	md.s("## Lineage of sample vanished records\n\n")
+	md.s("Each sample follows one vanished input hop by hop: where the pipeline should hold it and what is there instead.\n\n")
+	for i, l := range r.Lineage[:min(len(r.Lineage), mdLineage)] {
+		if l.Finding < 0 || l.Finding >= len(r.Findings) {
+			md.f("### %d. finding %d (not in this report)\n\n", i+1, l.Finding)
+		} else {
+			f := r.Findings[l.Finding]
+			md.f("### %d. `%s` %s/%d@%d", i+1, f.Cause, text(f.Topic), f.Partition, f.Offset)
+			if f.Key != "" {
+				md.f(", key %s", cell(f.Key, 60))
+			}
+			md.s("\n\n")
+		}
+		md.header("hop", "stage", "where", ">offset", "expected", "actual", "note")
+		for j, h := range l.Hops {
+			off := num(h.Offset)
+			if h.Offset < 0 {
+				off = "none"
+			}
+			md.row(strconv.Itoa(j+1), text(string(h.Stage)), text(fmt.Sprintf("%s/%d", h.Topic, h.Partition)), off,
+				cell(h.Expected, 60), cell(h.Actual, 60), cell(h.Note, 120))
+		}
+		md.s("\n")
+	}
+	if n := len(r.Lineage) - mdLineage; n > 0 {
+		md.f("… and %d more samples in `--format json`.\n\n", n)
+	}
+}
+
+func writeNext(md *mdWriter, r *audit.Report, o Options) {
+	md.s("## What to do next\n\n")
+	boot := o.ReplayBootstrap
+	if boot == "" {
+		boot = "BOOTSTRAP"
+	}
+	boot = shellQuote(boot)
+	steps := 0
+	replay, gone := ReplayRanges(r)
+	if len(r.Summary.Missing) > 0 || verdictOf(r) == audit.VerdictIncomplete {
+		steps++
+		md.s("### Complete the evidence first\n\nThe audit could not read everything (see the warning at the top). Fix access to the missing evidence and run kaudit again before acting on the numbers below: they are a lower bound.\n\n")
+	}
+	if len(replay) > 0 {
+		steps++
+		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
+		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
+		for _, rg := range replay {
+			md.row(text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count))
+		}
+		md.s("\nCopy each range to a file, check it, then produce it back to the same partition:\n\n```sh\n")
+		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
+			file := fmt.Sprintf("replay-%s-%d-%d.txt", rg.Topic, rg.Partition, rg.From)
+			md.f("kcat -C -b %s -t %s -p %d -o %d -c %d -e -K '\\t' > %s\n", boot, shellQuote(rg.Topic), rg.Partition, rg.From, rg.Count, shellQuote(file))
+			md.f("kcat -P -b %s -t %s -p %d -K '\\t' -l %s\n", boot, shellQuote(rg.Topic), rg.Partition, shellQuote(file))
+		}
+		md.s("```\n\n")
+		if n := len(replay) - mdReplayCommand; n > 0 {
+			md.f("… and %d more ranges, listed in the table above.\n\n", n)
+		}
+		md.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
+			"a `latest` reducer converges, but `count` and `sum` reducers, and every other consumer of the topic, count again whatever had in fact been applied. " +
+			"The copies get new timestamps (windowed operations see them late) and lose their headers, and kcat's text mode does not survive keys or values " +
+			"that contain tabs or newlines (binary Avro often does): for those, use a byte-exact copier. Take a `kaudit capture` before replaying so that this evidence survives.\n\n")
+	}
+	if len(gone) > 0 {
+		steps++
+		md.s("### Recover what Kafka no longer holds\n\nThese offsets are gone from Kafka (deleted by retention, purged, or truncated): the records must come from the system that produced them.\n\n")
+		md.header("topic", ">partition", ">from offset", ">to offset", ">offsets")
+		for _, rg := range gone {
+			md.row(text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count))
+		}
+		md.s("\n")
+	}
+	var joins []audit.Finding
+	var hanging []audit.Finding
+	var risks []audit.Finding
+	for _, f := range r.Findings {
+		switch f.Cause {
+		case audit.CauseJoinMissing, audit.CauseJoinStale:
+			joins = append(joins, f)
+		case audit.CauseHangingTransaction:
+			hanging = append(hanging, f)
+		case audit.CauseConfigRisk:
+			risks = append(risks, f)
+		}
+	}
+	if len(joins) > 0 {
+		steps++
+		md.f("### Re-emit %d join outputs\n\nThe join re-emits a key whenever one of its tables updates, so replaying the inputs above rebuilds these outputs. Where the tables are right and only the output is wrong, re-emit the keys (an update of the left table's record rebuilds the output). Keys: ", len(joins))
+		var keys []string
+		for _, f := range joins[:min(len(joins), mdJoinKeys)] {
+			keys = append(keys, cell(orDash(f.Key), 40))
+		}
+		md.s(strings.Join(keys, ", "))
+		if n := len(joins) - mdJoinKeys; n > 0 {
+			md.f(" and %d more", n)
+		}
+		md.s(".\n\n")
+	}
+	if len(hanging) > 0 {
+		steps++
+		md.s("### Abort the hanging transactions\n\nA hanging transaction holds the LSO: the application and every read_committed consumer stall behind it. Confirm with `kafka-transactions.sh find-hanging`, then abort it (this writes an ABORT marker; kaudit itself never does):\n\n```sh\n")
+		for _, f := range hanging {
+			md.f("kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d\n", boot, shellQuote(f.Topic), f.Partition, f.Offset)
+		}
+		md.s("```\n\n")
+	}
+	if r.Summary.Pending > 0 {
+		steps++
+		md.f("### Let the application catch up\n\n%d records are pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", r.Summary.Pending)
+	}
+	if o.KafkaVersion != "" {
+		var up []string
+		for _, c := range causesIn(r.Findings) {
+			for _, k := range issuesFor(c) {
+				if k.Status(o.KafkaVersion) == StatusAffected {
+					s := fmt.Sprintf("%s (%s)", k.ID, k.Versions())
+					if !slices.Contains(up, s) {
+						up = append(up, s)
+					}
+				}
+			}
+		}
+		if len(up) > 0 {
+			steps++
+			md.f("### Upgrade\n\nKafka %s has known issues whose signature matches these findings: %s.\n\n", text(o.KafkaVersion), text(strings.Join(up, "; ")))
+		}
+	}
+	if len(risks) > 0 {
+		steps++
+		md.s("### Fix the risky settings\n\n")
+		for _, f := range risks {
+			where := f.Topic
+			if where == "" {
+				where = "cluster"
+			}
+			md.f("- %s: %s\n", text(where), cell(f.Detail, 200))
+		}
+		md.s("\n")
+	}
+	if steps == 0 {
+		md.s("Nothing to replay or repair.\n")
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything beyond
+// [A-Za-z0-9._:,/=-].
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:,/=-", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,90 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Options are the renderer settings that do not come from the report.
+type Options struct {
+	// Now is the rendering time; zero means time.Now. Tests pin it.
+	Now time.Time
+	// KafkaVersion is the Kafka version in use (--kafka-version, e.g.
+	// "3.6.1"); known issues are then judged against it.
+	KafkaVersion string
+	// SVGPath is where the timeline picture was written; the Markdown
+	// links it when set.
+	SVGPath string
+	// ReplayBootstrap is the bootstrap server written into replay command
+	// lines; empty means the placeholder BOOTSTRAP.
+	ReplayBootstrap string
+}
+
+func (o Options) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now().UTC()
+	}
+	return o.Now.UTC()
+}
+
+// Formats lists the format names Render accepts.
+var Formats = []string{"md", "csv", "json", "table", "prom"}
+
+// ErrUnknownFormat is returned by Render for a format it does not know.
+var ErrUnknownFormat = errors.New("unknown format")
+
+// Render writes r to w in format: md, csv, json, table or prom.
+func Render(w io.Writer, format string, r *audit.Report, o Options) error {
+	if r == nil {
+		return errors.New("render: nil report")
+	}
+	switch format {
+	case "md":
+		return Markdown(w, r, o)
+	case "csv":
+		return CSV(w, r)
+	case "json":
+		return JSON(w, r)
+	case "table":
+		return Table(w, r)
+	case "prom":
+		return Prom(w, r)
+	}
+	return fmt.Errorf("render %q: %w (want one of %s)", format, ErrUnknownFormat, strings.Join(Formats, ", "))
+}
+
+// FormatFor picks the output format: explicit when given (aliases such as
+// "markdown" are normalised), else from outputPath's extension (.md,
+// .markdown, .csv, .json, .prom), else "table" (a terminal, or a file whose
+// extension says nothing).
+func FormatFor(outputPath, explicit string) string {
+	if explicit != "" {
+		switch f := strings.ToLower(explicit); f {
+		case "markdown":
+			return "md"
+		case "txt", "text":
+			return "table"
+		case "prometheus":
+			return "prom"
+		default:
+			return f
+		}
+	}
+	switch strings.ToLower(filepath.Ext(outputPath)) {
+	case ".md", ".markdown":
+		return "md"
+	case ".csv":
+		return "csv"
+	case ".json":
+		return "json"
+	case ".prom":
+		return "prom"
+	}
+	return "table"
+}
