@@ -1,0 +1,124 @@
+package topology
+
+import (
+	"slices"
+	"strings"
+)
+
+// Flow entity ids: "topic:<full name>", "pattern:<regex>", "store:<name>",
+// "join:<node>", "extractor:<class>".
+const (
+	entTopic     = "topic:"
+	entPattern   = "pattern:"
+	entStore     = "store:"
+	entJoin      = "join:"
+	entExtractor = "extractor:"
+)
+
+// flow derives the data flow between topics, stores and joins: an edge per
+// pair of entities connected by processors that are neither.
+func (t *Topology) flow(l *Layout) []FlowEdge {
+	joinAt := map[string]bool{}
+	for _, j := range l.Joins {
+		joinAt[j.Node] = true
+	}
+	writes := map[string][]string{}
+	for _, s := range l.Stores {
+		for _, w := range s.Writers {
+			writes[w] = append(writes[w], entStore+s.Name)
+		}
+	}
+	full := func(topic string) string {
+		if t.internal(topic) {
+			return entTopic + RepartitionTopic(l.AppID, topic)
+		}
+		return entTopic + topic
+	}
+	var edges []FlowEdge
+	add := func(from, to string) {
+		e := FlowEdge{From: from, To: to}
+		if from != to && !slices.Contains(edges, e) {
+			edges = append(edges, e)
+		}
+	}
+	// ins and outs of a node: the entities a path enters and leaves it by.
+	ends := func(n *Node) (ins, outs []string) {
+		switch n.Kind {
+		case KindSource:
+			if n.Pattern != "" {
+				return []string{entPattern + n.Pattern}, []string{entPattern + n.Pattern}
+			}
+			for _, tp := range n.Topics {
+				ins = append(ins, full(tp))
+			}
+			return ins, ins
+		case KindSink:
+			if n.Extractor != "" {
+				return []string{entExtractor + n.Extractor}, nil
+			}
+			return []string{full(n.Topic)}, []string{full(n.Topic)}
+		}
+		st := writes[n.Name]
+		if joinAt[n.Name] {
+			j := entJoin + n.Name
+			for _, s := range st {
+				add(j, s)
+			}
+			if len(st) == 0 {
+				return []string{j}, []string{j}
+			}
+			return []string{j}, st
+		}
+		return st, st
+	}
+	for _, sub := range t.SubTopologies {
+		for i := range sub.Nodes {
+			n := &sub.Nodes[i]
+			_, outs := ends(n)
+			if len(outs) == 0 {
+				continue
+			}
+			seen := map[string]bool{}
+			stack := slices.Clone(n.Successors)
+			for len(stack) > 0 {
+				name := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				ref, ok := l.nodes[name]
+				if !ok {
+					continue
+				}
+				ins, _ := ends(ref.n)
+				if len(ins) == 0 {
+					stack = append(stack, ref.n.Successors...)
+					continue
+				}
+				for _, o := range outs {
+					for _, in := range ins {
+						add(o, in)
+					}
+				}
+			}
+		}
+	}
+	for _, j := range l.Joins {
+		if j.Kind == JoinStreamTable {
+			for _, s := range j.RightStores {
+				add(entStore+s, entJoin+j.Node)
+			}
+		}
+	}
+	for _, s := range l.Stores {
+		add(entStore+s.Name, entTopic+s.Changelog)
+	}
+	slices.SortFunc(edges, func(a, b FlowEdge) int {
+		if c := strings.Compare(a.From, b.From); c != 0 {
+			return c
+		}
+		return strings.Compare(a.To, b.To)
+	})
+	return edges
+}
