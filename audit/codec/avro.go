@@ -131,7 +131,7 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		switch {
 		case lt == avro.Decimal:
 			return &node{kind: kDecimalFixed, size: fs.Size(), scale: ls.(*avro.DecimalLogicalSchema).Scale()}, nil
-		case lt == avro.UUID && fs.Size() == 16:
+		case (lt == avro.UUID || fs.Prop("logicalType") == "uuid") && fs.Size() == 16:
 			return &node{kind: kUUIDFixed, size: 16}, nil
 		case lt == avro.Duration && fs.Size() == 12:
 			return &node{kind: kDuration, size: 12}, nil

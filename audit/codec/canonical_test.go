@@ -1,0 +1,125 @@
+package codec
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+func TestCanonical(t *testing.T) {
+	type named string
+	for _, tt := range []struct {
+		name string
+		in   any
+		want string
+	}{
+		{"nil", nil, `null`},
+		{"sorted keys nested", map[string]any{"b": map[string]any{"y": 1, "x": 2}, "a": []any{true, false}}, `{"a":[true,false],"b":{"x":2,"y":1}}`},
+		{"keys by bytes", map[string]any{"é": 1, "z": 2, "Z": 3}, `{"Z":3,"z":2,"é":1}`},
+		{"integer literal", json.Number("12345678901234567890123"), `12345678901234567890123`},
+		{"trailing zeros", json.Number("1.50"), `1.5`},
+		{"integral fraction", json.Number("2.0"), `2`},
+		{"exponent", json.Number("1E3"), `1000`},
+		{"big exponent", json.Number("1e21"), `1e+21`},
+		{"small", json.Number("0.0000001"), `1e-7`},
+		{"negative zero", json.Number("-0"), `0`},
+		{"negative zero float", json.Number("-0.0"), `0`},
+		{"leading zeros", json.Number("007"), `7`},
+		{"not a number", json.Number("abc"), `"abc"`},
+		{"escapes", "q\"b\\c\n\r\t\b\f\x00\x1f", `"q\"b\\c\n\r\t\b\f\u0000\u001f"`},
+		{"no html escaping", "<a&b>", `"<a&b>"`},
+		{"invalid utf8", "a\xffb", "\"a\ufffdb\""},
+		{"go ints", []any{int8(-1), uint16(2), int64(3), uint64(math.MaxUint64)}, `[-1,2,3,18446744073709551615]`},
+		{"go floats", []any{5.0, float32(0.1), 1e-7, math.NaN()}, `[5,0.1,1e-7,"NaN"]`},
+		{"bytes", []byte{1, 2}, `"AQI="`},
+		{"time", time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), `"2026-01-02T02:04:05Z"`},
+		{"named string", named("x"), `"x"`},
+		{"typed map", map[string]int{"b": 1, "a": 2}, `{"a":2,"b":1}`},
+		{"struct", struct {
+			B int    `json:"b"`
+			A string `json:"a"`
+		}{1, "x"}, `{"a":"x","b":1}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(Canonical(tt.in))
+			if got != tt.want {
+				t.Errorf("Canonical = %s, want %s", got, tt.want)
+			}
+			if Text(tt.in) != got {
+				t.Errorf("Text = %s, Canonical = %s", Text(tt.in), got)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("Canonical output %s is not valid JSON", got)
+			}
+		})
+	}
+}
+
+// TestCanonicalIdempotent re-parses canonical text and canonicalizes it
+// again: the text must not change.
+func TestCanonicalIdempotent(t *testing.T) {
+	for _, in := range []any{
+		allTypesValue(),
+		map[string]any{"n": json.Number("1.0e-10"), "s": "\u2028"},
+		[]any{json.Number("-123.456e7"), nil, "x"},
+	} {
+		first := Canonical(in)
+		v, err := decodeJSON(first)
+		if err != nil {
+			t.Fatalf("re-parse %s: %v", first, err)
+		}
+		if second := Canonical(v); string(second) != string(first) {
+			t.Errorf("not idempotent:\n first %s\nsecond %s", first, second)
+		}
+	}
+}
+
+// TestDigestAcrossSchemas encodes the same logical record under two schema
+// ids (fields in another order, one field made optional, another
+// namespace), and as JSON: all digests must agree, and differ from another
+// record's.
+func TestDigestAcrossSchemas(t *testing.T) {
+	v1 := `{"type":"record","name":"Order","namespace":"a","fields":[{"name":"orderId","type":"string"},{"name":"amount","type":"double"},{"name":"qty","type":"int"}]}`
+	v2 := `{"type":"record","name":"OrderV2","namespace":"b","fields":[{"name":"qty","type":"long"},{"name":"orderId","type":"string"},{"name":"amount","type":["null","double"]}]}`
+	c := offlineCodec(t, map[int]string{1: v1, 2: v2})
+	a := mustDecode(t, c, encode(t, 1, v1, map[string]any{"orderId": "o-1", "amount": 12.5, "qty": 3}))
+	b := mustDecode(t, c, encode(t, 2, v2, map[string]any{"orderId": "o-1", "amount": map[string]any{"double": 12.5}, "qty": int64(3)}))
+	j, err := New(Config{ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := j.Decode(t.Context(), "t", false, []byte(`{ "qty": 3.0, "amount": 1.25e1, "orderId": "o-1" }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mustDecode(t, c, encode(t, 1, v1, map[string]any{"orderId": "o-1", "amount": 12.5, "qty": 4}))
+	da, db, dj, do := DigestOf(a), DigestOf(b), DigestOf(js), DigestOf(other)
+	if da != db || da != dj {
+		t.Errorf("digests differ: v1 %s (%s), v2 %s (%s), json %s (%s)", da, Text(a), db, Text(b), dj, Text(js))
+	}
+	if da == do {
+		t.Errorf("a different record has the same digest %s", da)
+	}
+	if len(da.String()) != 32 {
+		t.Errorf("digest hex %q is not 32 characters", da.String())
+	}
+}
+
+func TestRawText(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"nil", nil, "null"},
+		{"empty", []byte{}, "b64:"},
+		{"bytes", []byte{0, 0xff}, "b64:AP8="},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RawText(tt.in); got != tt.want {
+				t.Errorf("RawText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
