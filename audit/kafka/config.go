@@ -1,0 +1,319 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// securityOpts turns Kafka's Java client properties into kgo options: TLS
+// for SSL and SASL_SSL, a SASL mechanism for SASL_PLAINTEXT and SASL_SSL.
+// Properties it does not know are ignored. Errors name properties, never
+// their values.
+func securityOpts(props map[string]string) ([]kgo.Opt, error) {
+	proto := strings.ToUpper(strings.TrimSpace(props["security.protocol"]))
+	if proto == "" {
+		proto = "PLAINTEXT"
+	}
+	var useTLS, useSASL bool
+	switch proto {
+	case "PLAINTEXT":
+	case "SSL":
+		useTLS = true
+	case "SASL_PLAINTEXT":
+		useSASL = true
+	case "SASL_SSL":
+		useTLS, useSASL = true, true
+	default:
+		return nil, fmt.Errorf("security.protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", proto)
+	}
+	var opts []kgo.Opt
+	if useTLS {
+		tc, err := tlsConfig(props)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if useSASL {
+		m, err := saslMechanism(props)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+// saslMechanism builds PLAIN or SCRAM from sasl.mechanism and the
+// credentials of sasl.jaas.config (or sasl.username/sasl.password).
+func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
+	mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
+	user, pass := props["sasl.username"], props["sasl.password"]
+	var module string
+	if jaas := strings.TrimSpace(props["sasl.jaas.config"]); jaas != "" {
+		j, err := parseJAAS(jaas)
+		if err != nil {
+			return nil, fmt.Errorf("sasl.jaas.config: %w", err)
+		}
+		module = j.module
+		if u, ok := j.options["username"]; ok {
+			user = u
+		}
+		if p, ok := j.options["password"]; ok {
+			pass = p
+		}
+	}
+	isPlainModule := strings.HasSuffix(module, ".PlainLoginModule")
+	isScramModule := strings.HasSuffix(module, ".ScramLoginModule")
+	if mech == "" {
+		if !isPlainModule {
+			return nil, errors.New("sasl.mechanism is not set (Kafka's default GSSAPI is not supported): want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+		}
+		mech = "PLAIN"
+	}
+	switch mech {
+	case "PLAIN":
+		if isScramModule {
+			return nil, errors.New("sasl.mechanism PLAIN does not go with ScramLoginModule in sasl.jaas.config")
+		}
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if isPlainModule {
+			return nil, fmt.Errorf("sasl.mechanism %s does not go with PlainLoginModule in sasl.jaas.config", mech)
+		}
+	default:
+		return nil, fmt.Errorf("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+	}
+	if module != "" && !isPlainModule && !isScramModule {
+		return nil, fmt.Errorf("sasl.jaas.config: login module %q is not supported: want PlainLoginModule or ScramLoginModule", module)
+	}
+	if user == "" || pass == "" {
+		return nil, fmt.Errorf("sasl.mechanism %s needs a username and a password: set them in sasl.jaas.config or sasl.username and sasl.password", mech)
+	}
+	switch mech {
+	case "PLAIN":
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	}
+	return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+}
+
+// jaasConfig is one parsed JAAS login module entry.
+type jaasConfig struct {
+	module  string
+	flag    string
+	options map[string]string
+}
+
+// parseJAAS parses a sasl.jaas.config value, e.g.
+//
+//	org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="…";
+//
+// Values are double-quoted (with backslash escapes) or bare words. Errors
+// never quote a value.
+func parseJAAS(s string) (jaasConfig, error) {
+	toks, err := jaasTokens(s)
+	if err != nil {
+		return jaasConfig{}, err
+	}
+	if len(toks) < 2 || toks[0].quoted || toks[1].quoted {
+		return jaasConfig{}, errors.New("want <LoginModule class> <flag> key=\"value\"…;")
+	}
+	j := jaasConfig{module: toks[0].s, flag: strings.ToLower(toks[1].s), options: map[string]string{}}
+	switch j.flag {
+	case "required", "requisite", "sufficient", "optional":
+	default:
+		return jaasConfig{}, errors.New("login module flag: want required, requisite, sufficient or optional")
+	}
+	rest := toks[2:]
+	for len(rest) > 0 {
+		if !rest[0].quoted && rest[0].s == ";" {
+			if len(rest) > 1 {
+				return jaasConfig{}, errors.New("only one login module is supported")
+			}
+			return j, nil
+		}
+		if len(rest) < 3 || rest[0].quoted || rest[1].quoted || rest[1].s != "=" {
+			return jaasConfig{}, errors.New("want key=\"value\" options after the login module flag")
+		}
+		j.options[rest[0].s] = rest[2].s
+		rest = rest[3:]
+	}
+	return jaasConfig{}, errors.New("missing ';' at the end")
+}
+
+type jaasToken struct {
+	s      string
+	quoted bool
+}
+
+func jaasTokens(s string) ([]jaasToken, error) {
+	var toks []jaasToken
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '=' || c == ';':
+			toks = append(toks, jaasToken{s: string(c)})
+			i++
+		case c == '"':
+			var b strings.Builder
+			i++
+			closed := false
+			for i < len(s) {
+				if s[i] == '\\' && i+1 < len(s) {
+					b.WriteByte(s[i+1])
+					i += 2
+					continue
+				}
+				if s[i] == '"' {
+					closed = true
+					i++
+					break
+				}
+				b.WriteByte(s[i])
+				i++
+			}
+			if !closed {
+				return nil, errors.New("unterminated quoted value")
+			}
+			toks = append(toks, jaasToken{s: b.String(), quoted: true})
+		default:
+			j := i
+			for j < len(s) && !strings.ContainsRune(" \t\n\r=;\"", rune(s[j])) {
+				j++
+			}
+			toks = append(toks, jaasToken{s: s[i:j]})
+			i = j
+		}
+	}
+	return toks, nil
+}
+
+// tlsConfig builds the TLS config from ssl.* properties. Trust: PEM from
+// ssl.ca.location (librdkafka), ssl.truststore.certificates (inline PEM) or
+// ssl.truststore.location with ssl.truststore.type=PEM; JKS and PKCS12 trust
+// stores are not supported. Client certificate: ssl.certificate.location +
+// ssl.key.location, ssl.keystore.certificate.chain + ssl.keystore.key, or
+// ssl.keystore.location with ssl.keystore.type=PEM. An empty
+// ssl.endpoint.identification.algorithm verifies the chain but not the host
+// name.
+func tlsConfig(props map[string]string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	var caPEM []byte
+	switch {
+	case props["ssl.ca.location"] != "":
+		b, err := os.ReadFile(props["ssl.ca.location"])
+		if err != nil {
+			return nil, fmt.Errorf("ssl.ca.location: %w", err)
+		}
+		caPEM = b
+	case props["ssl.truststore.certificates"] != "":
+		caPEM = []byte(props["ssl.truststore.certificates"])
+	case props["ssl.truststore.location"] != "":
+		if t := strings.ToUpper(props["ssl.truststore.type"]); t != "PEM" {
+			if t == "" {
+				t = "JKS"
+			}
+			return nil, fmt.Errorf("ssl.truststore.location: %s trust stores are not supported; export the CA as PEM (keytool -exportcert -rfc) and set ssl.ca.location", t)
+		}
+		b, err := os.ReadFile(props["ssl.truststore.location"])
+		if err != nil {
+			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
+		}
+		caPEM = b
+	}
+	if caPEM != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return nil, errors.New("ssl CA: no PEM certificate found")
+		}
+		tc.RootCAs = pool
+	}
+
+	var certPEM, keyPEM []byte
+	switch {
+	case props["ssl.certificate.location"] != "" || props["ssl.key.location"] != "":
+		c, err := os.ReadFile(props["ssl.certificate.location"])
+		if err != nil {
+			return nil, fmt.Errorf("ssl.certificate.location: %w", err)
+		}
+		k, err := os.ReadFile(props["ssl.key.location"])
+		if err != nil {
+			return nil, fmt.Errorf("ssl.key.location: %w", err)
+		}
+		certPEM, keyPEM = c, k
+	case props["ssl.keystore.certificate.chain"] != "" || props["ssl.keystore.key"] != "":
+		certPEM, keyPEM = []byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"])
+	case props["ssl.keystore.location"] != "":
+		if t := strings.ToUpper(props["ssl.keystore.type"]); t != "PEM" {
+			if t == "" {
+				t = "JKS"
+			}
+			return nil, fmt.Errorf("ssl.keystore.location: %s key stores are not supported; set ssl.certificate.location and ssl.key.location to PEM files", t)
+		}
+		b, err := os.ReadFile(props["ssl.keystore.location"])
+		if err != nil {
+			return nil, fmt.Errorf("ssl.keystore.location: %w", err)
+		}
+		certPEM, keyPEM = b, b
+	}
+	if certPEM != nil || keyPEM != nil {
+		if isEncryptedKey(keyPEM) {
+			return nil, errors.New("ssl client key: encrypted private keys are not supported; decrypt it (openssl pkey)")
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			// The crypto error can describe the key; do not repeat it.
+			return nil, errors.New("ssl client certificate: the certificate and key are not a valid PEM pair")
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+
+	algo, set := props["ssl.endpoint.identification.algorithm"]
+	if set && strings.TrimSpace(algo) == "" {
+		// Verify the chain, not the host name (Kafka's "" setting).
+		roots := tc.RootCAs
+		tc.InsecureSkipVerify = true
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("verify broker certificate: none presented")
+			}
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
+			if err != nil {
+				return fmt.Errorf("verify broker certificate: %w", err)
+			}
+			return nil
+		}
+	}
+	return tc, nil
+}
+
+func isEncryptedKey(b []byte) bool {
+	for len(b) > 0 {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return false
+		}
+		if blk.Type == "ENCRYPTED PRIVATE KEY" || blk.Headers["Proc-Type"] != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,17 @@
+// Package kafka is kaudit's live-cluster source: the only package that talks
+// to brokers. It reads with franz-go (kgo, kadm, kmsg) and never writes.
+//
+// The main types are Source, which implements audit.Source and
+// audit.CommittedReader over one cluster, and Config, which says how to reach
+// it: bootstrap servers plus Kafka's Java client properties
+// (security.protocol, sasl.mechanism, sasl.jaas.config or
+// sasl.username/sasl.password, ssl.* with PEM files as librdkafka takes
+// them).
+//
+// A Source is strictly read-only: it has no group id and never joins a
+// group, commits, produces, creates topics, deletes records, changes configs
+// or initializes a producer id. Records issues raw Fetch requests to the
+// partition leader so that every batch header (base sequence, last offset
+// delta, producer id and epoch, attributes) reaches the audit, and steps past
+// batches that compaction emptied by their last offset delta.
+package kafka

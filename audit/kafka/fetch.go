@@ -1,0 +1,374 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Fetch sizes: generous, so that a partition reads in few round trips.
+const (
+	partitionMaxBytes = 8 << 20
+	fetchMaxBytes     = 16 << 20
+	fetchMaxWait      = 250 // ms; data below the end is answered at once
+)
+
+// Retry budget of one read: transient leader changes are retried this many
+// times; a response that makes no progress below the end this many times
+// ends the read with an error instead of looping.
+const (
+	maxLeaderRetries = 4
+	maxStalls        = 3
+)
+
+var decompressor = kgo.DefaultDecompressor()
+
+// Records yields the partition's records with offsets in [from, to) as
+// written: read_uncommitted, control records kept, each with its batch
+// header and, for control records, the decoded marker. to < 0 means up to
+// the high watermark at the first fetch. Offsets that no longer exist
+// (below log start, compacted) are skipped. An error is yielded once, wrapped
+// with the partition and offset, and ends the sequence.
+func (s *Source) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	return s.read(ctx, tp, from, to, false)
+}
+
+// ReadCommitted yields the partition's records in [from, to) the way a
+// read_committed consumer sees them: the broker stops at the last stable
+// offset and franz-go drops aborted data and control records using the
+// broker's aborted-transaction list. to < 0 means up to the LSO.
+func (s *Source) ReadCommitted(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	return s.read(ctx, tp, from, to, true)
+}
+
+// leaderInfo is where a partition's fetches go.
+type leaderInfo struct {
+	leader  int32
+	topicID [16]byte
+}
+
+func (s *Source) leaderOf(ctx context.Context, tp audit.TopicPartition) (leaderInfo, error) {
+	td, pd, err := s.partitionMeta(ctx, tp)
+	if err != nil {
+		return leaderInfo{}, err
+	}
+	if pd.Err != nil {
+		return leaderInfo{}, fmt.Errorf("find leader of %s: %w", tp, pd.Err)
+	}
+	if pd.Leader < 0 {
+		return leaderInfo{}, fmt.Errorf("find leader of %s: %w", tp, kerr.LeaderNotAvailable)
+	}
+	return leaderInfo{leader: pd.Leader, topicID: td.ID}, nil
+}
+
+func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int64, committed bool) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		off := max(from, 0)
+		fail := func(err error) {
+			yield(audit.Record{}, fmt.Errorf("read %s at offset %d: %w", tp, off, err))
+		}
+		if to >= 0 && off >= to {
+			return
+		}
+		li, err := s.leaderOf(ctx, tp)
+		if err != nil {
+			fail(err)
+			return
+		}
+		end := to // fixed at the first response when to < 0
+		retries, stalls := 0, 0
+		for {
+			if err := ctx.Err(); err != nil {
+				fail(err)
+				return
+			}
+			rp, err := s.fetch(ctx, tp, li, off, committed)
+			if err == nil {
+				err = kerr.ErrorForCode(rp.ErrorCode)
+			}
+			switch {
+			case err == nil:
+				retries = 0
+			case errors.Is(err, kerr.OffsetOutOfRange):
+				po, oerr := s.Offsets(ctx, tp)
+				if oerr != nil {
+					fail(oerr)
+					return
+				}
+				limit := po.HW
+				if committed {
+					limit = po.LSO
+				}
+				switch {
+				case off < po.LogStart && stalls < maxStalls:
+					off, stalls = po.LogStart, stalls+1 // purged since: skip to log start
+					if end >= 0 && off >= end {
+						return
+					}
+					continue
+				case off >= limit:
+					return
+				}
+				fail(err)
+				return
+			case isLeaderChange(err) && retries < maxLeaderRetries:
+				retries++
+				if !sleep(ctx, time.Duration(retries)*100*time.Millisecond) {
+					fail(ctx.Err())
+					return
+				}
+				if li, err = s.leaderOf(ctx, tp); err != nil {
+					fail(err)
+					return
+				}
+				continue
+			case errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID):
+				fail(fmt.Errorf("%w (deleted or never existed): %w", audit.ErrTopicNotFound, err))
+				return
+			default:
+				fail(authErr(err, "topic "+tp.Topic, "READ"))
+				return
+			}
+
+			limit := rp.HighWatermark
+			if committed {
+				limit = rp.LastStableOffset
+			}
+			if end < 0 {
+				end = limit
+			}
+			stop := min(end, limit)
+			if off >= stop {
+				return
+			}
+
+			batches, data := splitBatches(rp.RecordBatches)
+			if len(batches) == 0 {
+				stalls++
+				if stalls >= maxStalls {
+					fail(fmt.Errorf("no record batch returned below offset %d after %d fetches", stop, stalls))
+					return
+				}
+				continue
+			}
+			rp.RecordBatches = data
+			opts := kgo.ProcessFetchPartitionOpts{
+				KeepControlRecords: !committed,
+				Offset:             off,
+				Topic:              tp.Topic,
+				Partition:          tp.Partition,
+			}
+			if committed {
+				opts.IsolationLevel = kgo.ReadCommitted()
+			}
+			fp, _ := kgo.ProcessFetchPartition(opts, rp, decompressor, nil)
+			if fp.Err != nil {
+				fail(fmt.Errorf("decode batches: %w", fp.Err))
+				return
+			}
+			bi := 0
+			for _, kr := range fp.Records {
+				if kr.Offset < off {
+					continue
+				}
+				if kr.Offset >= stop {
+					return
+				}
+				for bi < len(batches)-1 && batches[bi].LastOffset() < kr.Offset {
+					bi++
+				}
+				rec := toRecord(kr, batches[bi])
+				off = kr.Offset
+				if !yield(rec, nil) {
+					return
+				}
+				off = kr.Offset + 1
+			}
+			next := batches[len(batches)-1].LastOffset() + 1
+			if next > off {
+				off, stalls = next, 0
+			} else {
+				stalls++
+				if stalls >= maxStalls {
+					fail(fmt.Errorf("fetch made no progress below offset %d after %d tries", stop, stalls))
+					return
+				}
+			}
+			if off >= stop {
+				return
+			}
+		}
+	}
+}
+
+func isLeaderChange(err error) bool {
+	for _, e := range []error{kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.FencedLeaderEpoch,
+		kerr.UnknownLeaderEpoch, kerr.ReplicaNotAvailable, kerr.NotCoordinator, kerr.OffsetNotAvailable} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// fetch issues one Fetch for the partition to its leader and returns the
+// partition's part of the response.
+func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderInfo, off int64, committed bool) (*kmsg.FetchResponseTopicPartition, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = fetchMaxWait
+	req.MinBytes = 1
+	req.MaxBytes = fetchMaxBytes
+	req.SessionID = 0
+	req.SessionEpoch = -1 // no fetch session: a full, stateless fetch
+	if committed {
+		req.IsolationLevel = 1
+	}
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = tp.Topic
+	rt.TopicID = li.topicID
+	rpp := kmsg.NewFetchRequestTopicPartition()
+	rpp.Partition = tp.Partition
+	rpp.FetchOffset = off
+	rpp.CurrentLeaderEpoch = -1
+	rpp.LogStartOffset = -1
+	rpp.PartitionMaxBytes = partitionMaxBytes
+	rt.Partitions = append(rt.Partitions, rpp)
+	req.Topics = append(req.Topics, rt)
+
+	rctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	kresp, err := s.cl.Broker(int(li.leader)).RetriableRequest(rctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("fetch from broker %d: %w", li.leader, err)
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, fmt.Errorf("fetch from broker %d: %w", li.leader, err)
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.Topic != tp.Topic && t.TopicID != li.topicID {
+			continue
+		}
+		for j := range t.Partitions {
+			if t.Partitions[j].Partition == tp.Partition {
+				return &t.Partitions[j], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("fetch from broker %d: the response has no data for the partition", li.leader)
+}
+
+// splitBatches parses the v2 batch headers of a fetch's records and returns
+// them with the bytes of the complete batches (a fetch may end in a partial
+// one). Legacy message sets (magic 0 and 1) get a header built from the
+// message offsets in toRecord.
+func splitBatches(b []byte) ([]audit.Batch, []byte) {
+	var (
+		out []audit.Batch
+		n   int
+	)
+	for len(b)-n >= 17 {
+		length := int32(binary.BigEndian.Uint32(b[n+8:]))
+		size := 12 + int(length)
+		if length < 0 || size > len(b)-n {
+			break
+		}
+		raw := b[n : n+size]
+		if raw[16] != 2 { // magic
+			base := int64(binary.BigEndian.Uint64(raw))
+			out = append(out, audit.Batch{BaseOffset: base, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1, Compression: "legacy"})
+			n += size
+			continue
+		}
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(raw); err != nil {
+			break
+		}
+		out = append(out, batchOf(&rb))
+		n += size
+	}
+	return out, b[:n]
+}
+
+var compressionNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+func batchOf(rb *kmsg.RecordBatch) audit.Batch {
+	codec := "unknown"
+	if c := int(rb.Attributes & 0x07); c < len(compressionNames) {
+		codec = compressionNames[c]
+	}
+	return audit.Batch{
+		BaseOffset:           rb.FirstOffset,
+		LastOffsetDelta:      rb.LastOffsetDelta,
+		PartitionLeaderEpoch: rb.PartitionLeaderEpoch,
+		ProducerID:           rb.ProducerID,
+		ProducerEpoch:        rb.ProducerEpoch,
+		BaseSequence:         rb.FirstSequence,
+		Transactional:        rb.Attributes&0x10 != 0,
+		Control:              rb.Attributes&0x20 != 0,
+		LogAppendTime:        rb.Attributes&0x08 != 0,
+		MaxTimestamp:         rb.MaxTimestamp,
+		Compression:          codec,
+	}
+}
+
+// toRecord converts a decoded record and the header of its batch.
+func toRecord(kr *kgo.Record, b audit.Batch) audit.Record {
+	if b.Compression == "legacy" {
+		b.BaseOffset = kr.Offset
+		b.MaxTimestamp = kr.Timestamp.UnixMilli()
+		b.LogAppendTime = kr.Attrs.TimestampType() == 1
+	}
+	r := audit.Record{
+		Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset,
+		Key: kr.Key, Value: kr.Value, Timestamp: kr.Timestamp.UnixMilli(), Batch: b,
+	}
+	for _, h := range kr.Headers {
+		r.Headers = append(r.Headers, audit.Header{Key: h.Key, Value: h.Value})
+	}
+	if b.Control {
+		r.Marker = decodeMarker(kr.Key, kr.Value)
+	}
+	return r
+}
+
+// decodeMarker decodes a control record's key (version, type) and, for
+// COMMIT and ABORT, its value (version, coordinator epoch). It returns nil
+// when the key cannot be read.
+func decodeMarker(key, value []byte) *audit.Marker {
+	var k kmsg.ControlRecordKey
+	if err := k.ReadFrom(key); err != nil {
+		return nil
+	}
+	m := &audit.Marker{Type: audit.MarkerType(k.Type), CoordinatorEpoch: -1}
+	var v kmsg.EndTxnMarker
+	if err := v.ReadFrom(value); err == nil {
+		m.CoordinatorEpoch = v.CoordinatorEpoch
+	}
+	return m
+}

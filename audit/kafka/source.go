@@ -1,0 +1,457 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+var (
+	_ audit.Source          = (*Source)(nil)
+	_ audit.CommittedReader = (*Source)(nil)
+	_ audit.Clock           = (*Source)(nil)
+)
+
+// DefaultTimeout bounds one request, and reaching the cluster in Open, when
+// Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// Config says how to reach a cluster.
+type Config struct {
+	// Bootstrap lists the seed brokers, host:port each.
+	Bootstrap []string
+	// Properties are Kafka's Java client properties (security.protocol,
+	// sasl.*, ssl.*). Unknown properties are ignored.
+	Properties map[string]string
+	// Timeout bounds one request and the reachability check of Open;
+	// zero means DefaultTimeout.
+	Timeout time.Duration
+	// ClientID is sent to the brokers; empty means "kaudit".
+	ClientID string
+}
+
+// Source is a read-only live cluster: it implements audit.Source and
+// audit.CommittedReader. It is safe for concurrent use.
+type Source struct {
+	cl        *kgo.Client
+	adm       *kadm.Client
+	bootstrap []string
+	timeout   time.Duration
+}
+
+// The configs TopicInfo carries.
+var auditedConfigs = []string{
+	"cleanup.policy", "retention.ms", "retention.bytes", "min.insync.replicas",
+	"unclean.leader.election.enable", "segment.ms", "segment.bytes",
+	"min.compaction.lag.ms", "delete.retention.ms",
+}
+
+// Open builds a read-only client for cfg and checks within cfg.Timeout that
+// the cluster answers a metadata request (with the configured TLS and SASL).
+// The error names the bootstrap servers and never a secret.
+func Open(ctx context.Context, cfg Config) (*Source, error) {
+	if len(cfg.Bootstrap) == 0 {
+		return nil, errors.New("open cluster: no bootstrap servers")
+	}
+	servers := strings.Join(cfg.Bootstrap, ",")
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	id := cfg.ClientID
+	if id == "" {
+		id = "kaudit"
+	}
+	sec, err := securityOpts(cfg.Properties)
+	if err != nil {
+		return nil, fmt.Errorf("configure client for %s: %w", servers, err)
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(cfg.Bootstrap...),
+		kgo.ClientID(id),
+		kgo.DialTimeout(timeout),
+		kgo.RetryTimeout(timeout),
+		kgo.RequestTimeoutOverhead(timeout),
+		kgo.MetadataMinAge(time.Second),
+		kgo.DisableClientMetrics(),
+		// Read-only: no group, no transactional id, no produce topic,
+		// no topic auto-creation (kgo's default is off and stays off).
+	}, sec...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("configure client for %s: %w", servers, err)
+	}
+	s := &Source{cl: cl, adm: kadm.NewClient(cl), bootstrap: slices.Clone(cfg.Bootstrap), timeout: timeout}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := s.adm.BrokerMetadata(pctx); err != nil {
+		cl.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("reach bootstrap servers %s within %s: %w", servers, timeout, err)
+	}
+	return s, nil
+}
+
+// Close releases the client's connections.
+func (s *Source) Close() { s.cl.Close() }
+
+// Describe says "live" and the bootstrap servers.
+func (s *Source) Describe() string { return "live " + strings.Join(s.bootstrap, ",") }
+
+// Now is the wall clock: a live cluster's evidence describes the present.
+func (s *Source) Now() time.Time { return time.Now() }
+
+// reqCtx bounds one request.
+func (s *Source) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// authErr says which resource and operation an authorization error is
+// about; other errors pass through.
+func authErr(err error, resource, op string) error {
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		return err
+	}
+	switch ke {
+	case kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+		kerr.TransactionalIDAuthorizationFailed:
+		return fmt.Errorf("not authorized: %s needs the %s operation (ACL): %w", resource, op, err)
+	}
+	return err
+}
+
+// topicMeta returns the topic's metadata, or an error wrapping
+// audit.ErrTopicNotFound.
+func (s *Source) topicMeta(ctx context.Context, topic string) (kadm.TopicDetail, error) {
+	ctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	m, err := s.adm.Metadata(ctx, topic)
+	if err != nil {
+		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, authErr(err, "topic "+topic, "DESCRIBE"))
+	}
+	td, ok := m.Topics[topic]
+	switch {
+	case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.UnknownTopicID):
+		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, audit.ErrTopicNotFound)
+	case td.Err != nil:
+		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, authErr(td.Err, "topic "+topic, "DESCRIBE"))
+	}
+	return td, nil
+}
+
+// partitionMeta returns the partition's metadata, or an error wrapping
+// audit.ErrTopicNotFound or audit.ErrPartitionNotFound.
+func (s *Source) partitionMeta(ctx context.Context, tp audit.TopicPartition) (kadm.TopicDetail, kadm.PartitionDetail, error) {
+	td, err := s.topicMeta(ctx, tp.Topic)
+	if err != nil {
+		return td, kadm.PartitionDetail{}, err
+	}
+	pd, ok := td.Partitions[tp.Partition]
+	if !ok {
+		return td, pd, fmt.Errorf("describe %s: %w (topic %q has %d)", tp, audit.ErrPartitionNotFound, tp.Topic, len(td.Partitions))
+	}
+	return td, pd, nil
+}
+
+// Partitions returns the topic's partition count.
+func (s *Source) Partitions(ctx context.Context, topic string) (int32, error) {
+	td, err := s.topicMeta(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	return int32(len(td.Partitions)), nil
+}
+
+// Offsets returns the partition's log-start offset, last stable offset and
+// high watermark.
+func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.PartitionOffsets, error) {
+	if _, _, err := s.partitionMeta(ctx, tp); err != nil {
+		return audit.PartitionOffsets{}, err
+	}
+	ctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	var (
+		po   audit.PartitionOffsets
+		errs []error
+	)
+	for _, l := range []struct {
+		name string
+		fn   func(context.Context, ...string) (kadm.ListedOffsets, error)
+		dst  *int64
+	}{
+		{"log-start offset", s.adm.ListStartOffsets, &po.LogStart},
+		{"last stable offset", s.adm.ListCommittedOffsets, &po.LSO},
+		{"high watermark", s.adm.ListEndOffsets, &po.HW},
+	} {
+		lo, err := l.fn(ctx, tp.Topic)
+		if err == nil {
+			o, ok := lo.Lookup(tp.Topic, tp.Partition)
+			switch {
+			case !ok:
+				err = audit.ErrPartitionNotFound
+			case o.Err != nil:
+				err = o.Err
+			default:
+				*l.dst = o.Offset
+				continue
+			}
+		}
+		errs = append(errs, fmt.Errorf("list %s of %s: %w", l.name, tp, authErr(err, "topic "+tp.Topic, "DESCRIBE")))
+		break
+	}
+	if len(errs) > 0 {
+		return audit.PartitionOffsets{}, errs[0]
+	}
+	return po, nil
+}
+
+// Topics lists every non-internal topic with its partition count,
+// replication factor and the configs an audit looks at.
+func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
+	ctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	tds, err := s.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
+	}
+	names := tds.Names()
+	slices.Sort(names)
+	infos := make([]audit.TopicInfo, 0, len(names))
+	byName := map[string]int{}
+	for _, n := range names {
+		td := tds[n]
+		if td.Err != nil {
+			return nil, fmt.Errorf("list topics: topic %q: %w", n, authErr(td.Err, "topic "+n, "DESCRIBE"))
+		}
+		ti := audit.TopicInfo{Name: n, Partitions: int32(len(td.Partitions)), Configs: map[string]string{}}
+		for _, p := range td.Partitions {
+			ti.ReplicationFactor = max(ti.ReplicationFactor, int16(len(p.Replicas)))
+		}
+		byName[n] = len(infos)
+		infos = append(infos, ti)
+	}
+	if len(names) == 0 {
+		return infos, nil
+	}
+	rcs, err := s.adm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("describe topic configs: %w", authErr(err, "topics", "DESCRIBE_CONFIGS"))
+	}
+	for _, rc := range rcs {
+		i, ok := byName[rc.Name]
+		if !ok {
+			continue
+		}
+		if rc.Err != nil {
+			if errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
+				continue // deleted since it was listed
+			}
+			return nil, fmt.Errorf("describe configs of topic %q: %w", rc.Name, authErr(rc.Err, "topic "+rc.Name, "DESCRIBE_CONFIGS"))
+		}
+		for _, c := range rc.Configs {
+			if c.Value != nil && slices.Contains(auditedConfigs, c.Key) {
+				infos[i].Configs[c.Key] = *c.Value
+			}
+		}
+	}
+	return infos, nil
+}
+
+// stableTries is how often GroupOffsets asks again while a transaction
+// holds the group's offsets unstable.
+var stableTries = 5
+
+// GroupOffsets returns the group's committed offsets read with
+// require_stable, its state and member count. While a transactional offset
+// commit is pending the broker answers UNSTABLE_OFFSET_COMMIT; after a few
+// tries the error says a transaction is pending.
+func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOffsets, error) {
+	g := audit.GroupOffsets{Group: group, Offsets: map[audit.TopicPartition]int64{}, Metadata: map[audit.TopicPartition]string{}}
+	var resps kadm.OffsetResponses
+	for try := 1; ; try++ {
+		rctx, cancel := s.reqCtx(ctx)
+		r, err := s.adm.FetchOffsets(kadm.RequireStable(rctx), group)
+		cancel()
+		if err == nil {
+			err = r.Error()
+		}
+		if err == nil {
+			resps = r
+			break
+		}
+		if errors.Is(err, kerr.UnstableOffsetCommit) {
+			if try < stableTries {
+				select {
+				case <-ctx.Done():
+					return g, ctx.Err()
+				case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+				}
+				continue
+			}
+			return g, fmt.Errorf("fetch offsets of group %q: a transaction is pending on its offsets (still unstable after %d tries; retry later or look for a hanging transaction): %w", group, try, err)
+		}
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return g, fmt.Errorf("fetch offsets of group %q: %w", group, audit.ErrGroupNotFound)
+		}
+		return g, fmt.Errorf("fetch offsets of group %q: %w", group, authErr(err, "group "+group, "DESCRIBE"))
+	}
+	resps.Each(func(o kadm.OffsetResponse) {
+		if o.At < 0 {
+			return
+		}
+		tp := audit.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		g.Offsets[tp] = o.At
+		g.Metadata[tp] = o.Metadata
+	})
+
+	rctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	dgs, err := s.adm.DescribeGroups(rctx, group)
+	if err != nil {
+		return g, fmt.Errorf("describe group %q: %w", group, authErr(err, "group "+group, "DESCRIBE"))
+	}
+	dg, ok := dgs[group]
+	switch {
+	case ok && errors.Is(dg.Err, kerr.GroupIDNotFound), !ok && len(g.Offsets) == 0:
+		if len(g.Offsets) == 0 {
+			return g, fmt.Errorf("describe group %q: %w", group, audit.ErrGroupNotFound)
+		}
+		g.State = "Dead"
+	case ok && dg.Err != nil:
+		return g, fmt.Errorf("describe group %q: %w", group, authErr(dg.Err, "group "+group, "DESCRIBE"))
+	case ok:
+		g.State, g.Members = dg.State, len(dg.Members)
+	}
+	if (g.State == "Dead" || g.State == "") && len(g.Offsets) == 0 {
+		return g, fmt.Errorf("describe group %q: %w", group, audit.ErrGroupNotFound)
+	}
+	return g, nil
+}
+
+// Transactions lists the transactional ids starting with prefix (all when
+// prefix is empty) with their coordinator state.
+func (s *Source) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
+	ctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	lts, err := s.adm.ListTransactions(ctx, nil, nil)
+	if err != nil && len(lts) == 0 {
+		return nil, fmt.Errorf("list transactions: %w", authErr(err, "transactional ids", "DESCRIBE"))
+	}
+	var ids []string
+	for id := range lts {
+		if strings.HasPrefix(id, prefix) {
+			ids = append(ids, id)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list transactions: %w", authErr(err, "transactional ids", "DESCRIBE"))
+	}
+	slices.Sort(ids)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	dts, err := s.adm.DescribeTransactions(ctx, ids...)
+	if err != nil && len(dts) == 0 {
+		return nil, fmt.Errorf("describe transactions: %w", authErr(err, "transactional ids", "DESCRIBE"))
+	}
+	out := make([]audit.Transaction, 0, len(ids))
+	for _, id := range ids {
+		dt, ok := dts[id]
+		if !ok {
+			continue // expired between list and describe
+		}
+		if dt.Err != nil {
+			if errors.Is(dt.Err, kerr.TransactionalIDNotFound) {
+				continue
+			}
+			return nil, fmt.Errorf("describe transaction %q: %w", id, authErr(dt.Err, "transactional id "+id, "DESCRIBE"))
+		}
+		t := audit.Transaction{
+			TransactionalID: id, State: dt.State, ProducerID: dt.ProducerID, ProducerEpoch: dt.ProducerEpoch,
+			TimeoutMillis: dt.TimeoutMillis, StartTimestamp: dt.StartTimestamp,
+		}
+		for topic, ps := range dt.Topics {
+			for p := range ps {
+				t.Partitions = append(t.Partitions, audit.TopicPartition{Topic: topic, Partition: p})
+			}
+		}
+		slices.SortFunc(t.Partitions, compareTP)
+		out = append(out, t)
+	}
+	if err != nil {
+		return out, fmt.Errorf("describe transactions: %w", err)
+	}
+	return out, nil
+}
+
+func compareTP(a, b audit.TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
+// Producers returns the producers the partition leaders remember for each
+// partition (DescribeProducers), sorted by producer id.
+func (s *Source) Producers(ctx context.Context, tps []audit.TopicPartition) (map[audit.TopicPartition][]audit.Producer, error) {
+	out := map[audit.TopicPartition][]audit.Producer{}
+	if len(tps) == 0 {
+		return out, nil
+	}
+	set := kadm.TopicsSet{}
+	for _, tp := range tps {
+		set.Add(tp.Topic, tp.Partition)
+	}
+	ctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	dts, err := s.adm.DescribeProducers(ctx, set)
+	if err != nil && len(dts) == 0 {
+		for _, tp := range tps {
+			if _, _, merr := s.partitionMeta(ctx, tp); merr != nil {
+				return nil, fmt.Errorf("describe producers of %s: %w", tp, merr)
+			}
+		}
+		return nil, fmt.Errorf("describe producers: %w", authErr(err, "topics", "READ"))
+	}
+	for _, tp := range tps {
+		dp, ok := dts[tp.Topic].Partitions[tp.Partition]
+		if !ok || dp.Err != nil {
+			// Say which of topic and partition is missing.
+			if _, _, merr := s.partitionMeta(ctx, tp); merr != nil {
+				return nil, fmt.Errorf("describe producers of %s: %w", tp, merr)
+			}
+		}
+		switch {
+		case !ok && err != nil:
+			return nil, fmt.Errorf("describe producers of %s: %w", tp, authErr(err, "topic "+tp.Topic, "READ"))
+		case !ok:
+			return nil, fmt.Errorf("describe producers of %s: %w", tp, audit.ErrPartitionNotFound)
+		case errors.Is(dp.Err, kerr.UnknownTopicOrPartition):
+			return nil, fmt.Errorf("describe producers of %s: %w", tp, audit.ErrPartitionNotFound)
+		case dp.Err != nil:
+			return nil, fmt.Errorf("describe producers of %s: %w", tp, authErr(dp.Err, "topic "+tp.Topic, "READ"))
+		}
+		ps := make([]audit.Producer, 0, len(dp.ActiveProducers))
+		for _, p := range dp.ActiveProducers.Sorted() {
+			ps = append(ps, audit.Producer{
+				ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch, LastSequence: p.LastSequence,
+				LastTimestamp: p.LastTimestamp, CoordinatorEpoch: p.CoordinatorEpoch,
+				CurrentTxnStartOffset: p.CurrentTxnStartOffset,
+			})
+		}
+		out[tp] = ps
+	}
+	return out, nil
+}
