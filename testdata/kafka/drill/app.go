@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// appRun is one run of the Java drill app (one JVM).
+type appRun struct {
+	cmd     *exec.Cmd
+	log     string
+	mu      sync.Mutex
+	running bool // saw "-> RUNNING" at least once
+	exited  chan struct{}
+	err     error
+}
+
+// appOpts are the app's fault and tuning flags (system properties of DrillApp).
+type appOpts struct {
+	purgeMs      int64 // repartition.purge.interval.ms; 0: Streams' default (30 s)
+	commitMs     int64 // commit.interval.ms; 0: Streams' EOS default (100 ms)
+	dropOrders   []string
+	slowRepartMs int64
+	rf           int
+}
+
+// startApp starts the app with state dir stateDir, logging to dir/app-N.log, and writes its
+// describe() text to dir/describe.txt.
+func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n int) (*appRun, error) {
+	props := []string{
+		"-Dapp.id=" + appID,
+		"-Ddescribe.file=" + filepath.Join(dir, "describe.txt"),
+		fmt.Sprintf("-Drf=%d", max(o.rf, 1)),
+	}
+	if o.purgeMs > 0 {
+		props = append(props, fmt.Sprintf("-Dpurge.interval.ms=%d", o.purgeMs))
+	}
+	if o.commitMs > 0 {
+		props = append(props, fmt.Sprintf("-Dcommit.interval.ms=%d", o.commitMs))
+	}
+	if len(o.dropOrders) > 0 {
+		props = append(props, "-Ddrop.orders="+strings.Join(o.dropOrders, ","))
+	}
+	if o.slowRepartMs > 0 {
+		props = append(props, fmt.Sprintf("-Dslow.repartition.ms=%d", o.slowRepartMs))
+	}
+	args := append([]string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Djava.io.tmpdir=" + filepath.Join(d.o.work, "tmp")}, props...)
+	cp := filepath.Join(d.root, "app", "target", "classes") + ":" + d.appLib + "/*"
+	args = append(args, "-cp", cp, "kaudit.drill.DrillApp", d.bootstrap, stateDir, d.regURL)
+	if err := os.MkdirAll(filepath.Join(d.o.work, "tmp"), 0o755); err != nil {
+		return nil, fmt.Errorf("create tmp dir: %w", err)
+	}
+	logPath := filepath.Join(dir, fmt.Sprintf("app-%d.log", n))
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create app log: %w", err)
+	}
+	a := &appRun{log: logPath, exited: make(chan struct{})}
+	a.cmd = exec.Command("java", args...)
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	a.cmd.Stdout, a.cmd.Stderr = pw, pw
+	if err := a.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start the app: %w", err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(f, line)
+			if strings.HasPrefix(line, "STATE ") && strings.HasSuffix(line, "-> RUNNING") {
+				a.mu.Lock()
+				a.running = true
+				a.mu.Unlock()
+			}
+		}
+		f.Close()
+	}()
+	go func() {
+		a.err = a.cmd.Wait()
+		pw.Close()
+		close(a.exited)
+	}()
+	logf("app run %d started (pid %d), log %s", n, a.cmd.Process.Pid, logPath)
+	return a, nil
+}
+
+func (a *appRun) isRunning() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running
+}
+
+// waitRunning waits until the app reports RUNNING once.
+func (a *appRun) waitRunning(ctx context.Context, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for !a.isRunning() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.exited:
+			return fmt.Errorf("the app exited before RUNNING (%v); see %s", a.err, a.log)
+		case <-deadline:
+			return fmt.Errorf("the app not RUNNING after %s; see %s", timeout, a.log)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// kill9 kills the app with SIGKILL, mid-whatever it was doing.
+func (a *appRun) kill9() {
+	select {
+	case <-a.exited:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.exited
+	logf("app pid %d killed -9", a.cmd.Process.Pid)
+}
+
+// stop sends SIGTERM (the app's shutdown hook closes Kafka Streams cleanly, which commits and
+// writes .checkpoint files) and waits; kill -9 after 90 s.
+func (a *appRun) stop() error {
+	select {
+	case <-a.exited:
+		return fmt.Errorf("the app had already exited (%v); see %s", a.err, a.log)
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.exited:
+		return nil
+	case <-time.After(90 * time.Second):
+		a.kill9()
+		return fmt.Errorf("the app ignored SIGTERM for 90s; killed -9; see %s", a.log)
+	}
+}
+
+// alive reports whether the JVM still runs.
+func (a *appRun) alive() bool {
+	select {
+	case <-a.exited:
+		return false
+	default:
+		return true
+	}
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const appID = "kaudit-drill"
+
+// Source and output topics of the drill app (DrillApp.java).
+const (
+	topicOrders    = "orders"
+	topicPayments  = "payments"
+	topicShipments = "shipments"
+	topicOutput    = "order-status"
+	numPartitions  = 2
+)
+
+var sourceTopics = []string{topicOrders, topicPayments, topicShipments}
+
+// drill holds what lives across scenarios: paths, the registry and the kaudit binary.
+type drill struct {
+	o         options
+	root      string // testdata/kafka
+	repo      string
+	registry  *exec.Cmd
+	regURL    string
+	kaudit    string
+	schemas   *schemaSet
+	appLib    string
+	brokers   int    // brokers of the running cluster
+	bootstrap string // of the running cluster
+}
+
+func newDrill(ctx context.Context, o options) (*drill, error) {
+	repo, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("get working dir: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "go.mod")); err != nil {
+		return nil, errors.New("run the drill from the repository root")
+	}
+	d := &drill{o: o, repo: repo, root: filepath.Join(repo, "testdata", "kafka"), regURL: "http://" + o.registryAddr}
+	d.appLib = filepath.Join(d.root, "app", "target", "lib-"+o.kafkaVersion)
+	if _, err := os.Stat(d.appLib); err != nil {
+		return nil, fmt.Errorf("the app is not built for Kafka %s (%w): run mvn -B -q -f testdata/kafka/app/pom.xml package -Dkafka.version=%s", o.kafkaVersion, err, o.kafkaVersion)
+	}
+	if d.schemas, err = loadSchemas(filepath.Join(d.root, "app", "src", "main", "resources", "avro")); err != nil {
+		return nil, err
+	}
+	if err := d.buildKaudit(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.startRegistry(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *drill) close() {
+	d.stopCluster(context.Background())
+	if d.registry != nil && d.registry.Process != nil {
+		_ = d.registry.Process.Signal(syscall.SIGTERM)
+		_ = d.registry.Wait()
+	}
+}
+
+// buildKaudit builds ./cmd/kaudit once into the work dir (or takes -kaudit).
+func (d *drill) buildKaudit(ctx context.Context) error {
+	if d.o.kaudit != "" {
+		d.kaudit = d.o.kaudit
+		return nil
+	}
+	d.kaudit = filepath.Join(d.o.work, "kaudit")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", d.kaudit, "./cmd/kaudit")
+	cmd.Dir = d.repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build kaudit: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startRegistry builds and starts testdata/kafka/registry and waits until it answers.
+func (d *drill) startRegistry(ctx context.Context) error {
+	bin := filepath.Join(d.o.work, "registry")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./testdata/kafka/registry")
+	build.Dir = d.repo
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the registry: %w\n%s", err, out)
+	}
+	logFile, err := os.Create(filepath.Join(d.o.work, "registry.log"))
+	if err != nil {
+		return fmt.Errorf("create registry log: %w", err)
+	}
+	d.registry = exec.Command(bin, "-addr", d.o.registryAddr)
+	d.registry.Stdout, d.registry.Stderr = logFile, logFile
+	d.registry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.registry.Start(); err != nil {
+		return fmt.Errorf("start the registry: %w", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(d.regURL + "/schemas/ids/1")
+		if err == nil {
+			res.Body.Close()
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the registry at %s did not answer within 20s (see %s)", d.regURL, logFile.Name())
+}
+
+// cluster runs testdata/kafka/broker/cluster.sh with the drill's work dir and Kafka version.
+func (d *drill) cluster(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(d.root, "broker", "cluster.sh"), args...)
+	cmd.Env = append(os.Environ(), "DRILL_WORK="+d.o.work, "KAFKA_VERSION="+d.o.kafkaVersion)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("cluster.sh %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// freshCluster wipes any previous cluster and starts a new one with n brokers, then waits
+// until the metadata lists all of them.
+func (d *drill) freshCluster(ctx context.Context, n int) error {
+	if err := d.cluster(ctx, "wipe"); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := d.cluster(ctx, "start", "--brokers", fmt.Sprint(n)); err != nil {
+		return err
+	}
+	d.brokers = n
+	d.bootstrap = bootstrapFor(n)
+	if err := d.waitBrokers(ctx, n); err != nil {
+		return err
+	}
+	logf("cluster of %d broker(s) up in %s", n, time.Since(t0).Round(100*time.Millisecond))
+	return nil
+}
+
+func (d *drill) stopCluster(ctx context.Context) {
+	if d.brokers == 0 {
+		return
+	}
+	_ = d.cluster(ctx, "stop")
+}
+
+func bootstrapFor(n int) string {
+	if n == 3 {
+		return "127.0.0.1:19192,127.0.0.1:19292,127.0.0.1:19392"
+	}
+	return "127.0.0.1:19192"
+}
+
+// waitBrokers polls the metadata until n brokers are listed (KRaft lists unfenced brokers).
+func (d *drill) waitBrokers(ctx context.Context, n int) error {
+	adm, closeFn, err := d.admin()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	deadline := time.Now().Add(90 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := adm.BrokerMetadata(c)
+		cancel()
+		if err == nil && len(m.Brokers) == n {
+			return nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("metadata did not list %d brokers within 90s (last error: %v)", n, last)
+}
+
+func (d *drill) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(strings.Split(d.bootstrap, ",")...),
+		kgo.RetryTimeout(30 * time.Second),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("create kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+func (d *drill) admin() (*kadm.Client, func(), error) {
+	cl, err := d.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}

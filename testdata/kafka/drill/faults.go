@@ -1,0 +1,691 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// largePurge keeps Streams from purging repartition topics during a scenario.
+const largePurge = int64(3_600_000)
+
+// scenarioClean: input arrives while the app runs; the app is killed -9 twice while a
+// transaction is open and restarted each time. Nothing is lost: kaudit must say clean, and the
+// aborted transactions must show in kaudit ledger exactly as the drill counts them raw.
+func scenarioClean(ctx context.Context, r *scRun) error {
+	recs := genWave(wave1)
+	if err := r.startApp(ctx, appOpts{}); err != nil {
+		return err
+	}
+	prodErr := make(chan error, 1)
+	go func() { prodErr <- r.d.produce(ctx, recs, 8, 120*time.Millisecond) }()
+	for kill := 1; kill <= 2; kill++ {
+		if err := r.waitOpenTxn(ctx, 60*time.Second); err != nil {
+			return fmt.Errorf("before kill %d: %w", kill, err)
+		}
+		r.app.kill9()
+		r.app = nil
+		if err := r.startApp(ctx, appOpts{}); err != nil {
+			return err
+		}
+	}
+	if err := <-prodErr; err != nil {
+		return err
+	}
+	r.truth.Records = append(r.truth.Records, recs...)
+	s, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	if s, err = r.d.observe(ctx); err != nil {
+		return err
+	}
+	bad, err := r.checkOutput(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the reference app lost data in a clean run: %d keys differ %v", len(bad), head(bad, 10))
+	}
+	written := append(append([]string{topicOutput}, s.changelogs()...), s.repartitions()...)
+	aborts, err := r.d.countAborts(ctx, s, written)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, n := range aborts {
+		total += n
+	}
+	logf("ABORT markers read raw: %v", aborts)
+	if total == 0 {
+		return errors.New("two kill -9 mid-transaction left no aborted transaction: the fault was not injected")
+	}
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	if err := firstErr(expectVerdict(rep, "clean"), expectOnlyLossCauses(rep)); err != nil {
+		return err
+	}
+	for _, t := range []string{topicOutput} {
+		n, err := r.d.ledgerAborted(ctx, r.dir, t)
+		if err != nil {
+			return err
+		}
+		if n != aborts[t] {
+			return fmt.Errorf("kaudit ledger counts %d aborted transactions on %s, the raw read %d ABORT markers", n, t, aborts[t])
+		}
+	}
+	for _, t := range s.changelogs() {
+		n, err := r.d.ledgerAborted(ctx, r.dir, t)
+		if err != nil {
+			return err
+		}
+		if n != aborts[t] {
+			return fmt.Errorf("kaudit ledger counts %d aborted transactions on %s, the raw read %d ABORT markers", n, t, aborts[t])
+		}
+	}
+	return nil
+}
+
+// waitOpenTxn waits until a partition the app writes has an open transaction (LSO < HW), so
+// that a kill -9 lands mid-transaction.
+func (r *scRun) waitOpenTxn(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		s, err := r.d.observe(ctx)
+		if err == nil {
+			for _, t := range append([]string{topicOutput}, s.internal...) {
+				for p, hw := range s.hw[t] {
+					if lso, _ := s.lso.get(t, p); lso < hw {
+						logf("open transaction on %s/%d (lso %d, hw %d)", t, p, lso, hw)
+						return nil
+					}
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("no open transaction seen within %s", timeout)
+}
+
+// deleteRecords moves topic/p's log start to off with DeleteRecords.
+func (d *drill) deleteRecords(ctx context.Context, topic string, p int32, off int64) error {
+	adm, closeFn, err := d.admin()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	os := make(kadm.Offsets)
+	os.Add(kadm.Offset{Topic: topic, Partition: p, At: off})
+	res, err := adm.DeleteRecords(ctx, os)
+	if err != nil {
+		return fmt.Errorf("delete records of %s/%d below %d: %w", topic, p, off, err)
+	}
+	if err := res.Error(); err != nil {
+		return fmt.Errorf("delete records of %s/%d below %d: %w", topic, p, off, err)
+	}
+	return nil
+}
+
+// scenarioRetentionGap: after a clean baseline the app is down; 60 new orders arrive; the first
+// 10 unconsumed records of orders/0 are deleted (DeleteRecords past the committed offset).
+// kaudit runs before the app restarts: retention-gap, exactly that range.
+func scenarioRetentionGap(ctx context.Context, r *scRun) error {
+	if _, err := r.baseline(ctx, appOpts{}); err != nil {
+		return err
+	}
+	if err := r.produce(ctx, genWave(waveSpec{wave: 2, orders: 60}), 200, 0); err != nil {
+		return err
+	}
+	s, err := r.d.observe(ctx)
+	if err != nil {
+		return err
+	}
+	const p, k = int32(0), int64(10)
+	c, _ := s.committed.get(topicOrders, p)
+	hw, _ := s.hw.get(topicOrders, p)
+	if hw-c < k {
+		return fmt.Errorf("orders/%d has only %d unconsumed records, need %d", p, hw-c, k)
+	}
+	hit := r.recordsIn(topicOrders, p, c, c+k)
+	r.addFault(fault{Kind: "delete-records", Topic: topicOrders, Partition: p, From: c, To: c + k, Keys: orderIDs(hit),
+		Note: "DeleteRecords past the group's committed offset while the app is down"})
+	if err := r.d.deleteRecords(ctx, topicOrders, p, c+k); err != nil {
+		return err
+	}
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "retention-gap"),
+		expectRange("retention-gap", rep.byCause("retention-gap"), topicOrders, p, c, c+k))
+}
+
+// scenarioPurgedBeforeCommit: the app runs with a slow repartition deserializer and is stopped
+// cleanly mid-input, so committed repartition records wait unconsumed; the first five of them
+// on the fullest repartition partition are deleted (what KAFKA-17635 does). kaudit runs before
+// the app restarts: purged-before-commit on that range.
+func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
+	if err := r.produce(ctx, genWave(wave1), 200, 0); err != nil {
+		return err
+	}
+	if err := r.startApp(ctx, appOpts{purgeMs: largePurge, slowRepartMs: 15}); err != nil {
+		return err
+	}
+	// Stop once about a third of the input is committed: the backlog is then on the repartition
+	// topics (stage 1 runs ahead of the slow stage 2).
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		s, err := r.d.observe(ctx)
+		if err != nil {
+			return err
+		}
+		var c, hw int64
+		for _, t := range sourceTopics {
+			for p, h := range s.hw[t] {
+				hw += h
+				v, _ := s.committed.get(t, p)
+				c += v
+			}
+		}
+		if c*3 >= hw {
+			logf("source committed %d of %d: stopping the app", c, hw)
+			break
+		}
+		if time.Now().After(deadline) || !r.app.alive() {
+			return fmt.Errorf("the app did not commit a third of the input within 120s (%d of %d)", c, hw)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	s, err := r.d.observe(ctx)
+	if err != nil {
+		return err
+	}
+	// Find the repartition partition with the most committed, unconsumed data records.
+	type cand struct {
+		topic string
+		p     int32
+		c     int64
+		data  []int64 // offsets of data records in [c, lso)
+		keys  []string
+	}
+	var best cand
+	for _, t := range s.repartitions() {
+		for p, lso := range s.lso[t] {
+			c, _ := s.committed.get(t, p)
+			recs, err := r.d.readPartition(ctx, t, p, c, lso, true)
+			if err != nil {
+				return err
+			}
+			cd := cand{topic: t, p: p, c: c}
+			for _, rec := range recs {
+				if !rec.Attrs.IsControl() {
+					cd.data = append(cd.data, rec.Offset)
+					cd.keys = append(cd.keys, string(rec.Key))
+				}
+			}
+			logf("%s/%d: committed %d, lso %d, %d committed data records unconsumed", t, p, c, lso, len(cd.data))
+			if len(cd.data) > len(best.data) {
+				best = cd
+			}
+		}
+	}
+	const n = 5
+	if len(best.data) < n {
+		return fmt.Errorf("no repartition partition holds %d committed unconsumed records (best %d): the fault cannot be injected", n, len(best.data))
+	}
+	to := best.data[n-1] + 1
+	set := map[string]bool{}
+	for _, k := range best.keys[:n] {
+		set[k] = true
+	}
+	r.addFault(fault{Kind: "delete-records", Topic: best.topic, Partition: best.p, From: best.c, To: to, Keys: keys(set),
+		Note: "DeleteRecords on a repartition topic past the group's committed offset while the app is down (KAFKA-17635 signature)"})
+	if err := r.d.deleteRecords(ctx, best.topic, best.p, to); err != nil {
+		return err
+	}
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	if err := firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "purged-before-commit")); err != nil {
+		return err
+	}
+	fs := rep.byCause("purged-before-commit")
+	if len(fs) == 0 {
+		return errors.New("no purged-before-commit finding")
+	}
+	// kaudit may name the purged repartition range, or the source records whose derived
+	// records were in it; both must point at this fault only.
+	for _, f := range fs {
+		inRange := f.Topic == best.topic && f.Partition == best.p && f.Offset < to && f.Offset+max(f.Count, 1) > best.c
+		if !inRange && !set[f.keyString()] {
+			return fmt.Errorf("purged-before-commit finding outside the fault %s/%d [%d, %d) keys %v: %s", best.topic, best.p, best.c, to, keys(set), f)
+		}
+	}
+	return nil
+}
+
+// dropList is the orderIds the app swallows in the dropped scenarios.
+var dropList = []string{"o-w1-0007", "o-w1-0042", "o-w1-0100", "o-w1-0151", "o-w1-0299"}
+
+func dropSkip(r *inputRec) bool {
+	if r.Topic != topicOrders || r.OrderID == nil {
+		return false
+	}
+	for _, k := range dropList {
+		if *r.OrderID == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *scRun) addDropFault() {
+	for _, k := range dropList {
+		for _, rec := range r.truth.Records {
+			if rec.Topic == topicOrders && rec.OrderID != nil && *rec.OrderID == k {
+				r.addFault(fault{Kind: "app-drop", Topic: rec.Topic, Partition: rec.Partition, From: rec.Offset, To: rec.Offset + 1,
+					Keys: []string{k}, Note: "swallowed by the app before selectKey"})
+			}
+		}
+	}
+}
+
+// scenarioDropped: the app swallows every order record of five orderIds; repartition topics are
+// not purged, so the positions where their repartition records belong are readable: dropped.
+func scenarioDropped(ctx context.Context, r *scRun) error {
+	s, err := r.baseline(ctx, appOpts{purgeMs: largePurge, dropOrders: dropList})
+	if err != nil {
+		return err
+	}
+	r.addDropFault()
+	bad, err := r.checkOutput(ctx, s, dropSkip)
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the app's output is not the input minus the dropped records: %v", head(bad, 10))
+	}
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped"),
+		expectKeys("dropped", rep.byCause("dropped"), dropList))
+}
+
+// scenarioDroppedPurged: as dropped, with Streams' default purge; kaudit runs once the
+// repartition topics are purged up to the committed offsets, so the evidence cannot tell a drop
+// from a purge: unapplied.
+func scenarioDroppedPurged(ctx context.Context, r *scRun) error {
+	if err := r.produce(ctx, genWave(wave1), 200, 0); err != nil {
+		return err
+	}
+	if err := r.startApp(ctx, appOpts{dropOrders: dropList}); err != nil {
+		return err
+	}
+	if _, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second); err != nil {
+		return err
+	}
+	r.addDropFault()
+	// Streams purges every 30 s: wait until each repartition partition starts at its committed
+	// offset (or one below it, the final marker).
+	deadline := time.Now().Add(75 * time.Second)
+	var s state
+	for {
+		var err error
+		if s, err = r.d.observe(ctx); err != nil {
+			return err
+		}
+		purged := true
+		for _, t := range s.repartitions() {
+			for p := range s.hw[t] {
+				st, _ := s.start.get(t, p)
+				c, _ := s.committed.get(t, p)
+				purged = purged && st >= c-1 && c > 0
+			}
+		}
+		if purged {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the repartition topics were not purged within 75s")
+		}
+		time.Sleep(time.Second)
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	bad, err := r.checkOutput(ctx, s, dropSkip)
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the app's output is not the input minus the dropped records: %v", head(bad, 10))
+	}
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "unapplied"),
+		expectKeys("unapplied", rep.byCause("unapplied"), dropList))
+}
+
+// scenarioOffsetsForward: after a clean baseline the app is down, 60 new orders arrive and the
+// group's offset on orders/0 is moved 10 records forward; the app restarts and never reads them.
+// The evidence: consumed (below C) yet never reached the repartition topic, whose neighbouring
+// records are readable (no purge): dropped or unapplied, stage source or repartition. Not a
+// retention gap: nothing was deleted.
+func scenarioOffsetsForward(ctx context.Context, r *scRun) error {
+	if _, err := r.baseline(ctx, appOpts{purgeMs: largePurge}); err != nil {
+		return err
+	}
+	if err := r.produce(ctx, genWave(waveSpec{wave: 2, orders: 60}), 200, 0); err != nil {
+		return err
+	}
+	s, err := r.d.observe(ctx)
+	if err != nil {
+		return err
+	}
+	const p, k = int32(0), int64(10)
+	c, _ := s.committed.get(topicOrders, p)
+	hit := r.recordsIn(topicOrders, p, c, c+k)
+	r.addFault(fault{Kind: "offset-commit", Topic: topicOrders, Partition: p, From: c, To: c + k, Keys: orderIDs(hit),
+		Note: "the group's committed offset moved forward with OffsetCommit while the group was empty"})
+	adm, closeFn, err := r.d.admin()
+	if err != nil {
+		return err
+	}
+	os := make(kadm.Offsets)
+	os.Add(kadm.Offset{Topic: topicOrders, Partition: p, At: c + k, LeaderEpoch: -1})
+	res, err := adm.CommitOffsets(ctx, appID, os)
+	closeFn()
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("commit offsets of %s: %w", appID, err)
+	}
+	if err := r.startApp(ctx, appOpts{purgeMs: largePurge}); err != nil {
+		return err
+	}
+	if _, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second); err != nil {
+		return err
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	if s, err = r.d.observe(ctx); err != nil {
+		return err
+	}
+	skipped := map[*inputRec]bool{}
+	for _, h := range hit {
+		skipped[h] = true
+	}
+	bad, err := r.checkOutput(ctx, s, func(rec *inputRec) bool { return skipped[rec] })
+	if err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the app's output is not the input minus the skipped records: %v", head(bad, 10))
+	}
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	lost := append(rep.byCause("dropped"), rep.byCause("unapplied")...)
+	for _, f := range lost {
+		if f.Stage != "source" && f.Stage != "repartition" {
+			return fmt.Errorf("skipped record reported at stage %s: %s", f.Stage, f)
+		}
+	}
+	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped", "unapplied"),
+		expectKeys("dropped/unapplied", lost, orderIDs(hit)))
+}
+
+// scenarioOutage is the seed: input keeps arriving while every broker is killed -9 for
+// -outage and restarted. The drill compares the output with its own fold of the input; kaudit's
+// loss findings must name exactly the keys the data shows lost (normally none).
+func scenarioOutage(ctx context.Context, r *scRun) error {
+	recs := genWave(wave1)
+	if err := r.startApp(ctx, appOpts{rf: r.d.brokers}); err != nil {
+		return err
+	}
+	prodErr := make(chan error, 1)
+	go func() { prodErr <- r.d.produce(ctx, recs, 8, 100*time.Millisecond) }()
+	if err := r.waitOpenTxn(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	logf("outage: kill -9 every broker for %s", r.d.o.outage)
+	if err := r.d.cluster(ctx, "kill9"); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(r.d.o.outage):
+	}
+	t0 := time.Now()
+	if err := r.d.cluster(ctx, "start", "--brokers", fmt.Sprint(r.d.brokers)); err != nil {
+		return err
+	}
+	if err := r.d.waitBrokers(ctx, r.d.brokers); err != nil {
+		return err
+	}
+	logf("outage over: brokers back in %s", time.Since(t0).Round(100*time.Millisecond))
+	if err := <-prodErr; err != nil {
+		return err
+	}
+	r.truth.Records = append(r.truth.Records, recs...)
+	s, err := r.d.waitCaughtUp(ctx, r.app, 240*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	if s, err = r.d.observe(ctx); err != nil {
+		return err
+	}
+	bad, err := r.checkOutput(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	r.addFault(fault{Kind: "outage", Keys: bad, Note: fmt.Sprintf("every broker killed -9 for %s; keys: what the output shows lost", r.d.o.outage)})
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	want := "clean"
+	if len(bad) > 0 {
+		want = "loss"
+	}
+	return firstErr(expectVerdict(rep, want), expectKeys("loss", rep.loss(), bad))
+}
+
+// scenarioStateWipe: after a clean baseline (clean close: .checkpoint files written), the
+// payments store of task <sub>_0 loses its RocksDB dir while the checkpoint claims the
+// changelog's end (the KAFKA-16017 outcome); five of its keys get a new payment. The sum
+// restarts from the new payment: state-reset for exactly those keys.
+func scenarioStateWipe(ctx context.Context, r *scRun) error {
+	s, err := r.baseline(ctx, appOpts{purgeMs: largePurge})
+	if err != nil {
+		return err
+	}
+	describe, err := os.ReadFile(filepath.Join(r.dir, "describe.txt"))
+	if err != nil {
+		return fmt.Errorf("read describe: %w", err)
+	}
+	store, sub, err := storeOf(string(describe), topicPayments)
+	if err != nil {
+		return err
+	}
+	changelog := appID + "-" + store + "-changelog"
+	const p = int32(0)
+	hw, _ := s.hw.get(changelog, p)
+	lso, _ := s.lso.get(changelog, p)
+	start, _ := s.start.get(changelog, p)
+	recs, err := r.d.readPartition(ctx, changelog, p, start, lso, true)
+	if err != nil {
+		return err
+	}
+	inOrders := map[string]bool{}
+	for _, rec := range r.truth.Records {
+		if rec.Topic == topicOrders {
+			inOrders[*rec.OrderID] = true
+		}
+	}
+	set := map[string]bool{}
+	for _, rec := range recs {
+		if !rec.Attrs.IsControl() && rec.Value != nil && inOrders[string(rec.Key)] {
+			set[string(rec.Key)] = true
+		}
+	}
+	candidates := keys(set)
+	if len(candidates) < 5 {
+		return fmt.Errorf("%s/%d holds %d keys, need 5", changelog, p, len(candidates))
+	}
+	chosen := candidates[:5]
+	taskDir := filepath.Join(r.stateDir, appID, fmt.Sprintf("%d_%d", sub, p))
+	if err := os.RemoveAll(filepath.Join(taskDir, "rocksdb", store)); err != nil {
+		return fmt.Errorf("wipe store dir: %w", err)
+	}
+	if err := forgeCheckpoint(filepath.Join(taskDir, ".checkpoint"), changelog, p, hw-1); err != nil {
+		return err
+	}
+	var more []*inputRec
+	for i, k := range chosen {
+		pid := fmt.Sprintf("p-w2-%05d", i)
+		kk := k
+		more = append(more, &inputRec{Topic: topicPayments, Key: pid, OrderID: &kk, Wave: 2,
+			Value: map[string]any{"paymentId": pid, "orderId": k, "amount": int64(1000 + i), "method": "card", "seq": int64(i)}})
+	}
+	if err := r.produce(ctx, more, 200, 0); err != nil {
+		return err
+	}
+	r.addFault(fault{Kind: "state-wipe", Topic: changelog, Partition: p, From: start, To: hw, Keys: chosen,
+		Note: fmt.Sprintf("rocksdb/%s of task %d_%d deleted, .checkpoint forged at %d; new payments for the keys", store, sub, p, hw-1)})
+	if err := r.startApp(ctx, appOpts{purgeMs: largePurge}); err != nil {
+		return err
+	}
+	if _, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second); err != nil {
+		return err
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	if s, err = r.d.observe(ctx); err != nil {
+		return err
+	}
+	bad, err := r.checkOutput(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	if strings.Join(bad, ",") != strings.Join(chosen, ",") {
+		return fmt.Errorf("the wipe did not reset exactly the chosen keys: output differs on %v, chose %v", bad, chosen)
+	}
+	rep, err := r.d.runDiff(ctx, r.dir, "--state-dir", r.stateDir)
+	if err != nil {
+		return err
+	}
+	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "state-reset"),
+		expectKeys("state-reset", rep.byCause("state-reset"), chosen))
+}
+
+var (
+	subRe    = regexp.MustCompile(`^\s*Sub-topology: (\d+)`)
+	sourceRe = regexp.MustCompile(`Source: \S+ \(topics: \[([^\]]*)\]\)`)
+	sinkRe   = regexp.MustCompile(`Sink: \S+ \(topic: (\S+)-repartition\)`)
+)
+
+// storeOf finds, in describe() text, the reduce store fed by source topic and the
+// sub-topology that owns it.
+func storeOf(describe, topic string) (string, int, error) {
+	blocks := map[int][]string{}
+	sub := -1
+	var order []int
+	sc := bufio.NewScanner(strings.NewReader(describe))
+	for sc.Scan() {
+		if m := subRe.FindStringSubmatch(sc.Text()); m != nil {
+			sub, _ = strconv.Atoi(m[1])
+			order = append(order, sub)
+		}
+		if sub >= 0 {
+			blocks[sub] = append(blocks[sub], sc.Text())
+		}
+	}
+	store := ""
+	for _, n := range order {
+		text := strings.Join(blocks[n], "\n")
+		if m := sourceRe.FindStringSubmatch(text); m != nil && strings.TrimSpace(m[1]) == topic {
+			if s := sinkRe.FindStringSubmatch(text); s != nil {
+				store = s[1]
+			}
+		}
+	}
+	if store == "" {
+		return "", 0, fmt.Errorf("describe() has no repartition sink fed by %s", topic)
+	}
+	sort.Ints(order)
+	for _, n := range order {
+		if strings.Contains(strings.Join(blocks[n], "\n"), "(stores: ["+store+"]") {
+			return store, n, nil
+		}
+	}
+	return "", 0, fmt.Errorf("describe() has no sub-topology holding store %s", store)
+}
+
+// forgeCheckpoint rewrites a Streams .checkpoint (version 0, count, "topic partition offset"
+// lines) so that changelog/p claims offset off, keeping the other entries.
+func forgeCheckpoint(path, changelog string, p int32, off int64) error {
+	entries := map[string]int64{}
+	if b, err := os.ReadFile(path); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		for _, l := range lines[min(2, len(lines)):] {
+			f := strings.Fields(l)
+			if len(f) == 3 {
+				v, _ := strconv.ParseInt(f[2], 10, 64)
+				entries[f[0]+" "+f[1]] = v
+			}
+		}
+	}
+	key := fmt.Sprintf("%s %d", changelog, p)
+	entries[key] = max(entries[key], off)
+	var ks []string
+	for k := range entries {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var b strings.Builder
+	fmt.Fprintf(&b, "0\n%d\n", len(ks))
+	for _, k := range ks {
+		fmt.Fprintf(&b, "%s %d\n", k, entries[k])
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("forge %s: %w", path, err)
+	}
+	logf("forged %s: %s=%d", path, key, entries[key])
+	return nil
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// finding is one entry of kaudit's JSON "findings" (DESIGN.md, JSON).
+type finding struct {
+	Stage     string          `json:"stage"`
+	Cause     string          `json:"cause"`
+	Severity  string          `json:"severity"`
+	Topic     string          `json:"topic"`
+	Partition int32           `json:"partition"`
+	Offset    int64           `json:"offset"`
+	Count     int64           `json:"count"`
+	Key       json.RawMessage `json:"key"`
+	Detail    string          `json:"detail"`
+}
+
+// keyString is the finding's table key as plain text (kaudit prints decoded JSON text).
+func (f finding) keyString() string {
+	if len(f.Key) == 0 || string(f.Key) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(f.Key, &s) == nil {
+		return s
+	}
+	return string(f.Key)
+}
+
+func (f finding) String() string {
+	return fmt.Sprintf("%s/%s/%s %s/%d@%d+%d key=%s", f.Severity, f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString())
+}
+
+type kauditReport struct {
+	AppID   string `json:"app_id"`
+	Summary struct {
+		Verdict string `json:"verdict"`
+	} `json:"summary"`
+	Findings []finding `json:"findings"`
+}
+
+// loss returns the findings of severity loss.
+func (r kauditReport) loss() []finding {
+	var out []finding
+	for _, f := range r.Findings {
+		if f.Severity == "loss" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (r kauditReport) byCause(cause string) []finding {
+	var out []finding
+	for _, f := range r.Findings {
+		if f.Cause == cause {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// summary prints the verdict and a count per severity/stage/cause.
+func (r kauditReport) summary() string {
+	n := map[string]int{}
+	for _, f := range r.Findings {
+		n[f.Severity+"/"+f.Stage+"/"+f.Cause]++
+	}
+	var parts []string
+	for k, v := range n {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("verdict %s; %s", r.Summary.Verdict, strings.Join(parts, " "))
+}
+
+// runDiff runs kaudit diff against the live cluster, writing kaudit.json and kaudit.md into
+// dir. extra adds flags (e.g. --state-dir).
+func (d *drill) runDiff(ctx context.Context, dir string, extra ...string) (kauditReport, error) {
+	var rep kauditReport
+	base := []string{"diff", "--bootstrap-server", d.bootstrap, "--app-id", appID,
+		"--spec", filepath.Join(d.root, "drill", "kaudit.yaml"),
+		"--topology", filepath.Join(dir, "describe.txt"),
+		"--schema-registry-url", d.regURL}
+	base = append(base, extra...)
+	jsonPath := filepath.Join(dir, "kaudit.json")
+	code, stderr, err := d.runKaudit(ctx, dir, "diff", append(base, "--format", "json", "--output", jsonPath)...)
+	if err != nil {
+		return rep, err
+	}
+	if code != 0 && code != 1 && code != 3 {
+		return rep, fmt.Errorf("kaudit diff exited %d: %s", code, lastLines(stderr, 5))
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return rep, fmt.Errorf("kaudit diff exited %d without JSON (%w): %s", code, err, lastLines(stderr, 5))
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return rep, fmt.Errorf("decode kaudit JSON: %w", err)
+	}
+	want := map[string]int{"clean": 0, "loss": 1, "anomaly": 1, "incomplete": 3}[rep.Summary.Verdict]
+	if code != want {
+		return rep, fmt.Errorf("kaudit diff exited %d for verdict %q (DESIGN.md says %d)", code, rep.Summary.Verdict, want)
+	}
+	mdCode, mdErr, err := d.runKaudit(ctx, dir, "diff-md", append(base, "--format", "md", "--output", filepath.Join(dir, "kaudit.md"))...)
+	if err != nil {
+		return rep, err
+	}
+	if mdCode != code {
+		return rep, fmt.Errorf("kaudit diff --format md exited %d, --format json %d: %s", mdCode, code, lastLines(mdErr, 5))
+	}
+	logf("kaudit: %s", rep.summary())
+	return rep, nil
+}
+
+// runKaudit runs the kaudit binary, saving stderr to dir/<name>.stderr; it returns the exit code.
+func (d *drill) runKaudit(ctx context.Context, dir, name string, args ...string) (int, string, error) {
+	return d.runKauditTo(ctx, dir, name, nil, args...)
+}
+
+// runKauditTo is runKaudit with stdout going to w (nil: into the saved stderr).
+func (d *drill) runKauditTo(ctx context.Context, dir, name string, w io.Writer, args ...string) (int, string, error) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(c, d.kaudit, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdout = w
+	if w == nil {
+		cmd.Stdout = &stderr
+	}
+	t0 := time.Now()
+	err := cmd.Run()
+	_ = os.WriteFile(filepath.Join(dir, "kaudit-"+name+".stderr"), stderr.Bytes(), 0o644)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		logf("kaudit %s: exit 0 in %s", name, time.Since(t0).Round(10*time.Millisecond))
+		return 0, stderr.String(), nil
+	case errors.As(err, &ee):
+		logf("kaudit %s: exit %d in %s", name, ee.ExitCode(), time.Since(t0).Round(10*time.Millisecond))
+		return ee.ExitCode(), stderr.String(), nil
+	default:
+		return -1, stderr.String(), fmt.Errorf("run kaudit %s: %w", name, err)
+	}
+}
+
+// ledgerAborted runs kaudit ledger on topic and returns the aborted transactions it counted.
+func (d *drill) ledgerAborted(ctx context.Context, dir, topic string) (int, error) {
+	var stdout bytes.Buffer
+	code, stderr, err := d.runKauditTo(ctx, dir, "ledger-"+topic, &stdout, "ledger", "--bootstrap-server", d.bootstrap,
+		"--topic", topic, "--format", "json")
+	if err != nil {
+		return 0, err
+	}
+	b := stdout.Bytes()
+	_ = os.WriteFile(filepath.Join(dir, "ledger-"+topic+".json"), b, 0o644)
+	if code != 0 && code != 1 {
+		return 0, fmt.Errorf("kaudit ledger --topic %s exited %d: %s", topic, code, lastLines(stderr, 5))
+	}
+	var l struct {
+		Partitions []struct {
+			Transactions struct {
+				Aborted int `json:"aborted"`
+			} `json:"transactions"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return 0, fmt.Errorf("decode kaudit ledger JSON for %s: %w", topic, err)
+	}
+	n := 0
+	for _, p := range l.Partitions {
+		n += p.Transactions.Aborted
+	}
+	return n, nil
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, " | ")
+}

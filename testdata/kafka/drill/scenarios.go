@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// scenario is one fault drill: a fresh cluster, input, a fault, kaudit, checks.
+type scenario struct {
+	name    string
+	about   string
+	brokers int
+	run     func(ctx context.Context, s *scRun) error
+}
+
+var scenarios = []scenario{
+	{"clean", "the app killed -9 twice mid-transaction and restarted: no loss", 1, scenarioClean},
+	{"retention-gap", "source records deleted past the committed offset while the app is down", 1, scenarioRetentionGap},
+	{"purged-before-commit", "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", 1, scenarioPurgedBeforeCommit},
+	{"dropped", "the app swallows chosen records before selectKey; repartition topics not purged", 1, scenarioDropped},
+	{"dropped-purged", "the app swallows chosen records; repartition purged every 30 s (Streams' default)", 1, scenarioDroppedPurged},
+	{"offsets-forward", "the group's offsets moved forward while the app is down", 1, scenarioOffsetsForward},
+	{"outage", "every broker killed -9 during processing, restarted after the outage (the seed)", 1, scenarioOutage},
+	{"state-wipe", "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", 1, scenarioStateWipe},
+}
+
+func scenarioNames() []string {
+	var out []string
+	for _, s := range scenarios {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+func scenarioByName(n string) (scenario, bool) {
+	for _, s := range scenarios {
+		if s.name == n {
+			return s, true
+		}
+	}
+	return scenario{}, false
+}
+
+// run is the state of one scenario run.
+type scRun struct {
+	d        *drill
+	dir      string // results/<scenario>
+	stateDir string // the app's state.dir
+	truth    truth
+	app      *appRun
+	apps     int
+}
+
+func (d *drill) runScenario(ctx context.Context, sc scenario) (err error) {
+	r := &scRun{d: d, dir: filepath.Join(d.o.work, "results", sc.name), stateDir: filepath.Join(d.o.work, "state", sc.name)}
+	r.truth.Scenario = sc.name
+	for _, p := range []string{r.dir, r.stateDir} {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("clear %s: %w", p, err)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	defer func() {
+		if r.app != nil {
+			r.app.kill9()
+		}
+		if werr := writeJSON(filepath.Join(r.dir, "truth.json"), r.truth); werr != nil && err == nil {
+			err = werr
+		}
+		d.stopCluster(context.Background())
+	}()
+	if err := d.freshCluster(ctx, sc.brokers); err != nil {
+		return err
+	}
+	if err := d.createTopics(ctx); err != nil {
+		return err
+	}
+	return sc.run(ctx, r)
+}
+
+// startApp starts one more JVM of the app and waits until it is RUNNING.
+func (r *scRun) startApp(ctx context.Context, o appOpts) error {
+	if r.app != nil && r.app.alive() {
+		return fmt.Errorf("an app run is still alive")
+	}
+	r.apps++
+	a, err := r.d.startApp(ctx, r.dir, r.stateDir, o, r.apps)
+	if err != nil {
+		return err
+	}
+	r.app = a
+	t0 := time.Now()
+	if err := a.waitRunning(ctx, 120*time.Second); err != nil {
+		return err
+	}
+	logf("app run %d RUNNING after %s", r.apps, time.Since(t0).Round(100*time.Millisecond))
+	return nil
+}
+
+func (r *scRun) stopApp() error {
+	if r.app == nil {
+		return nil
+	}
+	t0 := time.Now()
+	err := r.app.stop()
+	logf("app run %d stopped in %s", r.apps, time.Since(t0).Round(100*time.Millisecond))
+	r.app = nil
+	return err
+}
+
+func (r *scRun) produce(ctx context.Context, recs []*inputRec, chunk int, pause time.Duration) error {
+	if err := r.d.produce(ctx, recs, chunk, pause); err != nil {
+		return err
+	}
+	r.truth.Records = append(r.truth.Records, recs...)
+	return nil
+}
+
+// wave1 is every scenario's baseline input: 300 orders (a third updated), payments (some
+// doubled, some for unknown orders, three with a null orderId) and shipments.
+var wave1 = waveSpec{wave: 1, orders: 300, updates: true, payments: true, shipments: true, nullKeys: 3}
+
+// baseline produces wave 1, runs the app until it has processed and committed everything, and
+// stops it cleanly.
+func (r *scRun) baseline(ctx context.Context, o appOpts) (state, error) {
+	if err := r.produce(ctx, genWave(wave1), 200, 0); err != nil {
+		return state{}, err
+	}
+	if err := r.startApp(ctx, o); err != nil {
+		return state{}, err
+	}
+	t0 := time.Now()
+	s, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second)
+	if err != nil {
+		return s, err
+	}
+	logf("app caught up with %d input records in %s", len(r.truth.Records), time.Since(t0).Round(100*time.Millisecond))
+	return s, r.stopApp()
+}
+
+// checkOutput compares the output topic with the drill's own fold of the input (skip: records
+// a fault removed) and returns the keys whose output is missing, stale or unexpected.
+func (r *scRun) checkOutput(ctx context.Context, s state, skip func(*inputRec) bool) ([]string, error) {
+	want := expectedOutput(r.truth.Records, skip)
+	got, err := r.d.lastValues(ctx, s, topicOutput)
+	if err != nil {
+		return nil, err
+	}
+	var bad []string
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok || !sameValue(w, g) {
+			bad = append(bad, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, k)
+		}
+	}
+	sort.Strings(bad)
+	logf("output check: %d keys expected, %d present, %d differ %v", len(want), len(got), len(bad), head(bad, 10))
+	return bad, nil
+}
+
+func sameValue(want, got map[string]any) bool {
+	for _, f := range []string{"orderId", "customer", "amount", "status", "paid", "carrier"} {
+		if fmt.Sprint(want[f]) != fmt.Sprint(got[f]) {
+			return false
+		}
+	}
+	return true
+}
+
+func head(l []string, n int) []string {
+	if len(l) > n {
+		return append(l[:n:n], "…")
+	}
+	return l
+}
+
+// addFault records a fault in the ground truth.
+func (r *scRun) addFault(f fault) {
+	sort.Strings(f.Keys)
+	r.truth.Faults = append(r.truth.Faults, f)
+	logf("fault %s on %s/%d [%d, %d): %d keys %v", f.Kind, f.Topic, f.Partition, f.From, f.To, len(f.Keys), head(f.Keys, 10))
+}
+
+// recordsIn returns the drill's records of topic/p in [from, to).
+func (r *scRun) recordsIn(topic string, p int32, from, to int64) []*inputRec {
+	var out []*inputRec
+	for _, rec := range r.truth.Records {
+		if rec.Topic == topic && rec.Partition == p && rec.Offset >= from && rec.Offset < to {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func orderIDs(recs []*inputRec) []string {
+	set := map[string]bool{}
+	for _, r := range recs {
+		if r.OrderID != nil {
+			set[*r.OrderID] = true
+		}
+	}
+	return keys(set)
+}
+
+func keys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ---- expectations on kaudit's report ----
+
+func expectVerdict(rep kauditReport, want string) error {
+	if rep.Summary.Verdict != want {
+		return fmt.Errorf("verdict %q, want %q (%s)", rep.Summary.Verdict, want, rep.summary())
+	}
+	return nil
+}
+
+// expectOnlyLossCauses fails on any loss finding whose cause is not allowed.
+func expectOnlyLossCauses(rep kauditReport, allowed ...string) error {
+	var bad []string
+	for _, f := range rep.loss() {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || f.Cause == a
+		}
+		if !ok {
+			bad = append(bad, f.String())
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%d unexpected loss findings (allowed causes %v): %v", len(bad), allowed, head(bad, 5))
+	}
+	return nil
+}
+
+// expectKeys fails unless the findings name exactly the keys want.
+func expectKeys(what string, fs []finding, want []string) error {
+	got := map[string]bool{}
+	for _, f := range fs {
+		got[f.keyString()] = true
+	}
+	if g := keys(got); strings.Join(g, ",") != strings.Join(want, ",") {
+		return fmt.Errorf("%s findings name keys %v, want %v", what, head(g, 12), head(want, 12))
+	}
+	return nil
+}
+
+// expectRange fails unless the findings on topic/p cover exactly the offsets [from, to), each
+// finding covering [offset, offset+max(count,1)).
+func expectRange(what string, fs []finding, topic string, p int32, from, to int64) error {
+	covered := map[int64]bool{}
+	for _, f := range fs {
+		if f.Topic != topic || f.Partition != p {
+			return fmt.Errorf("%s finding on %s/%d, want only %s/%d: %s", what, f.Topic, f.Partition, topic, p, f)
+		}
+		for o := f.Offset; o < f.Offset+max(f.Count, 1); o++ {
+			covered[o] = true
+		}
+	}
+	for o := from; o < to; o++ {
+		if !covered[o] {
+			return fmt.Errorf("%s findings do not cover offset %d of %s/%d [%d, %d)", what, o, topic, p, from, to)
+		}
+		delete(covered, o)
+	}
+	if len(covered) > 0 {
+		return fmt.Errorf("%s findings cover %d offsets outside %s/%d [%d, %d)", what, len(covered), topic, p, from, to)
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
