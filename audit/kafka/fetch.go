@@ -16,11 +16,13 @@ import (
 )
 
 // Fetch sizes: generous, so that a partition reads in few round trips.
-const (
-	partitionMaxBytes = 8 << 20
-	fetchMaxBytes     = 16 << 20
-	fetchMaxWait      = 250 // ms; data below the end is answered at once
+// Brokers always return at least one whole batch, however large.
+var (
+	partitionMaxBytes int32 = 8 << 20
+	fetchMaxBytes     int32 = 16 << 20
 )
+
+const fetchMaxWait = 250 // ms; data below the end is answered at once
 
 // Retry budget of one read: transient leader changes are retried this many
 // times; a response that makes no progress below the end this many times
@@ -151,6 +153,7 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 				return
 			}
 
+			start := off
 			batches, data := splitBatches(rp.RecordBatches)
 			if len(batches) == 0 {
 				stalls++
@@ -188,14 +191,18 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 				}
 				rec := toRecord(kr, batches[bi])
 				off = kr.Offset
+				if err := ctx.Err(); err != nil {
+					fail(err)
+					return
+				}
 				if !yield(rec, nil) {
 					return
 				}
 				off = kr.Offset + 1
 			}
-			next := batches[len(batches)-1].LastOffset() + 1
-			if next > off {
-				off, stalls = next, 0
+			off = max(off, batches[len(batches)-1].LastOffset()+1)
+			if off > start {
+				stalls = 0
 			} else {
 				stalls++
 				if stalls >= maxStalls {
@@ -238,7 +245,7 @@ func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderIn
 	req.ReplicaID = -1
 	req.MaxWaitMillis = fetchMaxWait
 	req.MinBytes = 1
-	req.MaxBytes = fetchMaxBytes
+	req.MaxBytes = max(fetchMaxBytes, partitionMaxBytes)
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session: a full, stateless fetch
 	if committed {

@@ -226,12 +226,16 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
 	}
-	names := tds.Names()
-	slices.Sort(names)
-	infos := make([]audit.TopicInfo, 0, len(names))
+	all := tds.Names()
+	slices.Sort(all)
+	infos := make([]audit.TopicInfo, 0, len(all))
 	byName := map[string]int{}
-	for _, n := range names {
+	var names []string
+	for _, n := range all {
 		td := tds[n]
+		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			continue // deleted while listing
+		}
 		if td.Err != nil {
 			return nil, fmt.Errorf("list topics: topic %q: %w", n, authErr(td.Err, "topic "+n, "DESCRIBE"))
 		}
@@ -241,6 +245,7 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 		}
 		byName[n] = len(infos)
 		infos = append(infos, ti)
+		names = append(names, n)
 	}
 	if len(names) == 0 {
 		return infos, nil
