@@ -227,15 +227,18 @@ func (k KnownIssue) Status(version string) IssueStatus {
 
 // Versions says in words which versions the issue affects.
 func (k KnownIssue) Versions() string {
-	var b strings.Builder
+	var parts []string
 	if k.AffectedFrom != "" {
-		fmt.Fprintf(&b, "affects %s and later", k.AffectedFrom)
-	} else {
-		b.WriteString("affects earlier versions")
+		parts = append(parts, "affects "+k.AffectedFrom+" and later")
 	}
 	if len(k.FixedIn) > 0 {
-		fmt.Fprintf(&b, "; fixed in %s", strings.Join(k.FixedIn, ", "))
+		parts = append(parts, "fixed in "+strings.Join(k.FixedIn, ", "))
 	}
+	if len(parts) == 0 {
+		parts = append(parts, "no fixed version known")
+	}
+	var b strings.Builder
+	b.WriteString(strings.Join(parts, "; "))
 	if k.Broker {
 		b.WriteString(" (broker)")
 	}

@@ -140,7 +140,7 @@ func writeGaps(md *mdWriter, r *audit.Report) {
 		md.f("> - **Missing evidence:** %s\n", text(m))
 	}
 	if unreadable > 0 {
-		md.f("> - **Unreadable:** %d partitions or files could not be read (see `unreadable` below).\n", unreadable)
+		md.f("> - **Unreadable:** %s (see `unreadable` below).\n", pluralVerb(int64(unreadable), "partition or file could not be read", "partitions or files could not be read"))
 	}
 	for _, k := range s.Skipped {
 		md.f("> - **Skipped check:** %s\n", text(k))
@@ -156,11 +156,14 @@ func summaryParagraph(r *audit.Report, windows []Window) string {
 	app := text(orDash(r.AppID))
 	lossBy := map[audit.Cause]int64{}
 	other := map[audit.Cause]int64{}
+	unreadable := 0
 	for _, f := range r.Findings {
-		switch f.Severity {
-		case audit.SeverityLoss:
+		switch {
+		case f.Cause == audit.CauseUnreadable:
+			unreadable++
+		case f.Severity == audit.SeverityLoss:
 			lossBy[f.Cause] += max(f.Count, 1)
-		case audit.SeverityAnomaly:
+		case f.Severity == audit.SeverityAnomaly:
 			other[f.Cause]++
 		}
 	}
@@ -171,19 +174,28 @@ func summaryParagraph(r *audit.Report, windows []Window) string {
 			vanished += n
 		}
 	}
-	incomplete := len(r.Summary.Missing) > 0 || verdictOf(r) == audit.VerdictIncomplete
+	gaps := len(r.Summary.Missing) + unreadable
+	incomplete := gaps > 0 || verdictOf(r) == audit.VerdictIncomplete
 	switch {
 	case vanished > 0:
-		fmt.Fprintf(&b, "kaudit found that %s input records of %s vanished: %s.", num(vanished), app, causeList(lossBy))
+		fmt.Fprintf(&b, "kaudit found that %s of %s vanished: %s.", plural(vanished, "input record"), app, causeList(lossBy))
+		if len(other) > 0 {
+			fmt.Fprintf(&b, " It also found %s.", anomalyList(other))
+		}
 	case len(other) > 0:
 		fmt.Fprintf(&b, "kaudit found no vanished input record in %s, but %s.", app, anomalyList(other))
 	case incomplete:
-		fmt.Fprintf(&b, "kaudit found nothing lost in the evidence it could read for %s, but the audit is incomplete: %d pieces of evidence were missing (listed above), so it does not show that the application is clean.", app, len(r.Summary.Missing))
+		fmt.Fprintf(&b, "kaudit found nothing lost in the evidence it could read for %s.", app)
 	default:
 		fmt.Fprintf(&b, "kaudit found no vanished records in %s: every input below the group's committed offsets is reflected in the stores and the output.", app)
 	}
-	if vanished > 0 && len(other) > 0 {
-		fmt.Fprintf(&b, " It also found %s.", anomalyList(other))
+	if incomplete {
+		fmt.Fprintf(&b, " **The audit is incomplete**: %s (listed above), so ", pluralVerb(int64(gaps), "piece of evidence was missing or unreadable", "pieces of evidence were missing or unreadable"))
+		if vanished > 0 {
+			b.WriteString("the true loss may be larger.")
+		} else {
+			b.WriteString("it does not show that nothing was lost.")
+		}
 	}
 	if len(windows) > 0 {
 		w := windows[0]
@@ -196,15 +208,12 @@ func summaryParagraph(r *audit.Report, windows []Window) string {
 	if vanished > 0 {
 		replay, gone := ReplayRanges(r)
 		fmt.Fprintf(&b, " %s of the vanished records can still be read from Kafka and replayed; %s offsets are gone from Kafka and must come from upstream.", num(total(replay)), num(total(gone)))
-		if incomplete {
-			b.WriteString(" Evidence was missing, so the true loss may be larger.")
-		}
 	}
 	if r.Summary.Pending > 0 {
 		fmt.Fprintf(&b, " %s records are still pending: the application has not processed them yet, which is lag, not loss.", num(r.Summary.Pending))
 	}
 	if n := r.Summary.ByCause[audit.CauseConfigRisk]; n > 0 {
-		fmt.Fprintf(&b, " %d settings allow loss (see config-risk).", n)
+		fmt.Fprintf(&b, " %s loss (see `config-risk`).", pluralVerb(n, "setting allows", "settings allow"))
 	}
 	return b.String()
 }
@@ -378,7 +387,7 @@ func writeFunnel(md *mdWriter, r *audit.Report) {
 	md.header("hop", ">records", ">change from previous hop")
 	for i, k := range keys {
 		change := ""
-		if i > 0 {
+		if i > 0 && slices.Contains(funnelOrder, k) {
 			d := recs[k] - recs[keys[i-1]]
 			change = strconv.FormatInt(d, 10)
 			if d > 0 {
@@ -494,13 +503,17 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 		for _, f := range fs {
 			recs += max(f.Count, 1)
 		}
-		md.f("### `%s`: %s, %d findings, %d records\n\n", c, fs[0].Severity, len(fs), recs)
-		md.s(text(Explain(c)))
+		md.f("### `%s`: %s, %s", c, fs[0].Severity, plural(int64(len(fs)), "finding"))
+		if sev := fs[0].Severity; sev == audit.SeverityLoss || sev == audit.SeverityInfo {
+			md.f(", %s", plural(recs, "record"))
+		}
+		md.s("\n\n")
+		md.s(Explain(c))
 		md.s("\n\n")
 		if ks := issuesFor(c); len(ks) > 0 {
 			md.s("Known Kafka issues whose signature this matches:\n\n")
 			for _, k := range ks {
-				md.f("- **%s**: %s. %s %s", k.ID, text(k.Title), text(k.Mechanism), text(capitalize(k.Versions())+"."))
+				md.f("- **%s**: %s. %s %s.", k.ID, k.Title, k.Mechanism, capitalize(k.Versions()))
 				if o.KafkaVersion != "" {
 					st := k.Status(o.KafkaVersion)
 					if st == StatusUnknown {
@@ -510,7 +523,7 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 					}
 				}
 				if k.Caveat != "" {
-					md.f(" (Versions: %s.)", text(k.Caveat))
+					md.f(" (Versions: %s.)", k.Caveat)
 				}
 				md.s("\n")
 			}
@@ -544,6 +557,21 @@ func producer(f audit.Finding) string {
 		s = strings.TrimSpace(s + " txn " + f.TransactionalID)
 	}
 	return s
+}
+
+// plural is "1 finding" or "3 findings".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return num(n) + " " + noun + "s"
+}
+
+func pluralVerb(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return num(n) + " " + many
 }
 
 func capitalize(s string) string {
@@ -645,7 +673,7 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 	}
 	if len(joins) > 0 {
 		steps++
-		md.f("### Re-emit %d join outputs\n\nThe join re-emits a key whenever one of its tables updates, so replaying the inputs above rebuilds these outputs. Where the tables are right and only the output is wrong, re-emit the keys (an update of the left table's record rebuilds the output). Keys: ", len(joins))
+		md.f("### Re-emit %s\n\nThe join re-emits a key whenever one of its tables updates, so replaying the inputs above rebuilds these outputs. Where the tables are right and only the output is wrong, re-emit the keys (an update of the left table's record rebuilds the output). Keys: ", plural(int64(len(joins)), "join output"))
 		var keys []string
 		for _, f := range joins[:min(len(joins), mdJoinKeys)] {
 			keys = append(keys, cell(orDash(f.Key), 40))

@@ -65,19 +65,19 @@ func verdictLine(r *audit.Report) string {
 func verdictCounts(r *audit.Report) string {
 	var parts []string
 	if r.Summary.Vanished > 0 {
-		parts = append(parts, fmt.Sprintf("%d records vanished", r.Summary.Vanished))
+		parts = append(parts, plural(r.Summary.Vanished, "record")+" vanished")
 	}
 	sev := severityCounts(r.Findings)
 	for _, s := range []audit.Severity{audit.SeverityAnomaly, audit.SeverityRisk} {
 		if sev[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s findings", sev[s], s))
+			parts = append(parts, plural(sev[s], string(s)+" finding"))
 		}
 	}
 	if r.Summary.Pending > 0 {
 		parts = append(parts, fmt.Sprintf("%d pending (lag, not loss)", r.Summary.Pending))
 	}
 	if n := len(r.Summary.Missing); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d pieces of evidence missing", n))
+		parts = append(parts, pluralVerb(int64(n), "piece of evidence missing", "pieces of evidence missing"))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing vanished")

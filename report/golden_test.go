@@ -1,0 +1,99 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var cases = []struct {
+	name   string
+	report func() *audit.Report
+}{
+	{"clean", cleanReport},
+	{"loss", lossReport},
+	{"incomplete", incompleteReport},
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+// On a mismatch it writes the output next to the golden file as .got.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		_ = os.WriteFile(path+".got", got, 0o644)
+		t.Errorf("output differs from %s (written to %s.got); run go test -update if the change is intended", path, path)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	formats := []struct {
+		ext    string
+		render func(*bytes.Buffer, *audit.Report) error
+	}{
+		{"md", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "md", r, testOptions()) }},
+		{"csv", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "csv", r, testOptions()) }},
+		{"json", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "json", r, testOptions()) }},
+		{"txt", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "table", r, testOptions()) }},
+		{"prom", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "prom", r, testOptions()) }},
+		{"svg", func(b *bytes.Buffer, r *audit.Report) error { return TimelineSVG(b, r) }},
+	}
+	for _, c := range cases {
+		for _, f := range formats {
+			t.Run(c.name+"/"+f.ext, func(t *testing.T) {
+				var b bytes.Buffer
+				if err := f.render(&b, c.report()); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, c.name+"."+f.ext+".golden", b.Bytes())
+			})
+		}
+	}
+	t.Run("loss-no-version/md", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := Markdown(&b, lossReport(), Options{Now: testNow}); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "loss-no-version.md.golden", b.Bytes())
+	})
+}
+
+func TestLedgerGolden(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		offsets bool
+	}{{"ledger", false}, {"ledger-offsets", true}} {
+		for _, f := range []struct {
+			ext    string
+			render func(*bytes.Buffer, *audit.TopicLedger) error
+		}{
+			{"txt", func(b *bytes.Buffer, l *audit.TopicLedger) error { return LedgerTable(b, l) }},
+			{"json", func(b *bytes.Buffer, l *audit.TopicLedger) error { return LedgerJSON(b, l) }},
+			{"csv", func(b *bytes.Buffer, l *audit.TopicLedger) error { return LedgerCSV(b, l) }},
+		} {
+			t.Run(c.name+"/"+f.ext, func(t *testing.T) {
+				var b bytes.Buffer
+				if err := f.render(&b, testLedger(c.offsets)); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, c.name+"."+f.ext+".golden", b.Bytes())
+			})
+		}
+	}
+}

@@ -1,0 +1,725 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	gmtext "github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+func renderMarkdown(t *testing.T, r *audit.Report, o Options) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Markdown(&b, r, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func parseMarkdown(src []byte) ast.Node {
+	md := goldmark.New(goldmark.WithExtensions(extension.Table))
+	return md.Parser().Parse(gmtext.NewReader(src))
+}
+
+// mdDoc is what the tests read out of a parsed postmortem.
+type mdDoc struct {
+	headings []string // level-2 headings in order
+	mermaid  []string // lines of mermaid blocks
+	tables   map[string][][]string
+	warned   int // index in headings at which the first blockquote appeared (-1: none)
+	textAll  string
+}
+
+func readDoc(t *testing.T, src []byte) mdDoc {
+	t.Helper()
+	d := mdDoc{tables: map[string][][]string{}, warned: -1}
+	var current string // last level-3 heading (or level 2 when none since)
+	var all strings.Builder
+	err := ast.Walk(parseMarkdown(src), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *ast.Heading:
+			h := string(n.Lines().Value(src))
+			if n.Level == 2 {
+				d.headings = append(d.headings, h)
+			}
+			if n.Level >= 2 {
+				current = h
+			}
+		case *ast.Blockquote:
+			if d.warned < 0 {
+				d.warned = len(d.headings)
+			}
+		case *ast.FencedCodeBlock:
+			if string(n.Language(src)) == "mermaid" {
+				for i := 0; i < n.Lines().Len(); i++ {
+					seg := n.Lines().At(i)
+					d.mermaid = append(d.mermaid, strings.TrimRight(string(seg.Value(src)), "\n"))
+				}
+			}
+		case *east.TableHeader, *east.TableRow:
+			var row []string
+			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+				row = append(row, cellText(c, src))
+			}
+			d.tables[current] = append(d.tables[current], row)
+		case *ast.Text:
+			all.Write(n.Segment.Value(src))
+			if n.SoftLineBreak() || n.HardLineBreak() {
+				all.WriteByte(' ')
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.textAll = all.String()
+	return d
+}
+
+// cellText is a table cell's text with escapes resolved.
+func cellText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch c := c.(type) {
+		case *ast.Text:
+			b.Write(c.Segment.Value(src))
+		case *ast.String:
+			b.Write(c.Value)
+		}
+		return ast.WalkContinue, nil
+	})
+	// Resolve backslash escapes and entities the way an HTML renderer does.
+	return string(util.ResolveEntityNames(util.UnescapePunctuations([]byte(b.String()))))
+}
+
+var (
+	mermaidNode = regexp.MustCompile(`^  (n\d+)\["(.*)"\]$`)
+	mermaidEdge = regexp.MustCompile(`^  (n\d+) -->\|"(\d+) records(?:, (\d+) lost)?"\| (n\d+)$`)
+)
+
+func TestMarkdownMermaidMatchesEdges(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.report()
+			d := readDoc(t, renderMarkdown(t, r, testOptions()))
+			if len(r.Edges) == 0 {
+				if len(d.mermaid) != 0 {
+					t.Fatalf("mermaid block for a report with no edges: %q", d.mermaid)
+				}
+				return
+			}
+			if len(d.mermaid) == 0 || d.mermaid[0] != "flowchart LR" {
+				t.Fatalf("no flowchart in the mermaid block: %q", d.mermaid)
+			}
+			names := map[string]string{}
+			var got []audit.Edge
+			for _, line := range d.mermaid[1:] {
+				if m := mermaidNode.FindStringSubmatch(line); m != nil {
+					if _, dup := names[m[1]]; dup {
+						t.Errorf("node %s declared twice", m[1])
+					}
+					names[m[1]] = strings.ReplaceAll(m[2], "#quot;", `"`)
+					continue
+				}
+				if m := mermaidEdge.FindStringSubmatch(line); m != nil {
+					from, ok1 := names[m[1]]
+					to, ok2 := names[m[4]]
+					if !ok1 || !ok2 {
+						t.Fatalf("edge %q uses an undeclared node", line)
+					}
+					recs, _ := strconv.ParseInt(m[2], 10, 64)
+					var lost int64
+					if m[3] != "" {
+						lost, _ = strconv.ParseInt(m[3], 10, 64)
+					}
+					got = append(got, audit.Edge{From: from, To: to, Records: recs, Vanished: lost})
+				}
+			}
+			if !slices.Equal(got, r.Edges) {
+				t.Errorf("mermaid edges\n got %v\nwant %v", got, r.Edges)
+			}
+			lostLinks := 0
+			for _, e := range r.Edges {
+				if e.Vanished > 0 {
+					lostLinks++
+				}
+			}
+			styled := slices.ContainsFunc(d.mermaid, func(l string) bool { return strings.HasPrefix(l, "  linkStyle ") })
+			if styled != (lostLinks > 0) {
+				t.Errorf("lost edges %d, linkStyle present %v", lostLinks, styled)
+			}
+		})
+	}
+}
+
+func TestMarkdownMermaidEscapesLabels(t *testing.T) {
+	edges := []audit.Edge{{From: `a "quoted" topic`, To: "b", Records: 3, Vanished: 1}}
+	got := Mermaid(edges)
+	if strings.Contains(got, `"a "quoted"`) || !strings.Contains(got, `a #quot;quoted#quot; topic`) {
+		t.Errorf("label not escaped:\n%s", got)
+	}
+}
+
+func TestMarkdownSections(t *testing.T) {
+	want := []string{"Summary", "The cut", "Topology", "Funnel by stage", "Timeline", "Findings by cause", "What to do next"}
+	for _, tt := range []struct {
+		name       string
+		report     *audit.Report
+		warning    bool // a blockquote before the summary
+		incomplete bool // the summary says so
+		lineage    bool
+	}{
+		{"clean", cleanReport(), false, false, false},
+		{"loss", lossReport(), true, false, true},
+		{"incomplete", incompleteReport(), true, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := readDoc(t, renderMarkdown(t, tt.report, testOptions()))
+			var got []string
+			for _, h := range d.headings {
+				if h != "Lineage of sample vanished records" {
+					got = append(got, h)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("sections %q, want %q", got, want)
+			}
+			if has := slices.Contains(d.headings, "Lineage of sample vanished records"); has != tt.lineage {
+				t.Errorf("lineage section present %v, want %v", has, tt.lineage)
+			}
+			if tt.warning != (d.warned == 0) {
+				t.Errorf("blockquote before the first section: %v, want %v", d.warned == 0, tt.warning)
+			}
+			if strings.Contains(d.textAll, "The audit is incomplete") != tt.incomplete {
+				t.Errorf("summary says incomplete: %v, want %v", !tt.incomplete, tt.incomplete)
+			}
+			if tt.name != "clean" && strings.Contains(d.textAll, "found no vanished records") {
+				t.Error("a report with findings or missing evidence reads as clean")
+			}
+		})
+	}
+}
+
+func TestMarkdownTables(t *testing.T) {
+	r := lossReport()
+	d := readDoc(t, renderMarkdown(t, r, testOptions()))
+
+	t.Run("cut", func(t *testing.T) {
+		rows := d.tables["The cut"]
+		if len(rows) != len(r.Cut)+1 {
+			t.Fatalf("%d rows, want %d", len(rows), len(r.Cut)+1)
+		}
+		for i, c := range r.Cut {
+			row := rows[i+1]
+			committed := strconv.FormatInt(c.Committed, 10)
+			if c.Committed < 0 {
+				committed = "none"
+			}
+			want := []string{c.Topic, c.Role, strconv.Itoa(int(c.Partition)), committed,
+				strconv.FormatInt(c.LogStart, 10), strconv.FormatInt(c.LSO, 10), strconv.FormatInt(c.HW, 10)}
+			if !slices.Equal(row[:7], want) {
+				t.Errorf("row %d = %q, want %q", i, row[:7], want)
+			}
+		}
+		if !strings.Contains(rows[4][7], "log-start is 20 above committed") {
+			t.Errorf("purged repartition partition not remarked: %q", rows[4][7])
+		}
+	})
+
+	t.Run("funnel order", func(t *testing.T) {
+		var got []string
+		for _, row := range d.tables["Funnel by stage"][1:] {
+			got = append(got, row[0])
+		}
+		want := []string{"read", "consumed", "repartitioned", "applied", "joined", "output", "null-key"}
+		if !slices.Equal(got, want) {
+			t.Errorf("funnel %q, want %q", got, want)
+		}
+	})
+
+	t.Run("findings capped per cause", func(t *testing.T) {
+		rows := d.tables["`aborted-not-replayed`: loss, 64 findings, 64 records"]
+		if len(rows) != mdRowsPerCause+1 {
+			t.Errorf("%d finding rows, want the cap %d", len(rows)-1, mdRowsPerCause)
+		}
+		if !strings.Contains(d.textAll, "and 14 more") {
+			t.Error("the rows beyond the cap are not counted")
+		}
+	})
+
+	t.Run("escaped cells survive", func(t *testing.T) {
+		rows := d.tables["`purged-before-commit`: loss, 1 finding, 20 records"]
+		if len(rows) != 2 {
+			t.Fatalf("%d rows", len(rows))
+		}
+		if got, want := rows[1][10], r.Findings[slices.IndexFunc(r.Findings, func(f audit.Finding) bool {
+			return f.Cause == audit.CausePurgedBeforeCommit
+		})].Detail; got != want {
+			t.Errorf("detail cell %q, want %q", got, want)
+		}
+	})
+
+	t.Run("timeline marks the incident", func(t *testing.T) {
+		rows := d.tables["Timeline"]
+		marked := 0
+		for _, row := range rows[1:] {
+			if strings.Contains(row[5], "incident") {
+				marked++
+			}
+		}
+		// 10:10 to 10:33: aborts, the 20-minute gap and recovery.
+		if marked != 24 {
+			t.Errorf("%d minutes marked, want 24", marked)
+		}
+	})
+
+	t.Run("replay ranges", func(t *testing.T) {
+		rows := d.tables["Replay the vanished inputs that Kafka still holds"]
+		want := [][]string{
+			{"orders-v1", "0", "1000", "1039", "40"},
+			{"orders-v1", "0", "1140", "1159", "20"},
+			{"orders-v1", "1", "1150", "1150", "1"},
+			{"payments-v1", "0", "500", "503", "4"},
+		}
+		if len(rows) != len(want)+1 {
+			t.Fatalf("rows %q", rows)
+		}
+		for i, w := range want {
+			if !slices.Equal(rows[i+1], w) {
+				t.Errorf("range %d = %q, want %q", i, rows[i+1], w)
+			}
+		}
+	})
+}
+
+func TestMarkdownKnownIssueVersions(t *testing.T) {
+	for _, tt := range []struct {
+		version, want, notWant string
+	}{
+		{"3.6.1", "Affects your version 3.6.1", "Fixed in your version 3.6.1.** (Versions: 3.7.2"},
+		{"3.9.0", "Fixed in your version 3.9.0", "Affects your version"},
+		{"", "version not given", "your version"},
+	} {
+		t.Run("v"+tt.version, func(t *testing.T) {
+			o := testOptions()
+			o.KafkaVersion = tt.version
+			md := string(renderMarkdown(t, lossReport(), o))
+			if !strings.Contains(md, tt.want) {
+				t.Errorf("missing %q", tt.want)
+			}
+			if strings.Contains(md, tt.notWant) {
+				t.Errorf("unexpected %q", tt.notWant)
+			}
+		})
+	}
+}
+
+func TestMarkdownSVGLink(t *testing.T) {
+	for _, tt := range []struct{ path, want string }{
+		{"timeline.svg", "](timeline.svg)"},
+		{"out dir/t l.svg", "](<out dir/t l.svg>)"},
+		{"", ""},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			o := testOptions()
+			o.SVGPath = tt.path
+			md := string(renderMarkdown(t, lossReport(), o))
+			if tt.want == "" {
+				if strings.Contains(md, "![") {
+					t.Error("image link without an SVG path")
+				}
+				return
+			}
+			if !strings.Contains(md, tt.want) {
+				t.Errorf("no link %q", tt.want)
+			}
+			var found bool
+			_ = ast.Walk(parseMarkdown([]byte(md)), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+				if img, ok := n.(*ast.Image); ok && entering && string(img.Destination) == tt.path {
+					found = true
+				}
+				return ast.WalkContinue, nil
+			})
+			if !found {
+				t.Errorf("no image pointing at %q", tt.path)
+			}
+		})
+	}
+}
+
+func TestCSVReadBack(t *testing.T) {
+	r := lossReport()
+	tricky := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, tp("order-status", 2), 77)
+	tricky.Key = `o-"1",2`
+	tricky.Expected = "{\"a\":\"line1\nline2\"}"
+	tricky.Actual = "b64:AAEC"
+	tricky.Detail = "comma, \"quote\", newline\nand ünïcode"
+	r.Findings = append(r.Findings, tricky)
+	var b bytes.Buffer
+	if err := CSV(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rows[0], audit.FindingColumns) {
+		t.Fatalf("header %q", rows[0])
+	}
+	if len(rows) != len(r.Findings)+1 {
+		t.Fatalf("%d rows for %d findings", len(rows)-1, len(r.Findings))
+	}
+	for i, f := range r.Findings {
+		row := rows[i+1]
+		got := audit.Finding{
+			Stage: audit.Stage(row[0]), Cause: audit.Cause(row[1]), Severity: audit.Severity(row[2]), Topic: row[3],
+			Partition: int32(atoi(t, row[4])), Offset: atoi(t, row[5]), Count: atoi(t, row[6]), Key: row[7],
+			Timestamp: atoi(t, row[8]), TransactionalID: row[9], ProducerID: atoi(t, row[10]),
+			ProducerEpoch: int16(atoi(t, row[11])), Expected: row[12], Actual: row[13], Detail: row[14],
+		}
+		if got != f {
+			t.Errorf("row %d:\n got %+v\nwant %+v", i, got, f)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("parse %q: %v", s, err)
+	}
+	return n
+}
+
+func TestJSONShapeAndRoundTrip(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.report()
+			var b bytes.Buffer
+			if err := JSON(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"app_id", "generated_at", "cut", "summary", "findings"} {
+				if _, ok := doc[k]; !ok {
+					t.Errorf("no %q", k)
+				}
+			}
+			var sum map[string]json.RawMessage
+			if err := json.Unmarshal(doc["summary"], &sum); err != nil {
+				t.Fatal(err)
+			}
+			if v := string(sum["verdict"]); v != `"`+string(r.Summary.Verdict)+`"` {
+				t.Errorf("verdict %s", v)
+			}
+			var findings []map[string]any
+			if err := json.Unmarshal(doc["findings"], &findings); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range findings {
+				if len(f) != len(audit.FindingColumns) {
+					t.Fatalf("finding has %d fields, want %d", len(f), len(audit.FindingColumns))
+				}
+				for _, col := range audit.FindingColumns {
+					if _, ok := f[col]; !ok {
+						t.Errorf("finding has no %q", col)
+					}
+				}
+			}
+			back, err := ReadJSON(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var again bytes.Buffer
+			if err := JSON(&again, back); err != nil {
+				t.Fatal(err)
+			}
+			var first bytes.Buffer
+			_ = JSON(&first, r)
+			if !bytes.Equal(first.Bytes(), again.Bytes()) {
+				t.Error("JSON → ReadJSON → JSON changed the document")
+			}
+			if !back.GeneratedAt.Equal(r.GeneratedAt) || back.Summary.Verdict != r.Summary.Verdict || len(back.Findings) != len(r.Findings) {
+				t.Error("read back report differs")
+			}
+		})
+	}
+	t.Run("empty lists are not null", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := JSON(&b, &audit.Report{AppID: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"cut": []`, `"findings": []`, `"by_stage": {}`, `"verdict": "clean"`} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("no %s in %s", want, b.String())
+			}
+		}
+	})
+}
+
+func TestReadJSONErrors(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"not json", `nope`, "decode report"},
+		{"trailing data", `{"app_id":"a"} {}`, "trailing data"},
+		{"bad verdict", `{"app_id":"a","summary":{"verdict":"fine"}}`, "unknown verdict"},
+		{"finding without cause", `{"findings":[{"stage":"source"}]}`, "no stage or cause"},
+		{"lineage out of range", `{"findings":[],"lineage":[{"finding":3}]}`, "lineage names finding 3"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadJSON(strings.NewReader(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err %v, want %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("severity filled in", func(t *testing.T) {
+		r, err := ReadJSON(strings.NewReader(`{"findings":[{"stage":"source","cause":"retention-gap"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Findings[0].Severity != audit.SeverityLoss {
+			t.Errorf("severity %q", r.Findings[0].Severity)
+		}
+	})
+}
+
+func TestPromParses(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.report()
+			var b bytes.Buffer
+			if err := Prom(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			p := expfmt.NewTextParser(model.LegacyValidation)
+			fams, err := p.TextToMetricFamilies(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			value := func(name string, labels map[string]string) (float64, bool) {
+				fam, ok := fams[name]
+				if !ok {
+					return 0, false
+				}
+				for _, m := range fam.GetMetric() {
+					match := len(m.GetLabel()) == len(labels)
+					for _, l := range m.GetLabel() {
+						match = match && labels[l.GetName()] == l.GetValue()
+					}
+					if match {
+						return m.GetGauge().GetValue(), true
+					}
+				}
+				return 0, false
+			}
+			ones := 0
+			for _, v := range []audit.Verdict{audit.VerdictClean, audit.VerdictLoss, audit.VerdictAnomaly, audit.VerdictIncomplete} {
+				got, ok := value("kaudit_verdict", map[string]string{"verdict": string(v)})
+				if !ok {
+					t.Fatalf("no kaudit_verdict{verdict=%q}", v)
+				}
+				if want := v == r.Summary.Verdict; (got == 1) != want || (got != 0 && got != 1) {
+					t.Errorf("kaudit_verdict{verdict=%q} = %v", v, got)
+				}
+				if got == 1 {
+					ones++
+				}
+			}
+			if ones != 1 {
+				t.Errorf("%d verdicts at 1", ones)
+			}
+			var vanished float64
+			if fam, ok := fams["kaudit_records_vanished"]; ok {
+				for _, m := range fam.GetMetric() {
+					vanished += m.GetGauge().GetValue()
+				}
+			}
+			if vanished != float64(r.Summary.Vanished) {
+				t.Errorf("vanished sums to %v, want %d", vanished, r.Summary.Vanished)
+			}
+			if got, _ := value("kaudit_pending_records", nil); got != float64(r.Summary.Pending) {
+				t.Errorf("pending %v, want %d", got, r.Summary.Pending)
+			}
+			sev := severityCounts(r.Findings)
+			for _, s := range []audit.Severity{audit.SeverityLoss, audit.SeverityAnomaly, audit.SeverityRisk, audit.SeverityInfo} {
+				if got, ok := value("kaudit_findings", map[string]string{"severity": string(s)}); !ok || got != float64(sev[s]) {
+					t.Errorf("kaudit_findings{severity=%q} = %v, want %d", s, got, sev[s])
+				}
+			}
+			if _, ok := value("kaudit_open_transactions", nil); !ok {
+				t.Error("no kaudit_open_transactions")
+			}
+			for name, fam := range fams {
+				if fam.GetHelp() == "" || fam.GetType().String() != "GAUGE" {
+					t.Errorf("%s: help %q type %v", name, fam.GetHelp(), fam.GetType())
+				}
+			}
+		})
+	}
+	t.Run("open transactions", func(t *testing.T) {
+		if got := openTransactions(lossReport()); got != 1 { // the hanging one holds orders-v1/1's LSO
+			t.Errorf("loss: %d, want 1", got)
+		}
+		r := cleanReport()
+		r.Cut[0].HW = r.Cut[0].LSO + 3
+		if got := openTransactions(r); got != 1 {
+			t.Errorf("clean with LSO < HW: %d, want 1", got)
+		}
+	})
+}
+
+func TestTimelineSVG(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.report()
+			var b bytes.Buffer
+			if err := TimelineSVG(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			dec := xml.NewDecoder(&b)
+			classes := map[string]int{}
+			var root string
+			depth := 0
+			for {
+				tok, err := dec.Token()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("svg does not parse: %v", err)
+				}
+				switch tok := tok.(type) {
+				case xml.StartElement:
+					if depth == 0 {
+						root = tok.Name.Space + " " + tok.Name.Local
+					}
+					depth++
+					for _, a := range tok.Attr {
+						if a.Name.Local == "class" {
+							classes[a.Value]++
+						}
+					}
+				case xml.EndElement:
+					depth--
+				}
+			}
+			if root != "http://www.w3.org/2000/svg svg" {
+				t.Errorf("root element %q", root)
+			}
+			var wantVanished, wantAborted int
+			for _, m := range r.Timeline {
+				if m.Vanished > 0 {
+					wantVanished++
+				}
+				if m.Aborted > 0 {
+					wantAborted++
+				}
+			}
+			if classes["vanished"] != wantVanished || classes["aborted"] != wantAborted {
+				t.Errorf("bars: %v, want %d vanished %d aborted", classes, wantVanished, wantAborted)
+			}
+			if want := len(incidentWindows(timeline(r))); classes["incident"] != want {
+				t.Errorf("%d incident windows drawn, want %d", classes["incident"], want)
+			}
+		})
+	}
+}
+
+func TestTableShowsGaps(t *testing.T) {
+	var b bytes.Buffer
+	if err := Table(&b, incompleteReport()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"INCOMPLETE", "MISSING EVIDENCE: payments-v1/1", "SKIPPED CHECK: join check"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	b.Reset()
+	r := lossReport()
+	for len(r.Findings) <= tableRows {
+		r.Findings = append(r.Findings, r.Findings...)
+	}
+	if err := Table(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), strconv.Itoa(len(r.Findings)-tableRows)+" more findings not shown") {
+		t.Error("the rows beyond the cap are not counted")
+	}
+}
+
+func TestRenderAndFormatFor(t *testing.T) {
+	for _, tt := range []struct{ output, explicit, want string }{
+		{"", "", "table"},
+		{"report.md", "", "md"},
+		{"REPORT.MARKDOWN", "", "md"},
+		{"out/findings.csv", "", "csv"},
+		{"r.json", "", "json"},
+		{"metrics.prom", "", "prom"},
+		{"notes.txt", "", "table"},
+		{"report.md", "json", "json"},
+		{"", "markdown", "md"},
+		{"", "CSV", "csv"},
+	} {
+		t.Run(tt.output+"+"+tt.explicit, func(t *testing.T) {
+			if got := FormatFor(tt.output, tt.explicit); got != tt.want {
+				t.Errorf("FormatFor(%q, %q) = %q, want %q", tt.output, tt.explicit, got, tt.want)
+			}
+		})
+	}
+	t.Run("unknown format", func(t *testing.T) {
+		err := Render(io.Discard, "xml", cleanReport(), Options{})
+		if !errors.Is(err, ErrUnknownFormat) {
+			t.Errorf("err %v", err)
+		}
+	})
+	t.Run("every format renders", func(t *testing.T) {
+		for _, f := range Formats {
+			var b bytes.Buffer
+			if err := Render(&b, f, lossReport(), testOptions()); err != nil || b.Len() == 0 {
+				t.Errorf("%s: %v, %d bytes", f, err, b.Len())
+			}
+		}
+	})
+	t.Run("write error", func(t *testing.T) {
+		for _, f := range Formats {
+			if err := Render(failWriter{}, f, lossReport(), testOptions()); err == nil {
+				t.Errorf("%s: no error from a failing writer", f)
+			}
+		}
+	})
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
