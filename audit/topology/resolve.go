@@ -1,0 +1,220 @@
+package topology
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Plan is what the engine reads per table and per join: the topics and
+// store each one uses, resolved from the spec, the topology (when given)
+// and Kafka Streams' naming conventions.
+type Plan struct {
+	AppID  string         `json:"app_id"`
+	Tables []PlannedTable `json:"tables"`
+	Joins  []PlannedJoin  `json:"joins,omitempty"`
+	// Warnings are contradictions that do not stop an audit.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PlannedTable is one table with its topics resolved. Repartition is
+// empty when records go from the source to the store without a
+// repartition hop.
+type PlannedTable struct {
+	Spec        *Table `json:"-"`
+	Name        string `json:"name"`
+	Source      string `json:"source"`
+	Repartition string `json:"repartition,omitempty"`
+	Store       string `json:"store"`
+	Changelog   string `json:"changelog"`
+}
+
+// PlannedJoin is one join chain with its output topic.
+type PlannedJoin struct {
+	Spec   *Join    `json:"-"`
+	Output string   `json:"output"`
+	Left   string   `json:"left"`
+	Right  []string `json:"right"`
+	Type   JoinType `json:"type"`
+}
+
+// Table returns the planned table named name, or nil.
+func (p *Plan) Table(name string) *PlannedTable {
+	for i := range p.Tables {
+		if p.Tables[i].Name == name {
+			return &p.Tables[i]
+		}
+	}
+	return nil
+}
+
+// Resolve maps each table of the spec to its source, repartition topic,
+// store and changelog, and each join to its output. With a topology the
+// store is the first one its source feeds and the repartition topic the
+// one on the way; without one, the spec must name the store and the
+// repartition topic is <app>-<store>-repartition when select_key changes
+// the key. appID empty means the spec's. Errors name the spec's file and
+// line.
+func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
+	if appID == "" {
+		appID = spec.AppID
+	}
+	p := &Plan{AppID: appID}
+	var lay *Layout
+	if topo != nil {
+		lay = topo.Layout(appID)
+	}
+	var errs []error
+	fail := func(line int, field, format string, args ...any) {
+		errs = append(errs, &SpecError{File: spec.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	for i, t := range spec.Tables {
+		field := fmt.Sprintf("tables[%d]", i)
+		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Store: t.Store}
+		var use StoreUse
+		switch {
+		case lay != nil && t.Store != "":
+			u, ok := lay.Store(t.Store)
+			if !ok {
+				fail(t.Line, field+".store", "the topology has no store %q", t.Store)
+				continue
+			}
+			use = u
+		case lay != nil:
+			cands := lay.storesFedBy(t.Source)
+			switch len(cands) {
+			case 0:
+				fail(t.Line, field+".source", "no store of the topology is fed by topic %q", t.Source)
+				continue
+			case 1:
+				use = cands[0]
+				pt.Store = use.Name
+			default:
+				var names []string
+				for _, c := range cands {
+					names = append(names, c.Name)
+				}
+				fail(t.Line, field+".store", "topic %q feeds several stores (%s): say which with store:", t.Source, strings.Join(names, ", "))
+				continue
+			}
+		case t.Store == "":
+			fail(t.Line, field+".store", "required without a topology: the store the table is kept in")
+			continue
+		}
+		pt.Changelog = cmp.Or(t.Changelog, Changelog(appID, pt.Store))
+		switch {
+		case t.Repartition != "":
+			pt.Repartition = t.Repartition
+		case lay != nil:
+			var reps []string
+			for _, r := range use.Repartitions {
+				if strings.HasSuffix(r, "-repartition") {
+					reps = append(reps, r)
+				}
+			}
+			switch {
+			case len(reps) == 1:
+				pt.Repartition = reps[0]
+			case len(reps) > 1:
+				fail(t.Line, field+".repartition", "store %s is fed through several repartition topics (%s): say which with repartition:", use.Name, strings.Join(reps, ", "))
+				continue
+			}
+			if t.SelectKeyExpr != "" && pt.Repartition == "" {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: table %s has select_key but the topology has no repartition topic before store %s", spec.File, t.Line, t.Name, use.Name))
+			}
+		case t.SelectKeyExpr != "":
+			pt.Repartition = RepartitionTopic(appID, pt.Store+"-repartition")
+		}
+		p.Tables = append(p.Tables, pt)
+	}
+	for i, j := range spec.Joins {
+		field := fmt.Sprintf("joins[%d]", i)
+		pj := PlannedJoin{Spec: j, Output: j.Output, Left: j.Left, Right: slices.Clone(j.Right), Type: j.Type}
+		if lay != nil {
+			if u, ok := lay.Topic(j.Output); !ok || u.Role != RoleOutput {
+				fail(j.Line, field+".output", "the topology writes no output topic %q", j.Output)
+				continue
+			}
+			for _, name := range append([]string{j.Left}, j.Right...) {
+				pt := p.Table(name)
+				if pt == nil {
+					continue // reported above
+				}
+				if !lay.storeReaches(pt.Store, j.Output) {
+					p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: store %s of table %s does not reach output %s in the topology", spec.File, j.Line, pt.Store, name, j.Output))
+				}
+			}
+		}
+		p.Joins = append(p.Joins, pj)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// storesFedBy lists the stores that topic feeds first: stores it reaches
+// without passing through another store it feeds.
+func (l *Layout) storesFedBy(topic string) []StoreUse {
+	var fed []StoreUse
+	for _, s := range l.Stores {
+		if slices.Contains(s.Sources, topic) {
+			fed = append(fed, s)
+		}
+	}
+	var out []StoreUse
+	for _, s := range fed {
+		first := true
+		for _, o := range fed {
+			if o.Name != s.Name && l.reachable("store:"+o.Name, "store:"+s.Name) {
+				first = false
+				break
+			}
+		}
+		if first {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// reachable reports whether the flow leads from entity a to entity b.
+func (l *Layout) reachable(a, b string) bool {
+	seen := map[string]bool{a: true}
+	stack := []string{a}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range l.Edges {
+			if e.From != cur || seen[e.To] {
+				continue
+			}
+			if e.To == b {
+				return true
+			}
+			// A store's changelog is where its data rests, not a hop.
+			if strings.HasPrefix(e.From, entStore) && strings.HasSuffix(e.To, "-changelog") {
+				continue
+			}
+			seen[e.To] = true
+			stack = append(stack, e.To)
+		}
+	}
+	return false
+}
+
+// storeReaches reports whether a store's data flows to topic, through the
+// stores' join lookups or the flow.
+func (l *Layout) storeReaches(store, topic string) bool {
+	if l.reachable(entStore+store, entTopic+topic) {
+		return true
+	}
+	for _, j := range l.Joins {
+		if (slices.Contains(j.LeftStores, store) || slices.Contains(j.RightStores, store)) && l.reachable(entJoin+j.Node, entTopic+topic) {
+			return true
+		}
+	}
+	return false
+}

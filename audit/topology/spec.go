@@ -1,0 +1,461 @@
+package topology
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	yamlparser "github.com/goccy/go-yaml/parser"
+)
+
+// Spec is a kaudit.yaml: what the application's Java lambdas do, said in
+// expressions, and which topics the tables and joins use.
+type Spec struct {
+	// File is the name errors cite.
+	File     string   `yaml:"-"`
+	AppID    string   `yaml:"app_id"`
+	Topology string   `yaml:"topology"` // describe() text file, relative to the spec
+	Serdes   Serdes   `yaml:"serdes"`
+	Tables   []*Table `yaml:"tables"`
+	Joins    []*Join  `yaml:"joins"`
+	doc      *ast.File
+}
+
+// Serdes names the key and value serdes (string, long, int, short, double,
+// float, uuid, bytes, void, json, avro).
+type Serdes struct {
+	Key   string `yaml:"key"`
+	Value string `yaml:"value"`
+}
+
+// Table is one table the application folds from a source topic.
+type Table struct {
+	Name   string `yaml:"name"`
+	Source string `yaml:"source"`
+	// SelectKeyExpr is an expression over key, value, headers and timestamp
+	// giving the table key; empty keeps the record key.
+	SelectKeyExpr string  `yaml:"select_key"`
+	Reducer       Reducer `yaml:"reduce"`
+	// Store, Repartition and Changelog override what the topology or the
+	// naming conventions say.
+	Store       string  `yaml:"store"`
+	Repartition string  `yaml:"repartition"`
+	Changelog   string  `yaml:"changelog"`
+	Serdes      *Serdes `yaml:"serdes"`
+	// Line is the table's line in the spec.
+	Line      int `yaml:"-"`
+	selectKey *vm.Program
+}
+
+// ReducerKind is the kind of a table's reducer.
+type ReducerKind string
+
+const (
+	ReduceLatest ReducerKind = "latest" // the new value replaces the aggregate
+	ReduceCount  ReducerKind = "count"  // a Long count of inputs
+	ReduceSum    ReducerKind = "sum"    // sum(FIELD) or plain numeric sum
+	ReduceExpr   ReducerKind = "expr"   // an expression over agg and value
+)
+
+// Reducer is a table's reduce: latest, count, sum(FIELD), sum or
+// {expr: "…"}.
+type Reducer struct {
+	Kind  ReducerKind
+	Field string // sum(FIELD): a field name or dotted path
+	Expr  string
+	raw   string
+	bad   string
+	prog  *vm.Program
+}
+
+var sumRe = regexp.MustCompile(`^sum\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)$`)
+
+// UnmarshalYAML reads a reducer from a string or from {expr: "…"}.
+func (r *Reducer) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		r.raw = s
+		return nil
+	}
+	// Shape errors are reported by validate, which knows the line.
+	var m map[string]string
+	if err := unmarshal(&m); err != nil {
+		r.bad = `want latest, count, sum(FIELD), sum or {expr: "…"}`
+		return nil
+	}
+	e, ok := m["expr"]
+	if !ok || len(m) != 1 {
+		r.bad = `want a mapping with the one key expr`
+		return nil
+	}
+	r.raw = "expr: " + e
+	return nil
+}
+
+// MarshalYAML writes the reducer back as the spec says it.
+func (r Reducer) MarshalYAML() (any, error) {
+	if r.Kind == ReduceExpr {
+		return map[string]string{"expr": r.Expr}, nil
+	}
+	return r.String(), nil
+}
+
+func (r Reducer) String() string {
+	switch r.Kind {
+	case ReduceSum:
+		if r.Field != "" {
+			return "sum(" + r.Field + ")"
+		}
+	case ReduceExpr:
+		return "expr: " + r.Expr
+	case "":
+		return r.raw
+	}
+	return string(r.Kind)
+}
+
+// JoinType is a join's type.
+type JoinType string
+
+const (
+	JoinLeft  JoinType = "left"
+	JoinInner JoinType = "inner"
+	JoinOuter JoinType = "outer"
+)
+
+// Join is a chain of table-table joins, left.join(r1).join(r2)…, written
+// to an output topic.
+type Join struct {
+	Output string     `yaml:"output"`
+	Left   string     `yaml:"left"`
+	Right  StringList `yaml:"right"`
+	Type   JoinType   `yaml:"type"`
+	// Value is an expression over left, r1, r2… (right = r1) giving the
+	// output value; empty means only presence and timestamps are checked.
+	Value string `yaml:"value"`
+	Line  int    `yaml:"-"`
+	prog  *vm.Program
+}
+
+// StringList is a YAML list of strings that also accepts a single string.
+type StringList []string
+
+// UnmarshalYAML accepts "a" and [a, b].
+func (l *StringList) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		*l = []string{s}
+		return nil
+	}
+	var ss []string
+	if err := unmarshal(&ss); err != nil {
+		// validate reports the empty list with its line.
+		*l = nil
+		return nil
+	}
+	*l = ss
+	return nil
+}
+
+// SpecError is one error of a spec: the file, line and field it concerns.
+type SpecError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	if e.Field != "" {
+		b.WriteString(": " + e.Field)
+	}
+	b.WriteString(": " + e.Msg)
+	return b.String()
+}
+
+// serdeNames are the serdes audit/codec accepts.
+var serdeNames = []string{"", "string", "long", "int", "integer", "short", "double", "float", "uuid", "bytes", "bytearray", "byte-array", "void", "json", "avro"}
+
+// LoadSpec reads and validates a kaudit.yaml.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	return ParseSpec(path, data)
+}
+
+// ParseSpec parses and validates a spec; name is the file name errors
+// cite. Unknown fields are errors, every expression is compiled once, and
+// every error is a *SpecError (several are joined with errors.Join).
+func ParseSpec(name string, data []byte) (*Spec, error) {
+	s := &Spec{File: name}
+	if err := yaml.UnmarshalWithOptions(data, s, yaml.Strict()); err != nil {
+		return nil, yamlError(name, err)
+	}
+	s.File = name
+	doc, err := yamlparser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, yamlError(name, err)
+	}
+	s.doc = doc
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func yamlError(file string, err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		msg := ye.GetMessage()
+		field := ""
+		var ue *yaml.UnknownFieldError
+		var te *yaml.TypeError
+		switch {
+		case errors.As(err, &ue):
+			field = ye.GetToken().Value
+		case errors.As(err, &te) && te.StructFieldName != nil:
+			field = *te.StructFieldName
+		}
+		return &SpecError{File: file, Line: ye.GetToken().Position.Line, Field: field, Msg: msg}
+	}
+	return &SpecError{File: file, Msg: err.Error()}
+}
+
+// line finds the line of a YAML path such as $.tables[0].reduce; 0 when
+// the path is absent.
+func (s *Spec) line(path string) int {
+	if s.doc == nil {
+		return 0
+	}
+	p, err := yaml.PathString(path)
+	if err != nil {
+		return 0
+	}
+	n, err := p.FilterFile(s.doc)
+	if err != nil || n == nil || n.GetToken() == nil {
+		return 0
+	}
+	return n.GetToken().Position.Line
+}
+
+type errList struct {
+	s    *Spec
+	errs []*SpecError
+}
+
+// add records an error at the YAML path (its line) for field; when the
+// path is absent it falls back to the parent path's line.
+func (l *errList) add(path, field, format string, args ...any) {
+	line := l.s.line(path)
+	for p := path; line == 0 && strings.Contains(p, "."); {
+		p = p[:strings.LastIndexAny(p, ".[")]
+		line = l.s.line(p)
+	}
+	l.errs = append(l.errs, &SpecError{File: l.s.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (l *errList) err() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(l.errs, func(a, b *SpecError) int { return cmp.Compare(a.Line, b.Line) })
+	errs := make([]error, len(l.errs))
+	for i, e := range l.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+// recordEnv is the compile-time environment of select_key: values are
+// of any type, names outside the environment are errors.
+func recordEnv() types.Map {
+	return types.Map{"key": types.Any, "value": types.Any, "headers": types.Any, "timestamp": types.Int64}
+}
+
+func reduceEnv() types.Map {
+	env := recordEnv()
+	env["agg"] = types.Any
+	return env
+}
+
+func joinEnv(rights int) types.Map {
+	env := types.Map{"left": types.Any, "right": types.Any, "key": types.Any, "timestamp": types.Int64}
+	for i := 1; i <= rights; i++ {
+		env["r"+strconv.Itoa(i)] = types.Any
+	}
+	return env
+}
+
+func (s *Spec) validate() error {
+	l := &errList{s: s}
+	if strings.TrimSpace(s.AppID) == "" {
+		l.add("$.app_id", "app_id", "required")
+	}
+	checkSerdes := func(path, field string, sd Serdes) {
+		for _, kv := range [][2]string{{"key", sd.Key}, {"value", sd.Value}} {
+			if !slices.Contains(serdeNames, strings.ToLower(kv[1])) {
+				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want string, long, int, short, double, float, uuid, bytes, void, json or avro)", kv[1])
+			}
+		}
+	}
+	checkSerdes("$.serdes", "serdes", s.Serdes)
+	if len(s.Tables) == 0 {
+		l.add("$.tables", "tables", "at least one table is required")
+	}
+	names := map[string]bool{}
+	for i, t := range s.Tables {
+		path := fmt.Sprintf("$.tables[%d]", i)
+		field := fmt.Sprintf("tables[%d]", i)
+		if t == nil {
+			l.add(path, field, "empty table")
+			continue
+		}
+		t.Line = s.line(path)
+		if t.Line == 0 {
+			t.Line = s.line(path + ".name")
+		}
+		switch {
+		case t.Name == "":
+			l.add(path+".name", field+".name", "required")
+		case names[t.Name]:
+			l.add(path+".name", field+".name", "table %q defined twice", t.Name)
+		}
+		names[t.Name] = true
+		if t.Source == "" {
+			l.add(path+".source", field+".source", "required: the topic the table is folded from")
+		}
+		if t.SelectKeyExpr != "" {
+			prog, err := compile(t.SelectKeyExpr, recordEnv())
+			if err != nil {
+				l.add(path+".select_key", field+".select_key", "%v", err)
+			}
+			t.selectKey = prog
+		}
+		if err := t.Reducer.parse(); err != nil {
+			l.add(path+".reduce", field+".reduce", "%v", err)
+		}
+		if t.Serdes != nil {
+			checkSerdes(path+".serdes", field+".serdes", *t.Serdes)
+		}
+	}
+	for i, j := range s.Joins {
+		path := fmt.Sprintf("$.joins[%d]", i)
+		field := fmt.Sprintf("joins[%d]", i)
+		if j == nil {
+			l.add(path, field, "empty join")
+			continue
+		}
+		j.Line = s.line(path)
+		if j.Line == 0 {
+			j.Line = s.line(path + ".output")
+		}
+		if j.Output == "" {
+			l.add(path+".output", field+".output", "required: the topic the join writes")
+		}
+		switch {
+		case j.Left == "":
+			l.add(path+".left", field+".left", "required")
+		case !names[j.Left]:
+			l.add(path+".left", field+".left", "no table named %q", j.Left)
+		}
+		if len(j.Right) == 0 {
+			l.add(path+".right", field+".right", "want a table name or a list of at least one table name")
+		}
+		for k, r := range j.Right {
+			if !names[r] {
+				l.add(fmt.Sprintf("%s.right[%d]", path, k), field+".right", "no table named %q", r)
+			}
+		}
+		switch j.Type {
+		case "":
+			j.Type = JoinLeft
+		case JoinLeft, JoinInner, JoinOuter:
+		default:
+			l.add(path+".type", field+".type", "unknown join type %q (want left, inner or outer)", j.Type)
+		}
+		if isTODO(j.Value) {
+			l.add(path+".value", field+".value", "still TODO: write the joiner expression or remove the field")
+		} else if j.Value != "" {
+			prog, err := compile(j.Value, joinEnv(len(j.Right)))
+			if err != nil {
+				l.add(path+".value", field+".value", "%v", err)
+			}
+			j.prog = prog
+		}
+	}
+	return l.err()
+}
+
+func isTODO(s string) bool { return strings.HasPrefix(strings.TrimSpace(s), "TODO") }
+
+func compile(src string, env types.Map) (*vm.Program, error) {
+	if isTODO(src) {
+		return nil, errors.New("still TODO: write the expression")
+	}
+	prog, err := expr.Compile(src, expr.Env(env))
+	if err != nil {
+		return nil, fmt.Errorf("compile expression %q: %w", src, err)
+	}
+	return prog, nil
+}
+
+func (r *Reducer) parse() error {
+	raw := strings.TrimSpace(r.raw)
+	switch {
+	case r.bad != "":
+		return errors.New(r.bad)
+	case raw == "":
+		return errors.New("required: latest, count, sum(FIELD), sum or {expr: \"…\"}")
+	case isTODO(raw):
+		return errors.New("still TODO: latest, count, sum(FIELD), sum or {expr: \"…\"}")
+	case raw == "latest":
+		r.Kind = ReduceLatest
+	case raw == "count":
+		r.Kind = ReduceCount
+	case raw == "sum":
+		r.Kind = ReduceSum
+	case strings.HasPrefix(raw, "sum("):
+		m := sumRe.FindStringSubmatch(raw)
+		if m == nil {
+			return fmt.Errorf("bad %q: want sum(FIELD) with FIELD a name or dotted path", raw)
+		}
+		r.Kind, r.Field = ReduceSum, m[1]
+	case strings.HasPrefix(raw, "expr:"):
+		r.Expr = strings.TrimSpace(strings.TrimPrefix(raw, "expr:"))
+		prog, err := compile(r.Expr, reduceEnv())
+		if err != nil {
+			return err
+		}
+		r.Kind, r.prog = ReduceExpr, prog
+	default:
+		return fmt.Errorf("unknown reducer %q: want latest, count, sum(FIELD), sum or {expr: \"…\"}", raw)
+	}
+	return nil
+}
+
+// Table returns the table named name.
+func (s *Spec) Table(name string) *Table {
+	for _, t := range s.Tables {
+		if t != nil && t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
