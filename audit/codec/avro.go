@@ -54,7 +54,7 @@ type node struct {
 	fields   []*node  // record field types
 	items    *node    // array items, map values
 	branches []*node  // union branches
-	symbols  []string // enum symbols
+	symbols  []any    // enum symbols, boxed once
 	size     int      // fixed size
 	scale    int      // decimal scale
 	zero     bool     // decodes from zero bytes (null, empty record)
@@ -138,7 +138,12 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		}
 		return &node{kind: kFixed, size: fs.Size()}, nil
 	case avro.Enum:
-		return &node{kind: kEnum, symbols: s.(*avro.EnumSchema).Symbols()}, nil
+		syms := s.(*avro.EnumSchema).Symbols()
+		boxed := make([]any, len(syms))
+		for i, sym := range syms {
+			boxed[i] = sym
+		}
+		return &node{kind: kEnum, symbols: boxed}, nil
 	case avro.Array:
 		items, err := c.compile(s.(*avro.ArraySchema).Items())
 		if err != nil {
@@ -231,6 +236,8 @@ var mapEntry = &node{kind: kString}
 type avroDecoder struct {
 	b     []byte
 	s     string // b as one string: decoded strings are slices of it
+	arena []byte // text of the value's strings (see arena.go)
+	slab  []string
 	i     int
 	err   error
 	depth int
@@ -340,6 +347,15 @@ func (d *avroDecoder) blockCount(items *node) int64 {
 
 func num(v int64) json.Number { return json.Number(strconv.FormatInt(v, 10)) }
 
+// smallNums are the json.Numbers 0–255, boxed once.
+var smallNums = func() []any {
+	out := make([]any, 256)
+	for i := range out {
+		out[i] = num(int64(i))
+	}
+	return out
+}()
+
 func (d *avroDecoder) value(n *node) any {
 	if d.err != nil {
 		return nil
@@ -364,43 +380,43 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
-		return num(int64(v))
+		return d.numberValue(int64(v))
 	case kLong:
 		v := d.long()
 		if d.err != nil {
 			return nil
 		}
-		return num(v)
+		return d.numberValue(v)
 	case kFloat:
 		b := d.fixed(4)
 		if d.err != nil {
 			return nil
 		}
-		return floatValue(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 32)
+		return d.floatValue(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 32)
 	case kDouble:
 		b := d.fixed(8)
 		if d.err != nil {
 			return nil
 		}
-		return floatValue(math.Float64frombits(binary.LittleEndian.Uint64(b)), 64)
+		return d.floatValue(math.Float64frombits(binary.LittleEndian.Uint64(b)), 64)
 	case kString:
 		s, e := d.span("string")
 		if d.err != nil {
 			return nil
 		}
-		return d.s[s:e]
+		return d.box(stringType, d.s[s:e])
 	case kBytes:
 		s, e := d.span("bytes")
 		if d.err != nil {
 			return nil
 		}
-		return base64.StdEncoding.EncodeToString(d.b[s:e])
+		return d.base64(d.b[s:e])
 	case kFixed:
 		b := d.fixed(n.size)
 		if d.err != nil {
 			return nil
 		}
-		return base64.StdEncoding.EncodeToString(b)
+		return d.base64(b)
 	case kEnum:
 		i := d.int()
 		if d.err != nil {
@@ -465,7 +481,7 @@ func (d *avroDecoder) value(n *node) any {
 				if d.err != nil {
 					break
 				}
-				m[d.s[s:e]] = d.value(n.items)
+				m[d.s[s:e]] = d.value(n.items) // keys need no boxing
 				if d.err != nil {
 					break
 				}
@@ -515,25 +531,27 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
-		return timestamp(time.UnixMilli(v), n.kind == kLocalTSMillis)
+		sec := floorDiv(v, 1000)
+		return d.timestamp(sec, (v-sec*1000)*1_000_000, n.kind == kLocalTSMillis)
 	case kTSMicros, kLocalTSMicros:
 		v := d.long()
 		if d.err != nil {
 			return nil
 		}
-		return timestamp(time.UnixMicro(v), n.kind == kLocalTSMicros)
+		sec := floorDiv(v, 1_000_000)
+		return d.timestamp(sec, (v-sec*1_000_000)*1000, n.kind == kLocalTSMicros)
 	case kDecimalBytes:
 		s, e := d.span("decimal")
 		if d.err != nil {
 			return nil
 		}
-		return decimalString(d.b[s:e], n.scale)
+		return d.decimal(d.b[s:e], n.scale)
 	case kDecimalFixed:
 		b := d.fixed(n.size)
 		if d.err != nil {
 			return nil
 		}
-		return decimalString(b, n.scale)
+		return d.decimal(b, n.scale)
 	case kUUIDFixed:
 		b := d.fixed(16)
 		if d.err != nil {
@@ -569,6 +587,17 @@ func growAny(s []any, n int64) []any {
 
 // floatValue is a float as a canonical json.Number, or the strings "NaN",
 // "Infinity", "-Infinity", which JSON numbers cannot hold.
+func (d *avroDecoder) floatValue(f float64, bits int) any {
+	switch {
+	case math.IsNaN(f), math.IsInf(f, 0):
+		return floatValue(f, bits)
+	}
+	d.reserve(32)
+	start := len(d.arena)
+	d.arena = appendES(d.arena, f, bits)
+	return d.box(numberType, d.since(start))
+}
+
 func floatValue(f float64, bits int) any {
 	switch {
 	case math.IsNaN(f):
@@ -578,7 +607,8 @@ func floatValue(f float64, bits int) any {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return json.Number(appendES(nil, f, bits))
+	var buf [32]byte
+	return json.Number(appendES(buf[:0], f, bits))
 }
 
 // timeOfDay renders µs after midnight as HH:MM:SS with frac fractional
@@ -605,17 +635,37 @@ func timeOfDay(us int64, frac int) string {
 // timestamp renders an instant as RFC 3339 in UTC with the fraction
 // trimmed of trailing zeros, so the same instant prints the same in millis
 // and micros; local timestamps have no zone suffix.
-func timestamp(t time.Time, local bool) string {
-	t = t.UTC()
-	if local {
-		return t.Format("2006-01-02T15:04:05.999999999")
-	}
-	return t.Format(time.RFC3339Nano)
+func (d *avroDecoder) timestamp(sec, nsec int64, local bool) any {
+	d.reserve(40)
+	start := len(d.arena)
+	d.arena = appendTimestamp(d.arena, sec, nsec, local)
+	return d.box(stringType, d.since(start))
+}
+
+func (d *avroDecoder) base64(b []byte) any {
+	d.reserve(base64.StdEncoding.EncodedLen(len(b)))
+	start := len(d.arena)
+	d.arena = base64.StdEncoding.AppendEncode(d.arena, b)
+	return d.box(stringType, d.since(start))
+}
+
+func (d *avroDecoder) decimal(b []byte, scale int) any {
+	return d.box(stringType, decimalString(b, scale))
 }
 
 // decimalString renders a two's-complement big-endian unscaled integer
 // with scale digits after the point, as Java's BigDecimal#toPlainString.
 func decimalString(b []byte, scale int) string {
+	if len(b) <= 8 && scale >= 0 && scale < 19 {
+		var u int64
+		if len(b) > 0 && b[0]&0x80 != 0 {
+			u = -1
+		}
+		for _, c := range b {
+			u = u<<8 | int64(c)
+		}
+		return scaledInt(u, scale)
+	}
 	var u big.Int
 	u.SetBytes(b)
 	if len(b) > 0 && b[0]&0x80 != 0 {
@@ -642,6 +692,37 @@ func decimalString(b []byte, scale int) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// scaledInt renders u / 10^scale with exactly scale fraction digits.
+func scaledInt(u int64, scale int) string {
+	var dbuf [24]byte
+	var obuf [48]byte
+	digits := strconv.AppendUint(dbuf[:0], absU(u), 10)
+	out := obuf[:0]
+	if u < 0 {
+		out = append(out, '-')
+	}
+	if scale == 0 {
+		return string(append(out, digits...))
+	}
+	if len(digits) <= scale {
+		out = append(out, '0', '.')
+		for range scale - len(digits) {
+			out = append(out, '0')
+		}
+		return string(append(out, digits...))
+	}
+	out = append(out, digits[:len(digits)-scale]...)
+	out = append(out, '.')
+	return string(append(out, digits[len(digits)-scale:]...))
+}
+
+func absU(v int64) uint64 {
+	if v < 0 {
+		return uint64(-(v + 1)) + 1
+	}
+	return uint64(v)
 }
 
 func uuidString(b []byte) string {

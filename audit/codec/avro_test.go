@@ -250,3 +250,35 @@ func bytesRepeat(b byte, n int) []byte {
 	}
 	return out
 }
+
+// TestDecimalFastPath compares the int64 rendering of small decimals with
+// the big.Int one.
+func TestDecimalFastPath(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 5, -5, 99, -100, 123456789, math.MaxInt64, math.MinInt64, -9223372036854775807} {
+		for _, scale := range []int{0, 1, 2, 5, 18} {
+			b := big.NewInt(v).FillBytes(make([]byte, 8))
+			if v < 0 {
+				binaryBigEndianPut(b, uint64(v))
+			}
+			fast := decimalString(b, scale)
+			slow := decimalString(append([]byte{byteSign(v)}, b...), scale) // 9 bytes: the big.Int path
+			if fast != slow {
+				t.Errorf("decimal %d scale %d: fast %s, big %s", v, scale, fast, slow)
+			}
+		}
+	}
+}
+
+func byteSign(v int64) byte {
+	if v < 0 {
+		return 0xff
+	}
+	return 0
+}
+
+func binaryBigEndianPut(b []byte, v uint64) {
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+}

@@ -75,6 +75,52 @@ func RawText(b []byte) string {
 type encoder struct {
 	buf  []byte
 	keys []string
+	// orders remembers the sorted key sets of recent objects: records of
+	// one schema share one, and checking that a map has exactly a known
+	// key set costs less than sorting its keys.
+	orders [8][]orderedKey
+	next   int
+}
+
+type orderedKey struct {
+	name string
+	json string // the key as a JSON string, with its colon
+}
+
+// maxRememberedKeys bounds the key sets worth remembering.
+const maxRememberedKeys = 64
+
+// knownOrder returns a remembered sorted key set equal to m's keys.
+func (e *encoder) knownOrder(m map[string]any) []orderedKey {
+	n := len(m)
+	if n < 2 || n > maxRememberedKeys {
+		return nil
+	}
+next:
+	for _, o := range e.orders {
+		if len(o) != n {
+			continue
+		}
+		for _, k := range o {
+			if _, ok := m[k.name]; !ok {
+				continue next
+			}
+		}
+		return o // n distinct keys all present and len(m) == n: same set
+	}
+	return nil
+}
+
+func (e *encoder) remember(sorted []string) {
+	if len(sorted) < 2 || len(sorted) > maxRememberedKeys {
+		return
+	}
+	o := make([]orderedKey, len(sorted))
+	for i, k := range sorted {
+		o[i] = orderedKey{name: k, json: string(append(appendString(nil, k), ':'))}
+	}
+	e.orders[e.next] = o
+	e.next = (e.next + 1) % len(e.orders)
 }
 
 var encPool = sync.Pool{New: func() any { return &encoder{buf: make([]byte, 0, 512)} }}
@@ -98,12 +144,24 @@ func (e *encoder) value(b []byte, v any, depth int) []byte {
 	case json.Number:
 		return appendNumber(b, string(x))
 	case map[string]any:
+		if keys := e.knownOrder(x); keys != nil {
+			b = append(b, '{')
+			for i, k := range keys {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, k.json...)
+				b = e.value(b, x[k.name], depth+1)
+			}
+			return append(b, '}')
+		}
 		start := len(e.keys)
 		for k := range x {
 			e.keys = append(e.keys, k)
 		}
 		keys := e.keys[start:]
 		slices.Sort(keys)
+		e.remember(keys)
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {

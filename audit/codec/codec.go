@@ -336,7 +336,8 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		}
 		return v, nil
 	case typeAvro:
-		d := avroDecoder{b: body, s: string(body)}
+		var d avroDecoder
+		d.setPayload(body)
 		v := d.value(sch.node)
 		if d.err != nil {
 			return nil, derr(id, "", d.err)

@@ -83,3 +83,7 @@ func asDecodeError(t testing.TB, err error) *DecodeError {
 	}
 	return de
 }
+
+func registrytestRef(name, subject string, version int) registrytest.Reference {
+	return registrytest.Reference{Name: name, Subject: subject, Version: version}
+}
