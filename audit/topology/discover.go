@@ -332,3 +332,31 @@ func (s *Spec) CheckPlan(d *Discovery, p *Plan) error {
 	}
 	return errors.Join(errs...)
 }
+
+// NamingLayout is the layout naming conventions allow without a topology:
+// a store per changelog, and an edge from <app>-<store>-repartition to the
+// store where both exist. Which source feeds which repartition topic, and
+// the joins, are not known: see Unknown.
+func (d *Discovery) NamingLayout() *Layout {
+	if d.Layout != nil {
+		return d.Layout
+	}
+	l := &Layout{AppID: d.AppID}
+	for _, t := range d.Topics {
+		l.Topics = append(l.Topics, TopicUse{Name: t.Name, As: t.Name, Role: t.Role, Store: t.Store})
+		if t.Role != RoleChangelog {
+			continue
+		}
+		s := StoreUse{Name: t.Store, Changelog: t.Name, SubTopology: -1}
+		l.Edges = append(l.Edges, FlowEdge{From: entStore + t.Store, To: entTopic + t.Name})
+		rep := RepartitionTopic(d.AppID, t.Store+"-repartition")
+		if _, ok := d.all[rep]; ok {
+			s.Repartitions = []string{rep}
+			s.Rekeyed = true
+			l.Edges = append(l.Edges, FlowEdge{From: entTopic + rep, To: entStore + t.Store})
+		}
+		l.Stores = append(l.Stores, s)
+	}
+	slices.SortFunc(l.Edges, func(a, b FlowEdge) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
+	return l
+}

@@ -83,7 +83,7 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 			}
 			use = u
 		case lay != nil:
-			cands := lay.storesFedBy(t.Source)
+			cands := lay.StoresFedBy(t.Source)
 			switch len(cands) {
 			case 0:
 				fail(t.Line, field+".source", "no store of the topology is fed by topic %q", t.Source)
@@ -155,9 +155,9 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 	return p, nil
 }
 
-// storesFedBy lists the stores that topic feeds first: stores it reaches
+// StoresFedBy lists the stores that topic feeds first: stores it reaches
 // without passing through another store it feeds.
-func (l *Layout) storesFedBy(topic string) []StoreUse {
+func (l *Layout) StoresFedBy(topic string) []StoreUse {
 	var fed []StoreUse
 	for _, s := range l.Stores {
 		if slices.Contains(s.Sources, topic) {

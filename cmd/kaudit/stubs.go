@@ -20,16 +20,8 @@ func ledgerCommand() *cli.Command {
 	return &cli.Command{Name: "ledger", Usage: "the fate of every offset of a topic", Action: notBuilt("ledger")}
 }
 
-func topologyCommand() *cli.Command {
-	return &cli.Command{Name: "topology", Usage: "the app's DAG as a table and a Mermaid flowchart", Action: notBuilt("topology")}
-}
-
 func txnsCommand() *cli.Command {
 	return &cli.Command{Name: "txns", Usage: "transactions, producers and hanging transactions", Action: notBuilt("txns")}
-}
-
-func initCommand() *cli.Command {
-	return &cli.Command{Name: "init", Usage: "write a draft kaudit.yaml from discovery", Action: notBuilt("init")}
 }
 
 func demoCommand() *cli.Command {

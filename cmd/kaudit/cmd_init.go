@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// initOptions are kaudit init's flags.
+type initOptions struct {
+	AppID        string
+	TopologyFile string
+	KeySerde     string
+	ValueSerde   string
+}
+
+func initCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
+		&cli.StringFlag{Name: "key-serde", Usage: "key serde to write into the draft: string, long, int, bytes, json, avro", EnvVars: env("key-serde")},
+		&cli.StringFlag{Name: "value-serde", Usage: "value serde to write into the draft: string, long, int, bytes, json, avro", EnvVars: env("value-serde")},
+	}
+	return &cli.Command{
+		Name:      "init",
+		Usage:     "write a draft kaudit.yaml from discovery",
+		UsageText: "kaudit init --app-id ID [source] [--topology FILE] > kaudit.yaml",
+		Description: "Drafts a spec from the topology and, with a source, from discovery. Only select_key,\n" +
+			"reduce and value are left as TODO: what the Java lambdas do cannot be read from topics.\n" +
+			"Once they are filled in, the spec loads (kaudit diff --spec kaudit.yaml).\n\n" + exitStatusHelp,
+		Flags: append(flags, sourceFlags()...),
+		Action: func(c *cli.Context) error {
+			o := initOptions{
+				AppID:        c.String("app-id"),
+				TopologyFile: c.String("topology"),
+				KeySerde:     c.String("key-serde"),
+				ValueSerde:   c.String("value-serde"),
+			}
+			src, closeSrc, err := topologySource(c)
+			if err != nil {
+				return err
+			}
+			defer closeSrc()
+			return runInit(c.Context, o, src, c.App.Writer)
+		},
+	}
+}
+
+// draftTable is one table of the draft.
+type draftTable struct {
+	name, source string
+	candidates   []string // when the source is not known
+	store        string
+	changelog    string
+	repartition  string
+	rekeyed      bool
+}
+
+// runInit writes a draft spec; src may be nil.
+func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) error {
+	if o.AppID == "" {
+		return usagef("kaudit init needs --app-id ID")
+	}
+	if o.TopologyFile == "" && src == nil {
+		return usagef("kaudit init needs --topology FILE or a source (--bootstrap-server, --snapshot, --log-dir)")
+	}
+	var topo *topology.Topology
+	if o.TopologyFile != "" {
+		var err error
+		if topo, err = loadTopology(o.TopologyFile); err != nil {
+			return err
+		}
+	}
+	var d *topology.Discovery
+	if src != nil {
+		var err error
+		if d, err = topology.Discover(ctx, src, o.AppID, topo); err != nil {
+			return incompleteError{fmt.Errorf("discover %s: %w", o.AppID, err)}
+		}
+	}
+	var lay *topology.Layout
+	switch {
+	case topo != nil:
+		lay = topo.Layout(o.AppID)
+	default:
+		lay = d.NamingLayout()
+	}
+	tables := draftTables(lay, topo != nil, d)
+	var b strings.Builder
+	b.WriteString("# kaudit spec, drafted by kaudit init")
+	if o.TopologyFile != "" {
+		b.WriteString(" from " + o.TopologyFile)
+	}
+	if src != nil {
+		b.WriteString(" and " + src.Describe())
+	}
+	b.WriteString(".\n# Fill in every TODO (select_key, reduce, value: what the app's Java lambdas do),\n")
+	b.WriteString("# then audit with: kaudit diff --spec kaudit.yaml\n")
+	b.WriteString("app_id: " + yamlScalar(o.AppID) + "\n")
+	if o.TopologyFile != "" {
+		b.WriteString("topology: " + yamlScalar(o.TopologyFile) + "\n")
+	}
+	if o.KeySerde != "" || o.ValueSerde != "" {
+		fmt.Fprintf(&b, "serdes: {key: %s, value: %s}\n", yamlScalar(o.KeySerde), yamlScalar(o.ValueSerde))
+	} else {
+		b.WriteString("# serdes: {key: string, value: avro}   # else --key-serde/--value-serde apply\n")
+	}
+	b.WriteString("tables:\n")
+	if len(tables) == 0 {
+		b.WriteString("  []   # no store found: add the tables by hand\n")
+	}
+	for _, t := range tables {
+		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
+		if t.source != "" {
+			fmt.Fprintf(&b, "    source: %s\n", yamlScalar(t.source))
+		} else {
+			hint := "which source topic feeds store " + t.store
+			if len(t.candidates) > 0 {
+				hint += "? the group commits offsets on " + strings.Join(t.candidates, ", ")
+			}
+			fmt.Fprintf(&b, "    source: %s\n", yamlScalar("TODO: "+hint))
+		}
+		if t.rekeyed {
+			fmt.Fprintf(&b, "    select_key: %s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId"))
+		}
+		fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"))
+		fmt.Fprintf(&b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
+		if t.repartition != "" && topo == nil {
+			fmt.Fprintf(&b, "    repartition: %s\n", yamlScalar(t.repartition))
+		}
+	}
+	joins := draftJoins(lay, tables)
+	switch {
+	case topo == nil:
+		b.WriteString("# joins: not known without a topology (--topology)\n")
+	case len(joins) > 0:
+		b.WriteString("joins:\n")
+		b.WriteString(strings.Join(joins, ""))
+	}
+	if d != nil && len(d.Unknown) > 0 {
+		b.WriteString("# Not known from the evidence:\n")
+		for _, u := range d.Unknown {
+			b.WriteString("#   - " + u + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// draftTables picks the stores that hold tables: those a source topic
+// feeds first, other than the stores of stream-stream join windows,
+// suppression buffers and foreign-key subscriptions.
+func draftTables(lay *topology.Layout, haveTopology bool, d *topology.Discovery) []draftTable {
+	var out []draftTable
+	used := map[string]bool{}
+	uniqueName := func(base string) string {
+		name := base
+		for i := 2; used[name]; i++ {
+			name = base + "-" + strconv.Itoa(i)
+		}
+		used[name] = true
+		return name
+	}
+	if !haveTopology {
+		var candidates []string
+		if d != nil {
+			for _, t := range d.ByRole(topology.RoleSource) {
+				candidates = append(candidates, t.Name)
+			}
+		}
+		for _, s := range lay.Stores {
+			out = append(out, draftTable{name: uniqueName(s.Name), candidates: candidates, store: s.Name, changelog: s.Changelog,
+				repartition: strings.Join(s.Repartitions, ""), rekeyed: s.Rekeyed})
+		}
+		return out
+	}
+	for _, u := range lay.Topics {
+		if u.Role != topology.RoleSource || u.Pattern {
+			continue
+		}
+		for _, s := range lay.StoresFedBy(u.Name) {
+			if !tableStore(s) {
+				continue
+			}
+			name := u.Name
+			if len(lay.StoresFedBy(u.Name)) > 1 {
+				name = s.Name
+			}
+			out = append(out, draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog, rekeyed: s.Rekeyed})
+		}
+	}
+	return out
+}
+
+func tableStore(s topology.StoreUse) bool {
+	if s.Global {
+		return false
+	}
+	for _, w := range s.Writers {
+		if strings.HasPrefix(w, "KSTREAM-WINDOWED-") {
+			return false
+		}
+	}
+	l := strings.ToLower(s.Name)
+	return !strings.Contains(l, "suppress") && !strings.Contains(l, "subscription") && !strings.HasSuffix(l, "-join-store")
+}
+
+// draftJoins writes one join entry per chain of table-table joins: the
+// left table of the first join, the right table of each, the output.
+func draftJoins(lay *topology.Layout, tables []draftTable) []string {
+	byStore := map[string]string{}
+	for _, t := range tables {
+		byStore[t.store] = t.name
+	}
+	byNode := map[string]topology.JoinUse{}
+	isNext := map[string]bool{}
+	for _, j := range lay.Joins {
+		byNode[j.Node] = j
+		if j.Next != "" {
+			isNext[j.Next] = true
+		}
+	}
+	var out []string
+	for _, head := range lay.Joins {
+		if head.Kind != topology.JoinTableTable || isNext[head.Node] {
+			continue
+		}
+		left := tableOf(head.LeftStores, byStore)
+		var rights, nodes []string
+		last := head
+		for j, ok := head, true; ok; j, ok = byNode[j.Next] {
+			rights = append(rights, tableOf(j.RightStores, byStore))
+			nodes = append(nodes, j.Node)
+			last = j
+			if j.Next == "" {
+				break
+			}
+		}
+		var b strings.Builder
+		outputs := last.Outputs
+		if len(outputs) == 0 {
+			outputs = []string{"TODO: the topic the join result is written to"}
+		}
+		for _, output := range outputs {
+			fmt.Fprintf(&b, "  - output: %s   # %s\n", yamlScalar(output), strings.Join(nodes, " → "))
+			fmt.Fprintf(&b, "    left: %s\n", yamlScalar(left))
+			quoted := make([]string, len(rights))
+			for i, r := range rights {
+				quoted[i] = yamlScalar(r)
+			}
+			fmt.Fprintf(&b, "    right: [%s]\n", strings.Join(quoted, ", "))
+			b.WriteString("    type: left   # left | inner | outer: describe() does not say which; check the code\n")
+			var vars []string
+			vars = append(vars, "left")
+			for i := range rights {
+				vars = append(vars, "r"+strconv.Itoa(i+1))
+			}
+			fmt.Fprintf(&b, "    value: %s\n", yamlScalar("TODO: the joiner's result over "+strings.Join(vars, ", ")+", or remove this line to check presence only"))
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// tableOf names the draft table of the first store of stores that is one.
+func tableOf(stores []string, byStore map[string]string) string {
+	for _, s := range slices.Sorted(slices.Values(stores)) {
+		if n, ok := byStore[s]; ok {
+			return n
+		}
+	}
+	return "TODO: the table kept in " + strings.Join(stores, " or ")
+}
+
+// yamlScalar quotes s when it is not a plain YAML scalar.
+func yamlScalar(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/') {
+			plain = false
+			break
+		}
+	}
+	if plain && s != "true" && s != "false" && s != "null" && s != "~" && !strings.HasPrefix(s, "-") {
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			return s
+		}
+	}
+	return strconv.Quote(s)
+}
