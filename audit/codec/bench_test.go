@@ -2,8 +2,8 @@ package codec
 
 import (
 	"context"
-	"syscall"
 	"math/big"
+	"syscall"
 	"testing"
 	"time"
 )
