@@ -1,0 +1,313 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+const (
+	logOverhead    = 12 // int64 base offset + int32 length
+	batchHeaderLen = 61 // a v2 batch's bytes before its records
+	minBatchLength = batchHeaderLen - logOverhead
+	// maxBatchLength bounds the length field: Kafka's own limit is
+	// message.max.bytes (1 MiB by default), far below this.
+	maxBatchLength = 1 << 30
+
+	attrCompression   = 0x07
+	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+// ErrTruncated is wrapped by errors about input that ends inside a batch or
+// an entry.
+var ErrTruncated = fmt.Errorf("truncated: %w", audit.ErrCorrupt)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Compression names, indexed by the codec bits of a batch's attributes.
+var compressionNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+func compressionCodec(name string) (kgo.CompressionCodecType, error) {
+	switch name {
+	case "", "none":
+		return kgo.CodecNone, nil
+	case "gzip":
+		return kgo.CodecGzip, nil
+	case "snappy":
+		return kgo.CodecSnappy, nil
+	case "lz4":
+		return kgo.CodecLz4, nil
+	case "zstd":
+		return kgo.CodecZstd, nil
+	}
+	return 0, fmt.Errorf("unknown compression %q", name)
+}
+
+var (
+	decompressor = sync.OnceValue(func() kgo.Decompressor { return kgo.DefaultDecompressor() })
+	compressorMu sync.Mutex
+	compressors  = map[kgo.CompressionCodecType]kgo.Compressor{}
+)
+
+func compressor(c kgo.CompressionCodecType) (kgo.Compressor, error) {
+	compressorMu.Lock()
+	defer compressorMu.Unlock()
+	if comp, ok := compressors[c]; ok {
+		return comp, nil
+	}
+	var codec kgo.CompressionCodec
+	switch c {
+	case kgo.CodecGzip:
+		codec = kgo.GzipCompression()
+	case kgo.CodecSnappy:
+		codec = kgo.SnappyCompression()
+	case kgo.CodecLz4:
+		codec = kgo.Lz4Compression()
+	case kgo.CodecZstd:
+		codec = kgo.ZstdCompression()
+	default:
+		return nil, fmt.Errorf("no compressor for codec %d", c)
+	}
+	comp, err := kgo.DefaultCompressor(codec)
+	if err != nil {
+		return nil, fmt.Errorf("make compressor: %w", err)
+	}
+	compressors[c] = comp
+	return comp, nil
+}
+
+// batchFrame checks the framing of the batch at the start of b without
+// decoding it: the magic byte and the length. It returns the batch's total
+// size (length + 12). Input too short for the frame wraps ErrTruncated.
+func batchFrame(b []byte) (int, error) {
+	if len(b) < 17 {
+		return 0, fmt.Errorf("%d bytes left, a batch header needs %d: %w", len(b), batchHeaderLen, ErrTruncated)
+	}
+	length := int32(binary.BigEndian.Uint32(b[8:12]))
+	switch magic := int8(b[16]); magic {
+	case 2:
+	case 0, 1:
+		return 0, fmt.Errorf("message set v%d: %w", magic, ErrOldFormat)
+	default:
+		return 0, fmt.Errorf("magic byte %d, want 2: %w", magic, audit.ErrCorrupt)
+	}
+	if length < minBatchLength || length > maxBatchLength {
+		return 0, fmt.Errorf("batch length %d out of range: %w", length, audit.ErrCorrupt)
+	}
+	total := logOverhead + int(length)
+	if len(b) < total {
+		return 0, fmt.Errorf("%d bytes left, the batch needs %d: %w", len(b), total, ErrTruncated)
+	}
+	return total, nil
+}
+
+// batchHeader decodes the header of a framed batch (len(b) ≥ 61).
+func batchHeader(b []byte) audit.Batch {
+	attrs := int16(binary.BigEndian.Uint16(b[21:23]))
+	codec := int(attrs & attrCompression)
+	comp := "unknown"
+	if codec < len(compressionNames) {
+		comp = compressionNames[codec]
+	}
+	return audit.Batch{
+		BaseOffset:           int64(binary.BigEndian.Uint64(b[0:8])),
+		PartitionLeaderEpoch: int32(binary.BigEndian.Uint32(b[12:16])),
+		LastOffsetDelta:      int32(binary.BigEndian.Uint32(b[23:27])),
+		MaxTimestamp:         int64(binary.BigEndian.Uint64(b[35:43])),
+		ProducerID:           int64(binary.BigEndian.Uint64(b[43:51])),
+		ProducerEpoch:        int16(binary.BigEndian.Uint16(b[51:53])),
+		BaseSequence:         int32(binary.BigEndian.Uint32(b[53:57])),
+		Transactional:        attrs&attrTransactional != 0,
+		Control:              attrs&attrControl != 0,
+		LogAppendTime:        attrs&attrLogAppendTime != 0,
+		Compression:          comp,
+	}
+}
+
+// DecodeBatch decodes the v2 record batch at the start of b: it checks the
+// magic byte and the CRC-32C, decompresses the records and decodes them,
+// control records included. It returns the batch header, its records (with
+// Topic and Partition from tp) and the bytes consumed, which never exceed
+// len(b). Errors wrap ErrTruncated, ErrOldFormat or audit.ErrCorrupt.
+func DecodeBatch(b []byte, tp audit.TopicPartition) (audit.Batch, []audit.Record, int, error) {
+	total, err := batchFrame(b)
+	if err != nil {
+		return audit.Batch{}, nil, 0, err
+	}
+	b = b[:total]
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(b); err != nil {
+		return audit.Batch{}, nil, 0, fmt.Errorf("decode batch header: %v: %w", err, audit.ErrCorrupt)
+	}
+	if got := crc32.Checksum(b[21:], castagnoli); got != uint32(rb.CRC) {
+		return audit.Batch{}, nil, 0, fmt.Errorf("crc32c %08x, batch says %08x: %w", got, uint32(rb.CRC), audit.ErrCorrupt)
+	}
+	hdr := batchHeader(b)
+	codec := kgo.CompressionCodecType(rb.Attributes & attrCompression)
+	if codec > kgo.CodecZstd {
+		return hdr, nil, 0, fmt.Errorf("compression codec %d: %w", codec, audit.ErrCorrupt)
+	}
+	if rb.NumRecords < 0 {
+		return hdr, nil, 0, fmt.Errorf("record count %d: %w", rb.NumRecords, audit.ErrCorrupt)
+	}
+	data := rb.Records
+	if codec != kgo.CodecNone && rb.NumRecords > 0 {
+		data, err = decompressor().Decompress(rb.Records, codec)
+		if err != nil {
+			return hdr, nil, 0, fmt.Errorf("decompress %s records: %v: %w", hdr.Compression, err, audit.ErrCorrupt)
+		}
+	}
+	recs := make([]audit.Record, 0, min(int(rb.NumRecords), len(data)/7+1))
+	for i := range int(rb.NumRecords) {
+		l, n := binary.Varint(data)
+		if n <= 0 || l < 0 || l > int64(len(data)-n) {
+			return hdr, nil, 0, fmt.Errorf("record %d of %d: bad length: %w", i, rb.NumRecords, audit.ErrCorrupt)
+		}
+		var kr kmsg.Record
+		if err := kr.ReadFrom(data[:n+int(l)]); err != nil {
+			return hdr, nil, 0, fmt.Errorf("record %d of %d: %v: %w", i, rb.NumRecords, err, audit.ErrCorrupt)
+		}
+		data = data[n+int(l):]
+		r := audit.Record{
+			Topic: tp.Topic, Partition: tp.Partition,
+			Offset:    hdr.BaseOffset + int64(kr.OffsetDelta),
+			Key:       kr.Key,
+			Value:     kr.Value,
+			Timestamp: rb.FirstTimestamp + kr.TimestampDelta64,
+			Batch:     hdr,
+		}
+		if hdr.LogAppendTime {
+			r.Timestamp = hdr.MaxTimestamp
+		}
+		if len(kr.Headers) > 0 {
+			r.Headers = make([]audit.Header, len(kr.Headers))
+			for j, h := range kr.Headers {
+				r.Headers[j] = audit.Header{Key: h.Key, Value: h.Value}
+			}
+		}
+		if hdr.Control {
+			m, err := decodeMarker(kr.Key, kr.Value)
+			if err != nil {
+				return hdr, nil, 0, fmt.Errorf("control record at offset %d: %w", r.Offset, err)
+			}
+			r.Marker = m
+		}
+		recs = append(recs, r)
+	}
+	if len(data) != 0 {
+		return hdr, nil, 0, fmt.Errorf("%d bytes after the last of %d records: %w", len(data), rb.NumRecords, audit.ErrCorrupt)
+	}
+	return hdr, recs, total, nil
+}
+
+// decodeMarker decodes a control record's key (version, type) and, for
+// COMMIT and ABORT, its value (version, coordinator epoch).
+func decodeMarker(key, value []byte) (*audit.Marker, error) {
+	var k kmsg.ControlRecordKey
+	if len(key) < 4 || k.ReadFrom(key) != nil {
+		return nil, fmt.Errorf("control key of %d bytes: %w", len(key), audit.ErrCorrupt)
+	}
+	m := &audit.Marker{Type: audit.MarkerType(k.Type), CoordinatorEpoch: -1}
+	if k.Type == kmsg.ControlRecordKeyTypeAbort || k.Type == kmsg.ControlRecordKeyTypeCommit {
+		var v kmsg.EndTxnMarker
+		if len(value) < 6 || v.ReadFrom(value) != nil {
+			return nil, fmt.Errorf("end transaction marker of %d bytes: %w", len(value), audit.ErrCorrupt)
+		}
+		m.CoordinatorEpoch = v.CoordinatorEpoch
+	}
+	return m, nil
+}
+
+// AppendBatch appends recs to dst as one v2 record batch with the header of
+// recs[0].Batch: base offset, last offset delta, leader epoch, producer
+// id/epoch, base sequence, transactional, control and timestamp-type bits
+// and compression. Every record must carry the same batch base offset and
+// an offset inside the batch. Control records without key bytes get them
+// from their Marker. DecodeBatch of the result gives back recs.
+func AppendBatch(dst []byte, recs []audit.Record) ([]byte, error) {
+	if len(recs) == 0 {
+		return dst, fmt.Errorf("append batch: no records")
+	}
+	h := recs[0].Batch
+	codec, err := compressionCodec(h.Compression)
+	if err != nil {
+		return dst, fmt.Errorf("append batch at offset %d: %w", h.BaseOffset, err)
+	}
+	first := recs[0].Timestamp
+	var body []byte
+	for _, r := range recs {
+		if r.Batch.BaseOffset != h.BaseOffset || r.Offset < h.BaseOffset || r.Offset > h.LastOffset() {
+			return dst, fmt.Errorf("append batch at offset %d: record at offset %d belongs to batch %d", h.BaseOffset, r.Offset, r.Batch.BaseOffset)
+		}
+		key, value := r.Key, r.Value
+		if h.Control && key == nil && r.Marker != nil {
+			k := kmsg.ControlRecordKey{Type: kmsg.ControlRecordKeyType(r.Marker.Type)}
+			key = k.AppendTo(nil)
+			v := kmsg.EndTxnMarker{CoordinatorEpoch: r.Marker.CoordinatorEpoch}
+			value = v.AppendTo(nil)
+		}
+		kr := kmsg.Record{
+			TimestampDelta64: r.Timestamp - first,
+			OffsetDelta:      int32(r.Offset - h.BaseOffset),
+			Key:              key,
+			Value:            value,
+		}
+		for _, hd := range r.Headers {
+			kr.Headers = append(kr.Headers, kmsg.Header{Key: hd.Key, Value: hd.Value})
+		}
+		enc := kr.AppendTo(nil) // Length 0 encodes as one byte
+		body = binary.AppendVarint(body, int64(len(enc)-1))
+		body = append(body, enc[1:]...)
+	}
+	if codec != kgo.CodecNone {
+		comp, err := compressor(codec)
+		if err != nil {
+			return dst, fmt.Errorf("append batch at offset %d: %w", h.BaseOffset, err)
+		}
+		var buf bytes.Buffer
+		out, used := comp.Compress(&buf, body)
+		if used != codec {
+			return dst, fmt.Errorf("append batch at offset %d: compress with %s", h.BaseOffset, h.Compression)
+		}
+		body = bytes.Clone(out)
+	}
+	attrs := int16(codec)
+	if h.LogAppendTime {
+		attrs |= attrLogAppendTime
+	}
+	if h.Transactional {
+		attrs |= attrTransactional
+	}
+	if h.Control {
+		attrs |= attrControl
+	}
+	rb := kmsg.RecordBatch{
+		FirstOffset:          h.BaseOffset,
+		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+		Magic:                2,
+		Attributes:           attrs,
+		LastOffsetDelta:      h.LastOffsetDelta,
+		FirstTimestamp:       first,
+		MaxTimestamp:         h.MaxTimestamp,
+		ProducerID:           h.ProducerID,
+		ProducerEpoch:        h.ProducerEpoch,
+		FirstSequence:        h.BaseSequence,
+		NumRecords:           int32(len(recs)),
+		Records:              body,
+	}
+	start := len(dst)
+	dst = rb.AppendTo(dst)
+	b := dst[start:]
+	binary.BigEndian.PutUint32(b[8:12], uint32(len(b)-logOverhead))
+	binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[21:], castagnoli))
+	return dst, nil
+}
