@@ -31,6 +31,7 @@ type appOpts struct {
 	dropOrders   []string
 	slowRepartMs int64
 	rf           int
+	noCache      bool // statestore.cache.max.bytes=0: every update goes downstream at once
 }
 
 // startApp starts the app with state dir stateDir, logging to dir/app-N.log, and writes its
@@ -49,6 +50,9 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	}
 	if len(o.dropOrders) > 0 {
 		props = append(props, "-Ddrop.orders="+strings.Join(o.dropOrders, ","))
+	}
+	if o.noCache {
+		props = append(props, "-Dcache.bytes=0")
 	}
 	if o.slowRepartMs > 0 {
 		props = append(props, fmt.Sprintf("-Dslow.repartition.ms=%d", o.slowRepartMs))

@@ -53,7 +53,8 @@ import org.slf4j.LoggerFactory;
  *       exception would (the "dropped" fault);
  *   <li>{@code seed.timeouts} (true): the seed's producer settings (max.block.ms and
  *       delivery.timeout.ms 18,000,000, acks=all, zstd, 20 MB requests);
- *   <li>{@code slow.repartition.ms}: see {@link ConfluentAvroSerde}.
+ *   <li>{@code slow.repartition.ms}: see {@link ConfluentAvroSerde};
+ *   <li>{@code session.timeout.ms} (6000): the main consumer's, so a killed instance leaves fast.
  * </ul>
  */
 public final class DrillApp {
@@ -108,6 +109,11 @@ public final class DrillApp {
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.getLong("cache.bytes", 30L * 1024 * 1024));
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        // A killed instance's member must leave the group fast, or the restart waits out the
+        // 45 s default session timeout. Not in the seed; drill speed only.
+        p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG),
+                Integer.getInteger("session.timeout.ms", 6000));
+        p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         setIf(p, StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "commit.interval.ms");
         setIf(p, StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "purge.interval.ms");
         if (Boolean.parseBoolean(System.getProperty("seed.timeouts", "true"))) {
