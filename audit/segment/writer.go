@@ -50,6 +50,9 @@ func (w *Writer) Size() int64 { return w.size }
 // Pending reports whether a batch is being gathered.
 func (w *Writer) Pending() bool { return len(w.pending) > 0 }
 
+// DropPending forgets the batch being gathered.
+func (w *Writer) DropPending() { w.pending = w.pending[:0] }
+
 // Flush writes out the batch being gathered.
 func (w *Writer) Flush() error { return w.flush() }
 

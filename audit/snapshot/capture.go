@@ -1,0 +1,382 @@
+package snapshot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/segment"
+)
+
+// CaptureOptions configure Capture.
+type CaptureOptions struct {
+	// Dir is the bundle directory; created when missing. A bundle already
+	// there (a manifest) is resumed.
+	Dir string
+	// AppID is the application.id: the group and the prefix of the
+	// internal topics and transactional ids.
+	AppID string
+	// Topics to capture; empty means the app's topics: those the group
+	// committed offsets for, plus every topic named <AppID>-….
+	Topics []string
+	// Topology is the Topology#describe() text, stored in the manifest.
+	Topology string
+	// Schemas are the schemas used, by id, stored in the manifest.
+	Schemas map[int32]string
+	// Since skips the batches written before it at the start of each
+	// partition, never at or above the group's committed offset there.
+	Since time.Time
+	// MaxBytes stops the run, at a batch boundary, once this many bytes
+	// were written (0: no bound). Run Capture again to continue.
+	MaxBytes int64
+	// Progress is called as offsets are captured: done of total offsets.
+	Progress func(done, total int64)
+}
+
+// clusterIDer is implemented by sources that know their cluster id.
+type clusterIDer interface {
+	ClusterID(ctx context.Context) (string, error)
+}
+
+// Capture writes a bundle of the application's evidence from src into
+// opts.Dir: first the cut (group offsets, then each partition's offsets,
+// topic configs, transactions and producers), then the records of every
+// partition from its log start up to the HW at the cut, batch by batch.
+// When a manifest is already in opts.Dir, Capture resumes it: the cut is
+// kept and each partition continues where the last run stopped. It returns
+// the manifest; Complete is false when MaxBytes stopped the run. Evidence
+// the source cannot give is listed in Manifest.Missing, not an error.
+func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manifest, error) {
+	if opts.Dir == "" || opts.AppID == "" {
+		return nil, errors.New("capture: a directory and an application id are required")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	m, err := ReadManifest(opts.Dir)
+	switch {
+	case err == nil:
+		if m.AppID != opts.AppID {
+			return nil, fmt.Errorf("resume capture in %s: it holds app %q, not %q", opts.Dir, m.AppID, opts.AppID)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if m, err = readCut(ctx, src, opts); err != nil {
+			return nil, err
+		}
+		if err := writeManifest(opts.Dir, m); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("resume capture: %w", err)
+	}
+	return m, copyRecords(ctx, src, opts, m)
+}
+
+// readCut reads everything but the records. The group's offsets are read
+// before the partitions' so that every committed offset is at or below its
+// partition's HW.
+func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manifest, error) {
+	now := time.Now().UTC()
+	if c, ok := src.(audit.Clock); ok {
+		now = c.Now().UTC()
+	}
+	m := &Manifest{Format: FormatVersion, AppID: opts.AppID, CapturedAt: now, Source: src.Describe(),
+		Topology: opts.Topology, Schemas: opts.Schemas}
+	if !opts.Since.IsZero() {
+		since := opts.Since.UTC()
+		m.Since = &since
+	}
+	if c, ok := src.(clusterIDer); ok {
+		if id, err := c.ClusterID(ctx); err == nil {
+			m.ClusterID = id
+		} else {
+			m.Missing = append(m.Missing, "cluster id: "+err.Error())
+		}
+	}
+	g, err := src.GroupOffsets(ctx, opts.AppID)
+	switch {
+	case err == nil:
+		m.Group = groupFrom(g)
+	case errors.Is(err, audit.ErrGroupNotFound) || errors.Is(err, audit.ErrNotSupported):
+		m.Missing = append(m.Missing, "group offsets: "+err.Error())
+	default:
+		return nil, fmt.Errorf("capture group offsets: %w", err)
+	}
+	all, err := src.Topics(ctx)
+	if err != nil && !errors.Is(err, audit.ErrNotSupported) {
+		return nil, fmt.Errorf("capture topics: %w", err)
+	}
+	if err != nil {
+		m.Missing = append(m.Missing, "topic configs: "+err.Error())
+	}
+	topics := opts.Topics
+	if len(topics) == 0 {
+		seen := map[string]bool{}
+		if m.Group != nil {
+			for _, o := range m.Group.Offsets {
+				seen[o.Topic] = true
+			}
+		}
+		for _, t := range all {
+			if strings.HasPrefix(t.Name, opts.AppID+"-") {
+				seen[t.Name] = true
+			}
+		}
+		for t := range seen {
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("capture %s: no topics: the group committed none and none is named %s-…", opts.AppID, opts.AppID)
+	}
+	var tps []audit.TopicPartition
+	for _, topic := range topics {
+		n, err := src.Partitions(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("capture %s: %w", topic, err)
+		}
+		for _, t := range all {
+			if t.Name == topic {
+				m.Topics = append(m.Topics, t)
+			}
+		}
+		for p := range n {
+			tp := audit.TopicPartition{Topic: topic, Partition: p}
+			o, err := src.Offsets(ctx, tp)
+			if err != nil {
+				return nil, fmt.Errorf("capture offsets: %w", err)
+			}
+			m.Partitions = append(m.Partitions, PartitionState{Topic: topic, Partition: p,
+				LogStart: o.LogStart, LSO: o.LSO, HW: o.HW, From: o.LogStart, Next: o.LogStart, Complete: o.HW <= o.LogStart})
+			tps = append(tps, tp)
+		}
+	}
+	txns, err := src.Transactions(ctx, opts.AppID)
+	switch {
+	case err == nil:
+		m.Transactions = append([]audit.Transaction{}, txns...)
+	case errors.Is(err, audit.ErrNotSupported):
+		m.Missing = append(m.Missing, "transactions: "+err.Error())
+	default:
+		return nil, fmt.Errorf("capture transactions: %w", err)
+	}
+	ps, err := src.Producers(ctx, tps)
+	switch {
+	case err == nil:
+		m.Producers = []PartitionProducers{}
+		for _, tp := range tps {
+			if p, ok := ps[tp]; ok {
+				m.Producers = append(m.Producers, PartitionProducers{Topic: tp.Topic, Partition: tp.Partition, Producers: p})
+			}
+		}
+	case errors.Is(err, audit.ErrNotSupported):
+		m.Missing = append(m.Missing, "producers: "+err.Error())
+	default:
+		return nil, fmt.Errorf("capture producers: %w", err)
+	}
+	m.Files = []File{}
+	return m, nil
+}
+
+func partitionDir(tp audit.TopicPartition) string {
+	return tp.Topic + "-" + strconv.Itoa(int(tp.Partition))
+}
+
+// copyRecords copies every incomplete partition, saving the manifest after
+// each one and when stopping.
+func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest) error {
+	m.UpdatedAt = time.Now().UTC()
+	var total, done int64
+	for _, p := range m.Partitions {
+		total += p.HW - p.From
+		done += p.Next - p.From
+	}
+	report := func() {
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+	}
+	report()
+	committed := map[audit.TopicPartition]int64{}
+	if m.Group != nil {
+		for _, o := range m.Group.Offsets {
+			committed[audit.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		}
+	}
+	var written int64
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		if p.Complete {
+			continue
+		}
+		before := p.Next
+		c, hasC := committed[p.TP()]
+		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written)
+		written += n
+		done += p.Next - before
+		report()
+		if serr := saveManifest(opts.Dir, m); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return err
+		}
+		if stop {
+			return nil
+		}
+	}
+	m.Complete = true
+	for _, p := range m.Partitions {
+		m.Complete = m.Complete && p.Complete
+	}
+	return saveManifest(opts.Dir, m)
+}
+
+func saveManifest(dir string, m *Manifest) error {
+	slices.SortFunc(m.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
+	return writeManifest(dir, m)
+}
+
+// copyPartition appends the partition's records from p.Next to its HW to a
+// new segment file. It returns the bytes written and whether the byte
+// budget ran out (budget ≤ 0 with MaxBytes set means none is left).
+func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64) (int64, bool, error) {
+	tp := p.TP()
+	dir := filepath.Join(opts.Dir, partitionDir(tp))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, false, fmt.Errorf("capture %s: %w", tp, err)
+	}
+	if err := removeUnlisted(opts.Dir, dir, m); err != nil {
+		return 0, false, err
+	}
+	if opts.MaxBytes > 0 && budget <= 0 {
+		return 0, true, nil
+	}
+	var (
+		w       *segment.Writer
+		name    string
+		cur     audit.Batch
+		inBatch int64
+		stop    bool
+		skipOld = m.Since != nil && p.Next == p.From
+	)
+	// finish closes the segment and lists it in the manifest.
+	finish := func() error {
+		if w == nil {
+			return nil
+		}
+		w.DropPending() // a batch not read to its end is not kept
+		err := w.Close()
+		size, sum, herr := hashFile(filepath.Join(dir, name))
+		if err == nil {
+			err = herr
+		}
+		if err != nil {
+			return fmt.Errorf("capture %s: %w", tp, err)
+		}
+		m.Files = append(m.Files, File{Path: path.Join(partitionDir(tp), name), Size: size, SHA256: sum})
+		p.Bytes += size
+		w = nil
+		return nil
+	}
+	// endBatch records the batch written: the partition continues after it.
+	endBatch := func() error {
+		if w == nil || !w.Pending() {
+			return nil
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		p.Next = max(p.Next, cur.LastOffset()+1)
+		p.Records += inBatch
+		inBatch = 0
+		return nil
+	}
+	var copyErr error
+	for r, err := range src.Records(ctx, tp, p.Next, p.HW) {
+		if err != nil {
+			copyErr = fmt.Errorf("capture %s: %w", tp, err)
+			break
+		}
+		if skipOld {
+			if r.Batch.MaxTimestamp < m.Since.UnixMilli() && (!hasCommitted || r.Batch.LastOffset() < committed) {
+				p.From = max(p.From, r.Batch.LastOffset()+1)
+				p.Next = p.From
+				continue
+			}
+			skipOld = false
+		}
+		if w != nil && r.Batch.BaseOffset != cur.BaseOffset {
+			if copyErr = endBatch(); copyErr != nil {
+				break
+			}
+			if opts.MaxBytes > 0 && w.Size() >= budget {
+				stop = true
+				break
+			}
+		}
+		if w == nil {
+			name = segment.SegmentName(r.Batch.BaseOffset)
+			if w, copyErr = segment.CreateSegment(filepath.Join(dir, name)); copyErr != nil {
+				break
+			}
+		}
+		cur = r.Batch
+		inBatch++
+		if copyErr = w.Write(r); copyErr != nil {
+			break
+		}
+	}
+	if copyErr == nil && !stop {
+		copyErr = endBatch()
+	}
+	var n int64
+	if w != nil {
+		n = w.Size()
+	}
+	if err := finish(); copyErr == nil {
+		copyErr = err
+	}
+	if copyErr != nil {
+		return n, false, copyErr
+	}
+	if !stop {
+		p.Next, p.Complete = p.HW, true
+		p.From = min(p.From, p.HW)
+	}
+	return n, stop, nil
+}
+
+// removeUnlisted deletes segment files of dir that the manifest does not
+// list: the leftovers of a run that stopped before saving it.
+func removeUnlisted(root, dir string, m *Manifest) error {
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[filepath.Join(root, filepath.FromSlash(f.Path))] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("resume capture: %w", err)
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if strings.HasSuffix(e.Name(), ".log") && !listed[p] {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("resume capture: %w", err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package snapshot
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// ManifestFile is the manifest's name inside a bundle.
+const ManifestFile = "manifest.json"
+
+// FormatVersion is the manifest format this package writes and the newest
+// it reads.
+const FormatVersion = 1
+
+// Manifest describes a bundle. It is rewritten after every partition while
+// capturing, so that an interrupted capture can resume.
+type Manifest struct {
+	Format     int       `json:"format"`
+	ClusterID  string    `json:"cluster_id,omitempty"`
+	AppID      string    `json:"app_id"`
+	CapturedAt time.Time `json:"captured_at"` // when the cut was read
+	UpdatedAt  time.Time `json:"updated_at"`  // the last capture run
+	Source     string    `json:"source"`
+	// Since is the capture's lower time bound, when one was given.
+	Since      *time.Time        `json:"since,omitempty"`
+	Complete   bool              `json:"complete"`
+	Partitions []PartitionState  `json:"partitions"`
+	Group      *Group            `json:"group,omitempty"`
+	Topics     []audit.TopicInfo `json:"topics,omitempty"`
+	// Transactions and Producers are nil when the source could not give
+	// them (see Missing).
+	Transactions []audit.Transaction  `json:"transactions"`
+	Producers    []PartitionProducers `json:"producers"`
+	Topology     string               `json:"topology,omitempty"`
+	Schemas      map[int32]string     `json:"schemas,omitempty"`
+	Files        []File               `json:"files"`
+	// Missing lists the evidence the source could not give, with why.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// PartitionState is one partition's offsets at the cut and the capture's
+// progress on it.
+type PartitionState struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	LogStart  int64  `json:"log_start"`
+	LSO       int64  `json:"lso"`
+	HW        int64  `json:"hw"`
+	// From is the first offset captured: the log start, or later when
+	// Since skipped older batches.
+	From int64 `json:"captured_from"`
+	// Next is the next offset to capture; HW once Complete.
+	Next     int64 `json:"next"`
+	Records  int64 `json:"records"`
+	Bytes    int64 `json:"bytes"`
+	Complete bool  `json:"complete"`
+}
+
+// TP returns the state's topic partition.
+func (p PartitionState) TP() audit.TopicPartition {
+	return audit.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+}
+
+// Group is the application's consumer group at the cut.
+type Group struct {
+	Group   string        `json:"group"`
+	State   string        `json:"state"`
+	Members int           `json:"members"`
+	Offsets []GroupOffset `json:"offsets"`
+}
+
+// GroupOffset is one committed offset of the group.
+type GroupOffset struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Metadata  string `json:"metadata,omitempty"`
+}
+
+// PartitionProducers is the producer state of one partition.
+type PartitionProducers struct {
+	Topic     string           `json:"topic"`
+	Partition int32            `json:"partition"`
+	Producers []audit.Producer `json:"producers"`
+}
+
+// File is one file of the bundle with its sha256.
+type File struct {
+	Path   string `json:"path"` // relative to the bundle, slash-separated
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+func groupFrom(g audit.GroupOffsets) *Group {
+	out := &Group{Group: g.Group, State: g.State, Members: g.Members}
+	for tp, o := range g.Offsets {
+		out.Offsets = append(out.Offsets, GroupOffset{Topic: tp.Topic, Partition: tp.Partition, Offset: o, Metadata: g.Metadata[tp]})
+	}
+	sortGroupOffsets(out.Offsets)
+	return out
+}
+
+func (g *Group) offsets() audit.GroupOffsets {
+	out := audit.GroupOffsets{Group: g.Group, State: g.State, Members: g.Members,
+		Offsets: map[audit.TopicPartition]int64{}, Metadata: map[audit.TopicPartition]string{}}
+	for _, o := range g.Offsets {
+		tp := audit.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		out.Offsets[tp] = o.Offset
+		if o.Metadata != "" {
+			out.Metadata[tp] = o.Metadata
+		}
+	}
+	return out
+}
+
+// ReadManifest reads a bundle's manifest.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode %s: %v: %w", filepath.Join(dir, ManifestFile), err, audit.ErrCorrupt)
+	}
+	if m.Format < 1 || m.Format > FormatVersion {
+		return nil, fmt.Errorf("read %s: format %d, this kaudit reads 1 to %d: %w", filepath.Join(dir, ManifestFile), m.Format, FormatVersion, audit.ErrNotSupported)
+	}
+	return &m, nil
+}
+
+// writeManifest replaces the manifest atomically.
+func writeManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	tmp := filepath.Join(dir, ManifestFile+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ManifestFile)); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	return nil
+}
+
+// hashFile returns a file's size and sha256.
+func hashFile(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return 0, "", err
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func sortGroupOffsets(os []GroupOffset) {
+	slices.SortFunc(os, func(a, b GroupOffset) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+}

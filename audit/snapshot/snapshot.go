@@ -1,0 +1,278 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/segment"
+)
+
+// ErrNotCaptured is wrapped by errors about offsets a bundle should hold
+// and does not: an interrupted capture, a missing or altered file.
+var ErrNotCaptured = fmt.Errorf("evidence not captured or altered: %w", audit.ErrCorrupt)
+
+// Snapshot is a bundle opened for reading: an audit.Source whose records
+// come from the bundle's segment files and everything else from its
+// manifest, and an audit.Clock reading the capture time.
+type Snapshot struct {
+	dir      string
+	m        *Manifest
+	seg      *segment.Dir // nil when no partition holds a record
+	parts    map[audit.TopicPartition]*PartitionState
+	bad      map[audit.TopicPartition]string // why a partition cannot be trusted
+	problems []audit.Finding
+}
+
+var (
+	_ audit.Source = (*Snapshot)(nil)
+	_ audit.Clock  = (*Snapshot)(nil)
+)
+
+// Open opens the bundle in dir. It fails only when the manifest cannot be
+// read. A file that is missing, whose sha256 does not match, or that the
+// manifest does not list, and a partition whose capture stopped early, make
+// Problems list unreadable findings, and reading those partitions fails
+// with an error wrapping ErrNotCaptured.
+func Open(dir string) (*Snapshot, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot: %w", err)
+	}
+	s := &Snapshot{dir: dir, m: m, parts: map[audit.TopicPartition]*PartitionState{}, bad: map[audit.TopicPartition]string{}}
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		s.parts[p.TP()] = p
+	}
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Path] = true
+		tp := s.fileTP(f.Path)
+		size, sum, err := hashFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			s.problem(tp, f.Path+" is missing")
+		case err != nil:
+			s.problem(tp, fmt.Sprintf("read %s: %v", f.Path, err))
+		case sum != f.SHA256 || size != f.Size:
+			s.problem(tp, fmt.Sprintf("%s: sha256 %s (%d bytes), the manifest says %s (%d bytes)", f.Path, sum, size, f.SHA256, f.Size))
+		}
+	}
+	for _, p := range m.Partitions {
+		dirName := partitionDir(p.TP())
+		entries, err := os.ReadDir(filepath.Join(dir, dirName))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.problem(p.TP(), fmt.Sprintf("list %s: %v", dirName, err))
+		}
+		for _, e := range entries {
+			if rel := path.Join(dirName, e.Name()); strings.HasSuffix(e.Name(), ".log") && !listed[rel] {
+				s.problem(p.TP(), rel+" is not in the manifest (a capture that stopped before saving it?)")
+			}
+		}
+		if !p.Complete {
+			s.addProblem(p.TP(), p.Next, p.HW-p.Next, fmt.Sprintf("offsets %d-%d were not captured: the capture stopped early; run kaudit capture again to resume", p.Next, p.HW-1))
+		}
+	}
+	audit.SortFindings(s.problems)
+	if len(m.Files) > 0 {
+		if s.seg, err = segment.OpenDirs(dir); err != nil {
+			return nil, fmt.Errorf("open snapshot: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// fileTP is the partition a bundle file belongs to.
+func (s *Snapshot) fileTP(rel string) audit.TopicPartition {
+	d, _, _ := strings.Cut(rel, "/")
+	if i := strings.LastIndexByte(d, '-'); i > 0 {
+		if p, err := strconv.ParseInt(d[i+1:], 10, 32); err == nil {
+			return audit.TopicPartition{Topic: d[:i], Partition: int32(p)}
+		}
+	}
+	return audit.TopicPartition{Topic: d, Partition: -1}
+}
+
+// problem records an unreadable finding about tp whose files cannot be
+// trusted.
+func (s *Snapshot) problem(tp audit.TopicPartition, detail string) {
+	s.addProblem(tp, -1, 1, detail)
+	if _, ok := s.bad[tp]; !ok {
+		s.bad[tp] = detail
+	}
+}
+
+func (s *Snapshot) addProblem(tp audit.TopicPartition, offset, count int64, detail string) {
+	f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, offset)
+	f.Count = count
+	f.Detail = "snapshot " + s.dir + ": " + detail
+	s.problems = append(s.problems, f)
+}
+
+// Problems lists the bundle's integrity problems as unreadable findings, so
+// that a run over it is incomplete rather than clean.
+func (s *Snapshot) Problems() []audit.Finding { return slices.Clone(s.problems) }
+
+// Manifest returns the bundle's manifest.
+func (s *Snapshot) Manifest() *Manifest { return s.m }
+
+// Now is the capture time.
+func (s *Snapshot) Now() time.Time { return s.m.CapturedAt }
+
+// Describe names the bundle and what it was captured from.
+func (s *Snapshot) Describe() string {
+	return fmt.Sprintf("snapshot %s captured %s from %s", s.dir, s.m.CapturedAt.Format(time.RFC3339), s.m.Source)
+}
+
+// Partitions returns a captured topic's partition count.
+func (s *Snapshot) Partitions(ctx context.Context, topic string) (int32, error) {
+	n := int32(-1)
+	for _, p := range s.m.Partitions {
+		if p.Topic == topic {
+			n = max(n, p.Partition)
+		}
+	}
+	for _, t := range s.m.Topics {
+		if t.Name == topic {
+			n = max(n, t.Partitions-1)
+		}
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("partitions of %s in the snapshot: %w", topic, audit.ErrTopicNotFound)
+	}
+	return n + 1, nil
+}
+
+func (s *Snapshot) part(tp audit.TopicPartition) (*PartitionState, error) {
+	p, ok := s.parts[tp]
+	if ok {
+		return p, nil
+	}
+	if _, err := s.Partitions(context.Background(), tp.Topic); err != nil {
+		return nil, fmt.Errorf("read %s: %w: %w", tp, audit.ErrPartitionNotFound, err)
+	}
+	return nil, fmt.Errorf("read %s in the snapshot: %w", tp, audit.ErrPartitionNotFound)
+}
+
+// Offsets returns the partition's offsets at the cut. When Since made the
+// capture start later than the log start, the first offset captured is the
+// log start: nothing below it can be read.
+func (s *Snapshot) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.PartitionOffsets, error) {
+	p, err := s.part(tp)
+	if err != nil {
+		return audit.PartitionOffsets{}, err
+	}
+	ls := max(p.LogStart, p.From)
+	return audit.PartitionOffsets{LogStart: ls, LSO: max(p.LSO, ls), HW: max(p.HW, ls)}, nil
+}
+
+// Records yields the captured records of [from, to); to < 0 means the HW at
+// the cut. A partition with a problem (see Problems) yields an error
+// wrapping ErrNotCaptured for the offsets it cannot vouch for.
+func (s *Snapshot) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(audit.Record{}, fmt.Errorf("read %s: %w", tp, err))
+			return
+		}
+		p, err := s.part(tp)
+		if err != nil {
+			yield(audit.Record{}, err)
+			return
+		}
+		if to < 0 || to > p.HW {
+			to = p.HW
+		}
+		from = max(from, p.LogStart, p.From)
+		if from >= to {
+			return
+		}
+		if why, ok := s.bad[tp]; ok {
+			yield(audit.Record{}, fmt.Errorf("read %s: %s: %w", tp, why, ErrNotCaptured))
+			return
+		}
+		if s.seg != nil && from < p.Next {
+			for r, err := range s.seg.Records(ctx, tp, from, min(to, p.Next)) {
+				if errors.Is(err, audit.ErrPartitionNotFound) {
+					break // no record was captured: the range was empty
+				}
+				if !yield(r, err) || err != nil {
+					return
+				}
+			}
+		}
+		if to > p.Next {
+			yield(audit.Record{}, fmt.Errorf("read %s: offsets %d-%d were not captured: %w", tp, p.Next, to-1, ErrNotCaptured))
+		}
+	}
+}
+
+// Topics lists the captured topics with their configs at the cut.
+func (s *Snapshot) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
+	out := slices.Clone(s.m.Topics)
+	have := map[string]bool{}
+	for _, t := range out {
+		have[t.Name] = true
+	}
+	for _, p := range s.m.Partitions {
+		if !have[p.Topic] {
+			n, _ := s.Partitions(ctx, p.Topic)
+			out = append(out, audit.TopicInfo{Name: p.Topic, Partitions: n})
+			have[p.Topic] = true
+		}
+	}
+	return out, nil
+}
+
+// GroupOffsets returns the app's group offsets at the cut.
+func (s *Snapshot) GroupOffsets(ctx context.Context, group string) (audit.GroupOffsets, error) {
+	if s.m.Group == nil || s.m.Group.Group != group {
+		return audit.GroupOffsets{}, fmt.Errorf("group %s in the snapshot: %w", group, audit.ErrGroupNotFound)
+	}
+	return s.m.Group.offsets(), nil
+}
+
+// Transactions returns the captured transactional ids starting with prefix.
+func (s *Snapshot) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
+	if s.m.Transactions == nil {
+		return nil, fmt.Errorf("transactions in the snapshot: not captured: %w", audit.ErrNotSupported)
+	}
+	var out []audit.Transaction
+	for _, t := range s.m.Transactions {
+		if strings.HasPrefix(t.TransactionalID, prefix) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// Producers returns the captured producer state of the partitions asked.
+func (s *Snapshot) Producers(ctx context.Context, tps []audit.TopicPartition) (map[audit.TopicPartition][]audit.Producer, error) {
+	if s.m.Producers == nil {
+		return nil, fmt.Errorf("producers in the snapshot: not captured: %w", audit.ErrNotSupported)
+	}
+	out := map[audit.TopicPartition][]audit.Producer{}
+	for _, pp := range s.m.Producers {
+		tp := audit.TopicPartition{Topic: pp.Topic, Partition: pp.Partition}
+		if slices.Contains(tps, tp) {
+			out[tp] = pp.Producers
+		}
+	}
+	return out, nil
+}
+
+// Topology returns the Topology#describe() text captured, if any.
+func (s *Snapshot) Topology() string { return s.m.Topology }
+
+// Schemas returns the schemas captured, by id.
+func (s *Snapshot) Schemas() map[int32]string { return s.m.Schemas }
