@@ -94,33 +94,35 @@ type Window struct {
 // maxFill bounds how many empty minutes timeline fills in (a week).
 const maxFill = 7 * 24 * 60
 
-// timeline returns the report's minutes sorted by start, with minutes that
-// are missing between the first and the last filled in as zeros (nothing
-// produced), unless the span is longer than a week.
+const minuteMs = int64(time.Minute / time.Millisecond)
+
+// timeline returns the report's minutes sorted by start, duplicates added
+// up, with the minutes missing between the first and the last filled in
+// as zeros (nothing produced), unless the span is longer than a week.
 func timeline(r *audit.Report) []audit.Minute {
 	ms := slices.Clone(r.Timeline)
 	slices.SortFunc(ms, func(a, b audit.Minute) int { return cmp.Compare(a.Start, b.Start) })
 	if len(ms) < 2 {
 		return ms
 	}
-	const minute = int64(time.Minute / time.Millisecond)
-	span := (ms[len(ms)-1].Start - ms[0].Start) / minute
-	if span > maxFill {
-		return ms
-	}
-	out := make([]audit.Minute, 0, span+1)
+	first, last := ms[0].Start, ms[len(ms)-1].Start
+	fill := last-first >= 0 && (last-first)/minuteMs <= maxFill // the difference may overflow
+	out := make([]audit.Minute, 0, len(ms))
 	for i, m := range ms {
 		if i > 0 {
-			for t := out[len(out)-1].Start + minute; t < m.Start; t += minute {
-				out = append(out, audit.Minute{Start: t})
-			}
-			if out[len(out)-1].Start == m.Start { // duplicate minute: add up
-				last := &out[len(out)-1]
-				last.Produced += m.Produced
-				last.Committed += m.Committed
-				last.Aborted += m.Aborted
-				last.Vanished += m.Vanished
+			prev := &out[len(out)-1]
+			if prev.Start == m.Start {
+				prev.Produced += m.Produced
+				prev.Committed += m.Committed
+				prev.Aborted += m.Aborted
+				prev.Vanished += m.Vanished
 				continue
+			}
+			if fill {
+				base := prev.Start
+				for k := int64(1); k < (m.Start-base)/minuteMs; k++ {
+					out = append(out, audit.Minute{Start: base + k*minuteMs})
+				}
 			}
 		}
 		out = append(out, m)
@@ -132,8 +134,8 @@ func timeline(r *audit.Report) []audit.Minute {
 // transaction, any vanished record, or a production gap (nothing produced,
 // or under a tenth of the median of active minutes, while minutes before
 // and after were active).
-func flagged(ms []audit.Minute) []bool {
-	fl := make([]bool, len(ms))
+func flagged(ms []audit.Minute) (incident, gap []bool) {
+	incident, gap = make([]bool, len(ms)), make([]bool, len(ms))
 	var active []int64
 	first, last := -1, -1
 	for i, m := range ms {
@@ -151,28 +153,48 @@ func flagged(ms []audit.Minute) []bool {
 		median = active[len(active)/2]
 	}
 	for i, m := range ms {
-		gap := i > first && i < last && m.Produced*10 < median
-		fl[i] = m.Aborted > 0 || m.Vanished > 0 || gap
+		gap[i] = i > first && i < last && m.Produced < median/10+boolInt(median%10 != 0)
+		incident[i] = m.Aborted > 0 || m.Vanished > 0 || gap[i]
 	}
-	return fl
+	return incident, gap
 }
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// run is the index range [first, last] of ms that a Window covers.
+type run struct{ first, last int }
 
 // incidentWindows groups flagged minutes into windows, joining runs that
 // are at most two quiet minutes apart.
 func incidentWindows(ms []audit.Minute) []Window {
-	fl := flagged(ms)
-	var out []Window
+	ws, _ := incidentRuns(ms)
+	return ws
+}
+
+func incidentRuns(ms []audit.Minute) ([]Window, []run) {
+	fl, gaps := flagged(ms)
+	var ws []Window
+	var runs []run
 	start, end := -1, -1
 	emit := func() {
 		if start < 0 {
 			return
 		}
 		w := Window{Start: time.UnixMilli(ms[start].Start).UTC(), End: time.UnixMilli(ms[end].Start).UTC().Add(time.Minute)}
-		for _, m := range ms[start : end+1] {
-			w.Aborted += m.Aborted
-			w.Vanished += m.Vanished
+		for i := start; i <= end; i++ {
+			w.Aborted += ms[i].Aborted
+			w.Vanished += ms[i].Vanished
+			if gaps[i] {
+				w.GapMinutes++
+			}
 		}
-		out = append(out, w)
+		ws = append(ws, w)
+		runs = append(runs, run{start, end})
 	}
 	for i, f := range fl {
 		if !f {
@@ -186,34 +208,5 @@ func incidentWindows(ms []audit.Minute) []Window {
 		start, end = i, i
 	}
 	emit()
-	gaps := gapMinutes(ms)
-	for i := range out {
-		for j, m := range ms {
-			t := time.UnixMilli(m.Start).UTC()
-			if gaps[j] && !t.Before(out[i].Start) && t.Before(out[i].End) {
-				out[i].GapMinutes++
-			}
-		}
-	}
-	return out
-}
-
-// gapMinutes marks the production-gap minutes alone.
-func gapMinutes(ms []audit.Minute) []bool {
-	only := make([]audit.Minute, len(ms))
-	for i, m := range ms {
-		only[i] = audit.Minute{Start: m.Start, Produced: m.Produced}
-	}
-	return flagged(only)
-}
-
-// inWindow reports whether a minute starting at ms falls in one of ws.
-func inWindow(ws []Window, ms int64) bool {
-	t := time.UnixMilli(ms).UTC()
-	for _, w := range ws {
-		if !t.Before(w.Start) && t.Before(w.End) {
-			return true
-		}
-	}
-	return false
+	return ws, runs
 }

@@ -18,7 +18,9 @@ func testOptions() Options {
 	return Options{Now: testNow, KafkaVersion: "3.6.1", SVGPath: "timeline.svg", ReplayBootstrap: "broker1:9092"}
 }
 
-func tp(topic string, p int32) audit.TopicPartition { return audit.TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) audit.TopicPartition {
+	return audit.TopicPartition{Topic: topic, Partition: p}
+}
 
 const repartition = "orders-app-KSTREAM-KEY-SELECT-0000000003-repartition"
 

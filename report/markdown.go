@@ -32,7 +32,7 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	var b strings.Builder
 	md := &mdWriter{b: &b}
 	ms := timeline(r)
-	windows := incidentWindows(ms)
+	windows, runs := incidentRuns(ms)
 
 	md.f("# kaudit postmortem: %s\n\n", text(orDash(r.AppID)))
 	md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
@@ -54,7 +54,7 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	writeCut(md, r)
 	writeTopology(md, r)
 	writeFunnel(md, r)
-	writeTimeline(md, r, ms, windows, o)
+	writeTimeline(md, r, ms, windows, runs, o)
 	writeFindings(md, r, o)
 	writeLineage(md, r)
 	writeNext(md, r, o)
@@ -415,7 +415,7 @@ func funnelKeys(recs map[string]int64) []string {
 	return append(keys, extra...)
 }
 
-func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []Window, o Options) {
+func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []Window, runs []run, o Options) {
 	md.s("## Timeline\n\n")
 	if len(ms) == 0 {
 		md.s("The report holds no timeline.\n\n")
@@ -435,18 +435,18 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 		md.s("\n")
 	}
 	show := make([]bool, len(ms))
+	marked := make([]bool, len(ms))
+	for _, rn := range runs {
+		for i := rn.first; i <= rn.last; i++ {
+			marked[i] = true
+		}
+		for i := max(rn.first-mdTimelinePad, 0); i <= min(rn.last+mdTimelinePad, len(ms)-1); i++ {
+			show[i] = true
+		}
+	}
 	if len(ms) <= mdTimelineAll {
 		for i := range show {
 			show[i] = true
-		}
-	} else {
-		pad := int64(mdTimelinePad) * int64(time.Minute/time.Millisecond)
-		for i, m := range ms {
-			for _, w := range windows {
-				if m.Start >= w.Start.UnixMilli()-pad && m.Start < w.End.UnixMilli()+pad {
-					show[i] = true
-				}
-			}
 		}
 	}
 	md.header("minute (UTC)", ">produced", ">txns committed", ">txns aborted", ">vanished", "incident")
@@ -469,7 +469,7 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 		}
 		flush()
 		mark := ""
-		if inWindow(windows, m.Start) {
+		if marked[i] {
 			mark = "◀ incident"
 		}
 		md.row(time.UnixMilli(m.Start).UTC().Format("2006-01-02 15:04"), num(m.Produced), num(m.Committed), num(m.Aborted), num(m.Vanished), mark)

@@ -46,9 +46,9 @@ func TimelineSVG(w io.Writer, r *audit.Report) error {
 	}
 	x := func(i int) int { return left + i*barW }
 	// Incident windows.
-	for _, win := range incidentWindows(ms) {
-		i0 := int(win.Start.Sub(time.UnixMilli(ms[0].Start)) / time.Minute)
-		n := int(win.End.Sub(win.Start) / time.Minute)
+	windows, runs := incidentRuns(ms)
+	for k, win := range windows {
+		i0, n := runs[k].first, runs[k].last-runs[k].first+1
 		fmt.Fprintf(&b, `<rect class="incident" x="%d" y="%d" width="%d" height="%d" fill="#fde2e2"><title>%s</title></rect>`+"\n",
 			x(i0), top, n*barW, prodH+gap+txnH, esc(fmt.Sprintf("incident window %s–%s", win.Start.Format("15:04"), win.End.Format("15:04"))))
 	}
