@@ -142,7 +142,12 @@ func (t *Topology) index() map[string]*nodeRef {
 // up: join processors and foreign-key resolvers.
 func joinReader(name string) bool {
 	l := strings.ToLower(name)
-	return strings.Contains(l, "join") || strings.Contains(l, "resolver")
+	for _, w := range []string{"join", "resolver", "outerthis", "outerother"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyChanger reports whether a processor's name says it may change keys.
@@ -228,6 +233,12 @@ func (t *Topology) Layout(appID string) *Layout {
 	})
 	l.Joins = t.joins(l)
 	l.Edges = t.flow(l)
+	if l.Stores == nil {
+		l.Stores = []StoreUse{}
+	}
+	if l.Edges == nil {
+		l.Edges = []FlowEdge{}
+	}
 	for _, st := range t.SubTopologies {
 		for _, n := range st.Nodes {
 			if n.Kind == KindSink && n.Extractor != "" {

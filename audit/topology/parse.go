@@ -104,6 +104,7 @@ type parser struct {
 	// seen is set for a node once its --> or <-- line is read.
 	succSeen, predSeen bool
 	names              map[string]int // node name → line
+	globals            bool           // after Kafka 1.x's "Global Stores:"
 	ids                map[int]bool
 }
 
@@ -112,13 +113,23 @@ func (p *parser) parseLine(s string) error {
 	switch {
 	case trimmed == "":
 		return nil
-	case trimmed == "Topologies:":
+	case trimmed == "Global Stores:":
+		// Kafka 1.x's footer, followed by "none" or nothing.
+		if err := p.closeNode(); err != nil {
+			return err
+		}
+		p.globals = true
+		return nil
+	case trimmed == "none" && p.globals:
+		return nil
+	case trimmed == "Topologies:" || trimmed == "Sub-topologies:":
 		if p.header || p.sub != nil {
 			return errAt(p.line, "unexpected %q", trimmed)
 		}
 		p.header = true
 		return nil
 	case strings.HasPrefix(trimmed, "Sub-topology:"):
+		p.globals = false
 		return p.subTopology(trimmed)
 	case strings.HasPrefix(trimmed, "Source:"), strings.HasPrefix(trimmed, "Processor:"), strings.HasPrefix(trimmed, "Sink:"):
 		return p.nodeLine(trimmed)
@@ -187,54 +198,80 @@ func (p *parser) nodeLine(s string) error {
 	if p.sub == nil {
 		return errAt(p.line, "node before any \"Sub-topology:\" line")
 	}
+	if p.globals {
+		return errAt(p.line, "global stores in the Kafka 1.x layout are not supported: print the topology with Kafka 2.0 or later")
+	}
 	if err := p.closeNode(); err != nil {
 		return err
 	}
 	kindWord, rest, _ := strings.Cut(s, ":")
-	rest = strings.TrimPrefix(rest, " ")
+	rest = strings.TrimLeft(rest, " ")
 	n := Node{Line: p.line}
-	var open string
+	var markers []string
 	switch kindWord {
 	case "Source":
-		n.Kind, open = KindSource, " (topics: "
+		n.Kind, markers = KindSource, []string{"(topics: "}
 	case "Processor":
-		n.Kind, open = KindProcessor, " (stores: "
+		n.Kind, markers = KindProcessor, []string{"(stores: "}
 	case "Sink":
-		n.Kind = KindSink
-		open = " (topic: "
-		if i, j := strings.Index(rest, open), strings.Index(rest, " (extractor class: "); j >= 0 && (i < 0 || j < i) {
-			open = " (extractor class: "
+		n.Kind, markers = KindSink, []string{"(topic: ", "(extractor class: "}
+	}
+	i, open := -1, ""
+	for _, m := range markers {
+		if j := strings.Index(rest, m); j >= 0 && (i < 0 || j < i) {
+			i, open = j, m
 		}
 	}
-	i := strings.Index(rest, open)
-	if i < 0 || !strings.HasSuffix(rest, ")") {
-		return errAt(p.line, "%s line: want %q…\")\"", strings.ToLower(kindWord), strings.TrimSpace(open))
+	if i < 0 {
+		return errAt(p.line, "%s line: want %q…\")\"", strings.ToLower(kindWord), markers[0])
 	}
-	n.Name = rest[:i]
-	body := rest[i+len(open) : len(rest)-1]
+	// Kafka 2.x+ prints "name (topics: …)" on a line of its own; Kafka 1.x
+	// printed "name(topics: …) --> a <-- b" with the edges inline.
+	name, legacy := rest[:i], true
+	if strings.HasSuffix(name, " ") {
+		name, legacy = name[:len(name)-1], false
+	}
+	n.Name = name
+	remainder := rest[i+len(open):]
+	body, edges := "", ""
+	j := strings.Index(remainder, ") --> ")
+	if k := strings.Index(remainder, ") <-- "); k >= 0 && (j < 0 || k < j) {
+		j = k
+	}
+	switch {
+	case j >= 0:
+		body, edges = remainder[:j], remainder[j+2:]
+	case strings.HasSuffix(remainder, ")"):
+		body = remainder[:len(remainder)-1]
+	default:
+		return errAt(p.line, "%s line: no closing \")\"", strings.ToLower(kindWord))
+	}
 	if err := checkName(n.Name); err != nil {
 		return errAt(p.line, "%v", err)
 	}
 	switch open {
-	case " (topics: ":
-		if l, ok := bracketList(body); ok {
-			if len(l) == 0 {
-				return errAt(p.line, "source %s reads no topic", n.Name)
-			}
+	case "(topics: ":
+		l, ok := bracketList(body)
+		switch {
+		case ok && len(l) == 0:
+			return errAt(p.line, "source %s reads no topic", n.Name)
+		case ok:
 			n.Topics = l
-		} else {
-			if body == "" {
-				return errAt(p.line, "source %s has an empty pattern", n.Name)
-			}
+		case body == "":
+			return errAt(p.line, "source %s has an empty pattern", n.Name)
+		case legacy:
+			n.Topics = strings.Split(body, ", ")
+			slices.Sort(n.Topics)
+		default:
 			n.Pattern = body
 		}
-	case " (stores: ":
+	case "(stores: ":
 		l, ok := bracketList(body)
 		if !ok {
 			return errAt(p.line, "processor %s: want a store list in brackets, got %q", n.Name, clip(body))
 		}
 		n.Stores = l
-	case " (topic: ":
+	case "(topic: ":
 		if body == "" {
 			return errAt(p.line, "sink %s has an empty topic", n.Name)
 		}
@@ -255,6 +292,25 @@ func (p *parser) nodeLine(s string) error {
 	p.sub.Nodes = append(p.sub.Nodes, n)
 	p.node = &p.sub.Nodes[len(p.sub.Nodes)-1]
 	p.succSeen, p.predSeen = false, false
+	// Inline edges: "--> a, b <-- c", "--> a" or "<-- c".
+	if edges != "" {
+		succ, pred, hasPred := edges, "", false
+		if strings.HasPrefix(edges, "<-- ") {
+			succ, pred, hasPred = "", edges, true
+		} else if a, b, ok := strings.Cut(edges, " <-- "); ok {
+			succ, pred, hasPred = a, "<-- "+b, true
+		}
+		if succ != "" {
+			if err := p.edgeLine(succ); err != nil {
+				return err
+			}
+		}
+		if hasPred {
+			if err := p.edgeLine(pred); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

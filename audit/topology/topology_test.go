@@ -199,6 +199,41 @@ func sameGraph(a, b *Topology) bool {
 	return reflect.DeepEqual(strip(a), strip(b))
 }
 
+// TestParseLegacy: the one-line-per-node layout of Kafka 1.x parses to
+// the graph the current layout gives.
+func TestParseLegacy(t *testing.T) {
+	legacy := "Sub-topologies:\n" +
+		"  Sub-topology: 0\n" +
+		"\tSource:  in-source(topics: clicks, views) --> counter\n" +
+		"\tProcessor: counter(stores: [counts]) --> out-sink <-- in-source\n" +
+		"\tSink: out-sink(topic: click-counts) <-- counter\n" +
+		"Global Stores:\n" +
+		"  none\n"
+	current := "Topologies:\n" +
+		"   Sub-topology: 0\n" +
+		"    Source: in-source (topics: [clicks, views])\n" +
+		"      --> counter\n" +
+		"    Processor: counter (stores: [counts])\n" +
+		"      --> out-sink\n" +
+		"      <-- in-source\n" +
+		"    Sink: out-sink (topic: click-counts)\n" +
+		"      <-- counter\n\n"
+	got, err := ParseString(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ParseString(current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameGraph(got, want) {
+		t.Errorf("legacy parse:\n%s\nwant:\n%s", got, want)
+	}
+	if got.String() != current {
+		t.Errorf("Format:\n%q\nwant:\n%q", got.String(), current)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	seed, err := os.ReadFile(filepath.Join(describeDir, "3.6", "seed.txt"))
 	if err != nil {
@@ -225,6 +260,8 @@ func TestParseErrors(t *testing.T) {
 		{"one-sided edge", "Topologies:\n   Sub-topology: 0\n    Source: a (topics: [t])\n      --> b\n    Processor: b (stores: [])\n      --> none\n      <-- none\n", 5, "does not list a among its predecessors"},
 		{"garbage in a sub-topology", "Topologies:\n   Sub-topology: 0\n    Source: a (topics: [t])\n      --> none\n    hello\n", 5, "unexpected"},
 		{"store list without brackets", "Topologies:\n   Sub-topology: 0\n    Processor: p (stores: s)\n", 3, "store list"},
+		{"no closing parenthesis", "Topologies:\n   Sub-topology: 0\n    Source: a (topics: [t]\n", 3, "no closing"},
+		{"legacy global store", "Sub-topologies:\n  Sub-topology: 0\n    Source: a(topics: t) --> none\nGlobal Stores:\n    Source: g(topics: u) --> none\n", 5, "not supported"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseString(tt.in)
