@@ -42,6 +42,9 @@ func TestOpenUnreachable(t *testing.T) {
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error %q shows the password", err)
 	}
+	if errors.Is(err, ErrConfig) {
+		t.Errorf("an unreachable cluster is not a config error: %v", err)
+	}
 	if took > 3*time.Second {
 		t.Errorf("Open took %s with a 700ms timeout", took)
 	}
@@ -59,8 +62,8 @@ func TestOpenConfigErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Open(t.Context(), tt.cfg)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want one containing %q", err, tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrConfig) {
+				t.Fatalf("err = %v, want an ErrConfig containing %q", err, tt.want)
 			}
 		})
 	}

@@ -21,6 +21,10 @@ var (
 	_ audit.Clock           = (*Source)(nil)
 )
 
+// ErrConfig marks an Open error caused by the client configuration (the
+// properties or the bootstrap list) rather than by the cluster.
+var ErrConfig = errors.New("invalid client configuration")
+
 // DefaultTimeout bounds one request, and reaching the cluster in Open, when
 // Config.Timeout is zero.
 const DefaultTimeout = 30 * time.Second
@@ -60,7 +64,7 @@ var auditedConfigs = []string{
 // The error names the bootstrap servers and never a secret.
 func Open(ctx context.Context, cfg Config) (*Source, error) {
 	if len(cfg.Bootstrap) == 0 {
-		return nil, errors.New("open cluster: no bootstrap servers")
+		return nil, fmt.Errorf("open cluster: %w: no bootstrap servers", ErrConfig)
 	}
 	servers := strings.Join(cfg.Bootstrap, ",")
 	timeout := cfg.Timeout
@@ -73,7 +77,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	}
 	sec, err := securityOpts(cfg.Properties)
 	if err != nil {
-		return nil, fmt.Errorf("configure client for %s: %w", servers, err)
+		return nil, fmt.Errorf("configure client for %s: %w: %w", servers, ErrConfig, err)
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Bootstrap...),
@@ -88,7 +92,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	}, sec...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("configure client for %s: %w", servers, err)
+		return nil, fmt.Errorf("configure client for %s: %w: %w", servers, ErrConfig, err)
 	}
 	s := &Source{cl: cl, adm: kadm.NewClient(cl), bootstrap: slices.Clone(cfg.Bootstrap), timeout: timeout}
 	pctx, cancel := context.WithTimeout(ctx, timeout)

@@ -20,10 +20,6 @@ func ledgerCommand() *cli.Command {
 	return &cli.Command{Name: "ledger", Usage: "the fate of every offset of a topic", Action: notBuilt("ledger")}
 }
 
-func txnsCommand() *cli.Command {
-	return &cli.Command{Name: "txns", Usage: "transactions, producers and hanging transactions", Action: notBuilt("txns")}
-}
-
 func demoCommand() *cli.Command {
 	return &cli.Command{Name: "demo", Usage: "an embedded incident, audited", Action: notBuilt("demo")}
 }
