@@ -156,6 +156,7 @@ func (d *drill) stopCluster(ctx context.Context) {
 		return
 	}
 	_ = d.cluster(ctx, "stop")
+	d.brokers = 0
 }
 
 func bootstrapFor(n int) string {

@@ -191,19 +191,23 @@ func scenarioRetentionGap(ctx context.Context, r *scRun) error {
 		expectRange("retention-gap", rep.byCause("retention-gap"), topicOrders, p, c, c+k))
 }
 
-// scenarioPurgedBeforeCommit: the app runs with a slow repartition deserializer and is stopped
-// cleanly mid-input, so committed repartition records wait unconsumed; the first five of them
-// on the fullest repartition partition are deleted (what KAFKA-17635 does). kaudit runs before
-// the app restarts: purged-before-commit on that range.
+// scenarioPurgedBeforeCommit: after a clean baseline (every repartition partition has a
+// committed offset), a second wave arrives and the app runs with a slow repartition
+// deserializer: stage 1 (source -> repartition) finishes while stage 2 (repartition -> reduce)
+// has barely started. The app is stopped cleanly; committed repartition records wait
+// unconsumed. The first five of them on the fullest repartition partition are deleted (what
+// KAFKA-17635 does). kaudit runs before the app restarts: purged-before-commit on that range.
 func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
-	if err := r.produce(ctx, genWave(wave1), 200, 0); err != nil {
+	if _, err := r.baseline(ctx, appOpts{purgeMs: largePurge}); err != nil {
+		return err
+	}
+	if err := r.produce(ctx, genWave(waveSpec{wave: 2, orders: 100, payments: true, shipments: true}), 200, 0); err != nil {
 		return err
 	}
 	if err := r.startApp(ctx, appOpts{purgeMs: largePurge, slowRepartMs: 15}); err != nil {
 		return err
 	}
-	// Stop once about a third of the input is committed: the backlog is then on the repartition
-	// topics (stage 1 runs ahead of the slow stage 2).
+	// Stop once stage 1 has committed all of the source.
 	deadline := time.Now().Add(120 * time.Second)
 	for {
 		s, err := r.d.observe(ctx)
@@ -218,12 +222,12 @@ func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
 				c += v
 			}
 		}
-		if c*3 >= hw {
+		if c >= hw {
 			logf("source committed %d of %d: stopping the app", c, hw)
 			break
 		}
 		if time.Now().After(deadline) || !r.app.alive() {
-			return fmt.Errorf("the app did not commit a third of the input within 120s (%d of %d)", c, hw)
+			return fmt.Errorf("stage 1 did not commit the source within 120s (%d of %d)", c, hw)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -245,7 +249,10 @@ func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
 	var best cand
 	for _, t := range s.repartitions() {
 		for p, lso := range s.lso[t] {
-			c, _ := s.committed.get(t, p)
+			c, ok := s.committed.get(t, p)
+			if !ok || c == 0 {
+				return fmt.Errorf("%s/%d has no committed offset after the baseline", t, p)
+			}
 			recs, err := r.d.readPartition(ctx, t, p, c, lso, true)
 			if err != nil {
 				return err

@@ -74,10 +74,24 @@ func (d *drill) runScenario(ctx context.Context, sc scenario) (err error) {
 		if werr := writeJSON(filepath.Join(r.dir, "truth.json"), r.truth); werr != nil && err == nil {
 			err = werr
 		}
-		d.stopCluster(context.Background())
+		if err != nil {
+			// The next scenario starts from a fresh cluster, whatever this one left behind.
+			d.stopCluster(context.Background())
+		}
 	}()
-	if err := d.freshCluster(ctx, sc.brokers); err != nil {
-		return err
+	reused := false
+	if d.brokers == sc.brokers {
+		if rerr := d.resetCluster(ctx); rerr != nil {
+			logf("reset the running cluster: %v; starting a fresh one", rerr)
+		} else {
+			reused = true
+			logf("reusing the running %d-broker cluster (group and topics deleted)", d.brokers)
+		}
+	}
+	if !reused {
+		if err := d.freshCluster(ctx, sc.brokers); err != nil {
+			return err
+		}
 	}
 	if err := d.createTopics(ctx); err != nil {
 		return err
