@@ -173,6 +173,7 @@ type SpecError struct {
 	Line  int
 	Field string
 	Msg   string
+	col   int
 }
 
 func (e *SpecError) Error() string {
@@ -206,7 +207,11 @@ func LoadSpec(path string) (*Spec, error) {
 func ParseSpec(name string, data []byte) (*Spec, error) {
 	s := &Spec{File: name}
 	if err := yaml.UnmarshalWithOptions(data, s, yaml.Strict()); err != nil {
-		return nil, yamlError(name, err)
+		se := yamlError(name, err)
+		if f := fieldAt(data, se.Line, se.col); f != "" {
+			se.Field = f
+		}
+		return nil, se
 	}
 	s.File = name
 	doc, err := yamlparser.ParseBytes(data, 0)
@@ -220,7 +225,7 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 	return s, nil
 }
 
-func yamlError(file string, err error) error {
+func yamlError(file string, err error) *SpecError {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
 		msg := ye.GetMessage()
@@ -233,9 +238,38 @@ func yamlError(file string, err error) error {
 		case errors.As(err, &te) && te.StructFieldName != nil:
 			field = *te.StructFieldName
 		}
-		return &SpecError{File: file, Line: ye.GetToken().Position.Line, Field: field, Msg: msg}
+		pos := ye.GetToken().Position
+		return &SpecError{File: file, Line: pos.Line, Field: field, Msg: msg, col: pos.Column}
 	}
 	return &SpecError{File: file, Msg: err.Error()}
+}
+
+// fieldVisitor finds the path of the node at a line and column.
+type fieldVisitor struct {
+	line, col int
+	path      string
+}
+
+func (v *fieldVisitor) Visit(n ast.Node) ast.Visitor {
+	if tk := n.GetToken(); tk != nil && v.path == "" && tk.Position.Line == v.line && tk.Position.Column == v.col {
+		v.path = n.GetPath()
+	}
+	return v
+}
+
+// fieldAt names the field at a position of the YAML text, "" when unknown.
+func fieldAt(data []byte, line, col int) string {
+	doc, err := yamlparser.ParseBytes(data, 0)
+	if err != nil {
+		return ""
+	}
+	v := &fieldVisitor{line: line, col: col}
+	for _, d := range doc.Docs {
+		if d.Body != nil {
+			ast.Walk(v, d.Body)
+		}
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(v.path, "$"), ".")
 }
 
 // line finds the line of a YAML path such as $.tables[0].reduce; 0 when

@@ -47,7 +47,7 @@ func TestParseSpecErrors(t *testing.T) {
 		in   string
 		want string // "file:line: field: message" prefix
 	}{
-		{"misspelt field", table + "    selct_key: value.id\n    reduce: latest\n", `k.yaml:5: selct_key: unknown field "selct_key"`},
+		{"misspelt field", table + "    selct_key: value.id\n    reduce: latest\n", `k.yaml:5: tables[0].selct_key: unknown field "selct_key"`},
 		{"expression that does not compile", table + "    select_key: value.id +\n    reduce: latest\n", `k.yaml:5: tables[0].select_key: compile expression "value.id +"`},
 		{"unknown name in an expression", table + "    select_key: val.id\n    reduce: latest\n", `k.yaml:5: tables[0].select_key: compile expression "val.id": unknown name val`},
 		{"reducer expression", table + "    reduce: {expr: 'agg +* value'}\n", `k.yaml:5: tables[0].reduce: compile expression`},
@@ -64,7 +64,8 @@ func TestParseSpecErrors(t *testing.T) {
 		{"join type", "app_id: a\ntables:\n  - {name: x, source: y, reduce: latest}\njoins:\n  - {output: o, left: x, right: x, type: full}\n", `k.yaml:5: joins[0].type: unknown join type "full"`},
 		{"joiner with r2 of one right table", "app_id: a\ntables:\n  - {name: x, source: y, reduce: latest}\njoins:\n  - {output: o, left: x, right: x, value: 'r2'}\n", `k.yaml:5: joins[0].value: compile expression "r2": unknown name r2`},
 		{"yaml syntax", "app_id: [\n", `k.yaml:1: `},
-		{"wrong type", "app_id: a\ntables: 3\n", `k.yaml:2: `},
+		{"wrong type", "app_id: a\ntables: 3\n", `k.yaml:2: tables: `},
+		{"wrong type deeper", "app_id: a\ntables:\n  - {name: [x], source: y, reduce: latest}\n", `k.yaml:3: tables[0].name: `},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseSpec("k.yaml", []byte(tt.in))
