@@ -157,9 +157,9 @@ func (m *Memory) Records(ctx context.Context, tp audit.TopicPartition, from, to 
 		m.mu.Lock()
 		p, err := m.part(tp)
 		var recs []audit.Record
-		var hw int64
+		var hw, logStart int64
 		if err == nil {
-			recs, hw = p.recs, p.offsets.HW
+			recs, hw, logStart = p.recs, p.offsets.HW, p.offsets.LogStart
 		}
 		m.mu.Unlock()
 		if err != nil {
@@ -169,6 +169,7 @@ func (m *Memory) Records(ctx context.Context, tp audit.TopicPartition, from, to 
 		if to < 0 || to > hw {
 			to = hw
 		}
+		from = max(from, logStart)
 		i := sort.Search(len(recs), func(i int) bool { return recs[i].Offset >= from })
 		for ; i < len(recs) && recs[i].Offset < to; i++ {
 			if err := ctx.Err(); err != nil {

@@ -1,0 +1,301 @@
+package audittest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+func (g *gen) producer(sub, idx int) string {
+	return fmt.Sprintf("%s-6f1c0e2a-9d5d-4dd6-bc4c-cf8320df3bb2-%d-%d", g.s.AppID, sub, idx)
+}
+
+// txn writes one transaction's records, aborting and replaying it when the
+// scenario says so. write is called once per attempt with commit telling
+// which attempt it is.
+func (g *gen) txn(prod string, forceAbort bool, write func(commit bool) error) error {
+	g.txnCount++
+	if forceAbort || (g.s.AbortEvery > 0 && g.txnCount%g.s.AbortEvery == 0) {
+		if err := g.b.Begin(prod); err != nil {
+			return err
+		}
+		if err := write(false); err != nil {
+			return err
+		}
+		if err := g.b.End(prod, false); err != nil {
+			return err
+		}
+	}
+	if err := g.b.Begin(prod); err != nil {
+		return err
+	}
+	if err := write(true); err != nil {
+		return err
+	}
+	return g.b.End(prod, true)
+}
+
+// subtopology0 is selectKey → repartition sink, one task per source
+// partition, each with its own producer; their transactions interleave on
+// the repartition partitions.
+func (g *gen) subtopology0() error {
+	s := g.s
+	g.repr = make([][][]*reprRec, len(s.Tables))
+	for ti, t := range s.Tables {
+		g.repr[ti] = make([][]*reprRec, s.Partitions)
+		byPart := map[int32][]*srcRec{}
+		for _, r := range g.consumedOf(ti) {
+			byPart[r.tp.Partition] = append(byPart[r.tp.Partition], r)
+		}
+		for _, r := range g.srcs[ti] {
+			r.pending = true
+		}
+		rtopic := s.Repartition(t)
+		for start := 0; ; start += s.Commit {
+			more := false
+			for p := int32(0); p < s.Partitions; p++ {
+				recs := byPart[p]
+				if start >= len(recs) {
+					continue
+				}
+				more = true
+				batch := recs[start:min(start+s.Commit, len(recs))]
+				force := false
+				for _, r := range batch {
+					force = force || r.fault == FaultAbortNotReplayed
+				}
+				err := g.txn(g.producer(0, int(p)), force, func(commit bool) error {
+					for _, r := range batch {
+						r.pending = false
+						if r.key == "" || r.fault == FaultDrop || (commit && r.fault == FaultAbortNotReplayed) {
+							continue
+						}
+						val, err := g.encode(rtopic, r.value)
+						if err != nil {
+							return err
+						}
+						rp := audit.DefaultPartition([]byte(r.key), s.Partitions)
+						n := 1
+						if commit && r.fault == FaultDuplicate {
+							n = 2
+						}
+						for range n {
+							tp := audit.TopicPartition{Topic: rtopic, Partition: rp}
+							offs, err := g.b.TxnProduce(g.producer(0, int(p)), tp, []Out{{Key: []byte(r.key), Value: val, Timestamp: r.ts}})
+							if err != nil {
+								return err
+							}
+							if commit {
+								g.repr[ti][rp] = append(g.repr[ti][rp], &reprRec{src: r, offset: offs[0], dup: n == 2 && len(g.repr[ti][rp]) > 0 && g.repr[ti][rp][len(g.repr[ti][rp])-1].src == r})
+							} else if r.fault == FaultAbortNotReplayed {
+								g.repr[ti][rp] = append(g.repr[ti][rp], &reprRec{src: r, offset: offs[0], dup: true}) // aborted copy
+							}
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				g.offsets[batch[0].tp] = batch[len(batch)-1].offset + 1
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// state is one table's store in one task.
+type state struct {
+	value map[string]any
+	count int64
+	ts    int64
+}
+
+// subtopology1 applies the repartition records of all three tables, one
+// task per partition, flushing the cache (changelog and join output) at
+// every commit: the changelog and output hold a subsequence of states.
+func (g *gen) subtopology1() error {
+	s := g.s
+	for p := int32(0); p < s.Partitions; p++ {
+		type item struct {
+			ti int
+			rr *reprRec
+		}
+		var items []item
+		for ti := range s.Tables {
+			recs := g.repr[ti][p]
+			var live []*reprRec
+			for _, rr := range recs {
+				if !(rr.dup && rr.src.fault == FaultAbortNotReplayed) {
+					live = append(live, rr)
+				}
+			}
+			cut := max(len(live)-s.Inflight, 0)
+			for _, rr := range live[:cut] {
+				items = append(items, item{ti, rr})
+			}
+			// committed offset of the repartition partition
+			tp := audit.TopicPartition{Topic: s.Repartition(s.Tables[ti]), Partition: p}
+			if cut > 0 {
+				g.offsets[tp] = live[cut-1].offset + 1
+			} else if len(recs) > 0 {
+				g.offsets[tp] = recs[0].offset
+			}
+			for _, rr := range live[cut:] {
+				rr.src.pending = true
+			}
+		}
+		sort.SliceStable(items, func(i, j int) bool { return items[i].rr.src.ts < items[j].rr.src.ts })
+		stores := make([]map[string]*state, len(s.Tables))
+		for ti := range stores {
+			stores[ti] = map[string]*state{}
+		}
+		resetDone := false
+		prod := g.producer(1, int(p))
+		for start := 0; start < len(items); start += s.Commit {
+			batch := items[start:min(start+s.Commit, len(items))]
+			dirty := make([]map[string]bool, len(s.Tables))
+			for ti := range dirty {
+				dirty[ti] = map[string]bool{}
+			}
+			for _, it := range batch {
+				r := it.rr.src
+				r.applied = true
+				if r.fault == FaultStateDiverged {
+					continue
+				}
+				for _, f := range g.faultOf[FaultStateReset] {
+					if f.Table == it.ti && f.Partition == p && !resetDone && start >= len(items)/2 {
+						stores[it.ti] = map[string]*state{}
+						resetDone = true
+						for _, q := range g.srcs[it.ti] {
+							if q.tp.Partition == p && q.shown && q.key != "" {
+								q.wiped = true
+							}
+						}
+					}
+				}
+				r.shown = true
+				st := stores[it.ti][r.key]
+				if st == nil {
+					st = &state{}
+					stores[it.ti][r.key] = st
+				}
+				st.value = r.value
+				st.count++
+				st.ts = max(st.ts, r.ts)
+				dirty[it.ti][r.key] = true
+			}
+			err := g.txn(prod, false, func(bool) error { return g.flush(p, prod, stores, dirty) })
+			if err != nil {
+				return err
+			}
+			if s.Purge && (start/s.Commit)%3 == 2 {
+				if err := g.purge(p); err != nil {
+					return err
+				}
+			}
+		}
+		if s.Purge {
+			if err := g.purge(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// purge deletes applied repartition records below the committed offsets,
+// as Streams does every repartition.purge.interval.ms.
+func (g *gen) purge(p int32) error {
+	for _, t := range g.s.Tables {
+		tp := audit.TopicPartition{Topic: g.s.Repartition(t), Partition: p}
+		if c, ok := g.offsets[tp]; ok {
+			if err := g.b.DeleteRecords(tp, c); err != nil {
+				return err
+			}
+			g.logStart(tp, c)
+		}
+	}
+	return nil
+}
+
+func (g *gen) logStart(tp audit.TopicPartition, off int64) {
+	if g.starts == nil {
+		g.starts = map[audit.TopicPartition]int64{}
+	}
+	g.starts[tp] = max(g.starts[tp], off)
+}
+
+// flush writes each dirty key's state to its changelog and, for keys the
+// left table holds, the joined record to the output.
+func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []map[string]bool) error {
+	s := g.s
+	keys := map[string]bool{}
+	for ti, d := range dirty {
+		t := s.Tables[ti]
+		for _, k := range sortedSet(d) {
+			st := stores[ti][k]
+			if st == nil {
+				continue
+			}
+			val, err := g.stateValue(t, st)
+			if err != nil {
+				return err
+			}
+			tp := audit.TopicPartition{Topic: s.Changelog(t), Partition: p}
+			if _, err := g.b.TxnProduce(prod, tp, []Out{{Key: []byte(k), Value: val, Timestamp: st.ts}}); err != nil {
+				return err
+			}
+			keys[k] = true
+		}
+	}
+	for _, k := range sortedSet(keys) {
+		left := stores[0][k]
+		if left == nil || g.joinMissing(k) {
+			continue
+		}
+		ts := left.ts
+		joined := map[string]any{"orderId": k, "order": left.value}
+		for ti := 1; ti < len(s.Tables); ti++ {
+			if st := stores[ti][k]; st != nil {
+				joined[s.Tables[ti].Name] = st.value
+				ts = max(ts, st.ts)
+			}
+		}
+		val, err := g.encode(s.Output, joined)
+		if err != nil {
+			return err
+		}
+		tp := audit.TopicPartition{Topic: s.Output, Partition: p}
+		if _, err := g.b.TxnProduce(prod, tp, []Out{{Key: []byte(k), Value: val, Timestamp: ts}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *gen) stateValue(t TableSpec, st *state) ([]byte, error) {
+	if t.Reducer == ReduceCount {
+		return json.Marshal(st.count)
+	}
+	return g.encode(g.s.Changelog(t), st.value)
+}
+
+func (g *gen) joinMissing(k string) bool {
+	return g.joinMissingKey != "" && k == g.joinMissingKey
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

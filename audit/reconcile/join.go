@@ -1,0 +1,242 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/ledger"
+)
+
+type outRecord struct {
+	tp     audit.TopicPartition
+	offset int64
+	ts     int64
+	value  audit.Value
+	null   bool
+}
+
+// side is one table's value for a key, actual or expected.
+type side struct {
+	value   audit.Value
+	ts      int64
+	present bool
+}
+
+// join checks the output topic against the joiner chain over the actual
+// tables (a join-stage finding when they disagree), and notes in each
+// vanished input's detail what the output should have held end to end.
+func (r *run) join(ctx context.Context, j *Join) error {
+	left := r.tables[j.Left]
+	if left == nil {
+		r.skipped("join into %s: its left table %s is not in the spec", j.Output, j.Left)
+		return nil
+	}
+	rights := make([]*tableState, len(j.Right))
+	for i, name := range j.Right {
+		if rights[i] = r.tables[name]; rights[i] == nil {
+			r.skipped("join into %s: its table %s is not in the spec", j.Output, name)
+			return nil
+		}
+	}
+	for _, ts := range append([]*tableState{left}, rights...) {
+		if ts.t.Changelog == "" || r.topics[ts.t.Changelog].Name == "" {
+			r.skipped("join into %s: table %s has no readable changelog", j.Output, ts.t.Name)
+			return nil
+		}
+	}
+	parts, ok := r.partitionsOf(j.Output, "output")
+	if !ok {
+		return nil
+	}
+	out := map[string]outRecord{}
+	for _, p := range parts {
+		tp := audit.TopicPartition{Topic: j.Output, Partition: p}
+		r.walk(ctx, tp, "output", func(e ledger.Entry) {
+			if e.Fate != audit.FateCommitted {
+				return
+			}
+			k, v, ok := r.decode(ctx, &e.Record)
+			if !ok {
+				return
+			}
+			r.count("output", 1)
+			out[codec.Text(k)] = outRecord{tp: tp, offset: e.Record.Offset, ts: e.Record.Timestamp, value: v, null: e.Record.Value == nil}
+		})
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	actual := func(ts *tableState, key string) side {
+		fin, ok := ts.changelog[key].final()
+		return side{value: fin.value, ts: fin.ts, present: ok}
+	}
+	keys := map[string]bool{}
+	for k := range left.changelog {
+		keys[k] = true
+	}
+	if j.Type == "outer" {
+		for _, rt := range rights {
+			for k := range rt.changelog {
+				keys[k] = true
+			}
+		}
+	}
+	for k, o := range out {
+		if !o.null {
+			keys[k] = true
+		}
+	}
+	lossByKey := map[string][]*input{}
+	for _, in := range r.losses {
+		lossByKey[in.key] = append(lossByKey[in.key], in)
+	}
+	for _, key := range sortedKeys(keys) {
+		l := actual(left, key)
+		rs := make([]side, len(rights))
+		for i, rt := range rights {
+			rs[i] = actual(rt, key)
+		}
+		want, wantPresent, err := r.joined(j, l, rs)
+		if err != nil {
+			r.note("join into %s key %s: the joiner failed (%v); the key is not checked", j.Output, key, err)
+			continue
+		}
+		o, have := out[key]
+		havePresent := have && !o.null
+		switch {
+		case wantPresent && !havePresent:
+			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, audit.TopicPartition{Topic: j.Output, Partition: r.outPartition(j.Output, key, o, have)}, -1)
+			f.Key, f.Expected = key, codec.Text(want.value)
+			f.Timestamp = want.ts
+			f.Detail = fmt.Sprintf("the tables hold key %s at the cut (left table %s), the output %s has no record for it", key, j.Left, j.Output)
+			r.add(f)
+		case !wantPresent && havePresent:
+			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, o.tp, o.offset)
+			f.Key, f.Actual, f.Expected = key, codec.Text(o.value), "absent"
+			f.Timestamp = o.ts
+			f.Detail = fmt.Sprintf("the output holds key %s, but the left table %s does not at the cut", key, j.Left)
+			r.add(f)
+		case wantPresent && havePresent:
+			stale := ""
+			if j.Value != nil {
+				if codec.DigestOf(want.value) != codec.DigestOf(o.value) {
+					stale = "the output's last value differs from the joiner over the tables at the cut"
+				}
+			} else if want.ts != o.ts {
+				stale = fmt.Sprintf("the output's last record has timestamp %d, the tables' latest update for the key has %d", o.ts, want.ts)
+			}
+			if stale == "" {
+				continue
+			}
+			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, o.tp, o.offset)
+			f.Key, f.Actual, f.Timestamp = key, codec.Text(o.value), o.ts
+			if j.Value != nil {
+				f.Expected = codec.Text(want.value)
+			}
+			f.Detail = stale
+			r.add(f)
+		}
+	}
+	// End to end: what the output would hold over the expected tables.
+	expected := func(ts *tableState, key string) side {
+		if v, ok := ts.expected[key]; ok {
+			return side{value: v, present: v != nil}
+		}
+		return actual(ts, key)
+	}
+	for key, ins := range lossByKey {
+		l := expected(left, key)
+		rs := make([]side, len(rights))
+		for i, rt := range rights {
+			rs[i] = expected(rt, key)
+		}
+		want, wantPresent, err := r.joined(j, l, rs)
+		if err != nil {
+			continue
+		}
+		o, have := out[key]
+		var b strings.Builder
+		fmt.Fprintf(&b, "downstream: output %s", j.Output)
+		switch {
+		case have && !o.null:
+			fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, codec.Text(o.value), o.tp, o.offset)
+		default:
+			fmt.Fprintf(&b, " has no record for key %s", key)
+		}
+		if wantPresent && j.Value != nil {
+			fmt.Fprintf(&b, "; end to end it should hold %s", codec.Text(want.value))
+		} else if wantPresent {
+			b.WriteString("; end to end it should hold a joined record")
+		}
+		for _, in := range ins {
+			if in.idx >= 0 && in.idx < len(r.rep.Findings) {
+				r.rep.Findings[in.idx].Detail += "; " + b.String()
+			}
+		}
+	}
+	return nil
+}
+
+// outPartition is where the output holds, or would hold, key.
+func (r *run) outPartition(topic, key string, o outRecord, have bool) int32 {
+	if have {
+		return o.tp.Partition
+	}
+	if kb, ok := keyBytes(r.p.KeySerde, key); ok && r.topics[topic].Partitions > 0 {
+		return audit.DefaultPartition(kb, r.topics[topic].Partitions)
+	}
+	return -1
+}
+
+// joined evaluates the join chain for one key.
+func (r *run) joined(j *Join, l side, rs []side) (side, bool, error) {
+	switch j.Type {
+	case "inner":
+		if !l.present {
+			return side{}, false, nil
+		}
+		for _, s := range rs {
+			if !s.present {
+				return side{}, false, nil
+			}
+		}
+	case "outer":
+		any := l.present
+		for _, s := range rs {
+			any = any || s.present
+		}
+		if !any {
+			return side{}, false, nil
+		}
+	default: // left
+		if !l.present {
+			return side{}, false, nil
+		}
+	}
+	ts := int64(-1)
+	if l.present {
+		ts = l.ts
+	}
+	vals := make([]audit.Value, len(rs))
+	for i, s := range rs {
+		if s.present {
+			vals[i] = s.value
+			ts = max(ts, s.ts)
+		}
+	}
+	out := side{ts: ts, present: true}
+	if j.Value != nil {
+		v, err := j.Value(l.value, vals)
+		if err != nil {
+			return side{}, false, err
+		}
+		out.value = v
+		if v == nil {
+			return side{}, false, nil
+		}
+	}
+	return out, true, nil
+}

@@ -1,0 +1,65 @@
+package reconcile
+
+import (
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Env is what a key selector sees of one input record.
+type Env struct {
+	Key       audit.Value
+	Value     audit.Value
+	Headers   map[string]string
+	Timestamp int64
+}
+
+// Table is one KTable built by stream(source).selectKey().groupByKey().reduce().
+type Table struct {
+	Name        string
+	Source      string // source topic
+	Repartition string // repartition topic; "" when the key is unchanged and nothing repartitions
+	Store       string
+	Changelog   string
+	// SelectKey returns the table key of an input; nil keeps the record key.
+	SelectKey func(Env) (audit.Value, error)
+	// Reduce folds value into agg (agg is nil for a key's first value); nil
+	// when no spec says the reducer: the state checks are then skipped.
+	Reduce func(agg, value audit.Value) (audit.Value, error)
+	// OrderDependent is true for reducers whose result depends on the order
+	// of inputs (latest, expressions): any feasible order is accepted.
+	OrderDependent bool
+	// Latest is true for the latest-wins reducer, which the engine checks
+	// by feasible last values rather than by folding.
+	Latest bool
+}
+
+// Join is t1.join(t2).join(t3)… written to an output topic.
+type Join struct {
+	Output string
+	Left   string
+	Right  []string
+	Type   string // left, inner, outer
+	// Value computes the joined value from the left and right values (nil
+	// for an absent side); nil checks presence and timestamps only.
+	Value func(left audit.Value, rights []audit.Value) (audit.Value, error)
+}
+
+// Pipeline is what the app does, as far as an audit needs to know.
+type Pipeline struct {
+	AppID  string
+	Tables []Table
+	Joins  []Join
+	// KeySerde is the serde of table keys on repartition topics,
+	// changelogs and the output ("string", "long", "int", "bytes", "json",
+	// "avro"); it decides how a selected key is serialized to find its
+	// repartition partition.
+	KeySerde string
+}
+
+func (p *Pipeline) table(name string) *Table {
+	for i := range p.Tables {
+		if p.Tables[i].Name == name {
+			return &p.Tables[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package reconcile_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit/audittest"
+)
+
+// TestRandomScenarios: random apps with random injected faults; the
+// engine must find exactly the ground truth (recall and precision 100 %).
+func TestRandomScenarios(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
+		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultJoinMissing, audittest.FaultHangingTransaction,
+		audittest.FaultDuplicate}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		s := audittest.SeedScenario("prop", 120+rng.IntN(300))
+		s.Seed = uint64(seed)
+		s.Partitions = int32(1 + rng.IntN(4))
+		s.Commit = 3 + rng.IntN(15)
+		s.AbortEvery = rng.IntN(8)
+		s.Lag = 1 + rng.IntN(4)
+		s.Inflight = rng.IntN(4)
+		s.Purge = rng.IntN(2) == 0
+		s.NullKeys = rng.IntN(3)
+		s.Keys = max(s.Inputs/(1+rng.IntN(6)), 2)
+		for range 1 + rng.IntN(4) {
+			f := audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
+			s.Faults = append(s.Faults, f)
+		}
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			rep, truth := runScenario(t, s)
+			compare(t, rep, truth)
+			if t.Failed() {
+				t.Logf("scenario: %+v", s)
+			}
+		})
+	}
+}

@@ -1,0 +1,181 @@
+package reconcile_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+)
+
+// pipelineOf describes a generated scenario the way a spec would.
+func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
+	p := &reconcile.Pipeline{AppID: s.AppID, KeySerde: "string"}
+	for _, t := range s.Tables {
+		tb := reconcile.Table{Name: t.Name, Source: t.Source, Repartition: s.Repartition(t), Store: t.Store, Changelog: s.Changelog(t),
+			SelectKey: func(e reconcile.Env) (audit.Value, error) {
+				if m, ok := e.Value.(map[string]any); ok {
+					return m["orderId"], nil
+				}
+				return nil, fmt.Errorf("value is not a record")
+			}}
+		switch t.Reducer {
+		case audittest.ReduceLatest:
+			tb.Latest, tb.OrderDependent = true, true
+			tb.Reduce = func(_, v audit.Value) (audit.Value, error) { return v, nil }
+		case audittest.ReduceCount:
+			tb.Reduce = countReducer
+		}
+		p.Tables = append(p.Tables, tb)
+	}
+	var rights []string
+	for _, t := range s.Tables[1:] {
+		rights = append(rights, t.Name)
+	}
+	p.Joins = []reconcile.Join{{Output: s.Output, Left: s.Tables[0].Name, Right: rights, Type: "left"}}
+	return p
+}
+
+func countReducer(agg, _ audit.Value) (audit.Value, error) {
+	if agg == nil {
+		return codecNumber(1), nil
+	}
+	n, err := agg.(interface{ Int64() (int64, error) }).Int64()
+	if err != nil {
+		return nil, err
+	}
+	return codecNumber(n + 1), nil
+}
+
+func codecNumber(n int64) audit.Value {
+	v, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		panic(err)
+	}
+	out, err := v.Decode(nil, "", false, []byte(fmt.Sprint(n)))
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// audit generates the scenario in memory and runs the engine on it.
+func runScenario(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.Truth) {
+	t.Helper()
+	m := audittest.NewMemory(time.UnixMilli(s.Now))
+	truth, err := audittest.Generate(s, audittest.NewMemoryBackend(m))
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return rep, truth
+}
+
+// compare checks that the report's loss and anomaly findings are exactly
+// the ground truth: same stage, cause, topic, partition, offset and key.
+func compare(t *testing.T, rep *audit.Report, truth *audittest.Truth) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, e := range truth.Findings {
+		want[e.String()] = true
+	}
+	got := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Severity != audit.SeverityLoss && f.Severity != audit.SeverityAnomaly {
+			continue
+		}
+		k := audittest.Expected{Stage: f.Stage, Cause: f.Cause, Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, Key: f.Key}.String()
+		got[k] = true
+		if !want[k] {
+			t.Errorf("unexpected finding %s: %s", k, f.Detail)
+		}
+	}
+	for k := range want {
+		if !got[k] {
+			t.Errorf("missed finding %s", k)
+		}
+	}
+	if t.Failed() {
+		var b strings.Builder
+		for _, f := range rep.Findings {
+			fmt.Fprintf(&b, "  %s/%s %s/%d@%d key=%s count=%d: %s\n", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Key, f.Count, f.Detail)
+		}
+		t.Logf("report (verdict %s, missing %v):\n%s", rep.Summary.Verdict, rep.Summary.Missing, b.String())
+	}
+}
+
+func TestCleanScenario(t *testing.T) {
+	s := audittest.SeedScenario("shop", 300)
+	s.NullKeys = 2
+	rep, truth := runScenario(t, s)
+	if len(truth.Findings) != 0 {
+		t.Fatalf("a clean scenario has ground truth %v", truth.Findings)
+	}
+	compare(t, rep, truth)
+	if rep.Summary.Verdict != audit.VerdictClean {
+		t.Errorf("verdict %s, want clean (missing %v)", rep.Summary.Verdict, rep.Summary.Missing)
+	}
+	var pending, nulls int64
+	for _, f := range rep.Findings {
+		switch f.Cause {
+		case audit.CausePending:
+			pending += f.Count
+		case audit.CauseNullKey:
+			nulls += f.Count
+		}
+	}
+	if pending == 0 || nulls == 0 {
+		t.Errorf("pending %d, null keys %d: the clean scenario has lag and null keys", pending, nulls)
+	}
+}
+
+func TestEveryCause(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		faults []audittest.Fault
+		cause  audit.Cause
+		mod    func(*audittest.Scenario)
+	}{
+		{"dropped", []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}, audit.CauseDropped, func(s *audittest.Scenario) { s.Purge = false }},
+		{"unapplied", []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}, audit.CauseUnapplied, nil},
+		{"aborted-not-replayed", []audittest.Fault{{Kind: audittest.FaultAbortNotReplayed, Table: 0}}, audit.CauseAbortedNotReplayed, func(s *audittest.Scenario) { s.Purge = false }},
+		{"state-diverged", []audittest.Fault{{Kind: audittest.FaultStateDiverged, Table: 2}}, audit.CauseStateDiverged, func(s *audittest.Scenario) { s.Purge = false }},
+		{"purged-before-commit", []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}, audit.CausePurgedBeforeCommit, nil},
+		{"retention-gap", []audittest.Fault{{Kind: audittest.FaultRetentionGap, Table: 2, Partition: 0}}, audit.CauseRetentionGap, func(s *audittest.Scenario) { s.Lag = 4 }},
+		{"join-missing", []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, audit.CauseJoinMissing, nil},
+		{"duplicate", []audittest.Fault{{Kind: audittest.FaultDuplicate, Table: 1}}, audit.CauseDuplicate, func(s *audittest.Scenario) { s.Purge = false }},
+		{"hanging-transaction", []audittest.Fault{{Kind: audittest.FaultHangingTransaction}}, audit.CauseHangingTransaction, nil},
+		{"state-reset", []audittest.Fault{{Kind: audittest.FaultStateReset, Table: 1, Partition: 2}}, audit.CauseStateReset, func(s *audittest.Scenario) {
+			s.Tables[1].Reducer = audittest.ReduceCount
+			s.Keys = 20
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := audittest.SeedScenario("shop", 300)
+			s.Faults = tt.faults
+			if tt.mod != nil {
+				tt.mod(&s)
+			}
+			rep, truth := runScenario(t, s)
+			has := false
+			for _, e := range truth.Findings {
+				has = has || e.Cause == tt.cause
+			}
+			if !has {
+				t.Fatalf("the scenario's ground truth has no %s: %v", tt.cause, truth.Findings)
+			}
+			compare(t, rep, truth)
+		})
+	}
+}

@@ -1,0 +1,401 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+)
+
+// checkState compares each key's expected state with the changelog and
+// attributes the inputs whose effect is missing.
+func (r *run) checkState(ts *tableState) {
+	t := ts.t
+	if t.Reduce == nil && !t.Latest {
+		r.skipped("table %s: no reducer in the spec, so its store is not checked; only inputs proven lost on the repartition topic are reported", t.Name)
+		r.presenceOnly(ts)
+		return
+	}
+	if t.Changelog == "" {
+		r.skipped("table %s: no changelog topic known, so its store is not checked", t.Name)
+		r.presenceOnly(ts)
+		return
+	}
+	if !t.Latest && !ts.complete {
+		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", t.Name)
+		r.presenceOnly(ts)
+		return
+	}
+	ambiguous := 0
+	for _, key := range sortedKeys(ts.keys) {
+		ks := ts.keys[key]
+		if len(ks.inputs) == 0 {
+			continue
+		}
+		cl := ts.changelog[key]
+		var lost []*input
+		var amb bool
+		if t.Latest {
+			lost, amb = r.checkLatest(ts, key, ks, cl)
+		} else {
+			lost, amb = r.checkFold(ts, key, ks, cl)
+		}
+		if amb {
+			ambiguous++
+		}
+		for _, in := range lost {
+			r.attribute(ts, in)
+		}
+	}
+	if ambiguous > 0 {
+		r.note("table %s: for %d keys inputs came from several source partitions and the reducer depends on order; any value that could be last under some interleaving was accepted", t.Name, ambiguous)
+	}
+}
+
+// presenceOnly reports the inputs proven lost without a state check: no
+// copy where the copies of their neighbours are readable, or copies only in
+// aborted transactions.
+func (r *run) presenceOnly(ts *tableState) {
+	for _, key := range sortedKeys(ts.keys) {
+		for _, in := range ts.keys[key].inputs {
+			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
+				r.attribute(ts, in)
+			}
+		}
+	}
+}
+
+// lastPerPartition returns each source partition's last input.
+func lastPerPartition(ins []*input) map[int32]*input {
+	m := map[int32]*input{}
+	for _, in := range ins {
+		m[in.tp.Partition] = in
+	}
+	return m
+}
+
+// checkLatest: the final state must be the last input of one of the
+// key's source partitions. If it is an earlier input, the inputs after it
+// in its partition were never applied; if it is none, each partition's
+// last input is missing.
+func (r *run) checkLatest(ts *tableState, key string, ks *keyState, cl *clState) (lost []*input, ambiguous bool) {
+	lasts := lastPerPartition(ks.inputs)
+	final, present := cl.final()
+	parts := sortedParts(lasts)
+	distinct := map[codec.Digest]bool{}
+	for _, p := range parts {
+		distinct[lasts[p].digest] = true
+	}
+	ambiguous = len(distinct) > 1
+	// expected value for the join: the actual one when feasible, else the
+	// latest of the feasible last values by timestamp
+	exp := lasts[parts[0]]
+	for _, p := range parts {
+		if lasts[p].ts > exp.ts {
+			exp = lasts[p]
+		}
+	}
+	ts.expected[key] = exp.value
+	if present {
+		for _, p := range parts {
+			if lasts[p].digest == final.digest {
+				ts.expected[key] = final.value
+				return nil, ambiguous
+			}
+		}
+		for i := len(ks.inputs) - 1; i >= 0; i-- {
+			x := ks.inputs[i]
+			if x.digest != final.digest {
+				continue
+			}
+			for _, y := range ks.inputs[i+1:] {
+				if y.tp.Partition == x.tp.Partition {
+					y.detail = append(y.detail, fmt.Sprintf("the store's final value for key %s is that of the earlier input %s@%d (changelog %s/%d@%d): this input's value never replaced it",
+						key, x.tp, x.offset, ts.t.Changelog, cl.partition, final.offset))
+					lost = append(lost, y)
+				}
+			}
+			return lost, ambiguous
+		}
+		for _, x := range ks.pending {
+			if x.digest == final.digest {
+				// applied through an earlier copy that is purged now (a
+				// duplicate whose second copy is still in flight)
+				ts.expected[key] = final.value
+				return nil, ambiguous
+			}
+		}
+	}
+	for _, p := range parts {
+		y := lasts[p]
+		if present {
+			y.detail = append(y.detail, fmt.Sprintf("the store's final value for key %s (changelog %s/%d@%d) is not the value of any input of the key", key, ts.t.Changelog, cl.partition, final.offset))
+		} else {
+			y.detail = append(y.detail, fmt.Sprintf("the store holds no value for key %s", key))
+		}
+		lost = append(lost, y)
+	}
+	return lost, ambiguous
+}
+
+func sortedParts(m map[int32]*input) []int32 {
+	out := make([]int32, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// foldOrder sorts inputs the way a single repartition partition most
+// likely interleaved them: by timestamp, then source partition and offset.
+func foldOrder(ins []*input) []*input {
+	out := append([]*input(nil), ins...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.tp.Partition == b.tp.Partition {
+			return a.offset < b.offset
+		}
+		if a.ts != b.ts {
+			return a.ts < b.ts
+		}
+		return a.tp.Partition < b.tp.Partition
+	})
+	return out
+}
+
+func (r *run) fold(t *Table, ins []*input) (audit.Value, error) {
+	var agg audit.Value
+	for i, in := range ins {
+		if i == 0 {
+			agg = in.value
+			if t.Reduce != nil && !t.Latest {
+				// reducers see the first value as the aggregate; count
+				// and custom initializers are expressed by Reduce(nil, v)
+				v, err := t.Reduce(nil, in.value)
+				if err != nil {
+					return nil, err
+				}
+				agg = v
+			}
+			continue
+		}
+		v, err := t.Reduce(agg, in.value)
+		if err != nil {
+			return nil, err
+		}
+		agg = v
+	}
+	return agg, nil
+}
+
+// checkFold: the final state must equal the fold of the key's inputs. The
+// missing inputs are those with no applied copy when leaving them out
+// explains the state, or those folded before a reset the changelog history
+// shows.
+func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (lost []*input, ambiguous bool) {
+	t := ts.t
+	ins := foldOrder(ks.inputs)
+	exp, err := r.fold(t, ins)
+	if err != nil {
+		r.note("table %s key %s: the reducer failed (%v); the key is not checked", t.Name, key, err)
+		return nil, false
+	}
+	ts.expected[key] = exp
+	final, present := cl.final()
+	if present && codec.DigestOf(exp) == final.digest {
+		return nil, false
+	}
+	if t.OrderDependent && len(lastPerPartition(ins)) > 1 {
+		return nil, true
+	}
+	// Leave out the inputs with no applied copy.
+	var kept, cand []*input
+	for _, in := range ins {
+		if in.status == copyApplied || in.status == copyDirect {
+			kept = append(kept, in)
+		} else {
+			cand = append(cand, in)
+		}
+	}
+	if len(cand) > 0 {
+		if v, err := r.fold(t, kept); err == nil && ((len(kept) == 0 && !present) || (present && codec.DigestOf(v) == final.digest)) {
+			return cand, false
+		}
+	}
+	// A reset: a changelog state that equals a fold restarted at input s.
+	if cl != nil {
+		if s := resetPoint(r, t, ins, cl); s > 0 {
+			ts.reset[key] = true
+			for _, in := range ins[:s] {
+				in.detail = append(in.detail, fmt.Sprintf("the changelog history of key %s restarts from the raw input %s@%d instead of continuing the aggregate (the KAFKA-16017 signature): the %d inputs folded before it are gone from the state",
+					key, ins[s].tp, ins[s].offset, s))
+			}
+			return ins[:s], false
+		}
+	}
+	// Unexplained: one finding for the key.
+	f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, audit.TopicPartition{Topic: t.Changelog, Partition: keyPartition(cl)}, finalOffset(cl))
+	f.Key = key
+	f.Expected = codec.Text(exp)
+	if present {
+		f.Actual = codec.Text(final.value)
+	}
+	f.Detail = fmt.Sprintf("table %s: the store's final value differs from the fold of the key's %d consumed inputs and no set of inputs explains the difference", t.Name, len(ins))
+	r.add(f)
+	return nil, false
+}
+
+func keyPartition(cl *clState) int32 {
+	if cl == nil {
+		return -1
+	}
+	return cl.partition
+}
+
+func finalOffset(cl *clState) int64 {
+	if cl == nil || len(cl.history) == 0 {
+		return -1
+	}
+	return cl.history[len(cl.history)-1].offset
+}
+
+// resetPoint walks the changelog history: every state must be the fold of
+// a prefix of the inputs. It returns the index s of the input a state
+// restarted from (the fold of inputs[s:j] for some j), or 0 when the
+// history shows no reset.
+func resetPoint(r *run, t *Table, ins []*input, cl *clState) int {
+	j := 0 // inputs folded so far by the matched prefix
+	for _, st := range cl.history {
+		if st.null {
+			continue
+		}
+		matched := false
+		for k := j; k <= len(ins); k++ {
+			if k == 0 {
+				continue
+			}
+			v, err := r.fold(t, ins[:k])
+			if err == nil && codec.DigestOf(v) == st.digest {
+				j, matched = k, true
+				break
+			}
+		}
+		if matched {
+			continue
+		}
+		for s := max(j, 1); s < len(ins); s++ {
+			for k := s + 1; k <= len(ins); k++ {
+				v, err := r.fold(t, ins[s:k])
+				if err == nil && codec.DigestOf(v) == st.digest {
+					// the rest of the history must continue from the restart
+					final, _ := cl.final()
+					if v2, err := r.fold(t, ins[s:]); err == nil && codec.DigestOf(v2) == final.digest {
+						return s
+					}
+				}
+			}
+		}
+		return 0
+	}
+	return 0
+}
+
+// positionReadable reports whether the repartition topic still holds
+// copies of an earlier and a later input of the same source partition that
+// went to the same repartition partition: the input's copy would have been
+// between them.
+func (r *run) positionReadable(ts *tableState, in *input) bool {
+	if in.r < 0 {
+		return false
+	}
+	offs := ts.found[[2]int32{in.tp.Partition, in.r}]
+	i := sort.Search(len(offs), func(i int) bool { return offs[i] > in.offset })
+	return i > 0 && i < len(offs)
+}
+
+// attribute gives a vanished input its stage and cause from the evidence
+// and reports it.
+func (r *run) attribute(ts *tableState, in *input) {
+	if in.idx >= 0 {
+		return
+	}
+	if !r.inWindow(in.ts) {
+		return
+	}
+	t := ts.t
+	var candidates []string
+	switch {
+	case ts.reset[in.key]:
+		// the changelog history proves the state was wiped after these
+		// inputs were applied, whatever is left of their copies
+		in.stage, in.cause = audit.StageStore, audit.CauseStateReset
+	case in.status == copyApplied:
+		in.stage = audit.StageStore
+		in.cause = audit.CauseStateDiverged
+		in.detail = append(in.detail, fmt.Sprintf("its repartition copy %s/%d@%d is committed and below the group's committed offset, so it was applied", t.Repartition, in.cpy.partition, in.cpy.offset))
+	case in.status == copyDirect:
+		in.stage = audit.StageStore
+		in.cause = audit.CauseUnapplied
+		candidates = []string{"dropped by a processor before the store", "lost from the store after it was applied"}
+	case in.status == copyAborted:
+		in.stage = audit.StageRepartition
+		in.cause = audit.CauseAbortedNotReplayed
+		in.detail = append(in.detail, fmt.Sprintf("its only repartition copy %s/%d@%d is in an aborted transaction and no committed copy exists", t.Repartition, in.cpy.partition, in.cpy.abortedAt))
+	default:
+		in.stage = audit.StageRepartition
+		pr, purged := ts.purgedRange[in.r]
+		switch {
+		case r.positionReadable(ts, in):
+			in.cause = audit.CauseDropped
+			in.detail = append(in.detail, fmt.Sprintf("no copy of it exists on %s, where the copies of earlier and later inputs of %s are readable in partition %d: it was dropped before the repartition sink", t.Repartition, in.tp, in.r))
+		case purged:
+			in.cause = audit.CausePurgedBeforeCommit
+			in.detail = append(in.detail, fmt.Sprintf("repartition partition %s/%d was purged to offset %d above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them",
+				t.Repartition, in.r, pr[1], pr[0], pr[0], pr[1]-1))
+		default:
+			in.cause = audit.CauseUnapplied
+			candidates = []string{"dropped before the repartition sink", "its repartition copy was purged before it was applied"}
+			if in.r >= 0 {
+				in.detail = append(in.detail, fmt.Sprintf("no copy of it is readable on %s; the range of partition %d that would hold it is purged", t.Repartition, in.r))
+			}
+		}
+	}
+	f := audit.NewFinding(in.stage, in.cause, in.tp, in.offset)
+	f.Key = in.key
+	f.Timestamp = in.ts
+	f.Expected = codec.Text(in.value)
+	if cl := ts.changelog[in.key]; cl != nil {
+		if fin, ok := cl.final(); ok {
+			f.Actual = codec.Text(fin.value)
+		}
+	}
+	if in.cpy != nil && in.cpy.abortTxn != nil {
+		f.ProducerID, f.ProducerEpoch, f.TransactionalID = in.cpy.abortTxn.ProducerID, in.cpy.abortTxn.ProducerEpoch, in.cpy.abortTxn.TransactionalID
+		in.detail = append(in.detail, fmt.Sprintf("aborted transaction: producer %d epoch %d, offsets %d-%d, ABORT marker at %d", in.cpy.abortTxn.ProducerID, in.cpy.abortTxn.ProducerEpoch, in.cpy.abortTxn.FirstOffset, in.cpy.abortTxn.LastOffset, in.cpy.abortTxn.MarkerOffset))
+	}
+	detail := []string{fmt.Sprintf("table %s", t.Name)}
+	if len(in.rawKey) > 0 {
+		detail = append(detail, "record key "+codec.RawText(in.rawKey))
+	}
+	detail = append(detail, in.detail...)
+	if len(candidates) > 0 {
+		detail = append(detail, "the evidence cannot tell: "+strings.Join(candidates, " or "))
+	}
+	f.Detail = strings.Join(detail, "; ")
+	in.idx = len(r.rep.Findings)
+	r.add(f)
+	r.losses = append(r.losses, in)
+}
+
+func (r *run) inWindow(ts int64) bool {
+	if !r.opts.Since.IsZero() && ts < r.opts.Since.UnixMilli() {
+		return false
+	}
+	if !r.opts.Until.IsZero() && ts >= r.opts.Until.UnixMilli() {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,451 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/ledger"
+)
+
+// fingerprint identifies one input record across hops: Streams passes the
+// selected key, the value and the timestamp through to the repartition
+// topic (re-serialized, possibly under another schema id, so values are
+// compared decoded).
+type fingerprint [16]byte
+
+func fingerprintOf(key string, value codec.Digest, ts int64) fingerprint {
+	h := sha256.New()
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write(value[:])
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ts))
+	h.Write(b[:])
+	var f fingerprint
+	copy(f[:], h.Sum(nil))
+	return f
+}
+
+// copyInfo is what the repartition topic holds of one fingerprint.
+type copyInfo struct {
+	applied, pending, open, aborted int32 // copies by fate; applied = committed below the cut
+	matched                         int32 // inputs matched to an applied or pending copy
+	partition                       int32
+	offset                          int64 // offset of the first committed copy, else of the first other one
+	abortedAt                       int64
+	abortTxn                        *audit.Txn
+	key                             string
+	ts                              int64
+}
+
+// copyStatus is what became of one input on the repartition topic.
+type copyStatus uint8
+
+const (
+	copyNone    copyStatus = iota // no copy anywhere readable
+	copyApplied                   // a committed copy below the cut
+	copyPending                   // a committed copy at or above the cut: in flight
+	copyOpen                      // only in an open transaction
+	copyAborted                   // only in aborted transactions
+	copyDirect                    // no repartition hop: the source feeds the store
+)
+
+// input is one consumed source record of a table.
+type input struct {
+	table  *tableState
+	tp     audit.TopicPartition
+	offset int64
+	ts     int64
+	key    string // table key as canonical JSON text
+	rawKey []byte
+	digest codec.Digest
+	value  audit.Value
+	status copyStatus
+	cpy    *copyInfo
+	r      int32 // repartition partition, -1 unknown
+
+	cause  audit.Cause
+	stage  audit.Stage
+	detail []string
+	idx    int // finding index once reported
+}
+
+type keyState struct {
+	inputs  []*input // consumed, not pending, in source partition then offset order
+	pending []*input // consumed, with a copy still in flight
+}
+
+type clEntry struct {
+	offset int64
+	digest codec.Digest
+	value  audit.Value
+	ts     int64
+	null   bool
+}
+
+type clState struct {
+	partition int32
+	history   []clEntry // committed states in offset order (where not compacted)
+}
+
+func (c *clState) final() (clEntry, bool) {
+	if c == nil || len(c.history) == 0 {
+		return clEntry{}, false
+	}
+	e := c.history[len(c.history)-1]
+	return e, !e.null
+}
+
+type tableState struct {
+	t         *Table
+	keys      map[string]*keyState
+	changelog map[string]*clState
+	copies    map[fingerprint]*copyInfo
+	// found lists, per (source partition, repartition partition), the
+	// source offsets whose copies are readable, in order.
+	found       map[[2]int32][]int64
+	rParts      int32
+	purgedRange map[int32][2]int64 // repartition partition → [committed, log start) purged before commit
+	complete    bool               // every source partition's history is readable from offset 0
+	// expected holds each key's expected final value (for the join).
+	expected map[string]audit.Value
+	reset    map[string]bool
+}
+
+// audit checks one table end to end.
+func (r *run) audit(ctx context.Context, t *Table) error {
+	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]*copyInfo{},
+		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, reset: map[string]bool{}}
+	r.tables[t.Name] = ts
+	if t.Repartition != "" {
+		if !r.readRepartition(ctx, ts) {
+			return ctx.Err()
+		}
+	}
+	if t.Changelog != "" {
+		r.readChangelog(ctx, ts)
+	}
+	if err := r.readSource(ctx, ts); err != nil {
+		return err
+	}
+	r.duplicates(ts)
+	r.checkState(ts)
+	return ctx.Err()
+}
+
+func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
+	parts, ok := r.partitionsOf(ts.t.Repartition, "repartition")
+	if !ok {
+		return true
+	}
+	ts.rParts = r.topics[ts.t.Repartition].Partitions
+	for _, p := range parts {
+		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
+		c := r.committed(tp)
+		var inFlight, inFlightOpen int64
+		ok := r.walk(ctx, tp, "repartition", func(e ledger.Entry) {
+			k, v, ok := r.decode(ctx, &e.Record)
+			if !ok {
+				return
+			}
+			f := fingerprintOf(codec.Text(k), codec.DigestOf(v), e.Record.Timestamp)
+			ci := ts.copies[f]
+			if ci == nil {
+				ci = &copyInfo{partition: p, offset: e.Record.Offset, abortedAt: -1, key: codec.Text(k), ts: e.Record.Timestamp}
+				ts.copies[f] = ci
+			}
+			switch e.Fate {
+			case audit.FateCommitted:
+				if ci.applied+ci.pending == 0 {
+					ci.offset, ci.partition = e.Record.Offset, p
+				}
+				if c >= 0 && e.Record.Offset < c {
+					ci.applied++
+					r.count("applied", 1)
+				} else {
+					ci.pending++
+					inFlight++
+				}
+				r.count("repartitioned", 1)
+			case audit.FateOpen:
+				ci.open++
+				inFlightOpen++
+			case audit.FateAborted:
+				ci.aborted++
+				if ci.abortedAt < 0 {
+					ci.abortedAt, ci.abortTxn = e.Record.Offset, e.Txn
+				}
+			}
+		})
+		if !ok {
+			continue
+		}
+		l := r.ledgers[tp]
+		if inFlight+inFlightOpen > 0 {
+			f := audit.NewFinding(audit.StageRepartition, audit.CausePending, tp, max(c, l.Offsets.LogStart))
+			f.Count = inFlight + inFlightOpen
+			f.Detail = fmt.Sprintf("%d committed records at or above the group's committed offset %d are not applied yet", inFlight, c)
+			if inFlightOpen > 0 {
+				f.Detail += fmt.Sprintf("; %d more wait in open transactions", inFlightOpen)
+			}
+			r.add(f)
+		}
+		if c >= 0 && l.Offsets.LogStart > c {
+			ts.purgedRange[p] = [2]int64{c, l.Offsets.LogStart}
+		}
+	}
+	return true
+}
+
+func (r *run) readChangelog(ctx context.Context, ts *tableState) {
+	parts, ok := r.partitionsOf(ts.t.Changelog, "changelog")
+	if !ok {
+		return
+	}
+	for _, p := range parts {
+		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
+		r.walk(ctx, tp, "changelog", func(e ledger.Entry) {
+			if e.Fate != audit.FateCommitted {
+				return
+			}
+			k, v, ok := r.decode(ctx, &e.Record)
+			if !ok {
+				return
+			}
+			key := codec.Text(k)
+			cs := ts.changelog[key]
+			if cs == nil {
+				cs = &clState{partition: p}
+				ts.changelog[key] = cs
+			}
+			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
+			if !ent.null {
+				ent.digest, ent.value = codec.DigestOf(v), v
+			}
+			cs.history = append(cs.history, ent)
+		})
+	}
+}
+
+func (r *run) readSource(ctx context.Context, ts *tableState) error {
+	t := ts.t
+	parts, ok := r.partitionsOf(t.Source, "source")
+	if !ok {
+		return nil
+	}
+	for _, p := range parts {
+		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
+		c := r.committed(tp)
+		var lag int64
+		var nullKeys []int64
+		var nullCount int64
+		ok := r.walk(ctx, tp, "source", func(e ledger.Entry) {
+			if e.Fate != audit.FateCommitted {
+				return
+			}
+			rec := &e.Record
+			r.count("read", 1)
+			if c < 0 || rec.Offset >= c {
+				lag++
+				return
+			}
+			r.count("consumed", 1)
+			k, v, ok := r.decode(ctx, rec)
+			if !ok {
+				return
+			}
+			key := k
+			if t.SelectKey != nil {
+				var err error
+				key, err = t.SelectKey(Env{Key: k, Value: v, Headers: headerMap(rec.Headers), Timestamp: rec.Timestamp})
+				if err != nil {
+					f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, tp, rec.Offset)
+					f.Timestamp = rec.Timestamp
+					f.Detail = fmt.Sprintf("select_key of table %s failed: %v", t.Name, err)
+					r.add(f)
+					return
+				}
+			}
+			if key == nil || v == nil {
+				nullCount++
+				if len(nullKeys) < 10 {
+					nullKeys = append(nullKeys, rec.Offset)
+				}
+				return
+			}
+			in := &input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: codec.Text(key), rawKey: rec.Key,
+				digest: codec.DigestOf(v), value: v, r: -1, idx: -1}
+			r.match(ts, in)
+			ks := ts.keys[in.key]
+			if ks == nil {
+				ks = &keyState{}
+				ts.keys[in.key] = ks
+			}
+			if in.status == copyPending || in.status == copyOpen {
+				ks.pending = append(ks.pending, in) // in flight: not part of the expected state
+				return
+			}
+			ks.inputs = append(ks.inputs, in)
+		})
+		if !ok {
+			ts.complete = false
+			continue
+		}
+		l := r.ledgers[tp]
+		if l.Offsets.LogStart > 0 {
+			ts.complete = false
+		}
+		if lag > 0 {
+			f := audit.NewFinding(audit.StageSource, audit.CausePending, tp, max(c, l.Offsets.LogStart))
+			f.Count = lag
+			f.Detail = fmt.Sprintf("%d committed records at or above the group's committed offset %d are not consumed yet (lag)", lag, c)
+			if c < 0 {
+				f.Detail = fmt.Sprintf("the group has no committed offset for this partition: its %d committed records are not consumed yet", lag)
+			}
+			r.add(f)
+		}
+		if nullCount > 0 {
+			f := audit.NewFinding(audit.StageSource, audit.CauseNullKey, tp, nullKeys[0])
+			f.Count = nullCount
+			f.Detail = fmt.Sprintf("table %s: %d inputs have a null selected key or value, which Kafka Streams drops by design (offsets %s)", t.Name, nullCount, joinOffsets(nullKeys, nullCount))
+			r.add(f)
+		}
+		if c >= 0 && l.Offsets.LogStart > c {
+			f := audit.NewFinding(audit.StageSource, audit.CauseRetentionGap, tp, c)
+			f.Count = l.Offsets.LogStart - c
+			f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d: offsets %d-%d were deleted (retention or DeleteRecords) before the app read them",
+				l.Offsets.LogStart, c, c, l.Offsets.LogStart-1)
+			r.add(f)
+			ts.complete = false
+		}
+	}
+	return ctx.Err()
+}
+
+// match finds the input's copy on the repartition topic.
+func (r *run) match(ts *tableState, in *input) {
+	if ts.t.Repartition == "" {
+		in.status = copyDirect
+		return
+	}
+	if kb, ok := keyBytes(r.p.KeySerde, in.key); ok && ts.rParts > 0 {
+		in.r = audit.DefaultPartition(kb, ts.rParts)
+	}
+	ci := ts.copies[fingerprintOf(in.key, in.digest, in.ts)]
+	in.cpy = ci
+	switch {
+	case ci == nil:
+		in.status = copyNone
+	case ci.applied > 0:
+		ci.applied--
+		ci.matched++
+		in.status = copyApplied
+	case ci.pending > 0:
+		ci.pending--
+		ci.matched++
+		in.status = copyPending
+	case ci.open > 0:
+		ci.open--
+		in.status = copyOpen
+	case ci.aborted > 0:
+		in.status = copyAborted
+	default:
+		in.status = copyNone // every copy was matched by an identical earlier input
+	}
+	if in.status == copyApplied || in.status == copyPending {
+		in.r = ci.partition
+		k := [2]int32{in.tp.Partition, ci.partition}
+		ts.found[k] = append(ts.found[k], in.offset)
+	}
+}
+
+// duplicates reports committed copies that no input accounts for, of
+// fingerprints some input matched: one input applied twice.
+func (r *run) duplicates(ts *tableState) {
+	for _, f := range sortedFingerprints(ts.copies) {
+		ci := ts.copies[f]
+		if extra := ci.applied + ci.pending; extra > 0 && ci.matched > 0 {
+			tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: ci.partition}
+			fd := audit.NewFinding(audit.StageRepartition, audit.CauseDuplicate, tp, ci.offset)
+			fd.Count = int64(extra)
+			fd.Key = ci.key
+			fd.Timestamp = ci.ts
+			fd.Detail = fmt.Sprintf("table %s: %d committed repartition copies of one input beyond the %d inputs that account for them", ts.t.Name, extra, ci.matched)
+			r.add(fd)
+		}
+	}
+}
+
+func sortedFingerprints(m map[fingerprint]*copyInfo) []fingerprint {
+	out := make([]fingerprint, 0, len(m))
+	for f := range m {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := m[out[i]], m[out[j]]
+		if a.partition != b.partition {
+			return a.partition < b.partition
+		}
+		return a.offset < b.offset
+	})
+	return out
+}
+
+// keyBytes serializes a table key (canonical JSON text) the way the key
+// serde would, to find its partition.
+func keyBytes(serde, keyText string) ([]byte, bool) {
+	switch serde {
+	case "", "string":
+		var s string
+		if err := json.Unmarshal([]byte(keyText), &s); err != nil {
+			return nil, false
+		}
+		return []byte(s), true
+	case "long", "int":
+		var n int64
+		if _, err := fmt.Sscan(keyText, &n); err != nil {
+			return nil, false
+		}
+		if serde == "int" {
+			b := make([]byte, 4)
+			binary.BigEndian.PutUint32(b, uint32(n))
+			return b, true
+		}
+		b := make([]byte, 8)
+		binary.BigEndian.PutUint64(b, uint64(n))
+		return b, true
+	}
+	return nil, false
+}
+
+func headerMap(hs []audit.Header) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		m[h.Key] = string(h.Value)
+	}
+	return m
+}
+
+func joinOffsets(offs []int64, total int64) string {
+	var b strings.Builder
+	for i, o := range offs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, o)
+	}
+	if total > int64(len(offs)) {
+		fmt.Fprintf(&b, " and %d more", total-int64(len(offs)))
+	}
+	return b.String()
+}
