@@ -45,15 +45,15 @@ const (
 type FaultKind string
 
 const (
-	FaultDrop               FaultKind = "drop"                 // sub-topology 0 swallows the input: no repartition copy
-	FaultAbortNotReplayed   FaultKind = "abort-not-replayed"   // its copy is only in an aborted transaction
-	FaultStateDiverged      FaultKind = "state-diverged"       // applied from the repartition topic, never reflected in the store
-	FaultPurgeBeforeCommit  FaultKind = "purge-before-commit"  // a repartition partition purged past the committed offset
-	FaultRetentionGap       FaultKind = "retention-gap"        // source records deleted past the committed offset
-	FaultStateReset         FaultKind = "state-reset"          // the store is wiped and restarts from a raw input (count tables)
-	FaultJoinMissing        FaultKind = "join-missing"         // the join never emits the key
-	FaultDuplicate          FaultKind = "duplicate"            // one input's repartition copy committed twice
-	FaultHangingTransaction FaultKind = "hanging-transaction"  // an open transaction older than the timeout on the output
+	FaultDrop               FaultKind = "drop"                // sub-topology 0 swallows the input: no repartition copy
+	FaultAbortNotReplayed   FaultKind = "abort-not-replayed"  // its copy is only in an aborted transaction
+	FaultStateDiverged      FaultKind = "state-diverged"      // applied from the repartition topic, never reflected in the store
+	FaultPurgeBeforeCommit  FaultKind = "purge-before-commit" // a repartition partition purged past the committed offset
+	FaultRetentionGap       FaultKind = "retention-gap"       // source records deleted past the committed offset
+	FaultStateReset         FaultKind = "state-reset"         // the store is wiped and restarts from a raw input (count tables)
+	FaultJoinMissing        FaultKind = "join-missing"        // the join never emits the key
+	FaultDuplicate          FaultKind = "duplicate"           // one input's repartition copy committed twice
+	FaultHangingTransaction FaultKind = "hanging-transaction" // an open transaction older than the timeout on the output
 )
 
 // Fault is one injected fault; Table picks the table it hits (for
