@@ -98,10 +98,3 @@ func TestRunInitFromDiscovery(t *testing.T) {
 		t.Errorf("the filled-in draft does not match the cluster: %v", err)
 	}
 }
-
-func TestSourceFlagsNotWiredYet(t *testing.T) {
-	_, errOut, code := runCLI(t, "topology", "--app-id", "a", "--snapshot", t.TempDir())
-	if code != exitUsage || !strings.Contains(errOut, "not wired") {
-		t.Errorf("exit %d, stderr %q", code, errOut)
-	}
-}

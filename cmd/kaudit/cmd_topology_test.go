@@ -12,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kaudit/kaudit/audit"
 )
 
@@ -212,5 +216,83 @@ func TestRunTopologyWithSource(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkGolden(t, "topology-seed-naming.mmd", out.Bytes())
+	})
+}
+
+// TestTopologyLive reads a seed app's topics and configs from an
+// in-process broker.
+func TestTopologyLive(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	compact := "compact"
+	for _, tt := range []struct {
+		name    string
+		compact bool
+	}{
+		{"orders-v1", false}, {"payments-v1", false}, {"shipments-v1", false}, {"order-status", false},
+		{"orders-app-KSTREAM-REDUCE-STATE-STORE-0000000002-repartition", false},
+		{"orders-app-KSTREAM-REDUCE-STATE-STORE-0000000009-repartition", true},
+		{"orders-app-KSTREAM-REDUCE-STATE-STORE-0000000002-changelog", true},
+		{"orders-app-KSTREAM-REDUCE-STATE-STORE-0000000009-changelog", true},
+	} {
+		var cfg map[string]*string
+		if tt.compact {
+			cfg = map[string]*string{"cleanup.policy": &compact}
+		}
+		if _, err := adm.CreateTopic(t.Context(), 3, 1, cfg, tt.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs := strings.Join(c.ListenAddrs(), ",")
+	out, errOut, code := runCLI(t, "topology", "--topology", seedTopologyFile(), "--app-id", "orders-app", "--bootstrap-server", bs, "--format", "json")
+	if code != exitClean {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	var doc struct {
+		Source    string `json:"source"`
+		Discovery struct {
+			Topics []struct {
+				Name       string `json:"name"`
+				Partitions int32  `json:"partitions"`
+				Exists     bool   `json:"exists"`
+			} `json:"topics"`
+			Unknown []string `json:"unknown"`
+		} `json:"discovery"`
+		Findings []audit.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	present, missing := 0, 0
+	for _, tp := range doc.Discovery.Topics {
+		switch {
+		case tp.Exists && tp.Partitions == 3:
+			present++
+		case !tp.Exists:
+			missing++
+		default:
+			t.Errorf("topic %+v", tp)
+		}
+	}
+	if doc.Source != "live "+bs || present != 8 || missing != 2 {
+		t.Errorf("source %q, %d topics present, %d missing; unknown: %v", doc.Source, present, missing, doc.Discovery.Unknown)
+	}
+	if len(doc.Findings) != 1 || doc.Findings[0].Topic != "orders-app-KSTREAM-REDUCE-STATE-STORE-0000000009-repartition" || doc.Findings[0].Cause != audit.CauseConfigRisk {
+		t.Errorf("findings = %+v", doc.Findings)
+	}
+	t.Run("snapshots are not wired yet", func(t *testing.T) {
+		_, errOut, code := runCLI(t, "topology", "--app-id", "a", "--snapshot", t.TempDir())
+		if code != exitUsage || !strings.Contains(errOut, "live cluster only") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
 	})
 }
