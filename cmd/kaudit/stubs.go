@@ -12,10 +12,6 @@ func diffCommand() *cli.Command {
 	return &cli.Command{Name: "diff", Usage: "audit an app: vanished records, where and why", Action: notBuilt("diff")}
 }
 
-func captureCommand() *cli.Command {
-	return &cli.Command{Name: "capture", Usage: "write an offline evidence bundle", Action: notBuilt("capture")}
-}
-
 func ledgerCommand() *cli.Command {
 	return &cli.Command{Name: "ledger", Usage: "the fate of every offset of a topic", Action: notBuilt("ledger")}
 }

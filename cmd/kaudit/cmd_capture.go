@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/snapshot"
+)
+
+// captureOptions are kaudit capture's flags.
+type captureOptions struct {
+	AppID      string
+	Out        string
+	Topics     []string
+	Topology   string // file
+	SchemasDir string
+	Since      time.Time
+	MaxBytes   int64
+}
+
+func captureCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "out", Usage: "bundle `DIR` to write (an existing bundle is resumed)", EnvVars: env("out")},
+		&cli.StringSliceFlag{Name: "topic", Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
+		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() output `FILE`, stored in the bundle", EnvVars: env("topology")},
+		&cli.StringFlag{Name: "schemas", Usage: "schema `DIR` of <id>.avsc files or a schemas.json map, stored in the bundle", EnvVars: env("schemas")},
+		&cli.StringFlag{Name: "since", Usage: "skip batches older than `D` (a duration back from now, or an RFC 3339 time) at the start of each partition", EnvVars: env("since")},
+		&cli.StringFlag{Name: "max-bytes", Usage: "stop after about `N` bytes (suffixes K, M, G); run again to continue", EnvVars: env("max-bytes")},
+	}
+	return &cli.Command{
+		Name:      "capture",
+		Usage:     "write an offline evidence bundle",
+		UsageText: "kaudit capture --app-id ID --bootstrap-server HOST:PORT --out DIR [--topology FILE] [--since D] [--max-bytes N]",
+		Description: "Reads the app's consistent cut (group offsets with require_stable, then every partition's\n" +
+			"log start, LSO and high watermark, topic configs, transactions, producers) and copies the\n" +
+			"records of its topics up to that cut, control batches included, into DIR in Kafka's own\n" +
+			"log-dir layout with a manifest.json holding the rest and the sha256 of every file.\n" +
+			"Audit it later with --snapshot DIR. An interrupted or --max-bytes-bounded capture resumes\n" +
+			"where it stopped when run again with the same --out; until then it exits 3.\n\n" + exitStatusHelp,
+		Flags: append(flags, sourceFlags()...),
+		Action: func(c *cli.Context) error {
+			o, err := readCaptureOptions(c, time.Now())
+			if err != nil {
+				return err
+			}
+			src, closeSrc, err := openLive(c)
+			if err != nil {
+				return err
+			}
+			defer closeSrc()
+			return runCapture(c.Context, o, src, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+func readCaptureOptions(c *cli.Context, now time.Time) (captureOptions, error) {
+	o := captureOptions{AppID: c.String("app-id"), Out: c.String("out"), Topics: c.StringSlice("topic"),
+		Topology: c.String("topology"), SchemasDir: c.String("schemas")}
+	if o.AppID == "" {
+		return o, usagef("kaudit capture: --app-id is required")
+	}
+	if o.Out == "" {
+		return o, usagef("kaudit capture: --out is required")
+	}
+	if s := c.String("since"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			o.Since = now.Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+			o.Since = t
+		} else {
+			return o, usagef("kaudit capture: --since %q: want a positive duration (24h) or an RFC 3339 time", s)
+		}
+	}
+	if s := c.String("max-bytes"); s != "" {
+		n, err := parseBytes(s)
+		if err != nil {
+			return o, usagef("kaudit capture: --max-bytes %q: %w", s, err)
+		}
+		o.MaxBytes = n
+	}
+	return o, nil
+}
+
+// parseBytes parses a byte count with an optional K, M or G suffix (powers
+// of 1024; a trailing B or iB is allowed).
+func parseBytes(s string) (int64, error) {
+	u := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(u, "K"):
+		mult = 1 << 10
+	case strings.HasSuffix(u, "M"):
+		mult = 1 << 20
+	case strings.HasSuffix(u, "G"):
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		u = u[:len(u)-1]
+	}
+	n, err := strconv.ParseInt(u, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a positive byte count such as 500M")
+	}
+	return n * mult, nil
+}
+
+// readSchemas reads a schema dir: <id>.avsc files, or a schemas.json map of
+// id to schema text.
+func readSchemas(dir string) (map[int32]string, error) {
+	out := map[int32]string{}
+	if b, err := os.ReadFile(filepath.Join(dir, "schemas.json")); err == nil {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "schemas.json"), err)
+		}
+		for k, v := range m {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: schema id %q is not a number", filepath.Join(dir, "schemas.json"), k)
+			}
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				s = string(v) // the schema itself as JSON
+			}
+			out[int32(id)] = s
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read schemas: %w", err)
+	}
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".avsc")
+		id, err := strconv.ParseInt(base, 10, 32)
+		if !ok || err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read schemas: %w", err)
+		}
+		out[int32(id)] = string(b)
+	}
+	return out, nil
+}
+
+// runCapture writes the bundle and prints what it holds. A bundle left
+// incomplete (--max-bytes) exits 3: run the command again to resume.
+func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout, stderr io.Writer) error {
+	opts := snapshot.CaptureOptions{Dir: o.Out, AppID: o.AppID, Topics: o.Topics, Since: o.Since, MaxBytes: o.MaxBytes}
+	if o.Topology != "" {
+		b, err := os.ReadFile(o.Topology)
+		if err != nil {
+			return usagef("kaudit capture: read --topology: %w", err)
+		}
+		opts.Topology = string(b)
+	}
+	if o.SchemasDir != "" {
+		s, err := readSchemas(o.SchemasDir)
+		if err != nil {
+			return usagef("kaudit capture: --schemas: %w", err)
+		}
+		opts.Schemas = s
+	}
+	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		p := &progressLine{w: stderr}
+		opts.Progress = p.update
+		defer p.done()
+	}
+	m, err := snapshot.Capture(ctx, src, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return incompleteError{fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
+	}
+	var recs, bytes int64
+	done := 0
+	for _, p := range m.Partitions {
+		recs += p.Records
+		bytes += p.Bytes
+		if p.Complete {
+			done++
+		}
+	}
+	for _, miss := range m.Missing {
+		fmt.Fprintln(stderr, "kaudit capture: not captured:", miss)
+	}
+	fmt.Fprintf(stdout, "captured %d of %d partitions of %s: %d records, %d bytes in %d files, cut at %s\n",
+		done, len(m.Partitions), o.AppID, recs, bytes, len(m.Files), m.CapturedAt.Format(time.RFC3339))
+	if !m.Complete {
+		fmt.Fprintf(stdout, "stopped by --max-bytes: run the same command again to continue into %s\n", o.Out)
+		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete", o.Out)}
+	}
+	fmt.Fprintf(stdout, "bundle %s is complete: audit it with --snapshot %s\n", o.Out, o.Out)
+	return nil
+}
+
+// progressLine rewrites one line of a terminal, at most every 200 ms.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	last  time.Time
+	shown bool
+}
+
+func (p *progressLine) update(done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond || done == total {
+		pct := 100.0
+		if total > 0 {
+			pct = float64(done) * 100 / float64(total)
+		}
+		fmt.Fprintf(p.w, "\rcapture: %d of %d offsets (%.0f%%)\033[K", done, total, pct)
+		p.last, p.shown = now, true
+	}
+}
+
+func (p *progressLine) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprintln(p.w)
+	}
+}

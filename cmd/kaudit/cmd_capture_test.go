@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/kafka"
+	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/snapshot"
+)
+
+func TestCaptureCLIErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no app id", []string{"capture", "--out", "x", "--bootstrap-server", "127.0.0.1:1"}, "--app-id is required"},
+		{"no out", []string{"capture", "--app-id", "a", "--bootstrap-server", "127.0.0.1:1"}, "--out is required"},
+		{"bad since", []string{"capture", "--app-id", "a", "--out", "x", "--since", "yesterday"}, "--since"},
+		{"bad max bytes", []string{"capture", "--app-id", "a", "--out", "x", "--max-bytes", "-5"}, "--max-bytes"},
+		{"no source", []string{"capture", "--app-id", "a", "--out", "x"}, "needs a source"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, tt.args...)
+			if code != exitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, exitUsage, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+	}{{"512", 512}, {"4K", 4096}, {"500M", 500 << 20}, {"2GiB", 2 << 30}, {"1gb", 1 << 30}} {
+		if got, err := parseBytes(tt.in); err != nil || got != tt.want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "12X", "K"} {
+		if _, err := parseBytes(bad); err == nil {
+			t.Errorf("parseBytes(%q): no error", bad)
+		}
+	}
+}
+
+func captureMemory() *audittest.Memory {
+	m := audittest.NewMemory(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	m.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2, ReplicationFactor: 3})
+	m.Append(segmenttest.Fixture()...)
+	m.SetOffsets(audit.TopicPartition{Topic: segmenttest.Topic, Partition: 1}, segmenttest.Offsets1)
+	m.SetGroup(audit.GroupOffsets{Group: "conf", Offsets: map[audit.TopicPartition]int64{{Topic: segmenttest.Topic, Partition: 0}: 9}})
+	return m
+}
+
+func TestRunCapture(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bundle")
+	topo := filepath.Join(t.TempDir(), "topology.txt")
+	os.WriteFile(topo, []byte("Topologies:\n"), 0o644)
+	schemas := t.TempDir()
+	os.WriteFile(filepath.Join(schemas, "7.avsc"), []byte(`"string"`), 0o644)
+	src := captureMemory()
+	o := captureOptions{AppID: "conf", Out: dir, Topology: topo, SchemasDir: schemas, MaxBytes: 100}
+	var out, errOut strings.Builder
+	err := runCapture(t.Context(), o, src, &out, &errOut)
+	if code := exitCode(t.Context(), err); code != exitIncomplete || !strings.Contains(out.String(), "stopped by --max-bytes") {
+		t.Fatalf("bounded run: exit %d, err %v, output %q", code, err, out.String())
+	}
+	if strings.Contains(errOut.String(), "\r") {
+		t.Errorf("progress written to a non-terminal: %q", errOut.String())
+	}
+	out.Reset()
+	o.MaxBytes = 0
+	if err := runCapture(t.Context(), o, src, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "captured 2 of 2 partitions of conf: 14 records") || !strings.Contains(out.String(), "is complete") {
+		t.Fatalf("output %q", out.String())
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Problems()) != 0 || s.Topology() != "Topologies:\n" || s.Schemas()[7] != `"string"` {
+		t.Fatalf("problems %v, topology %q, schemas %v", s.Problems(), s.Topology(), s.Schemas())
+	}
+}
+
+// TestCaptureLive captures an app's topics from an in-process broker
+// (committed and aborted transactions, plain records) and checks that the
+// bundle gives back exactly what the broker serves, batch headers included.
+func TestCaptureLive(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bs := strings.Join(c.ListenAddrs(), ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("shop-0_0"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.ZstdCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), 2, 1, nil, "shop-repartition"); err != nil {
+		t.Fatal(err)
+	}
+	for i, commit := range []bool{true, false, true} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(2) {
+			r := &kgo.Record{Topic: "shop-repartition", Partition: p, Key: []byte{byte('a' + i)}, Value: []byte(strings.Repeat("v", 50*i)),
+				Headers: []kgo.RecordHeader{{Key: "h", Value: []byte{byte(i)}}}}
+			if err := cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(t.Context(), kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := filepath.Join(t.TempDir(), "bundle")
+	out, errOut, code := runCLI(t, "capture", "--app-id", "shop", "--bootstrap-server", bs, "--out", dir)
+	if code != exitClean {
+		t.Fatalf("exit %d, stderr %s, output %s", code, errOut, out)
+	}
+	snap, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := snap.Problems(); len(p) != 0 {
+		t.Fatalf("problems %+v", p)
+	}
+	live, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	for p := range int32(2) {
+		tp := audit.TopicPartition{Topic: "shop-repartition", Partition: p}
+		want := readPartition(t, t.Context(), live, tp)
+		got := readPartition(t, t.Context(), snap, tp)
+		if len(want) != 6 {
+			t.Fatalf("live %s: %d records, want 3 data records and 3 markers", tp, len(want))
+		}
+		if d := segmenttest.Diff(got, want); d != "" {
+			t.Fatalf("%s: snapshot differs from the broker: %s", tp, d)
+		}
+		lo, _ := live.Offsets(t.Context(), tp)
+		so, _ := snap.Offsets(t.Context(), tp)
+		if lo != so {
+			t.Fatalf("%s: offsets %+v, broker says %+v", tp, so, lo)
+		}
+	}
+}
+
+func readPartition(t *testing.T, ctx context.Context, src audit.RecordSource, tp audit.TopicPartition) []audit.Record {
+	t.Helper()
+	var out []audit.Record
+	for r, err := range src.Records(ctx, tp, 0, -1) {
+		if err != nil {
+			t.Fatalf("read %s: %v", tp, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
