@@ -38,7 +38,7 @@ var compressionNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 func compressionCodec(name string) (kgo.CompressionCodecType, error) {
 	switch name {
-	case "", "none":
+	case "", "none", "legacy": // legacy: a v0/v1 message set, rewritten as v2
 		return kgo.CodecNone, nil
 	case "gzip":
 		return kgo.CodecGzip, nil
@@ -230,7 +230,9 @@ func decodeMarker(key, value []byte) (*audit.Marker, error) {
 // AppendBatch appends recs to dst as one v2 record batch with the header of
 // recs[0].Batch: base offset, last offset delta, leader epoch, producer
 // id/epoch, base sequence, transactional, control and timestamp-type bits
-// and compression. Every record must carry the same batch base offset and
+// and compression. A "legacy" batch (a v0/v1 message set as a live source
+// reports it) is written as an uncompressed v2 batch and reads back as
+// "none". Every record must carry the same batch base offset and
 // an offset inside the batch. Control records without key bytes get them
 // from their Marker. DecodeBatch of the result gives back recs.
 func AppendBatch(dst []byte, recs []audit.Record) ([]byte, error) {

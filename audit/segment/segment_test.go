@@ -521,3 +521,17 @@ func TestRealSegments(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendLegacy(t *testing.T) {
+	r := segmenttest.Fixture()[0]
+	r.Batch = audit.Batch{BaseOffset: r.Offset, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1,
+		Compression: "legacy", MaxTimestamp: r.Timestamp}
+	b, err := AppendBatch(nil, []audit.Record{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, recs, _, err := DecodeBatch(b, r.TP())
+	if err != nil || len(recs) != 1 || h.Compression != "none" || !strings.Contains(string(recs[0].Value), "o-1") {
+		t.Fatalf("legacy batch: %+v, %d records, %v", h, len(recs), err)
+	}
+}

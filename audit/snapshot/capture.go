@@ -270,6 +270,7 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 		cur     audit.Batch
 		inBatch int64
 		stop    bool
+		legacy  bool
 		skipOld = m.Since != nil && p.Next == p.From
 	)
 	// finish closes the segment and lists it in the manifest.
@@ -332,6 +333,10 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 			if w, copyErr = segment.CreateSegment(filepath.Join(dir, name)); copyErr != nil {
 				break
 			}
+		}
+		if r.Batch.Compression == "legacy" && !legacy {
+			legacy = true
+			m.Notes = append(m.Notes, fmt.Sprintf("%s holds v0/v1 message sets from offset %d: stored as uncompressed v2 batches", tp, r.Offset))
 		}
 		cur = r.Batch
 		inBatch++

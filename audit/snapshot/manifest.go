@@ -46,6 +46,8 @@ type Manifest struct {
 	Files        []File               `json:"files"`
 	// Missing lists the evidence the source could not give, with why.
 	Missing []string `json:"missing,omitempty"`
+	// Notes say where the bundle differs from what the source served.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // PartitionState is one partition's offsets at the cut and the capture's
