@@ -13,7 +13,7 @@ import (
 )
 
 // newCluster starts an in-process kfake cluster on 127.0.0.1.
-func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+func newCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	t.Helper()
 	opts = append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)
 	c, err := kfake.NewCluster(opts...)
@@ -53,7 +53,7 @@ func newClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32, configs map[string]*string) {
+func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	resp, err := kadm.NewClient(cl).CreateTopic(t.Context(), partitions, 1, configs, topic)
 	if err == nil {

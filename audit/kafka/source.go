@@ -333,18 +333,16 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 	}
 	dg, ok := dgs[group]
 	switch {
-	case ok && errors.Is(dg.Err, kerr.GroupIDNotFound), !ok && len(g.Offsets) == 0:
-		if len(g.Offsets) == 0 {
-			return g, fmt.Errorf("describe group %q: %w", group, audit.ErrGroupNotFound)
-		}
-		g.State = "Dead"
-	case ok && dg.Err != nil:
+	case ok && dg.Err != nil && !errors.Is(dg.Err, kerr.GroupIDNotFound):
 		return g, fmt.Errorf("describe group %q: %w", group, authErr(dg.Err, "group "+group, "DESCRIBE"))
-	case ok:
+	case ok && dg.Err == nil:
 		g.State, g.Members = dg.State, len(dg.Members)
 	}
-	if (g.State == "Dead" || g.State == "") && len(g.Offsets) == 0 {
+	if len(g.Offsets) == 0 && (g.State == "" || g.State == "Dead") {
 		return g, fmt.Errorf("describe group %q: %w", group, audit.ErrGroupNotFound)
+	}
+	if g.State == "" {
+		g.State = "Unknown" // offsets, but the group cannot be described
 	}
 	return g, nil
 }
