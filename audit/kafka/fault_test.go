@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -336,5 +337,34 @@ func TestReadOnly(t *testing.T) {
 	infos, err := s.Topics(ctx)
 	if err != nil || len(infos) != 1 {
 		t.Errorf("topics after the reads = %+v, %v; want only t (no auto-creation)", infos, err)
+	}
+}
+
+func TestTopicDeletedMidRead(t *testing.T) {
+	smallFetches(t)
+	c := newCluster(t)
+	cl := newClient(t, c)
+	createTopic(t, cl, "gone", 1, nil)
+	for range 3 {
+		produce(t, cl, "gone", 0, "k", "v")
+	}
+	s := openSource(t, c, nil)
+	var (
+		n   int
+		got error
+	)
+	for _, err := range s.Records(ctxTimeout(t, 10*time.Second), audit.TopicPartition{Topic: "gone"}, 0, -1) {
+		if err != nil {
+			got = err
+			break
+		}
+		if n++; n == 1 {
+			if _, err := kadm.NewClient(cl).DeleteTopics(t.Context(), "gone"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n != 1 || !errors.Is(got, audit.ErrTopicNotFound) || !strings.Contains(got.Error(), "gone/0 at offset 1") {
+		t.Errorf("read %d records, then %v; want 1, then a topic-not-found error at offset 1", n, got)
 	}
 }
