@@ -100,7 +100,7 @@ func (t *Table) Reduce(agg, value any, first bool) (any, error) {
 		if first {
 			return value, nil
 		}
-		env := map[string]any{"agg": toExpr(agg), "value": toExpr(value), "key": nil, "headers": map[string]any{}, "timestamp": int64(0)}
+		env := map[string]any{"agg": toExpr(agg), "value": toExpr(value)}
 		out, err := expr.Run(r.prog, env)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: reduce: %w", t.Name, err)
@@ -319,7 +319,7 @@ func (j *Join) Eval(left any, rights []any) (any, error) {
 	if j.prog == nil {
 		return nil, ErrNoValue
 	}
-	env := map[string]any{"left": toExpr(left), "right": nil, "key": nil, "timestamp": int64(0)}
+	env := map[string]any{"left": toExpr(left), "right": nil}
 	for i, r := range rights {
 		env["r"+strconv.Itoa(i+1)] = toExpr(r)
 	}

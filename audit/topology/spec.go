@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -323,14 +324,16 @@ func recordEnv() types.Map {
 	return types.Map{"key": types.Any, "value": types.Any, "headers": types.Any, "timestamp": types.Int64}
 }
 
+// reduceEnv is a reducer's environment: like Kafka Streams' Reducer, it
+// sees the aggregate and the new value only.
 func reduceEnv() types.Map {
-	env := recordEnv()
-	env["agg"] = types.Any
-	return env
+	return types.Map{"agg": types.Any, "value": types.Any}
 }
 
+// joinEnv is a joiner's environment: like a ValueJoiner, it sees the
+// values only.
 func joinEnv(rights int) types.Map {
-	env := types.Map{"left": types.Any, "right": types.Any, "key": types.Any, "timestamp": types.Int64}
+	env := types.Map{"left": types.Any, "right": types.Any}
 	for i := 1; i <= rights; i++ {
 		env["r"+strconv.Itoa(i)] = types.Any
 	}
@@ -482,6 +485,15 @@ func (r *Reducer) parse() error {
 		return fmt.Errorf("unknown reducer %q: want latest, count, sum(FIELD), sum or {expr: \"…\"}", raw)
 	}
 	return nil
+}
+
+// TopologyPath is the spec's topology file, relative to the directory of
+// the spec file; "" when the spec names none.
+func (s *Spec) TopologyPath() string {
+	if s.Topology == "" || filepath.IsAbs(s.Topology) {
+		return s.Topology
+	}
+	return filepath.Join(filepath.Dir(s.File), s.Topology)
 }
 
 // Table returns the table named name.

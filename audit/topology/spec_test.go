@@ -3,6 +3,7 @@ package topology
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -22,6 +23,12 @@ func loadSeedSpec(t *testing.T) *Spec {
 
 func TestLoadSpec(t *testing.T) {
 	s := loadSeedSpec(t)
+	if want := filepath.Join("testdata", "spec", "../../../../testdata/kafka/describe/out/3.6/seed.txt"); s.TopologyPath() != want {
+		t.Errorf("TopologyPath = %s, want %s", s.TopologyPath(), want)
+	}
+	if _, err := os.Stat(s.TopologyPath()); err != nil {
+		t.Error(err)
+	}
 	if s.AppID != "orders-app" || len(s.Tables) != 3 || len(s.Joins) != 1 {
 		t.Fatalf("spec = %+v", s)
 	}
@@ -51,6 +58,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"expression that does not compile", table + "    select_key: value.id +\n    reduce: latest\n", `k.yaml:5: tables[0].select_key: compile expression "value.id +"`},
 		{"unknown name in an expression", table + "    select_key: val.id\n    reduce: latest\n", `k.yaml:5: tables[0].select_key: compile expression "val.id": unknown name val`},
 		{"reducer expression", table + "    reduce: {expr: 'agg +* value'}\n", `k.yaml:5: tables[0].reduce: compile expression`},
+		{"reducer sees no key", table + "    reduce: {expr: 'key'}\n", `k.yaml:5: tables[0].reduce: compile expression "key": unknown name key`},
 		{"unknown reducer", table + "    reduce: max\n", `k.yaml:5: tables[0].reduce: unknown reducer "max"`},
 		{"reducer mapping without expr", table + "    reduce: {exp: x}\n", `k.yaml:5: tables[0].reduce: want a mapping with the one key expr`},
 		{"reducer left TODO", table + "    reduce: TODO\n", `k.yaml:5: tables[0].reduce: still TODO`},
