@@ -104,9 +104,9 @@ func SeedScenario(appID string, n int) Scenario {
 	return Scenario{
 		AppID: appID,
 		Tables: []TableSpec{
-			{Name: "orders", Source: "orders", Reducer: ReduceLatest, Store: "KSTREAM-REDUCE-STATE-STORE-0000000002"},
-			{Name: "payments", Source: "payments", Reducer: ReduceLatest, Store: "KSTREAM-REDUCE-STATE-STORE-0000000009"},
-			{Name: "shipments", Source: "shipments", Reducer: ReduceLatest, Store: "KSTREAM-REDUCE-STATE-STORE-0000000016"},
+			{Name: "orders", Source: "orders-v1", Reducer: ReduceLatest, Store: "KSTREAM-REDUCE-STATE-STORE-0000000002"},
+			{Name: "payments", Source: "payments-v1", Reducer: ReduceLatest, Store: "KSTREAM-REDUCE-STATE-STORE-0000000009"},
+			{Name: "shipments", Source: "shipments-v1", Reducer: ReduceLatest, Store: "KSTREAM-REDUCE-STATE-STORE-0000000016"},
 		},
 		Output: "order-status", Partitions: 3, Inputs: n, Keys: max(n/3, 1), Seed: 1, Now: 1_780_000_000_000,
 		Commit: 10, AbortEvery: 7, Lag: 2, Inflight: 2, Purge: true,

@@ -8,7 +8,7 @@ import (
 type Env struct {
 	Key       audit.Value
 	Value     audit.Value
-	Headers   map[string]string
+	Headers   []audit.Header
 	Timestamp int64
 }
 
@@ -21,9 +21,9 @@ type Table struct {
 	Changelog   string
 	// SelectKey returns the table key of an input; nil keeps the record key.
 	SelectKey func(Env) (audit.Value, error)
-	// Reduce folds value into agg (agg is nil for a key's first value); nil
-	// when no spec says the reducer: the state checks are then skipped.
-	Reduce func(agg, value audit.Value) (audit.Value, error)
+	// Reduce folds value into agg; first says there is no aggregate yet.
+	// Nil when no spec says the reducer: the state checks are then skipped.
+	Reduce func(agg, value audit.Value, first bool) (audit.Value, error)
 	// OrderDependent is true for reducers whose result depends on the order
 	// of inputs (latest, expressions): any feasible order is accepted.
 	OrderDependent bool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/ledger"
 )
 
@@ -225,18 +226,8 @@ func (r *run) decode(ctx context.Context, rec *audit.Record) (k, v audit.Value, 
 	return k, v, true
 }
 
-// ErrEvidenceUnavailable wraps decoding errors that mean a whole source of
-// evidence is unavailable (a Schema Registry that is down), as opposed to
-// one bad record. Decoders wrap such errors with it or a sentinel that
-// reports true from Unavailable.
-var ErrEvidenceUnavailable = errors.New("evidence unavailable")
-
-// Unavailable, when set, says whether a decode error means the decoder's
-// backing service is unavailable (the run is then incomplete).
-var Unavailable = func(err error) bool { return errors.Is(err, ErrEvidenceUnavailable) }
-
 func (r *run) undecodable(rec *audit.Record, what string, err error) {
-	if Unavailable(err) {
+	if errors.Is(err, codec.ErrRegistryUnavailable) {
 		msg := fmt.Sprintf("decoding %s: %v", rec.Topic, err)
 		for _, m := range r.rep.Summary.Missing {
 			if m == msg {

@@ -26,7 +26,7 @@ func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
 		switch t.Reducer {
 		case audittest.ReduceLatest:
 			tb.Latest, tb.OrderDependent = true, true
-			tb.Reduce = func(_, v audit.Value) (audit.Value, error) { return v, nil }
+			tb.Reduce = func(_, v audit.Value, _ bool) (audit.Value, error) { return v, nil }
 		case audittest.ReduceCount:
 			tb.Reduce = countReducer
 		}
@@ -40,8 +40,8 @@ func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
 	return p
 }
 
-func countReducer(agg, _ audit.Value) (audit.Value, error) {
-	if agg == nil {
+func countReducer(agg, _ audit.Value, first bool) (audit.Value, error) {
+	if first {
 		return codecNumber(1), nil
 	}
 	n, err := agg.(interface{ Int64() (int64, error) }).Int64()

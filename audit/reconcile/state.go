@@ -169,20 +169,7 @@ func foldOrder(ins []*input) []*input {
 func (r *run) fold(t *Table, ins []*input) (audit.Value, error) {
 	var agg audit.Value
 	for i, in := range ins {
-		if i == 0 {
-			agg = in.value
-			if t.Reduce != nil && !t.Latest {
-				// reducers see the first value as the aggregate; count
-				// and custom initializers are expressed by Reduce(nil, v)
-				v, err := t.Reduce(nil, in.value)
-				if err != nil {
-					return nil, err
-				}
-				agg = v
-			}
-			continue
-		}
-		v, err := t.Reduce(agg, in.value)
+		v, err := t.Reduce(agg, in.value, i == 0)
 		if err != nil {
 			return nil, err
 		}

@@ -264,7 +264,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			key := k
 			if t.SelectKey != nil {
 				var err error
-				key, err = t.SelectKey(Env{Key: k, Value: v, Headers: headerMap(rec.Headers), Timestamp: rec.Timestamp})
+				key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
 				if err != nil {
 					f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, tp, rec.Offset)
 					f.Timestamp = rec.Timestamp
@@ -423,17 +423,6 @@ func keyBytes(serde, keyText string) ([]byte, bool) {
 		return b, true
 	}
 	return nil, false
-}
-
-func headerMap(hs []audit.Header) map[string]string {
-	if len(hs) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(hs))
-	for _, h := range hs {
-		m[h.Key] = string(h.Value)
-	}
-	return m
 }
 
 func joinOffsets(offs []int64, total int64) string {

@@ -12,9 +12,6 @@ func diffCommand() *cli.Command {
 	return &cli.Command{Name: "diff", Usage: "audit an app: vanished records, where and why", Action: notBuilt("diff")}
 }
 
-func ledgerCommand() *cli.Command {
-	return &cli.Command{Name: "ledger", Usage: "the fate of every offset of a topic", Action: notBuilt("ledger")}
-}
 
 func demoCommand() *cli.Command {
 	return &cli.Command{Name: "demo", Usage: "an embedded incident, audited", Action: notBuilt("demo")}

@@ -1,0 +1,42 @@
+package reconcile
+
+import (
+	"errors"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// FromPlan builds the engine's pipeline from a resolved spec. keySerde is
+// the serde of table keys (the spec's, else the command line's).
+func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
+	out := &Pipeline{AppID: p.AppID, KeySerde: keySerde}
+	for _, pt := range p.Tables {
+		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
+		if spec := pt.Spec; spec != nil {
+			t.SelectKey = func(e Env) (audit.Value, error) {
+				return spec.SelectKey(topology.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
+			}
+			if spec.Reducer.Kind != "" {
+				t.Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) {
+					out, err := spec.Reduce(agg, v, first)
+					if errors.Is(err, topology.ErrNullValue) {
+						return agg, nil
+					}
+					return out, err
+				}
+				t.OrderDependent = spec.OrderDependent()
+				t.Latest = spec.Reducer.Kind == topology.ReduceLatest
+			}
+		}
+		out.Tables = append(out.Tables, t)
+	}
+	for _, pj := range p.Joins {
+		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type)}
+		if spec := pj.Spec; spec != nil && spec.HasValue() {
+			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return spec.Eval(left, rights) }
+		}
+		out.Joins = append(out.Joins, j)
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/ledger"
+	"github.com/kaudit/kaudit/report"
+)
+
+type ledgerOptions struct {
+	source        sourceOptions
+	Topic         string
+	Partition     int // -1: all
+	From, To      int64
+	Format        string
+	CrossCheck    bool
+	MaxTxnTimeout time.Duration
+}
+
+func ledgerCommand() *cli.Command {
+	flags := append(sourceFlags(), serdeFlags()...)
+	flags = append(flags, txnFlags()...)
+	flags = append(flags,
+		&cli.StringFlag{Name: "topic", Usage: "the `TOPIC` to classify", Required: true, EnvVars: env("topic")},
+		&cli.IntFlag{Name: "partition", Value: -1, Usage: "one `PARTITION` (default: all)", EnvVars: env("partition")},
+		&cli.StringFlag{Name: "offsets", Usage: "list each offset `A-B` (inclusive) with its fate, and its decoded record when a serde is given", EnvVars: env("offsets")},
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv", EnvVars: env("format")},
+		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing the derived read_committed view with the broker's (reads each partition once instead of twice)", EnvVars: env("no-cross-check")},
+	)
+	return &cli.Command{
+		Name:        "ledger",
+		Usage:       "the fate of every offset of a topic: committed, aborted, marker, open, purged, compacted, gap",
+		UsageText:   "kaudit ledger [source] --topic T [--partition P] [--offsets A-B] [--format table|json|csv]",
+		Description: exitStatusHelp,
+		Flags:       flags,
+		Action: func(c *cli.Context) error {
+			o := ledgerOptions{source: readSourceOptions(c), Topic: c.String("topic"), Partition: c.Int("partition"),
+				Format: c.String("format"), CrossCheck: !c.Bool("no-cross-check"), MaxTxnTimeout: c.Duration("max-transaction-timeout"), From: -1, To: -1}
+			if s := c.String("offsets"); s != "" {
+				a, b, ok := strings.Cut(s, "-")
+				from, err1 := strconv.ParseInt(a, 10, 64)
+				to, err2 := strconv.ParseInt(b, 10, 64)
+				if !ok || err1 != nil || err2 != nil || from < 0 || to < from {
+					return usagef("--offsets %q: want A-B with 0 <= A <= B", s)
+				}
+				o.From, o.To = from, to
+			}
+			switch o.Format {
+			case "table", "json", "csv":
+			default:
+				return usagef("--format %q: want table, json or csv", o.Format)
+			}
+			src, err := openCliSource(c)
+			if err != nil {
+				return err
+			}
+			defer src.close()
+			return runLedger(c.Context, o, src, c.App.Writer)
+		},
+	}
+}
+
+func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Writer) error {
+	n, err := src.Partitions(ctx, o.Topic)
+	if err != nil {
+		if errors.Is(err, audit.ErrTopicNotFound) {
+			return usagef("topic %q not found in %s", o.Topic, src.Describe())
+		}
+		return incompleteError{fmt.Errorf("describe topic %s: %w", o.Topic, err)}
+	}
+	parts := make([]int32, 0, n)
+	for p := range n {
+		parts = append(parts, p)
+	}
+	if o.Partition >= 0 {
+		if int32(o.Partition) >= n {
+			return usagef("topic %q has %d partitions: no partition %d", o.Topic, n, o.Partition)
+		}
+		parts = []int32{int32(o.Partition)}
+	}
+	compacted := false
+	if infos, err := src.Topics(ctx); err == nil {
+		for _, t := range infos {
+			if t.Name == o.Topic {
+				compacted = t.Compacted()
+			}
+		}
+	}
+	var dec *codec.Codec
+	if o.To >= 0 && (o.source.KeySerde != "" || o.source.ValueSerde != "") {
+		props, err := properties(o.source)
+		if err != nil {
+			return err
+		}
+		if dec, err = openDecoder(o.source, "", "", props, snapshotSchemas(src)); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	if c, ok := src.Source.(audit.Clock); ok {
+		now = c.Now()
+	}
+	doc := &audit.TopicLedger{Topic: o.Topic}
+	var all []audit.Finding
+	all = append(all, src.problems...)
+	for _, p := range parts {
+		tp := audit.TopicPartition{Topic: o.Topic, Partition: p}
+		lo := ledger.Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck}
+		if o.To >= 0 {
+			lo.KeepFrom, lo.KeepTo = o.From, o.To+1
+		}
+		l, err := ledger.Build(ctx, src, tp, lo)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
+			f.Count = 0
+			f.Detail = "the partition could not be read: " + err.Error()
+			doc.Partitions = append(doc.Partitions, audit.PartitionLedger{Partition: p, Findings: []audit.Finding{f}})
+			all = append(all, f)
+			continue
+		}
+		pl := l.Summary(lo)
+		if dec != nil {
+			pl.Values, err = decodeRange(ctx, src, dec, tp, o.From, o.To+1)
+			if err != nil {
+				return err
+			}
+		}
+		doc.Partitions = append(doc.Partitions, pl)
+		all = append(all, pl.Findings...)
+	}
+	var rerr error
+	switch o.Format {
+	case "json":
+		rerr = report.LedgerJSON(w, doc)
+	case "csv":
+		rerr = report.LedgerCSV(w, doc)
+	default:
+		rerr = report.LedgerTable(w, doc)
+	}
+	if rerr != nil {
+		return fmt.Errorf("write ledger: %w", rerr)
+	}
+	return verdictResult(audit.Judge(all, nil))
+}
+
+// decodeRange decodes the data records in [from, to).
+func decodeRange(ctx context.Context, src audit.RecordSource, dec *codec.Codec, tp audit.TopicPartition, from, to int64) ([]audit.DecodedRecord, error) {
+	var out []audit.DecodedRecord
+	for r, err := range src.Records(ctx, tp, from, to) {
+		if err != nil {
+			return nil, fmt.Errorf("read %s at %d: %w", tp, from, err)
+		}
+		if r.Batch.Control || r.Offset < from {
+			continue
+		}
+		d := audit.DecodedRecord{Offset: r.Offset, Timestamp: r.Timestamp, Key: text(ctx, dec, tp.Topic, true, r.Key), Value: text(ctx, dec, tp.Topic, false, r.Value)}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// text is a key or value as canonical JSON text, or b64: and base64 when
+// it cannot be decoded.
+func text(ctx context.Context, dec *codec.Codec, topic string, isKey bool, b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	v, err := dec.Decode(ctx, topic, isKey, b)
+	if err != nil {
+		return codec.RawText(b)
+	}
+	return codec.Text(v)
+}
+
+// snapshotSchemas returns the schemas a snapshot carries, if it is one.
+func snapshotSchemas(src *openedSource) map[int32]string {
+	if s, ok := src.Source.(interface{ Schemas() map[int32]string }); ok {
+		return s.Schemas()
+	}
+	return nil
+}

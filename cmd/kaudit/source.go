@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/kafka"
+	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/audit/snapshot"
+)
+
+// openedSource is a source of evidence with what opening it already found
+// wrong (a snapshot file whose hash does not match).
+type openedSource struct {
+	audit.Source
+	problems []audit.Finding
+	close    func()
+}
+
+// properties merges --command-config and --command-property.
+func properties(o sourceOptions) (map[string]string, error) {
+	props := map[string]string{}
+	if o.CommandConfig != "" {
+		f, err := os.Open(o.CommandConfig)
+		if err != nil {
+			return nil, usagef("read --command-config: %w", err)
+		}
+		defer f.Close()
+		if props, err = audit.ParseProperties(f); err != nil {
+			return nil, usagef("read --command-config %s: %w", o.CommandConfig, err)
+		}
+	}
+	for _, kv := range o.CommandProps {
+		if err := audit.ApplyProperty(props, kv); err != nil {
+			return nil, usagef("--command-property: %w", err)
+		}
+	}
+	return props, nil
+}
+
+// openSource opens the one source the flags choose: a live cluster, a
+// snapshot or broker log dirs.
+func openSource(ctx context.Context, command string, o sourceOptions) (*openedSource, error) {
+	n := 0
+	for _, set := range []bool{len(o.Bootstrap) > 0, o.Snapshot != "", len(o.LogDirs) > 0} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return nil, usagef("kaudit %s needs a source: --bootstrap-server HOST:PORT, --snapshot DIR or --log-dir DIR", command)
+	case n > 1:
+		return nil, usagef("kaudit %s reads one source: give only one of --bootstrap-server, --snapshot, --log-dir", command)
+	}
+	switch {
+	case o.Snapshot != "":
+		s, err := snapshot.Open(o.Snapshot)
+		if err != nil {
+			return nil, incompleteError{fmt.Errorf("open snapshot: %w", err)}
+		}
+		return &openedSource{Source: s, problems: s.Problems(), close: func() {}}, nil
+	case len(o.LogDirs) > 0:
+		d, err := segment.OpenDirs(o.LogDirs...)
+		if err != nil {
+			return nil, incompleteError{fmt.Errorf("open log dirs: %w", err)}
+		}
+		return &openedSource{Source: d, close: func() {}}, nil
+	}
+	props, err := properties(o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout})
+	switch {
+	case err == nil:
+		return &openedSource{Source: s, close: s.Close}, nil
+	case errors.Is(err, kafka.ErrConfig):
+		return nil, usageError{err}
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, incompleteError{err}
+}
+
+// openCliSource is openSource from a command's flags.
+func openCliSource(c *cli.Context) (*openedSource, error) {
+	return openSource(c.Context, c.Command.Name, readSourceOptions(c))
+}
+
+// openDecoder builds the key and value decoder from the serde flags and
+// the spec's serdes (which win where the flags say nothing).
+func openDecoder(o sourceOptions, specKey, specValue string, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
+	cfg := codec.Config{KeySerde: first(o.KeySerde, specKey, "string"), ValueSerde: first(o.ValueSerde, specValue, "bytes"),
+		RegistryURL: o.SchemaRegistry, SchemasDir: o.SchemasDir, Properties: props, Timeout: o.Timeout}
+	if len(schemas) > 0 && cfg.RegistryURL == "" && cfg.SchemasDir == "" {
+		// a snapshot carries the schemas it used: serve them offline
+		dir, err := os.MkdirTemp("", "kaudit-schemas-")
+		if err != nil {
+			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+		}
+		for id, s := range schemas {
+			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(s), 0o600); err != nil {
+				return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+			}
+		}
+		cfg.SchemasDir = dir
+	}
+	c, err := codec.New(cfg)
+	if err != nil {
+		return nil, usagef("configure decoding: %w", err)
+	}
+	return c, nil
+}
+
+func first(s ...string) string {
+	for _, x := range s {
+		if strings.TrimSpace(x) != "" {
+			return x
+		}
+	}
+	return ""
+}
