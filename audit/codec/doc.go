@@ -53,6 +53,14 @@
 //	local-timestamp-millis/-micros  the same without the "Z"
 //	duration (fixed 12)         {"months","days","milliseconds"} of json.Number
 //
+// Decoding walks a node graph compiled once per schema id from hamba's
+// parsed schema; hamba parses and resolves schemas and encodes test data.
+// The walk is this package's own because hamba's generic decoding yields
+// time.Time, *big.Rat, [N]byte and {"type": value} union maps, none of
+// them canonical, and does not bound hostile lengths. The strings of one
+// payload share one byte arena and one slab of string headers (see
+// arena.go), so a ten-field record costs about seven allocations.
+//
 // A payload with bytes left after the value, a varint longer than 64 bits,
 // an enum or union index out of range, or a length past the end is a
 // DecodeError (ErrTruncated for the last). Nesting is limited to 500 levels
