@@ -53,6 +53,12 @@ type Pipeline struct {
 	// "avro"); it decides how a selected key is serialized to find its
 	// repartition partition.
 	KeySerde string
+	// Keyless is set when no spec says how inputs are keyed: records are
+	// not decoded or matched across hops; the checks that need no key run
+	// (offsets, transactions, retention gaps, purges before commit, lag).
+	// Tables then name single topics; Outputs lists output topics.
+	Keyless bool
+	Outputs []string
 }
 
 func (p *Pipeline) table(name string) *Table {

@@ -84,6 +84,16 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 			return nil, err
 		}
 	}
+	for _, o := range p.Outputs {
+		if parts, ok := r.partitionsOf(o, "output"); ok {
+			for _, part := range parts {
+				r.walk(ctx, audit.TopicPartition{Topic: o, Partition: part}, "output", func(ledger.Entry) {})
+			}
+		}
+	}
+	if p.Keyless {
+		r.skipped("no spec: inputs are not decoded or followed across hops; only offsets, transactions, retention gaps, purges before commit and lag are checked (write one with kaudit init)")
+	}
 	r.lineage()
 	r.timeline()
 	r.rep.Finish()

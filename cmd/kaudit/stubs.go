@@ -8,9 +8,6 @@ func notBuilt(name string) cli.ActionFunc {
 	return func(*cli.Context) error { return errNotBuilt(name) }
 }
 
-func diffCommand() *cli.Command {
-	return &cli.Command{Name: "diff", Usage: "audit an app: vanished records, where and why", Action: notBuilt("diff")}
-}
 
 
 func demoCommand() *cli.Command {

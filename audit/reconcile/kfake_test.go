@@ -1,0 +1,79 @@
+package reconcile_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/kafka"
+	"github.com/kaudit/kaudit/audit/reconcile"
+)
+
+// runOnKfake writes the scenario to an in-process kfake broker with real
+// transactional producers and audits it through the live source.
+func runOnKfake(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.Truth) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	truth, err := audittest.Generate(s, b)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	src, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(t.Context(), src, pipelineOf(s), reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return rep, truth
+}
+
+// TestKfake runs the seed-shaped app on a real wire-protocol broker:
+// clean, then several faults at once.
+func TestKfake(t *testing.T) {
+	t.Run("clean", func(t *testing.T) {
+		s := audittest.SeedScenario("shop", 200)
+		s.NullKeys = 1
+		rep, truth := runOnKfake(t, s)
+		compare(t, rep, truth)
+		if rep.Summary.Verdict != audit.VerdictClean {
+			t.Errorf("verdict %s (missing %v)", rep.Summary.Verdict, rep.Summary.Missing)
+		}
+	})
+	t.Run("faults", func(t *testing.T) {
+		s := audittest.SeedScenario("shop", 240)
+		s.Lag = 3
+		s.Faults = []audittest.Fault{
+			{Kind: audittest.FaultDrop, Table: 1},
+			{Kind: audittest.FaultAbortNotReplayed, Table: 0},
+			{Kind: audittest.FaultPurgeBeforeCommit, Table: 2, Partition: 1},
+			{Kind: audittest.FaultRetentionGap, Table: 0, Partition: 2},
+			{Kind: audittest.FaultJoinMissing},
+			{Kind: audittest.FaultHangingTransaction},
+		}
+		rep, truth := runOnKfake(t, s)
+		if len(truth.Findings) < 5 {
+			t.Fatalf("ground truth too small: %v", truth.Findings)
+		}
+		compare(t, rep, truth)
+	})
+}

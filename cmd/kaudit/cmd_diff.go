@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/statedir"
+	"github.com/kaudit/kaudit/audit/topology"
+	"github.com/kaudit/kaudit/report"
+)
+
+// diffOptions are kaudit diff's flags.
+type diffOptions struct {
+	source           sourceOptions
+	AppID            string
+	TopologyFile     string
+	SpecFile         string
+	StateDir         string
+	Format           string
+	Output           string
+	Since, Until     time.Time
+	Baseline         string // a previous JSON report
+	BaselineSnapshot string
+	KafkaVersion     string
+	Outage           time.Duration
+	Partitions       []int32
+	CrossCheck       bool
+}
+
+func diffFlags() []cli.Flag {
+	flags := append(sourceFlags(), serdeFlags()...)
+	flags = append(flags, txnFlags()...)
+	return append(flags,
+		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
+		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft)", EnvVars: env("spec")},
+		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
+		&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: table, or md when --output ends in .md)", EnvVars: env("format")},
+		&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (written whole or not at all)", EnvVars: env("output")},
+		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
+		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
+		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
+		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
+		&cli.StringFlag{Name: "kafka-version", Usage: "the cluster's Kafka `VERSION`, to judge known issues", EnvVars: env("kafka-version")},
+		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
+		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
+		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
+	)
+}
+
+func diffCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "diff",
+		Usage:       "audit an app: which input records vanished, at which hop, and why",
+		UsageText:   "kaudit diff --app-id ID [source] [--topology FILE] [--spec FILE] [--state-dir DIR] [--format md|csv|json|table|prom] [--output FILE]",
+		Description: exitStatusHelp,
+		Flags:       diffFlags(),
+		Action: func(c *cli.Context) error {
+			o, err := readDiffOptions(c, time.Now())
+			if err != nil {
+				return err
+			}
+			src, err := openCliSource(c)
+			if err != nil {
+				return err
+			}
+			defer src.close()
+			return runDiff(c.Context, o, src, c.App.Writer)
+		},
+	}
+}
+
+func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
+	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
+		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
+		KafkaVersion: c.String("kafka-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check")}
+	o.Format = report.FormatFor(o.Output, c.String("format"))
+	switch o.Format {
+	case "md", "table", "json", "csv", "prom":
+	default:
+		return o, usagef("--format %q: want md, table, json, csv or prom", o.Format)
+	}
+	var err error
+	if o.Since, err = parseWhen(c.String("since"), now); err != nil {
+		return o, usagef("--since: %w", err)
+	}
+	if o.Until, err = parseWhen(c.String("until"), now); err != nil {
+		return o, usagef("--until: %w", err)
+	}
+	if o.Partitions, err = parsePartitions(c.String("partitions")); err != nil {
+		return o, usagef("--partitions: %w", err)
+	}
+	if o.AppID == "" && o.SpecFile == "" {
+		return o, usagef("kaudit diff needs --app-id ID (or a --spec that names app_id)")
+	}
+	return o, nil
+}
+
+// parseWhen reads a duration ago or an RFC 3339 time; "" is zero.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (90m) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+// parsePartitions reads "0-5" or "0,3,7".
+func parsePartitions(s string) ([]int32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int32
+	for _, part := range strings.Split(s, ",") {
+		a, b, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		lo, err := strconv.ParseInt(a, 10, 32)
+		if err != nil || lo < 0 {
+			return nil, fmt.Errorf("%q: want partitions like 0-5 or 0,3", s)
+		}
+		hi := lo
+		if isRange {
+			if hi, err = strconv.ParseInt(b, 10, 32); err != nil || hi < lo {
+				return nil, fmt.Errorf("%q: want partitions like 0-5 or 0,3", s)
+			}
+		}
+		for p := lo; p <= hi; p++ {
+			out = append(out, int32(p))
+		}
+	}
+	return out, nil
+}
+
+// plan is what diff audits: the engine's pipeline and the serdes.
+type plan struct {
+	pipeline  *reconcile.Pipeline
+	discovery *topology.Discovery
+	keySerde  string
+	valSerde  string
+	topics    map[string]codec.TopicSerdes
+	warnings  []string
+}
+
+// buildPlan resolves the spec (or, without one, the keyless checks) on
+// what the source holds.
+func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, error) {
+	var spec *topology.Spec
+	if o.SpecFile != "" {
+		var err error
+		if spec, err = topology.LoadSpec(o.SpecFile); err != nil {
+			return nil, usageError{err}
+		}
+		if o.AppID == "" {
+			o.AppID = spec.AppID
+		}
+		if o.TopologyFile == "" {
+			o.TopologyFile = spec.TopologyPath()
+		}
+	}
+	var topo *topology.Topology
+	switch {
+	case o.TopologyFile != "":
+		var err error
+		if topo, err = loadTopology(o.TopologyFile); err != nil {
+			return nil, err
+		}
+	default:
+		if s, ok := src.Source.(interface{ Topology() string }); ok && s.Topology() != "" {
+			t, err := topology.ParseString(s.Topology())
+			if err != nil {
+				return nil, incompleteError{fmt.Errorf("parse the snapshot's topology: %w", err)}
+			}
+			topo = t
+		}
+	}
+	d, err := topology.Discover(ctx, src, o.AppID, topo)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, incompleteError{fmt.Errorf("discover app %s: %w", o.AppID, err)}
+	}
+	pl := &plan{discovery: d, keySerde: "string", topics: map[string]codec.TopicSerdes{}}
+	if spec == nil {
+		p := &reconcile.Pipeline{AppID: o.AppID, Keyless: true}
+		for _, t := range d.Topics {
+			if !t.Exists {
+				continue
+			}
+			switch t.Role {
+			case topology.RoleSource:
+				p.Tables = append(p.Tables, reconcile.Table{Name: t.Name, Source: t.Name})
+			case topology.RoleRepartition:
+				p.Tables = append(p.Tables, reconcile.Table{Name: t.Name, Repartition: t.Name})
+			case topology.RoleChangelog:
+				p.Tables = append(p.Tables, reconcile.Table{Name: t.Name, Changelog: t.Name})
+			case topology.RoleOutput:
+				p.Outputs = append(p.Outputs, t.Name)
+			}
+		}
+		pl.pipeline = p
+		return pl, nil
+	}
+	rp, err := topology.Resolve(spec, topo, o.AppID)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := spec.CheckPlan(d, rp); err != nil {
+		pl.warnings = append(pl.warnings, err.Error())
+	}
+	pl.warnings = append(pl.warnings, rp.Warnings...)
+	pl.keySerde, pl.valSerde = first(spec.Serdes.Key, "string"), spec.Serdes.Value
+	for _, t := range rp.Tables {
+		if t.Spec != nil && t.Spec.Serdes != nil {
+			ts := codec.TopicSerdes{Key: t.Spec.Serdes.Key, Value: t.Spec.Serdes.Value}
+			for _, topic := range []string{t.Source, t.Repartition, t.Changelog} {
+				if topic != "" {
+					pl.topics[topic] = ts
+				}
+			}
+		}
+	}
+	pl.pipeline = reconcile.FromPlan(rp, pl.keySerde)
+	return pl, nil
+}
+
+func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer) error {
+	pl, err := buildPlan(ctx, o, src)
+	if err != nil {
+		return err
+	}
+	if o.AppID == "" {
+		o.AppID = pl.pipeline.AppID
+	}
+	props, err := properties(o.source)
+	if err != nil {
+		return err
+	}
+	dec, err := openDecoderFor(o.source, pl, props, snapshotSchemas(src))
+	if err != nil {
+		return err
+	}
+	rep, err := reconcile.Run(ctx, src, pl.pipeline, reconcile.Options{Decoder: dec, MaxTxnTimeout: o.source.MaxTxnTimeout,
+		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return incompleteError{err}
+	}
+	rep.Findings = append(rep.Findings, src.problems...)
+	rep.Findings = append(rep.Findings, topology.ConfigRisksFor(pl.discovery, o.Outage)...)
+	for _, u := range pl.discovery.Unknown {
+		rep.Summary.Notes = append(rep.Summary.Notes, u)
+	}
+	rep.Summary.Notes = append(rep.Summary.Notes, pl.warnings...)
+	if o.StateDir != "" {
+		if err := checkStateDir(o, rep); err != nil {
+			return err
+		}
+	}
+	if o.BaselineSnapshot != "" {
+		if err := compareBaseline(ctx, o, src, rep); err != nil {
+			return err
+		}
+	}
+	rep.Finish()
+	verdict := rep.Summary.Verdict
+	if o.Baseline != "" {
+		prev, err := readReport(o.Baseline)
+		if err != nil {
+			return err
+		}
+		fresh := report.NewSince(prev, rep)
+		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("baseline %s: %d of %d findings are new since that audit; the exit code judges the new ones", o.Baseline, len(fresh), len(rep.Findings)))
+		verdict = audit.Judge(fresh, rep.Summary.Missing)
+	}
+	ropts := report.Options{KafkaVersion: o.KafkaVersion}
+	if len(o.source.Bootstrap) > 0 {
+		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
+	}
+	if err := writeReport(o, rep, ropts, w); err != nil {
+		return err
+	}
+	return verdictResult(verdict)
+}
+
+// openDecoderFor builds the decoder from the flags, the spec's serdes and
+// the per-table overrides.
+func openDecoderFor(so sourceOptions, pl *plan, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
+	dec, err := openDecoder(so, pl.keySerde, first(pl.valSerde, so.ValueSerde), props, schemas)
+	if err != nil || len(pl.topics) == 0 {
+		return dec, err
+	}
+	cfg := codec.Config{KeySerde: first(so.KeySerde, pl.keySerde, "string"), ValueSerde: first(so.ValueSerde, pl.valSerde, "bytes"),
+		Topics: pl.topics, RegistryURL: so.SchemaRegistry, SchemasDir: so.SchemasDir, Properties: props, Timeout: so.Timeout}
+	c, err := codec.New(cfg)
+	if err != nil {
+		return nil, usagef("configure decoding: %w", err)
+	}
+	return c, nil
+}
+
+func checkStateDir(o diffOptions, rep *audit.Report) error {
+	st, err := statedir.Read(o.StateDir, o.AppID)
+	if err != nil {
+		return usagef("read --state-dir: %w", err)
+	}
+	offsets := map[audit.TopicPartition]audit.PartitionOffsets{}
+	for _, c := range rep.Cut {
+		if c.Role == "changelog" {
+			offsets[audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}] = audit.PartitionOffsets{LogStart: c.LogStart, LSO: c.LSO, HW: c.HW}
+		}
+	}
+	rep.Findings = append(rep.Findings, statedir.Check(st, offsets, nil)...)
+	return nil
+}
+
+func compareBaseline(ctx context.Context, o diffOptions, src *openedSource, rep *audit.Report) error {
+	earlier, err := snapshot.Open(o.BaselineSnapshot)
+	if err != nil {
+		return usagef("open --baseline-snapshot: %w", err)
+	}
+	var tps []audit.TopicPartition
+	for _, c := range rep.Cut {
+		tps = append(tps, audit.TopicPartition{Topic: c.Topic, Partition: c.Partition})
+	}
+	fs, err := snapshot.Baseline(ctx, earlier, src, tps)
+	if err != nil {
+		return incompleteError{fmt.Errorf("compare with the baseline snapshot: %w", err)}
+	}
+	rep.Findings = append(rep.Findings, fs...)
+	return nil
+}
+
+func readReport(path string) (*audit.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("read --baseline: %w", err)
+	}
+	defer f.Close()
+	r, err := report.ReadJSON(f)
+	if err != nil {
+		return nil, usagef("read --baseline %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// writeReport renders to stdout, or to --output through a temporary file
+// renamed into place, so that no half-written report is left as if whole.
+// A Markdown report gets its timeline picture beside it.
+func writeReport(o diffOptions, rep *audit.Report, ropts report.Options, stdout io.Writer) error {
+	if o.Output == "" {
+		return report.Render(stdout, o.Format, rep, ropts)
+	}
+	if o.Format == "md" && len(rep.Timeline) > 0 {
+		svg := strings.TrimSuffix(o.Output, filepath.Ext(o.Output)) + "-timeline.svg"
+		if err := writeAtomic(svg, func(w io.Writer) error { return report.TimelineSVG(w, rep) }); err != nil {
+			return err
+		}
+		ropts.SVGPath = filepath.Base(svg)
+	}
+	return writeAtomic(o.Output, func(w io.Writer) error { return report.Render(w, o.Format, rep, ropts) })
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return usagef("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, errors.Unwrap(err))
+	}
+	return nil
+}
