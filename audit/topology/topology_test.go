@@ -277,7 +277,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestSeedLayout(t *testing.T) {
-	for _, ver := range []string{"3.6", "4.0"} {
+	for _, ver := range []string{"2.8", "3.6", "4.0"} {
 		t.Run(ver, func(t *testing.T) {
 			l := parseFile(t, filepath.Join(describeDir, ver, "seed.txt")).Layout(testApp)
 			wantFeeds := map[string]string{

@@ -52,7 +52,7 @@ public final class Describe {
         Path out = Path.of(args[0]);
         Files.createDirectories(out);
         Map<String, Supplier<Topology>> all = new LinkedHashMap<>();
-        all.put("seed", Describe::seed);
+        all.put("seed", Seed::topology);
         all.put("aggregate-count", Describe::aggregateCount);
         all.put("named", Describe::named);
         all.put("fk-join", Describe::fkJoin);
@@ -72,28 +72,6 @@ public final class Describe {
 
     private static Consumed<String, String> strings() {
         return Consumed.with(Serdes.String(), Serdes.String());
-    }
-
-    /** The seed: 3 sources, selectKey, groupByKey, reduce, a left-join chain, one output. */
-    static Topology seed() {
-        StreamsBuilder b = new StreamsBuilder();
-        KTable<String, String> orders = b.stream("orders-v1", strings())
-                .selectKey((k, v) -> v.split(",")[0])
-                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .reduce((agg, v) -> v);
-        KTable<String, String> payments = b.stream("payments-v1", strings())
-                .selectKey((k, v) -> v.split(",")[0])
-                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .reduce((agg, v) -> v);
-        KTable<String, String> shipments = b.stream("shipments-v1", strings())
-                .selectKey((k, v) -> v.split(",")[0])
-                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .reduce((agg, v) -> v);
-        orders.leftJoin(payments, (o, p) -> o + "|" + p)
-                .leftJoin(shipments, (op, s) -> op + "|" + s)
-                .toStream()
-                .to("order-status", Produced.with(Serdes.String(), Serdes.String()));
-        return b.build();
     }
 
     /** groupByKey().count(), groupBy().aggregate() and a table re-grouping. */
