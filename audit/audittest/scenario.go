@@ -323,3 +323,25 @@ func (g *gen) consumedOf(ti int) []*srcRec {
 }
 
 func p2i(p int32) int { return int(p) }
+
+// Match compares findings with the ground truth: what the truth has that
+// got lacks, and what got has that the truth lacks.
+func Match(truth, got []Expected) (missed, extra []Expected) {
+	want := map[string]bool{}
+	for _, e := range truth {
+		want[e.String()] = true
+	}
+	have := map[string]bool{}
+	for _, e := range got {
+		have[e.String()] = true
+		if !want[e.String()] {
+			extra = append(extra, e)
+		}
+	}
+	for _, e := range truth {
+		if !have[e.String()] {
+			missed = append(missed, e)
+		}
+	}
+	return missed, extra
+}

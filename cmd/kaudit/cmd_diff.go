@@ -38,6 +38,9 @@ type diffOptions struct {
 	Outage           time.Duration
 	Partitions       []int32
 	CrossCheck       bool
+	// inspect, when set, sees the finished report (the demo checks it
+	// against its ground truth).
+	inspect func(*audit.Report)
 }
 
 func diffFlags() []cli.Flag {
@@ -283,6 +286,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		}
 	}
 	rep.Finish()
+	if o.inspect != nil {
+		o.inspect(rep)
+	}
 	verdict := rep.Summary.Verdict
 	if o.Baseline != "" {
 		prev, err := readReport(o.Baseline)

@@ -10,9 +10,6 @@ func notBuilt(name string) cli.ActionFunc {
 
 
 
-func demoCommand() *cli.Command {
-	return &cli.Command{Name: "demo", Usage: "an embedded incident, audited", Action: notBuilt("demo")}
-}
 
 func mergeCommand() *cli.Command {
 	return &cli.Command{Name: "merge", Usage: "merge shard reports of one app into one", Action: notBuilt("merge")}
