@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -30,11 +31,14 @@ type scenario struct {
 	value    map[int64]string
 	openFrom int64 // first offset of the open transaction: the LSO
 	pids     map[string]int64
+	topic    string // the topic written
+	prefix   string // the transactional ids' prefix
 }
 
-func writeScenario(t *testing.T, cl *kgo.Client, txn func(id string) *kgo.Client, plain, idem *kgo.Client) scenario {
+func writeScenario(t *testing.T, cl *kgo.Client, txn func(id string) *kgo.Client, plain, idem *kgo.Client, topic, prefix string) scenario {
 	t.Helper()
-	sc := scenario{outcome: map[int64]audit.Outcome{}, key: map[int64]string{}, value: map[int64]string{}, pids: map[string]int64{}}
+	sc := scenario{outcome: map[int64]audit.Outcome{}, key: map[int64]string{}, value: map[int64]string{}, pids: map[string]int64{},
+		topic: topic, prefix: prefix}
 	note := func(rs []*kgo.Record, o audit.Outcome) {
 		for _, r := range rs {
 			sc.outcome[r.Offset] = o
@@ -42,44 +46,44 @@ func writeScenario(t *testing.T, cl *kgo.Client, txn func(id string) *kgo.Client
 			sc.value[r.Offset] = string(r.Value)
 		}
 	}
-	createTopic(t, cl, "orders", 2, nil)
+	createTopic(t, cl, topic, 2, nil)
 
-	note(produce(t, plain, "orders", 0, "p1", "v", "p2", "v"), "")
+	note(produce(t, plain, topic, 0, "p1", "v", "p2", "v"), "")
 
-	a := txn("app-0")
+	a := txn(prefix + "0")
 	begin(t, a)
-	rs := produce(t, a, "orders", 0, "c1", "v", "c2", "v", "c3", "v")
+	rs := produce(t, a, topic, 0, "c1", "v", "c2", "v", "c3", "v")
 	end(t, a, kgo.TryCommit)
 	note(rs, audit.OutcomeCommitted)
-	sc.pids["app-0"] = rs[0].ProducerID
+	sc.pids["0"] = rs[0].ProducerID
 
 	begin(t, a)
-	note(produce(t, a, "orders", 0, "a1", "v", "a2", "v"), audit.OutcomeAborted)
+	note(produce(t, a, topic, 0, "a1", "v", "a2", "v"), audit.OutcomeAborted)
 	end(t, a, kgo.TryAbort)
 
-	b := txn("app-1")
+	b := txn(prefix + "1")
 	begin(t, b)
 	begin(t, a)
-	rs = produce(t, b, "orders", 0, "b1", "v")
+	rs = produce(t, b, topic, 0, "b1", "v")
 	note(rs, audit.OutcomeAborted)
-	sc.pids["app-1"] = rs[0].ProducerID
-	note(produce(t, a, "orders", 0, "i1", "v"), audit.OutcomeCommitted)
-	note(produce(t, b, "orders", 0, "b2", "v"), audit.OutcomeAborted)
+	sc.pids["1"] = rs[0].ProducerID
+	note(produce(t, a, topic, 0, "i1", "v"), audit.OutcomeCommitted)
+	note(produce(t, b, topic, 0, "b2", "v"), audit.OutcomeAborted)
 	end(t, a, kgo.TryCommit)
 	end(t, b, kgo.TryAbort)
 
 	// Compressible values, so that the producer does compress them.
 	long := strings.Repeat("v", 2000)
-	note(produce(t, idem, "orders", 0, "n1", long, "n2", long), "")
+	note(produce(t, idem, topic, 0, "n1", long, "n2", long), "")
 
-	o := txn("app-2")
+	o := txn(prefix + "2")
 	begin(t, o)
-	rs = produce(t, o, "orders", 0, "o1", "v", "o2", "v")
+	rs = produce(t, o, topic, 0, "o1", "v", "o2", "v")
 	note(rs, audit.OutcomeOpen)
 	sc.openFrom = rs[0].Offset
-	sc.pids["app-2"] = rs[0].ProducerID
+	sc.pids["2"] = rs[0].ProducerID
 	// Data after the open transaction's start stays above the LSO.
-	note(produce(t, plain, "orders", 0, "p3", "v"), "")
+	note(produce(t, plain, topic, 0, "p3", "v"), "")
 	return sc
 }
 
@@ -91,13 +95,48 @@ func newScenario(t *testing.T) (*Source, scenario) {
 	}
 	plain := newClient(t, c, kgo.DisableIdempotentWrite())
 	idem := newClient(t, c, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
-	sc := writeScenario(t, admin, txn, plain, idem)
+	sc := writeScenario(t, admin, txn, plain, idem, "orders", "app-")
 	return openSource(t, c, nil), sc
+}
+
+// TestRealBroker runs the transaction scenario against a real cluster when
+// KAUDIT_TEST_BROKERS names one (host:port,…), e.g. the drill's Kafka 3.6.
+func TestRealBroker(t *testing.T) {
+	brokers := os.Getenv("KAUDIT_TEST_BROKERS")
+	if brokers == "" {
+		t.Skip("KAUDIT_TEST_BROKERS is not set")
+	}
+	seeds := strings.Split(brokers, ",")
+	client := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ProducerLinger(20 * time.Millisecond),
+			kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	run := fmt.Sprint(time.Now().UnixNano())
+	txn := func(id string) *kgo.Client {
+		return client(kgo.TransactionalID(id), kgo.TransactionTimeout(time.Minute))
+	}
+	sc := writeScenario(t, client(), txn, client(kgo.DisableIdempotentWrite()),
+		client(kgo.ProducerBatchCompression(kgo.ZstdCompression())), "kaudit-real-"+run, "kaudit-real-"+run+"-")
+	s, err := Open(t.Context(), Config{Bootstrap: seeds, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkScenario(t, s, sc)
 }
 
 func TestRecordsTransactions(t *testing.T) {
 	s, sc := newScenario(t)
-	tp := audit.TopicPartition{Topic: "orders", Partition: 0}
+	checkScenario(t, s, sc)
+}
+
+func checkScenario(t *testing.T, s *Source, sc scenario) {
+	tp := audit.TopicPartition{Topic: sc.topic, Partition: 0}
 
 	po, err := s.Offsets(t.Context(), tp)
 	if err != nil {
@@ -116,7 +155,7 @@ func TestRecordsTransactions(t *testing.T) {
 	markers := map[audit.MarkerType]int{}
 	lastEpoch := map[int64]int16{}
 	for i, r := range recs {
-		if r.Offset != int64(i) || r.Topic != "orders" || r.Partition != 0 {
+		if r.Offset != int64(i) || r.Topic != sc.topic || r.Partition != 0 {
 			t.Fatalf("record %d is %s@%d", i, r.TP(), r.Offset)
 		}
 		b := r.Batch
@@ -178,8 +217,8 @@ func TestRecordsTransactions(t *testing.T) {
 	if markers[audit.MarkerCommit] != 2 || markers[audit.MarkerAbort] != 2 {
 		t.Errorf("markers = %v, want 2 COMMIT and 2 ABORT", markers)
 	}
-	if len(pending) != 1 || pending[sc.pids["app-2"]] != audit.OutcomeOpen {
-		t.Errorf("transactions left open = %v, want only app-2's", pending)
+	if len(pending) != 1 || pending[sc.pids["2"]] != audit.OutcomeOpen {
+		t.Errorf("transactions left open = %v, want only the open one", pending)
 	}
 
 	t.Run("batch header", func(t *testing.T) {
@@ -191,8 +230,8 @@ func TestRecordsTransactions(t *testing.T) {
 			}
 		}
 		b := c1.Batch
-		if b.BaseOffset != c1.Offset || b.LastOffsetDelta != 2 || b.BaseSequence != 0 || b.ProducerID != sc.pids["app-0"] {
-			t.Errorf("batch of c1 = %+v, want base %d, last delta 2, base sequence 0, producer %d", b, c1.Offset, sc.pids["app-0"])
+		if b.BaseOffset != c1.Offset || b.LastOffsetDelta != 2 || b.BaseSequence != 0 || b.ProducerID != sc.pids["0"] {
+			t.Errorf("batch of c1 = %+v, want base %d, last delta 2, base sequence 0, producer %d", b, c1.Offset, sc.pids["0"])
 		}
 	})
 
@@ -245,19 +284,19 @@ func TestRecordsTransactions(t *testing.T) {
 	})
 
 	t.Run("producers", func(t *testing.T) {
-		ps, err := s.Producers(t.Context(), []audit.TopicPartition{tp, {Topic: "orders", Partition: 1}})
+		ps, err := s.Producers(t.Context(), []audit.TopicPartition{tp, {Topic: sc.topic, Partition: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ps[audit.TopicPartition{Topic: "orders", Partition: 1}]) != 0 {
+		if len(ps[audit.TopicPartition{Topic: sc.topic, Partition: 1}]) != 0 {
 			t.Errorf("partition 1 producers = %+v", ps)
 		}
 		open := 0
 		for _, p := range ps[tp] {
 			if p.CurrentTxnStartOffset >= 0 {
 				open++
-				if p.ProducerID != sc.pids["app-2"] || p.CurrentTxnStartOffset != sc.openFrom {
-					t.Errorf("open producer %+v, want %d from %d", p, sc.pids["app-2"], sc.openFrom)
+				if p.ProducerID != sc.pids["2"] || p.CurrentTxnStartOffset != sc.openFrom {
+					t.Errorf("open producer %+v, want %d from %d", p, sc.pids["2"], sc.openFrom)
 				}
 			}
 		}
@@ -267,17 +306,18 @@ func TestRecordsTransactions(t *testing.T) {
 	})
 
 	t.Run("transactions", func(t *testing.T) {
-		txns, err := s.Transactions(t.Context(), "app-")
+		txns, err := s.Transactions(t.Context(), sc.prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ids []string
 		for _, x := range txns {
 			ids = append(ids, x.TransactionalID)
-			if x.ProducerID != sc.pids[x.TransactionalID] {
+			n := strings.TrimPrefix(x.TransactionalID, sc.prefix)
+			if x.ProducerID != sc.pids[n] {
 				t.Errorf("%s: producer %d, want %d", x.TransactionalID, x.ProducerID, sc.pids[x.TransactionalID])
 			}
-			if x.TransactionalID == "app-2" {
+			if n == "2" {
 				if x.State != "Ongoing" || x.StartTimestamp <= 0 || x.TimeoutMillis != 60000 ||
 					!slices.Equal(x.Partitions, []audit.TopicPartition{tp}) {
 					t.Errorf("open transaction = %+v", x)
@@ -286,12 +326,12 @@ func TestRecordsTransactions(t *testing.T) {
 				t.Errorf("ended transaction = %+v", x)
 			}
 		}
-		if !slices.Equal(ids, []string{"app-0", "app-1", "app-2"}) {
+		if !slices.Equal(ids, []string{sc.prefix + "0", sc.prefix + "1", sc.prefix + "2"}) {
 			t.Errorf("ids = %v", ids)
 		}
-		none, err := s.Transactions(t.Context(), "other-")
+		none, err := s.Transactions(t.Context(), sc.prefix+"x")
 		if err != nil || len(none) != 0 {
-			t.Errorf("other- = %v, %v", none, err)
+			t.Errorf("%sx = %v, %v", sc.prefix, none, err)
 		}
 	})
 }
