@@ -102,5 +102,5 @@ func openTransactions(r *audit.Report) int64 {
 
 // labelValue escapes a label value for the text format.
 func labelValue(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(strings.ToValidUTF8(s, "\uFFFD"))
 }
