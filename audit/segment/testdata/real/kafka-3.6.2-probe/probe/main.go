@@ -63,7 +63,7 @@ func main() {
 		var rs []*kgo.Record
 		for i := range 6 {
 			r := &kgo.Record{Topic: "probe.orders-v1", Partition: int32(i % 2), Key: []byte(fmt.Sprintf("k%d", i)),
-				Value: []byte(strings.Repeat(fmt.Sprintf("value %d ", i), 20)),
+				Value:   []byte(strings.Repeat(fmt.Sprintf("value %d ", i), 20)),
 				Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte{byte(i)}}}}
 			if i == 3 {
 				r.Key = nil
