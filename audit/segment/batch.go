@@ -110,6 +110,11 @@ func batchFrame(b []byte) (int, error) {
 	return total, nil
 }
 
+// crcOK reports whether a framed batch's CRC-32C matches its bytes.
+func crcOK(b []byte) bool {
+	return len(b) >= batchHeaderLen && crc32.Checksum(b[21:], castagnoli) == binary.BigEndian.Uint32(b[17:21])
+}
+
 // batchHeader decodes the header of a framed batch (len(b) ≥ 61).
 func batchHeader(b []byte) audit.Batch {
 	attrs := int16(binary.BigEndian.Uint16(b[21:23]))

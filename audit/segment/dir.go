@@ -282,12 +282,15 @@ func (r *replica) walkLast(d *Dir, s *segmentFile) error {
 		if _, err := f.ReadAt(hdr[:], e.Pos); err == nil {
 			if _, err := batchFrame(hdr[:]); err == nil || errors.Is(err, ErrTruncated) {
 				if h := batchHeader(hdr[:]); h.LastOffset() == e.Offset {
-					pos = e.Pos
+					pos, r.logEnd = e.Pos, h.BaseOffset
 				}
 			}
 		}
 	}
-	var hdr [batchHeaderLen]byte
+	var (
+		hdr              [batchHeaderLen]byte
+		lastPos, prevEnd int64 = -1, s.base
+	)
 	for pos < s.size {
 		n, err := f.ReadAt(hdr[:], pos)
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -304,8 +307,20 @@ func (r *replica) walkLast(d *Dir, s *segmentFile) error {
 			break
 		}
 		h := batchHeader(hdr[:])
-		r.logEnd = h.LastOffset() + 1
+		prevEnd, r.logEnd = r.logEnd, h.LastOffset()+1
+		lastPos = pos
 		pos += logOverhead + length
+	}
+	// A last batch whose CRC fails is a write the crash cut short (pages
+	// not flushed): Kafka's recovery truncates it, and so do we.
+	if pos == s.size && lastPos >= 0 {
+		b := make([]byte, s.size-lastPos)
+		if _, err := f.ReadAt(b, lastPos); err != nil {
+			return fmt.Errorf("read segment: %w", err)
+		}
+		if !crcOK(b) {
+			pos, r.logEnd = lastPos, prevEnd
+		}
 	}
 	if pos < s.size {
 		d.mu.Lock()

@@ -173,6 +173,11 @@ func TestTornTail(t *testing.T) {
 		{"half a batch", func(last []byte) []byte { return last[:len(last)/2] }},
 		{"a partial header", func(last []byte) []byte { return last[:9] }},
 		{"preallocated zeros", func(last []byte) []byte { return make([]byte, 4096) }},
+		{"a whole batch with unflushed pages", func(last []byte) []byte {
+			b := append([]byte(nil), last...)
+			clear(b[40:])
+			return b
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
