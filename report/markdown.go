@@ -658,9 +658,7 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 		}
 		md.s("\n")
 	}
-	var joins []audit.Finding
-	var hanging []audit.Finding
-	var risks []audit.Finding
+	var joins, hanging, risks, dups, checkpoints, undecodable []audit.Finding
 	for _, f := range r.Findings {
 		switch f.Cause {
 		case audit.CauseJoinMissing, audit.CauseJoinStale:
@@ -669,6 +667,12 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 			hanging = append(hanging, f)
 		case audit.CauseConfigRisk:
 			risks = append(risks, f)
+		case audit.CauseDuplicate:
+			dups = append(dups, f)
+		case audit.CauseCheckpointAhead:
+			checkpoints = append(checkpoints, f)
+		case audit.CauseUndecodable:
+			undecodable = append(undecodable, f)
 		}
 	}
 	if len(joins) > 0 {
@@ -691,6 +695,26 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 			md.f("kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d\n", boot, shellQuote(f.Topic), f.Partition, f.Offset)
 		}
 		md.s("```\n\n")
+	}
+	if len(checkpoints) > 0 {
+		steps++
+		md.f("### Do not restart on the bad checkpoints\n\n%s ahead of what the changelog holds. "+
+			"Before the next start of the affected instances, remove the task directories concerned (or the whole state directory) "+
+			"so that Streams restores the stores from their changelogs instead of trusting the checkpoint.\n\n",
+			pluralVerb(int64(len(checkpoints)), "checkpoint is", "checkpoints are"))
+	}
+	if len(dups) > 0 {
+		steps++
+		md.f("### Correct what was counted twice\n\n%s applied twice in committed data. "+
+			"A committed write cannot be undone: a `count` or `sum` store, and whatever consumed the output, is over by these inputs until corrected by hand "+
+			"(for example with a compensating input). A `latest` store is unaffected.\n\n",
+			pluralVerb(int64(len(dups)), "input was", "inputs were"))
+	}
+	if len(undecodable) > 0 {
+		steps++
+		md.f("### Give kaudit the schemas\n\n%s could not be decoded, so their content was not compared. "+
+			"Pass the schemas (`--schemas DIR` or `--schema-registry-url`) or the right `--key-serde`/`--value-serde` and run again.\n\n",
+			plural(int64(len(undecodable)), "record"))
 	}
 	if r.Summary.Pending > 0 {
 		steps++

@@ -723,3 +723,25 @@ func TestRenderAndFormatFor(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestMarkdownLongTimelineElides(t *testing.T) {
+	r := cleanReport()
+	r.Timeline = steadyTimeline(300)
+	r.Timeline[150].Aborted = 2
+	d := readDoc(t, renderMarkdown(t, r, testOptions()))
+	rows := d.tables["Timeline"]
+	var got []string
+	for _, row := range rows[1:] {
+		got = append(got, row[0]+"|"+row[5])
+	}
+	want := []string{"… 147 quiet minutes|",
+		"2026-11-30 12:27|", "2026-11-30 12:28|", "2026-11-30 12:29|", "2026-11-30 12:30|◀ incident",
+		"2026-11-30 12:31|", "2026-11-30 12:32|", "2026-11-30 12:33|",
+		"… 146 quiet minutes|", "total|"}
+	if !slices.Equal(got, want) {
+		t.Errorf("timeline rows\n got %q\nwant %q", got, want)
+	}
+	if last := rows[len(rows)-1]; last[1] != "30000" || last[3] != "2" {
+		t.Errorf("totals %q", last)
+	}
+}
