@@ -40,7 +40,11 @@ func (d *avroDecoder) box(typ unsafe.Pointer, s string) any {
 		return ""
 	}
 	if len(d.slab) == cap(d.slab) {
-		d.slab = make([]string, 0, slabChunk)
+		n := slabChunk
+		if d.slab == nil && d.firstSlab > 0 {
+			n = d.firstSlab
+		}
+		d.slab = make([]string, 0, n)
 	}
 	d.slab = append(d.slab, s)
 	var v any

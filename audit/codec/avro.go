@@ -58,6 +58,7 @@ type node struct {
 	size     int      // fixed size
 	scale    int      // decimal scale
 	zero     bool     // decodes from zero bytes (null, empty record)
+	strs     int      // boxed strings a value holds outside arrays and maps, estimated
 }
 
 // compile turns a parsed hamba schema into a node graph.
@@ -68,7 +69,37 @@ func compile(s avro.Schema) (*node, error) {
 		return nil, err
 	}
 	markZero(n, map[*node]bool{})
+	n.strs = min(max(countStrs(n, map[*node]bool{}), 4), 64)
 	return n, nil
+}
+
+// countStrs estimates how many boxed strings a value of n holds, outside
+// arrays and maps, to size the decoder's first slab.
+func countStrs(n *node, seen map[*node]bool) int {
+	switch n.kind {
+	case kNull, kBool, kEnum, kArray, kMap:
+		return 0
+	case kRecord:
+		if seen[n] {
+			return 0
+		}
+		seen[n] = true
+		sum := 0
+		for _, f := range n.fields {
+			sum += countStrs(f, seen)
+		}
+		delete(seen, n)
+		return sum
+	case kUnion:
+		most := 0
+		for _, b := range n.branches {
+			most = max(most, countStrs(b, seen))
+		}
+		return most
+	case kDuration:
+		return 3
+	}
+	return 1
 }
 
 type compiler struct {
@@ -238,10 +269,12 @@ type avroDecoder struct {
 	s     string // b as one string: decoded strings are slices of it
 	arena []byte // text of the value's strings (see arena.go)
 	slab  []string
-	i     int
-	err   error
-	depth int
-	zeros int
+	// firstSlab sizes the first slab (node.strs of the root).
+	firstSlab int
+	i         int
+	err       error
+	depth     int
+	zeros     int
 }
 
 func (d *avroDecoder) fail(err error) {
@@ -650,21 +683,33 @@ func (d *avroDecoder) base64(b []byte) any {
 }
 
 func (d *avroDecoder) decimal(b []byte, scale int) any {
+	if len(b) <= 8 && scale >= 0 && scale < 19 {
+		d.reserve(48)
+		start := len(d.arena)
+		d.arena = appendScaled(d.arena, smallUnscaled(b), scale)
+		return d.box(stringType, d.since(start))
+	}
 	return d.box(stringType, decimalString(b, scale))
+}
+
+// smallUnscaled reads a two's-complement big-endian integer of at most 8
+// bytes.
+func smallUnscaled(b []byte) int64 {
+	var u int64
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		u = -1
+	}
+	for _, c := range b {
+		u = u<<8 | int64(c)
+	}
+	return u
 }
 
 // decimalString renders a two's-complement big-endian unscaled integer
 // with scale digits after the point, as Java's BigDecimal#toPlainString.
 func decimalString(b []byte, scale int) string {
 	if len(b) <= 8 && scale >= 0 && scale < 19 {
-		var u int64
-		if len(b) > 0 && b[0]&0x80 != 0 {
-			u = -1
-		}
-		for _, c := range b {
-			u = u<<8 | int64(c)
-		}
-		return scaledInt(u, scale)
+		return string(appendScaled(nil, smallUnscaled(b), scale))
 	}
 	var u big.Int
 	u.SetBytes(b)
@@ -694,28 +739,26 @@ func decimalString(b []byte, scale int) string {
 	return s
 }
 
-// scaledInt renders u / 10^scale with exactly scale fraction digits.
-func scaledInt(u int64, scale int) string {
+// appendScaled writes u / 10^scale with exactly scale fraction digits.
+func appendScaled(out []byte, u int64, scale int) []byte {
 	var dbuf [24]byte
-	var obuf [48]byte
 	digits := strconv.AppendUint(dbuf[:0], absU(u), 10)
-	out := obuf[:0]
 	if u < 0 {
 		out = append(out, '-')
 	}
 	if scale == 0 {
-		return string(append(out, digits...))
+		return append(out, digits...)
 	}
 	if len(digits) <= scale {
 		out = append(out, '0', '.')
 		for range scale - len(digits) {
 			out = append(out, '0')
 		}
-		return string(append(out, digits...))
+		return append(out, digits...)
 	}
 	out = append(out, digits[:len(digits)-scale]...)
 	out = append(out, '.')
-	return string(append(out, digits[len(digits)-scale:]...))
+	return append(out, digits[len(digits)-scale:]...)
 }
 
 func absU(v int64) uint64 {

@@ -72,3 +72,31 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkDecode and BenchmarkDigest split BenchmarkDecodeDigest.
+func BenchmarkDecode(b *testing.B) {
+	c := offlineCodec(b, map[int]string{1: benchSchema})
+	data := benchPayload(b)
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Decode(ctx, "orders", false, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+func BenchmarkDigest(b *testing.B) {
+	c := offlineCodec(b, map[int]string{1: benchSchema})
+	v := mustDecode(b, c, benchPayload(b))
+	var sink Digest
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	for b.Loop() {
+		sink = DigestOf(v)
+	}
+	_ = sink
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

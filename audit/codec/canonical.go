@@ -75,6 +75,7 @@ func RawText(b []byte) string {
 type encoder struct {
 	buf  []byte
 	keys []string
+	vals []any // values of objects being written, in key order
 	// orders remembers the sorted key sets of recent objects: records of
 	// one schema share one, and checking that a map has exactly a known
 	// key set costs less than sorting its keys.
@@ -90,21 +91,27 @@ type orderedKey struct {
 // maxRememberedKeys bounds the key sets worth remembering.
 const maxRememberedKeys = 64
 
-// knownOrder returns a remembered sorted key set equal to m's keys.
+// knownOrder returns a remembered sorted key set equal to m's keys, and
+// appends m's values in that order to e.vals.
 func (e *encoder) knownOrder(m map[string]any) []orderedKey {
 	n := len(m)
 	if n < 2 || n > maxRememberedKeys {
 		return nil
 	}
+	start := len(e.vals)
 next:
 	for _, o := range e.orders {
 		if len(o) != n {
 			continue
 		}
 		for _, k := range o {
-			if _, ok := m[k.name]; !ok {
+			v, ok := m[k.name]
+			if !ok {
+				clear(e.vals[start:])
+				e.vals = e.vals[:start]
 				continue next
 			}
+			e.vals = append(e.vals, v)
 		}
 		return o // n distinct keys all present and len(m) == n: same set
 	}
@@ -144,18 +151,22 @@ func (e *encoder) value(b []byte, v any, depth int) []byte {
 	case json.Number:
 		return appendNumber(b, string(x))
 	case map[string]any:
+		start := len(e.vals)
 		if keys := e.knownOrder(x); keys != nil {
+			vals := e.vals[start:]
 			b = append(b, '{')
 			for i, k := range keys {
 				if i > 0 {
 					b = append(b, ',')
 				}
 				b = append(b, k.json...)
-				b = e.value(b, x[k.name], depth+1)
+				b = e.value(b, vals[i], depth+1)
 			}
+			clear(e.vals[start:])
+			e.vals = e.vals[:start]
 			return append(b, '}')
 		}
-		start := len(e.keys)
+		start = len(e.keys)
 		for k := range x {
 			e.keys = append(e.keys, k)
 		}

@@ -336,7 +336,7 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		}
 		return v, nil
 	case typeAvro:
-		var d avroDecoder
+		d := avroDecoder{firstSlab: sch.node.strs}
 		d.setPayload(body)
 		v := d.value(sch.node)
 		if d.err != nil {
