@@ -319,6 +319,13 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 			}
 			skipOld = false
 		}
+		if w == nil && !skipOld && r.Offset > p.Next {
+			// Compaction leaves gaps too: only a log start that moved
+			// past p.Next says the records were deleted meanwhile.
+			if o, err := src.Offsets(ctx, tp); err == nil && o.LogStart > p.Next {
+				p.Vanished = append(p.Vanished, [2]int64{p.Next, min(o.LogStart, r.Offset)})
+			}
+		}
 		if w != nil && r.Batch.BaseOffset != cur.BaseOffset {
 			if copyErr = endBatch(); copyErr != nil {
 				break

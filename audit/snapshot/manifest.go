@@ -62,7 +62,11 @@ type PartitionState struct {
 	// Since skipped older batches.
 	From int64 `json:"captured_from"`
 	// Next is the next offset to capture; HW once Complete.
-	Next     int64 `json:"next"`
+	Next int64 `json:"next"`
+	// Vanished lists [first, end) offset ranges the cluster deleted
+	// between the cut and the copy (retention ran meanwhile): at the cut
+	// they held records the bundle does not have.
+	Vanished [][2]int64 `json:"vanished,omitempty"`
 	Records  int64 `json:"records"`
 	Bytes    int64 `json:"bytes"`
 	Complete bool  `json:"complete"`

@@ -79,6 +79,9 @@ func Open(dir string) (*Snapshot, error) {
 				s.problem(p.TP(), rel+" is not in the manifest (a capture that stopped before saving it?)")
 			}
 		}
+		for _, v := range p.Vanished {
+			s.addProblem(p.TP(), v[0], v[1]-v[0], fmt.Sprintf("offsets %d-%d were deleted from the cluster between the cut and the copy: the bundle lacks them", v[0], v[1]-1))
+		}
 		if !p.Complete {
 			s.addProblem(p.TP(), p.Next, p.HW-p.Next, fmt.Sprintf("offsets %d-%d were not captured: the capture stopped early; run kaudit capture again to resume", p.Next, p.HW-1))
 		}

@@ -386,3 +386,49 @@ func TestBaseline(t *testing.T) {
 
 func itoa(i int32) string   { return itoa64(int64(i)) }
 func itoa64(i int64) string { b, _ := json.Marshal(i); return string(b) }
+
+// purgeDuringCopy raises the log start of tp0 to 3 once the cut was read:
+// retention ran between the cut and the copy.
+type purgeDuringCopy struct {
+	*audittest.Memory
+	done bool
+}
+
+func (p *purgeDuringCopy) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	if !p.done {
+		p.done = true
+		p.Memory.SetOffsets(tp0, audit.PartitionOffsets{LogStart: 3, LSO: 10, HW: 10})
+	}
+	return p.Memory.Records(ctx, tp, from, to)
+}
+
+func TestVanishedDuringCopy(t *testing.T) {
+	dir := t.TempDir()
+	m := capture(t, &purgeDuringCopy{Memory: fixtureSource(t)}, CaptureOptions{Dir: dir, AppID: "conf"})
+	if p := m.Partitions[0]; len(p.Vanished) != 1 || p.Vanished[0] != [2]int64{0, 3} || p.LogStart != 0 {
+		t.Fatalf("partition 0: %+v; want offsets 0-2 vanished, log start 0 at the cut", p)
+	}
+	probs := mustOpen(t, dir).Problems()
+	if len(probs) != 1 || probs[0].Offset != 0 || probs[0].Count != 3 || audit.Judge(probs, nil) != audit.VerdictIncomplete {
+		t.Fatalf("problems %+v; want one unreadable finding for offsets 0-2", probs)
+	}
+}
+
+func TestCompactedStartIsNotVanished(t *testing.T) {
+	src := audittest.NewMemory(captureTime)
+	src.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2})
+	for _, r := range segmenttest.Fixture() {
+		if r.TP() != tp0 || r.Offset >= 3 {
+			src.Append(r)
+		}
+	}
+	src.SetOffsets(tp0, segmenttest.Offsets0) // log start 0, offsets 0-2 compacted away
+	dir := t.TempDir()
+	m := capture(t, src, CaptureOptions{Dir: dir, AppID: "conf", Topics: []string{segmenttest.Topic}})
+	if p := m.Partitions[0]; len(p.Vanished) != 0 {
+		t.Fatalf("partition 0: %+v; a compacted start is not vanished", p)
+	}
+	if probs := mustOpen(t, dir).Problems(); len(probs) != 0 {
+		t.Fatalf("problems %+v", probs)
+	}
+}
