@@ -66,7 +66,11 @@ func demoScenario(n int) audittest.Scenario {
 	s.Now = time.Now().UnixMilli()
 	s.NullKeys = 2
 	s.Lag = 3
+	// repartition.purge.interval.ms set high, so that the repartition
+	// topics still hold what the evidence needs to name every cause
+	s.Purge = false
 	s.Faults = []audittest.Fault{
+		{Kind: audittest.FaultStateDiverged, Table: 2},                   // applied, yet the store never reflected it
 		{Kind: audittest.FaultDrop, Table: 1},                            // a processor swallowed a payment
 		{Kind: audittest.FaultAbortNotReplayed, Table: 0},                // an order held only by an aborted transaction
 		{Kind: audittest.FaultPurgeBeforeCommit, Table: 2, Partition: 1}, // KAFKA-17635: shipments purged before they were applied
