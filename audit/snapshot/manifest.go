@@ -67,9 +67,9 @@ type PartitionState struct {
 	// between the cut and the copy (retention ran meanwhile): at the cut
 	// they held records the bundle does not have.
 	Vanished [][2]int64 `json:"vanished,omitempty"`
-	Records  int64 `json:"records"`
-	Bytes    int64 `json:"bytes"`
-	Complete bool  `json:"complete"`
+	Records  int64      `json:"records"`
+	Bytes    int64      `json:"bytes"`
+	Complete bool       `json:"complete"`
 }
 
 // TP returns the state's topic partition.
