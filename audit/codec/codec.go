@@ -55,8 +55,9 @@ type Config struct {
 	// tried in sorted order.
 	Topics map[string]TopicSerdes
 	// RegistryURL is the Schema Registry base URL, several separated by
-	// commas (tried in order), or "". Credentials in the URL are used for
-	// basic auth when basic.auth.credentials.source is URL.
+	// commas (tried in order), or "" to take schema.registry.url from
+	// Properties. Credentials in the URL are used for basic auth when
+	// basic.auth.credentials.source is URL or no other credentials are set.
 	RegistryURL string
 	// SchemasDir is a directory of offline schemas, or "": files named
 	// <id>.avsc and/or a schemas.json map {"<id>": schema}. Offline
@@ -135,6 +136,13 @@ func parseSerde(name string) (serde, error) {
 	return 0, fmt.Errorf("unknown serde %q (want one of %s)", name, strings.Join(Serdes, ", "))
 }
 
+// CheckSerde returns an error naming the accepted serdes when name is not
+// one of them; "" is accepted (bytes).
+func CheckSerde(name string) error {
+	_, err := parseSerde(name)
+	return err
+}
+
 // New returns a Codec for cfg. It reads SchemasDir at once and checks the
 // registry settings, but does not contact the registry.
 func New(cfg Config) (*Codec, error) {
@@ -174,6 +182,9 @@ func New(cfg Config) (*Codec, error) {
 			continue
 		}
 		c.exact[name] = pair
+	}
+	if cfg.RegistryURL == "" {
+		cfg.RegistryURL = strings.TrimSpace(cfg.Properties["schema.registry.url"])
 	}
 	if cfg.RegistryURL != "" || cfg.SchemasDir != "" {
 		if c.schemas, err = newSchemaStore(cfg); err != nil {
@@ -258,7 +269,13 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 }
 
 func fixedNumber(s serde, data []byte, derr func(string, error) error) (audit.Value, error) {
-	want := map[serde]int{sLong: 8, sInt: 4, sShort: 2, sDouble: 8, sFloat: 4}[s]
+	want := 4
+	switch s {
+	case sLong, sDouble:
+		want = 8
+	case sShort:
+		want = 2
+	}
 	if len(data) != want {
 		var err error
 		if len(data) < want {

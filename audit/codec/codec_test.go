@@ -129,6 +129,29 @@ func TestTopicOverrides(t *testing.T) {
 	}
 }
 
+func TestCheckSerde(t *testing.T) {
+	for _, name := range append([]string{"", "AVRO", " long "}, Serdes...) {
+		if err := CheckSerde(name); err != nil {
+			t.Errorf("CheckSerde(%q) = %v", name, err)
+		}
+	}
+	if err := CheckSerde("protobuf"); err == nil || !strings.Contains(err.Error(), "avro") {
+		t.Errorf("CheckSerde(protobuf) = %v, want an error listing the serdes", err)
+	}
+}
+
+func TestRegistryURLFromProperties(t *testing.T) {
+	reg := registrytestServer(t)
+	id, _ := reg.Register("s", `"long"`)
+	c, err := New(Config{ValueSerde: "avro", Properties: map[string]string{"schema.registry.url": reg.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Text(mustDecode(t, c, frame(id, []byte{4}))); got != "2" {
+		t.Errorf("Text = %s, want 2", got)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string

@@ -79,8 +79,11 @@
 //
 // The client sends GET /schemas/ids/{id} and, for references,
 // GET /subjects/{subject}/versions/{version}, parses each schema with its
-// own name cache, and keeps the answer (found or not) per id for the
-// Codec's life; concurrent callers of one id share one request. A request
+// own name cache, and keeps the outcome per id for the Codec's life (the
+// schema, its absence, or the registry's unavailability: the run is
+// incomplete then anyway, and retrying for every record would stall it);
+// concurrent callers of one id share one request, and a caller whose
+// context ends leaves nothing cached. A request
 // that times out (Config.Timeout) or gets 408, 429 or 5xx is retried
 // Config.Retries times with exponential backoff from Config.Backoff; 404
 // is final and means ErrUnknownSchema; 401, 403, other statuses and an
@@ -91,6 +94,7 @@
 // Properties honoured (each also under the "schema.registry." prefix,
 // which wins):
 //
+//	schema.registry.url             when Config.RegistryURL is empty
 //	basic.auth.credentials.source   USER_INFO (default when user info is set),
 //	                                URL (user:password@ in the registry URL),
 //	                                SASL_INHERIT (sasl.jaas.config or

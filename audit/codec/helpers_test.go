@@ -87,3 +87,5 @@ func asDecodeError(t testing.TB, err error) *DecodeError {
 func registrytestRef(name, subject string, version int) registrytest.Reference {
 	return registrytest.Reference{Name: name, Subject: subject, Version: version}
 }
+
+func registrytestServer(t testing.TB) *registrytest.Registry { return registrytest.NewServer(t) }

@@ -241,8 +241,19 @@ func TestRegistryReferences(t *testing.T) {
 	if got, want := Text(v), `{"lines":[{"price":{"cents":250,"cur":"USD"}}],"total":{"cents":250,"cur":"USD"}}`; got != want {
 		t.Errorf("Text = %s, want %s", got, want)
 	}
+	// A second id referencing the same subject versions reuses them.
+	id2, err := reg.Register("orders2-value", strings.Replace(top, `"Order"`, `"Order2"`, 1),
+		registrytest.Reference{Name: "com.x.Line", Subject: "line", Version: 1},
+		registrytest.Reference{Name: "com.x.Money", Subject: "money", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := mustDecode(t, c, encode(t, id2, full, map[string]any{"lines": []any{}, "total": money}))
+	if got, want := Text(v2), `{"lines":[],"total":{"cents":250,"cur":"USD"}}`; got != want {
+		t.Errorf("Text = %s, want %s", got, want)
+	}
 	if n := reg.Requests("/subjects/money/versions/1"); n != 1 {
-		t.Errorf("money fetched %d times, want 1 (shared by two references)", n)
+		t.Errorf("money fetched %d times, want 1 (shared by references and ids)", n)
 	}
 
 }

@@ -42,6 +42,7 @@ type schemaStore struct {
 
 	mu    sync.Mutex
 	calls map[int32]*schemaCall
+	refs  map[string]schemaAnswer // subject and version → answer, shared by ids
 }
 
 type schemaCall struct {
@@ -52,7 +53,7 @@ type schemaCall struct {
 }
 
 func newSchemaStore(cfg Config) (*schemaStore, error) {
-	s := &schemaStore{offline: map[int32]*schemaEntry{}, calls: map[int32]*schemaCall{}}
+	s := &schemaStore{offline: map[int32]*schemaEntry{}, calls: map[int32]*schemaCall{}, refs: map[string]schemaAnswer{}}
 	if cfg.SchemasDir != "" {
 		if err := s.loadDir(cfg.SchemasDir); err != nil {
 			return nil, err
@@ -168,15 +169,22 @@ func (s *schemaStore) loadRefs(ctx context.Context, refs []reference, cache *avr
 			continue
 		}
 		seen[key] = true
-		var ans schemaAnswer
-		path := "/subjects/" + url.PathEscape(ref.Subject) + "/versions/" + strconv.Itoa(ref.Version)
-		err := s.client.get(ctx, path, &ans)
-		var nf *notFoundError
-		if errors.As(err, &nf) {
-			return fmt.Errorf("%w: reference %s (subject %s version %d): %w", ErrBadSchema, ref.Name, ref.Subject, ref.Version, err)
-		}
-		if err != nil {
-			return err
+		s.mu.Lock()
+		ans, ok := s.refs[key]
+		s.mu.Unlock()
+		if !ok {
+			path := "/subjects/" + url.PathEscape(ref.Subject) + "/versions/" + strconv.Itoa(ref.Version)
+			err := s.client.get(ctx, path, &ans)
+			var nf *notFoundError
+			if errors.As(err, &nf) {
+				return fmt.Errorf("%w: reference %s (subject %s version %d): %w", ErrBadSchema, ref.Name, ref.Subject, ref.Version, err)
+			}
+			if err != nil {
+				return err
+			}
+			s.mu.Lock()
+			s.refs[key] = ans
+			s.mu.Unlock()
 		}
 		if err := s.loadRefs(ctx, ans.References, cache, seen, depth+1); err != nil {
 			return err
