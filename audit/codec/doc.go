@@ -30,7 +30,8 @@
 //	int, long                   json.Number ("42")
 //	float, double               json.Number, shortest form ("0.1"); NaN and
 //	                            ±Inf as the strings "NaN", "Infinity", "-Infinity"
-//	string, uuid (string)       string
+//	string, uuid (string)       string (not checked for UTF-8, as in Java;
+//	                            Canonical writes invalid bytes as U+FFFD)
 //	bytes, fixed                string, standard base64 with padding
 //	enum                        string, the symbol
 //	array                       []any
