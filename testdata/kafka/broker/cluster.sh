@@ -5,7 +5,8 @@
 #   cluster.sh start-node ID           start one node of an existing cluster (no wait for the others)
 #   cluster.sh stop [ID]               SIGTERM, then kill -9 after STOP_GRACE seconds
 #   cluster.sh kill9 [ID]              kill -9 one broker, or every broker (the outage)
-#   cluster.sh wait                    wait until every broker of the cluster is up
+#   cluster.sh wait                    wait until every node of the cluster is up
+#   cluster.sh wait-node ID            wait until node ID is up
 #   cluster.sh wipe                    stop everything and delete the cluster's data
 #   cluster.sh bootstrap               print the bootstrap servers
 #   cluster.sh status                  print which nodes run
@@ -212,6 +213,7 @@ start)
 	;;
 start-node) mkdir -p "$CL/logs"; start_node "${1:?node id}" ;;
 wait) wait_all ;;
+wait-node) wait_node "${1:?node id}" ;;
 stop)
 	if [[ -n ${1:-} ]]; then stop_node "$1"; else
 		for id in $(brokers); do stop_node "$id"; done
@@ -230,5 +232,5 @@ wipe)
 	;;
 bootstrap) bootstrap ;;
 status) for id in $(nodes); do if alive "$id"; then echo "node $id up (pid $(pid_of "$id"))"; else echo "node $id down"; fi; done ;;
-*) sed -n '2,22p' "$0" >&2; exit 2 ;;
+*) sed -n '2,23p' "$0" >&2; exit 2 ;;
 esac

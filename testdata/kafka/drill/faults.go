@@ -81,13 +81,6 @@ func scenarioClean(ctx context.Context, r *scRun) error {
 	if total == 0 || downstream == 0 {
 		return errors.New("two kill -9 mid-transaction left no aborted transaction on the output or a changelog: the fault was not injected")
 	}
-	rep, err := r.d.runDiff(ctx, r.dir)
-	if err != nil {
-		return err
-	}
-	if err := firstErr(expectVerdict(rep, "clean"), expectOnlyLossCauses(rep)); err != nil {
-		return err
-	}
 	for _, t := range []string{topicOutput} {
 		n, err := r.d.ledgerAborted(ctx, r.dir, t)
 		if err != nil {
@@ -106,7 +99,11 @@ func scenarioClean(ctx context.Context, r *scRun) error {
 			return fmt.Errorf("kaudit ledger counts %d aborted transactions on %s, the raw read %d ABORT markers", n, t, aborts[t])
 		}
 	}
-	return nil
+	rep, err := r.d.runDiff(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	return firstErr(expectVerdict(rep, "clean"), expectOnlyLossCauses(rep))
 }
 
 // waitOpenTxn waits until a partition the app writes has an open transaction (LSO < HW), so
@@ -433,6 +430,9 @@ func scenarioOffsetsForward(ctx context.Context, r *scRun) error {
 	hit := r.recordsIn(topicOrders, p, c, c+k)
 	r.addFault(fault{Kind: "offset-commit", Topic: topicOrders, Partition: p, From: c, To: c + k, Keys: orderIDs(hit),
 		Note: "the group's committed offset moved forward with OffsetCommit while the group was empty"})
+	if err := r.d.waitGroupEmpty(ctx); err != nil {
+		return err
+	}
 	adm, closeFn, err := r.d.admin()
 	if err != nil {
 		return err

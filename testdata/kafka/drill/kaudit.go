@@ -28,16 +28,21 @@ type finding struct {
 	Detail    string          `json:"detail"`
 }
 
-// keyString is the finding's table key as plain text (kaudit prints decoded JSON text).
+// keyString is the finding's table key as plain text. kaudit prints keys as decoded JSON text
+// inside a JSON string ("\"o-1\"" for the string key o-1), so a string is unquoted twice.
 func (f finding) keyString() string {
 	if len(f.Key) == 0 || string(f.Key) == "null" {
 		return ""
 	}
 	var s string
-	if json.Unmarshal(f.Key, &s) == nil {
-		return s
+	if json.Unmarshal(f.Key, &s) != nil {
+		return string(f.Key)
 	}
-	return string(f.Key)
+	var inner string
+	if json.Unmarshal([]byte(s), &inner) == nil {
+		return inner
+	}
+	return s
 }
 
 func (f finding) String() string {

@@ -21,6 +21,9 @@ func (d *drill) resetCluster(ctx context.Context) error {
 	defer closeFn()
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	if err := d.waitGroupEmpty(c); err != nil {
+		return err
+	}
 	if res, err := adm.DeleteGroups(c, appID); err != nil {
 		return fmt.Errorf("delete group %s: %w", appID, err)
 	} else if err := res.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
@@ -47,6 +50,40 @@ func (d *drill) resetCluster(ctx context.Context) error {
 		}
 		if c.Err() != nil {
 			return fmt.Errorf("topics still listed after deletion: %v", td.Names())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitGroupEmpty waits until the app's group has no member. Kafka Streams 3.6 does not send
+// LeaveGroup on close (its consumers run with internal.leave.group.on.close=false), so a
+// stopped app's member stays until session.timeout.ms (6 s in the drill app) expires.
+func (d *drill) waitGroupEmpty(ctx context.Context) error {
+	adm, closeFn, err := d.admin()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	deadline := time.Now().Add(60 * time.Second)
+	t0 := time.Now()
+	for {
+		gs, err := adm.DescribeGroups(ctx, appID)
+		if err == nil {
+			g := gs[appID]
+			if g.Err != nil && !errors.Is(g.Err, kerr.GroupIDNotFound) {
+				err = g.Err
+			} else if len(g.Members) == 0 && g.State != "PreparingRebalance" && g.State != "CompletingRebalance" {
+				if d := time.Since(t0); d > time.Second {
+					logf("group %s empty after %s", appID, d.Round(100*time.Millisecond))
+				}
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("group %s still has members after 60s (last error %v)", appID, err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

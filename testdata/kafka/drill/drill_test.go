@@ -1,0 +1,188 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestGenWaveDeterministic(t *testing.T) {
+	a, b := genWave(wave1), genWave(wave1)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two waves from one spec differ")
+	}
+	counts := map[string]int{}
+	nullKeys := 0
+	for _, r := range a {
+		counts[r.Topic]++
+		if r.OrderID == nil {
+			nullKeys++
+		}
+	}
+	if counts[topicOrders] != 400 || nullKeys != 3 || counts[topicPayments] == 0 || counts[topicShipments] == 0 {
+		t.Fatalf("wave 1 holds %v and %d null keys", counts, nullKeys)
+	}
+	if reflect.DeepEqual(a, genWave(waveSpec{wave: 2, orders: 300, updates: true, payments: true, shipments: true, nullKeys: 3})) {
+		t.Fatal("waves 1 and 2 are equal")
+	}
+}
+
+func TestExpectedOutput(t *testing.T) {
+	s := func(v string) *string { return &v }
+	recs := []*inputRec{
+		{Topic: topicOrders, Partition: 0, Offset: 0, OrderID: s("o1"), Value: map[string]any{"customer": "c", "amount": int64(5), "status": "NEW"}},
+		{Topic: topicOrders, Partition: 0, Offset: 1, OrderID: s("o1"), Value: map[string]any{"customer": "c", "amount": int64(6), "status": "CONFIRMED"}},
+		{Topic: topicOrders, Partition: 1, Offset: 0, OrderID: s("o2"), Value: map[string]any{"customer": "d", "amount": int64(7), "status": "NEW"}},
+		{Topic: topicPayments, Partition: 0, Offset: 0, OrderID: s("o1"), Value: map[string]any{"amount": int64(2)}},
+		{Topic: topicPayments, Partition: 1, Offset: 0, OrderID: s("o1"), Value: map[string]any{"amount": int64(3)}},
+		{Topic: topicPayments, Partition: 1, Offset: 1, OrderID: nil, Value: map[string]any{"amount": int64(9)}},
+		{Topic: topicPayments, Partition: 1, Offset: 2, OrderID: s("x"), Value: map[string]any{"amount": int64(9)}},
+		{Topic: topicShipments, Partition: 0, Offset: 0, OrderID: s("o2"), Value: map[string]any{"carrier": "dhl"}},
+	}
+	tests := []struct {
+		name string
+		skip func(*inputRec) bool
+		want map[string]map[string]any
+	}{
+		{"all applied", nil, map[string]map[string]any{
+			"o1": {"orderId": "o1", "customer": "c", "amount": int64(6), "status": "CONFIRMED", "paid": int64(5), "carrier": nil},
+			"o2": {"orderId": "o2", "customer": "d", "amount": int64(7), "status": "NEW", "paid": nil, "carrier": "dhl"},
+		}},
+		{"latest order dropped", func(r *inputRec) bool { return r.Topic == topicOrders && r.Offset == 1 }, map[string]map[string]any{
+			"o1": {"orderId": "o1", "customer": "c", "amount": int64(5), "status": "NEW", "paid": int64(5), "carrier": nil},
+			"o2": {"orderId": "o2", "customer": "d", "amount": int64(7), "status": "NEW", "paid": nil, "carrier": "dhl"},
+		}},
+		{"left side gone", func(r *inputRec) bool { return r.Topic == topicOrders && *r.OrderID == "o2" }, map[string]map[string]any{
+			"o1": {"orderId": "o1", "customer": "c", "amount": int64(6), "status": "CONFIRMED", "paid": int64(5), "carrier": nil},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := expectedOutput(recs, tt.skip); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyString(t *testing.T) {
+	tests := []struct {
+		name, raw, want string
+	}{
+		{"JSON text of a string", `"\"o-w1-0021\""`, "o-w1-0021"},
+		{"plain string", `"o-1"`, "o-1"},
+		{"number text", `"42"`, "42"},
+		{"empty", `""`, ""},
+		{"null", `null`, ""},
+		{"base64", `"b64:AAE="`, "b64:AAE="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (finding{Key: json.RawMessage(tt.raw)}).keyString(); got != tt.want {
+				t.Fatalf("keyString(%s) = %q, want %q", tt.raw, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExpectRange(t *testing.T) {
+	f := func(topic string, p int32, off, n int64) finding {
+		return finding{Topic: topic, Partition: p, Offset: off, Count: n}
+	}
+	tests := []struct {
+		name    string
+		fs      []finding
+		wantErr string
+	}{
+		{"one finding with a count", []finding{f("t", 0, 10, 5)}, ""},
+		{"one finding per offset", []finding{f("t", 0, 10, 1), f("t", 0, 11, 0), f("t", 0, 12, 1), f("t", 0, 13, 1), f("t", 0, 14, 1)}, ""},
+		{"short", []finding{f("t", 0, 10, 4)}, "do not cover offset 14"},
+		{"too long", []finding{f("t", 0, 9, 6)}, "outside"},
+		{"wrong partition", []finding{f("t", 1, 10, 5)}, "want only t/0"},
+		{"none", nil, "do not cover offset 10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := expectRange("x", tt.fs, "t", 0, 10, 15)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestExpectKeysAndCauses(t *testing.T) {
+	rep := kauditReport{Findings: []finding{
+		{Severity: "loss", Cause: "dropped", Key: json.RawMessage(`"\"a\""`)},
+		{Severity: "loss", Cause: "dropped", Key: json.RawMessage(`"\"b\""`)},
+		{Severity: "info", Cause: "pending"},
+	}}
+	if err := expectKeys("dropped", rep.byCause("dropped"), []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := expectKeys("dropped", rep.byCause("dropped"), []string{"a"}); err == nil {
+		t.Fatal("extra key b not reported")
+	}
+	if err := expectOnlyLossCauses(rep, "dropped"); err != nil {
+		t.Fatal(err)
+	}
+	if err := expectOnlyLossCauses(rep, "unapplied"); err == nil {
+		t.Fatal("dropped findings passed as unapplied")
+	}
+}
+
+func TestStoreOf(t *testing.T) {
+	describe, err := os.ReadFile(filepath.Join("testdata", "describe.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		topic, store string
+		sub          int
+	}{
+		{topicOrders, "KSTREAM-REDUCE-STATE-STORE-0000000003", 1},
+		{topicPayments, "KSTREAM-REDUCE-STATE-STORE-0000000011", 1},
+		{topicShipments, "KSTREAM-REDUCE-STATE-STORE-0000000019", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.topic, func(t *testing.T) {
+			store, sub, err := storeOf(string(describe), tt.topic)
+			if err != nil || store != tt.store || sub != tt.sub {
+				t.Fatalf("storeOf(%s) = %s, %d, %v; want %s, %d", tt.topic, store, sub, err, tt.store, tt.sub)
+			}
+		})
+	}
+	if _, _, err := storeOf(string(describe), "nope"); err == nil {
+		t.Fatal("unknown topic found")
+	}
+}
+
+func TestForgeCheckpoint(t *testing.T) {
+	tests := []struct {
+		name, before, want string
+	}{
+		{"raises one entry, keeps the others", "0\n2\nc-changelog 0 10\nd-changelog 0 7\n", "0\n2\nc-changelog 0 50\nd-changelog 0 7\n"},
+		{"never lowers", "0\n1\nc-changelog 0 90\n", "0\n1\nc-changelog 0 90\n"},
+		{"creates", "", "0\n1\nc-changelog 0 50\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), ".checkpoint")
+			if tt.before != "" {
+				if err := os.WriteFile(path, []byte(tt.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := forgeCheckpoint(path, "c-changelog", 0, 50); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if string(got) != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
