@@ -600,3 +600,38 @@ func TestRealLogDir(t *testing.T) {
 		})
 	}
 }
+
+func TestConformanceProducedHeaders(t *testing.T) {
+	// The relaxed suite must still pass on a faithful source.
+	segmenttest.RunSourceTestsWith(t, segmenttest.Options{ProducedHeaders: true}, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+		root := t.TempDir()
+		writeLogDir(t, root, recs)
+		return mustOpen(t, root)
+	})
+}
+
+// TestCompactedBatch reads a batch the cleaner thinned: offsets missing
+// inside it are skipped, the batch keeps its last offset delta.
+func TestCompactedBatch(t *testing.T) {
+	b := audit.Batch{BaseOffset: 10, LastOffsetDelta: 5, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Compression: "none", MaxTimestamp: 5}
+	tp := audit.TopicPartition{Topic: "cl-changelog"}
+	recs := []audit.Record{
+		{Topic: tp.Topic, Offset: 11, Key: []byte("a"), Value: []byte("1"), Timestamp: 1, Batch: b},
+		{Topic: tp.Topic, Offset: 15, Key: []byte("b"), Value: nil, Timestamp: 5, Batch: b}, // a tombstone
+	}
+	root := t.TempDir()
+	writeLogDir(t, root, recs)
+	d := mustOpen(t, root)
+	o, err := d.Offsets(t.Context(), tp)
+	if want := (audit.PartitionOffsets{LogStart: 10, LSO: 16, HW: 16}); err != nil || o != want {
+		t.Fatalf("Offsets = %+v, %v; want %+v", o, err, want)
+	}
+	for _, tc := range []struct {
+		from, to int64
+		want     []audit.Record
+	}{{0, -1, recs}, {12, -1, recs[1:]}, {10, 15, recs[:1]}, {12, 15, nil}} {
+		if diff := segmenttest.Diff(collectAll(t, d, tp, tc.from, tc.to), tc.want); diff != "" {
+			t.Errorf("[%d, %d): %s", tc.from, tc.to, diff)
+		}
+	}
+}
