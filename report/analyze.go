@@ -66,7 +66,7 @@ func mergeRanges(rs []Range) []Range {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition),
 			cmp.Compare(a.From, b.From), cmp.Compare(a.Count, b.Count))
 	})
-	var out []Range
+	out := rs[:0] // merge in place
 	for _, r := range rs {
 		if n := len(out); n > 0 {
 			last := &out[n-1]

@@ -18,6 +18,7 @@ const (
 	mdTimelinePad   = 3   // quiet minutes shown around an incident window
 	mdLineage       = 10  // sample lineages
 	mdReplayCommand = 20  // replay command lines
+	mdRanges        = 200 // rows of the replay and gone range tables
 	mdJoinKeys      = 20  // keys listed for join findings
 )
 
@@ -33,6 +34,7 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	md := &mdWriter{b: &b}
 	ms := timeline(r)
 	windows, runs := incidentRuns(ms)
+	replay, gone := ReplayRanges(r)
 
 	md.f("# kaudit postmortem: %s\n\n", text(orDash(r.AppID)))
 	md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
@@ -48,7 +50,7 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 		md.s(" Kafka version not given (pass --kafka-version to check known issues against it).")
 	}
 	md.s("\n\n## Summary\n\n")
-	md.s(summaryParagraph(r, windows))
+	md.s(summaryParagraph(r, windows, replay, gone))
 	md.s("\n\n")
 
 	writeCut(md, r)
@@ -57,7 +59,7 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	writeTimeline(md, r, ms, windows, runs, o)
 	writeFindings(md, r, o)
 	writeLineage(md, r)
-	writeNext(md, r, o)
+	writeNext(md, r, replay, gone, o)
 	return write(w, []byte(strings.TrimRight(b.String(), "\n")+"\n"), "write markdown")
 }
 
@@ -152,7 +154,7 @@ func writeGaps(md *mdWriter, r *audit.Report) {
 }
 
 // summaryParagraph is the paragraph a manager reads.
-func summaryParagraph(r *audit.Report, windows []Window) string {
+func summaryParagraph(r *audit.Report, windows []Window, replay, gone []Range) string {
 	app := text(orDash(r.AppID))
 	lossBy := map[audit.Cause]int64{}
 	other := map[audit.Cause]int64{}
@@ -206,7 +208,6 @@ func summaryParagraph(r *audit.Report, windows []Window) string {
 		b.WriteString(".")
 	}
 	if vanished > 0 {
-		replay, gone := ReplayRanges(r)
 		fmt.Fprintf(&b, " %s of the vanished records can still be read from Kafka and replayed; %s offsets are gone from Kafka and must come from upstream.", num(total(replay)), num(total(gone)))
 	}
 	if r.Summary.Pending > 0 {
@@ -493,17 +494,18 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 		md.s("No findings.\n\n")
 		return
 	}
-	by := map[audit.Cause][]audit.Finding{}
-	for _, f := range r.Findings {
-		by[f.Cause] = append(by[f.Cause], f)
+	by := map[audit.Cause][]int{} // indices, not copies: reports can hold many findings
+	for i, f := range r.Findings {
+		by[f.Cause] = append(by[f.Cause], i)
 	}
 	for _, c := range causesIn(r.Findings) {
-		fs := by[c]
+		idx := by[c]
 		var recs int64
-		for _, f := range fs {
-			recs += max(f.Count, 1)
+		for _, i := range idx {
+			recs += max(r.Findings[i].Count, 1)
 		}
-		md.f("### `%s`: %s, %s", c, fs[0].Severity, plural(int64(len(fs)), "finding"))
+		fs := r.Findings[idx[0] : idx[0]+1] // the first, for its severity
+		md.f("### `%s`: %s, %s", c, fs[0].Severity, plural(int64(len(idx)), "finding"))
 		if sev := fs[0].Severity; sev == audit.SeverityLoss || sev == audit.SeverityInfo {
 			md.f(", %s", plural(recs, "record"))
 		}
@@ -530,7 +532,8 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 			md.s("\n")
 		}
 		md.header("stage", "topic", ">partition", ">offset", ">count", "key", "timestamp", "producer", "expected", "actual", "detail")
-		for _, f := range fs[:min(len(fs), mdRowsPerCause)] {
+		for _, i := range idx[:min(len(idx), mdRowsPerCause)] {
+			f := r.Findings[i]
 			off := num(f.Offset)
 			if f.Offset < 0 {
 				off = "absent"
@@ -538,7 +541,7 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 			md.row(text(string(f.Stage)), text(f.Topic), strconv.Itoa(int(f.Partition)), off, num(f.Count),
 				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, 60), cell(f.Actual, 60), cell(f.Detail, 160))
 		}
-		if n := len(fs) - mdRowsPerCause; n > 0 {
+		if n := len(idx) - mdRowsPerCause; n > 0 {
 			md.f("\n… and %d more `%s` findings (all of them are in `--format csv` and `--format json`).\n", n, c)
 		}
 		md.s("\n")
@@ -614,7 +617,7 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 	}
 }
 
-func writeNext(md *mdWriter, r *audit.Report, o Options) {
+func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 	md.s("## What to do next\n\n")
 	boot := o.ReplayBootstrap
 	if boot == "" {
@@ -622,7 +625,6 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 	}
 	boot = shellQuote(boot)
 	steps := 0
-	replay, gone := ReplayRanges(r)
 	if len(r.Summary.Missing) > 0 || verdictOf(r) == audit.VerdictIncomplete {
 		steps++
 		md.s("### Complete the evidence first\n\nThe audit could not read everything (see the warning at the top). Fix access to the missing evidence and run kaudit again before acting on the numbers below: they are a lower bound.\n\n")
@@ -631,9 +633,7 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 		steps++
 		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
 		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
-		for _, rg := range replay {
-			md.row(text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count))
-		}
+		writeRanges(md, replay)
 		md.s("\nCopy each range to a file, check it, then produce it back to the same partition:\n\n```sh\n")
 		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
 			file := fmt.Sprintf("replay-%s-%d-%d.txt", rg.Topic, rg.Partition, rg.From)
@@ -642,7 +642,7 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 		}
 		md.s("```\n\n")
 		if n := len(replay) - mdReplayCommand; n > 0 {
-			md.f("… and %d more ranges, listed in the table above.\n\n", n)
+			md.f("… and %d more ranges, built the same way.\n\n", n)
 		}
 		md.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
 			"a `latest` reducer converges, but `count` and `sum` reducers, and every other consumer of the topic, count again whatever had in fact been applied. " +
@@ -653,9 +653,7 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 		steps++
 		md.s("### Recover what Kafka no longer holds\n\nThese offsets are gone from Kafka (deleted by retention, purged, or truncated): the records must come from the system that produced them.\n\n")
 		md.header("topic", ">partition", ">from offset", ">to offset", ">offsets")
-		for _, rg := range gone {
-			md.row(text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count))
-		}
+		writeRanges(md, gone)
 		md.s("\n")
 	}
 	var joins, hanging, risks, dups, checkpoints, undecodable []audit.Finding
@@ -751,6 +749,16 @@ func writeNext(md *mdWriter, r *audit.Report, o Options) {
 	}
 	if steps == 0 {
 		md.s("Nothing to replay or repair.\n")
+	}
+}
+
+// writeRanges writes range rows, at most mdRanges of them.
+func writeRanges(md *mdWriter, rs []Range) {
+	for _, rg := range rs[:min(len(rs), mdRanges)] {
+		md.row(text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count))
+	}
+	if n := len(rs) - mdRanges; n > 0 {
+		md.f("\n… and %d more ranges (%d offsets); every offset is in the findings (`--format csv`).\n", n, total(rs[mdRanges:]))
 	}
 }
 
