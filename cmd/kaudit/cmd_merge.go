@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/report"
+)
+
+func mergeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "merge the JSON reports of shards of one app (kaudit diff --partitions) into one report",
+		UsageText: "kaudit merge [--format md|csv|json|table|prom] [--output FILE] a.json b.json …",
+		Description: `Shards of a large app run as parallel jobs, each auditing a subset of the
+co-partitioned tasks with kaudit diff --partitions 0-5 --format json; kaudit merge
+combines their reports into one, as if one run had audited every partition.
+
+` + exitStatusHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: json, or md when --output ends in .md)", EnvVars: env("format")},
+			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`", EnvVars: env("output")},
+			&cli.StringFlag{Name: "kafka-version", Usage: "the cluster's Kafka `VERSION`, to judge known issues", EnvVars: env("kafka-version")},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return usagef("kaudit merge needs at least one report file")
+			}
+			var reps []*audit.Report
+			for _, path := range c.Args().Slice() {
+				f, err := os.Open(path)
+				if err != nil {
+					return usagef("read %s: %w", path, err)
+				}
+				r, err := report.ReadJSON(f)
+				f.Close()
+				if err != nil {
+					return usagef("read %s: %w", path, err)
+				}
+				reps = append(reps, r)
+			}
+			merged, err := report.Merge(reps...)
+			if err != nil {
+				return usagef("merge: %w", err)
+			}
+			format := c.String("format")
+			if format == "" && c.String("output") == "" {
+				format = "json"
+			}
+			o := diffOptions{Output: c.String("output"), Format: report.FormatFor(c.String("output"), format)}
+			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version")}, c.App.Writer); err != nil {
+				return fmt.Errorf("write the merged report: %w", err)
+			}
+			return verdictResult(merged.Summary.Verdict)
+		},
+	}
+}
