@@ -377,6 +377,30 @@ func (c *Codec) Schemas() map[int32]Schema {
 	return c.schemas.used()
 }
 
+// Schema returns schema id, self-contained, fetching it if no record has
+// needed it yet: a capture uses it to store the schemas of the records it
+// copies (found with SchemaID). Errors are as Decode's: wrapping
+// ErrUnknownSchema or ErrBadSchema, or a *RegistryError.
+func (c *Codec) Schema(ctx context.Context, id int32) (Schema, error) {
+	if c.schemas == nil {
+		return Schema{}, fmt.Errorf("%w: id %d: no schema registry or schemas dir", ErrUnknownSchema, id)
+	}
+	e, err := c.schemas.get(ctx, id)
+	if err != nil {
+		return Schema{}, err
+	}
+	return e.export(), nil
+}
+
+// SchemaID returns the schema id of a Confluent-framed payload, and false
+// when data is not framed.
+func SchemaID(data []byte) (int32, bool) {
+	if len(data) < 5 || data[0] != 0 {
+		return -1, false
+	}
+	return int32(binary.BigEndian.Uint32(data[1:5])), true
+}
+
 // Schema is one schema as schemas.json stores it: Confluent's shape
 // without references.
 type Schema struct {

@@ -110,6 +110,23 @@ func TestSchemasRoundTrip(t *testing.T) {
 	p1 := encode(t, id1, full, map[string]any{"a": money, "b": map[string]any{"Money": money}})
 	p2 := frame(id2, []byte(`{"k":true}`))
 	want1, want2 := Text(mustDecode(t, online, p1)), Text(mustDecode(t, online, p2))
+	// A capture that decodes nothing asks for the schemas by id instead.
+	for _, p := range [][]byte{p1, p2} {
+		id, ok := SchemaID(p)
+		if !ok {
+			t.Fatalf("SchemaID(%x) not framed", p)
+		}
+		sc, err := online.Schema(t.Context(), id)
+		if err != nil || sc.Schema == "" {
+			t.Fatalf("Schema(%d) = %+v, %v", id, sc, err)
+		}
+	}
+	if _, ok := SchemaID([]byte{1, 0, 0, 0, 1}); ok {
+		t.Error("SchemaID accepted a payload without the magic byte")
+	}
+	if _, err := online.Schema(t.Context(), 999); !errors.Is(err, ErrUnknownSchema) {
+		t.Errorf("Schema(999) error %v, want ErrUnknownSchema", err)
+	}
 
 	dir := t.TempDir()
 	data, err := json.Marshal(online.Schemas())
