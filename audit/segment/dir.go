@@ -281,7 +281,7 @@ func (r *replica) walkLast(d *Dir, s *segmentFile) error {
 		var hdr [batchHeaderLen]byte
 		if _, err := f.ReadAt(hdr[:], e.Pos); err == nil {
 			if _, err := batchFrame(hdr[:]); err == nil || errors.Is(err, ErrTruncated) {
-				if h := batchHeader(hdr[:]); h.LastOffset() == e.Offset {
+				if h := batchHeader(hdr[:]); indexed(h, e) {
 					pos, r.logEnd = e.Pos, h.BaseOffset
 				}
 			}
@@ -372,10 +372,17 @@ func (s *segmentFile) startPos(f *os.File, from int64) int64 {
 	if _, err := batchFrame(hdr[:]); err != nil && !errors.Is(err, ErrTruncated) {
 		return 0
 	}
-	if h := batchHeader(hdr[:]); h.LastOffset() != e.Offset {
+	if h := batchHeader(hdr[:]); !indexed(h, e) {
 		return 0
 	}
 	return e.Pos
+}
+
+// indexed reports whether index entry e may point at the batch h: Kafka
+// 3.x indexes a batch by its last offset, older brokers by an offset inside
+// it. A stale entry pointing elsewhere is not used.
+func indexed(h audit.Batch, e OffsetIndexEntry) bool {
+	return e.Offset >= h.BaseOffset && e.Offset <= h.LastOffset()
 }
 
 // TornTails lists the torn tails found in active segments, by file.
