@@ -1,0 +1,158 @@
+package main
+
+import (
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// writeKeys are the requests a read-only auditor must never send.
+var writeKeys = []kmsg.Key{
+	kmsg.Produce, kmsg.OffsetCommit, kmsg.TxnOffsetCommit, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat,
+	kmsg.LeaveGroup, kmsg.DeleteRecords, kmsg.CreateTopics, kmsg.DeleteTopics, kmsg.CreatePartitions,
+	kmsg.AlterConfigs, kmsg.IncrementalAlterConfigs, kmsg.InitProducerID, kmsg.AddPartitionsToTxn,
+	kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.WriteTxnMarkers, kmsg.DeleteGroups, kmsg.OffsetDelete,
+	kmsg.ElectLeaders, kmsg.AlterPartitionAssignments,
+}
+
+// requestLog records, while on, every request key a kfake cluster sees and
+// the Metadata requests that allow topic auto-creation. It observes only:
+// kfake handles every request itself.
+type requestLog struct {
+	mu         sync.Mutex
+	on         bool
+	seen       map[string]int
+	autoCreate []string
+}
+
+// watch installs an observer on every request key. Call it after the
+// cluster is seeded: seeding writes.
+func watch(c *kfake.Cluster) *requestLog {
+	l := &requestLog{seen: map[string]int{}}
+	for k := int16(0); k <= kmsg.MaxKey; k++ {
+		c.ControlKey(k, func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !l.on {
+				return nil, nil, false
+			}
+			l.seen[kmsg.NameForKey(req.Key())]++
+			if m, ok := req.(*kmsg.MetadataRequest); ok && m.AllowAutoTopicCreation {
+				var topics []string
+				for _, t := range m.Topics {
+					if t.Topic != nil {
+						topics = append(topics, *t.Topic)
+					}
+				}
+				l.autoCreate = append(l.autoCreate, strings.Join(topics, ","))
+			}
+			return nil, nil, false
+		})
+	}
+	return l
+}
+
+// record starts a fresh recording.
+func (l *requestLog) record() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.on, l.seen, l.autoCreate = true, map[string]int{}, nil
+}
+
+// stop ends the recording and returns what it saw.
+func (l *requestLog) stop() (seen map[string]int, autoCreate []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.on = false
+	return l.seen, l.autoCreate
+}
+
+func keysOf(m map[string]int) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// TestSafetyReadOnly runs every command that reads a live cluster against
+// a seeded kfake broker and checks, request by request, that none writes.
+func TestSafetyReadOnly(t *testing.T) {
+	c, bs := seededCluster(t, 120)
+	spec := writeSafetySpec(t)
+	topo := filepath.Join(filepath.Dir(spec), "topology.txt")
+	before := c.GroupInfo("shop")
+	if before == nil || len(before.Commits) == 0 {
+		t.Fatal("the seeded group shop has no committed offsets")
+	}
+	log := watch(c)
+	capture := filepath.Join(t.TempDir(), "bundle")
+
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		fetch bool // the command must read records
+	}{
+		{"diff keyless", []string{"diff", "--app-id", "shop", "--format", "json"}, true},
+		{"diff with spec", []string{"diff", "--spec", spec, "--format", "md"}, true},
+		{"diff with spec to file", []string{"diff", "--spec", spec, "--output", filepath.Join(t.TempDir(), "r.json")}, true},
+		{"diff unknown app", []string{"diff", "--app-id", "nosuch-app", "--format", "json"}, false},
+		{"capture", []string{"capture", "--app-id", "shop", "--out", capture}, true},
+		{"capture resumed", []string{"capture", "--app-id", "shop", "--out", capture}, false},
+		{"capture missing topic", []string{"capture", "--app-id", "shop", "--topic", "nosuch-topic", "--out", filepath.Join(t.TempDir(), "b")}, false},
+		{"ledger source", []string{"ledger", "--topic", "orders-v1", "--format", "json"}, true},
+		{"ledger output with offsets", []string{"ledger", "--topic", "order-status", "--offsets", "0-20", "--value-serde", "json"}, true},
+		{"ledger repartition", []string{"ledger", "--topic", "shop-KSTREAM-REDUCE-STATE-STORE-0000000009-repartition", "--partition", "1", "--format", "csv"}, true},
+		{"ledger missing topic", []string{"ledger", "--topic", "nosuch-topic"}, false},
+		{"txns", []string{"txns", "--app-id", "shop", "--format", "json"}, false},
+		{"topology", []string{"topology", "--app-id", "shop", "--topology", topo, "--format", "json"}, false},
+		{"topology discovered", []string{"topology", "--app-id", "shop"}, false},
+		{"init", []string{"init", "--app-id", "shop"}, false},
+		{"init with topology", []string{"init", "--app-id", "shop", "--topology", topo}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			log.record()
+			out, errOut, code := runCLI(t, append(tt.args, "--bootstrap-server", bs)...)
+			seen, auto := log.stop()
+			t.Logf("exit %d; requests %v", code, seen)
+			if code == exitUsage && (strings.Contains(errOut, "not built") || strings.Contains(errOut, "live cluster only") ||
+				strings.Contains(errOut, "flag provided but not defined")) {
+				t.Fatalf("cannot run against a live cluster yet: %s", errOut)
+			}
+			if strings.Contains(errOut, "panic") {
+				t.Fatalf("panic: %s", errOut)
+			}
+			for _, k := range writeKeys {
+				if n := seen[k.Name()]; n > 0 {
+					t.Errorf("sent %d %s requests", n, k.Name())
+				}
+			}
+			if len(auto) > 0 {
+				t.Errorf("Metadata requests allow topic auto-creation: %q", auto)
+			}
+			if seen["Metadata"] == 0 && seen["ApiVersions"] == 0 {
+				t.Errorf("no request seen at all (is the observer on?): %v", keysOf(seen))
+			}
+			if tt.fetch && seen["Fetch"] == 0 {
+				t.Errorf("no Fetch request: %v; exit %d, stderr %s, stdout %.300s", keysOf(seen), code, errOut, out)
+			}
+		})
+	}
+	for _, topic := range []string{"nosuch-topic", "nosuch-app-KSTREAM-REDUCE-STATE-STORE-0000000002-repartition"} {
+		if c.TopicInfo(topic) != nil {
+			t.Errorf("topic %s exists after the audit", topic)
+		}
+	}
+	after := c.GroupInfo("shop")
+	if after == nil || len(after.Members) != 0 || !reflect.DeepEqual(after.Commits, before.Commits) {
+		t.Errorf("group shop changed: before %+v, after %+v", before, after)
+	}
+}
