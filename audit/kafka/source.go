@@ -18,7 +18,6 @@ import (
 var (
 	_ audit.Source          = (*Source)(nil)
 	_ audit.CommittedReader = (*Source)(nil)
-	_ audit.Clock           = (*Source)(nil)
 )
 
 // ErrConfig marks an Open error caused by the client configuration (the
@@ -112,9 +111,6 @@ func (s *Source) Close() { s.cl.Close() }
 
 // Describe says "live" and the bootstrap servers.
 func (s *Source) Describe() string { return "live " + strings.Join(s.bootstrap, ",") }
-
-// Now is the wall clock: a live cluster's evidence describes the present.
-func (s *Source) Now() time.Time { return time.Now() }
 
 // reqCtx bounds one request.
 func (s *Source) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
