@@ -633,7 +633,7 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		steps++
 		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
 		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
-		writeRanges(md, replay)
+		writeRanges(md, replay, nil)
 		md.s("\nCopy each range to a file, check it, then produce it back to the same partition:\n\n```sh\n")
 		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
 			file := fmt.Sprintf("replay-%s-%d-%d.txt", rg.Topic, rg.Partition, rg.From)
@@ -651,9 +651,23 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 	}
 	if len(gone) > 0 {
 		steps++
-		md.s("### Recover what Kafka no longer holds\n\nThese offsets are gone from Kafka (deleted by retention, purged, or truncated): the records must come from the system that produced them.\n\n")
-		md.header("topic", ">partition", ">from offset", ">to offset", ">offsets")
-		writeRanges(md, gone)
+		md.s("### Recover what Kafka no longer holds\n\nThese offsets are gone from Kafka (deleted by retention, purged, or truncated). " +
+			"Records of an internal topic (repartition, changelog) can be derived again from the source records they came from, when those are still readable " +
+			"(each finding's detail names the candidates); records of a source topic must come from the system that produced them.\n\n")
+		role := map[string]string{}
+		for _, c := range r.Cut {
+			role[c.Topic] = c.Role
+		}
+		md.header("topic", ">partition", ">from offset", ">to offset", ">offsets", "recover from")
+		writeRanges(md, gone, func(rg Range) string {
+			switch role[rg.Topic] {
+			case "repartition", "changelog":
+				return "the source records (see the findings' detail)"
+			case "source":
+				return "the producing system"
+			}
+			return "the producing system, or the source records if the topic is internal"
+		})
 		md.s("\n")
 	}
 	var joins, hanging, risks, dups, checkpoints, undecodable []audit.Finding
@@ -752,10 +766,15 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 	}
 }
 
-// writeRanges writes range rows, at most mdRanges of them.
-func writeRanges(md *mdWriter, rs []Range) {
+// writeRanges writes range rows, at most mdRanges of them, with an extra
+// column from extra when it is not nil.
+func writeRanges(md *mdWriter, rs []Range, extra func(Range) string) {
 	for _, rg := range rs[:min(len(rs), mdRanges)] {
-		md.row(text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count))
+		cells := []string{text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count)}
+		if extra != nil {
+			cells = append(cells, text(extra(rg)))
+		}
+		md.row(cells...)
 	}
 	if n := len(rs) - mdRanges; n > 0 {
 		md.f("\n… and %d more ranges (%d offsets); every offset is in the findings (`--format csv`).\n", n, total(rs[mdRanges:]))
