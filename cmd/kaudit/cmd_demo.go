@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"embed"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/urfave/cli/v2"
 
@@ -23,19 +21,6 @@ import (
 
 //go:embed demo/kaudit.yaml demo/topology.txt
 var demoFiles embed.FS
-
-const (
-	eventSchema = `{"type":"record","name":"Event","namespace":"demo","fields":[
- {"name":"orderId","type":["null","string"],"default":null},
- {"name":"seq","type":"long"},
- {"name":"amount","type":"long"},
- {"name":"table","type":"string"}]}`
-	statusSchema = `{"type":"record","name":"OrderStatus","namespace":"demo","fields":[
- {"name":"orderId","type":"string"},
- {"name":"orderAmount","type":"long"},
- {"name":"paid","type":["null","long"],"default":null},
- {"name":"shipped","type":["null","long"],"default":null}]}`
-)
 
 func demoCommand() *cli.Command {
 	return &cli.Command{
@@ -118,12 +103,12 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 	}
 	defer cluster.Close()
 
-	enc, err := newDemoEncoder(reg)
+	enc, err := audittest.NewAvroEncoder(reg)
 	if err != nil {
 		return err
 	}
 	s := demoScenario(n)
-	s.Encode = enc.encode
+	s.Encode = enc.Encode
 	b, err := audittest.NewKafkaBackend(ctx, cluster.ListenAddrs()...)
 	if err != nil {
 		return err
@@ -166,69 +151,4 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 		fmt.Fprintf(stderr, "\nkaudit demo: the audit disagrees with the injected faults: missed %v, unexpected %v\n", missed, extra)
 	}
 	return err
-}
-
-// demoEncoder writes Confluent-framed Avro under per-topic subjects, as
-// the Confluent serializers do with TopicNameStrategy.
-type demoEncoder struct {
-	reg     *registrytest.Registry
-	event   avro.Schema
-	status  avro.Schema
-	ids     map[string]int
-	schemas map[string]string
-}
-
-func newDemoEncoder(reg *registrytest.Registry) (*demoEncoder, error) {
-	ev, err := avro.Parse(eventSchema)
-	if err != nil {
-		return nil, fmt.Errorf("parse the demo schema: %w", err)
-	}
-	st, err := avro.Parse(statusSchema)
-	if err != nil {
-		return nil, fmt.Errorf("parse the demo schema: %w", err)
-	}
-	return &demoEncoder{reg: reg, event: ev, status: st, ids: map[string]int{}}, nil
-}
-
-func (e *demoEncoder) encode(topic string, v map[string]any) ([]byte, error) {
-	schema, text, val := e.event, eventSchema, map[string]any{"orderId": nil, "seq": toLong(v["seq"]), "amount": toLong(v["amount"]), "table": v["table"]}
-	if id, ok := v["orderId"].(string); ok {
-		val["orderId"] = id
-	}
-	if topic == "order-status" {
-		schema, text = e.status, statusSchema
-		order, _ := v["order"].(map[string]any)
-		val = map[string]any{"orderId": v["orderId"], "orderAmount": toLong(order["amount"]), "paid": nil, "shipped": nil}
-		if p, ok := v["payments"].(map[string]any); ok {
-			val["paid"] = toLong(p["amount"])
-		}
-		if s, ok := v["shipments"].(map[string]any); ok {
-			val["shipped"] = toLong(s["amount"])
-		}
-	}
-	id, ok := e.ids[topic]
-	if !ok {
-		var err error
-		if id, err = e.reg.Register(topic+"-value", text); err != nil {
-			return nil, fmt.Errorf("register the schema of %s: %w", topic, err)
-		}
-		e.ids[topic] = id
-	}
-	body, err := avro.Marshal(schema, val)
-	if err != nil {
-		return nil, fmt.Errorf("encode a %s value: %w", topic, err)
-	}
-	out := make([]byte, 5, 5+len(body))
-	binary.BigEndian.PutUint32(out[1:], uint32(id))
-	return append(out, body...), nil
-}
-
-func toLong(v any) any {
-	switch n := v.(type) {
-	case int:
-		return int64(n)
-	case nil:
-		return nil
-	}
-	return v
 }
