@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,4 +191,92 @@ func TestProgressLine(t *testing.T) {
 	if got, want := b.String(), "\rcapture: 0 of 10 offsets (0%)\033[K\rcapture: 10 of 10 offsets (100%)\033[K\n"; got != want {
 		t.Fatalf("progress %q, want %q", got, want)
 	}
+}
+
+// produceFixture produces segmenttest.Fixture to a kfake cluster, batch by
+// batch: what a producer controls of it (offsets, batch boundaries,
+// transactions, markers, keys, values, headers).
+func produceFixture(t *testing.T, c *kfake.Cluster, recs []audit.Record) {
+	t.Helper()
+	ctx := t.Context()
+	seeds := kgo.SeedBrokers(c.ListenAddrs()...)
+	adm, err := kgo.NewClient(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 2, 1, nil, segmenttest.Topic); err != nil {
+		t.Fatal(err)
+	}
+	clients := map[int64]*kgo.Client{}
+	client := func(b audit.Batch) *kgo.Client {
+		if cl, ok := clients[b.ProducerID]; ok {
+			return cl
+		}
+		opts := []kgo.Opt{seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(20*time.Millisecond)}
+		switch {
+		case b.Transactional:
+			opts = append(opts, kgo.TransactionalID(fmt.Sprintf("conf-%d", b.ProducerID)))
+		case b.ProducerID < 0:
+			opts = append(opts, kgo.DisableIdempotentWrite())
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[b.ProducerID] = cl
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	for i := 0; i < len(recs); {
+		b := recs[i].Batch
+		j := i
+		for j < len(recs) && recs[j].Batch.BaseOffset == b.BaseOffset && recs[j].Partition == recs[i].Partition {
+			j++
+		}
+		cl := client(b)
+		switch {
+		case b.Control:
+			if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(recs[i].Marker.Type == audit.MarkerCommit)); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if b.Transactional {
+				if err := cl.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var krs []*kgo.Record
+			for _, r := range recs[i:j] {
+				kr := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
+				for _, h := range r.Headers {
+					kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+				}
+				krs = append(krs, kr)
+			}
+			if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		i = j
+	}
+}
+
+// TestLiveConformance runs the conformance suite, relaxed to what a
+// producer controls, over the live source: the fixture produced to kfake.
+func TestLiveConformance(t *testing.T) {
+	segmenttest.RunSourceTestsWith(t, segmenttest.Options{ProducedHeaders: true}, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		produceFixture(t, c, recs)
+		src, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(src.Close)
+		return src
+	})
 }
