@@ -213,7 +213,7 @@ func produceFixture(t *testing.T, c *kfake.Cluster, recs []audit.Record) {
 		if cl, ok := clients[b.ProducerID]; ok {
 			return cl
 		}
-		opts := []kgo.Opt{seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(20*time.Millisecond)}
+		opts := []kgo.Opt{seeds, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(20 * time.Millisecond)}
 		switch {
 		case b.Transactional:
 			opts = append(opts, kgo.TransactionalID(fmt.Sprintf("conf-%d", b.ProducerID)))
