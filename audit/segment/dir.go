@@ -649,3 +649,20 @@ func (d *Dir) ProducerSnapshot(tp audit.TopicPartition) (int64, []ProducerEntry,
 	}
 	return best, ps, nil
 }
+
+// Problems lists an unreadable finding for every partition whose read
+// replica's files cannot be read (the error names the file and the byte
+// offset), so that a run over the dirs is incomplete rather than clean.
+// Snapshot.Problems is the same for bundles.
+func (d *Dir) Problems() []audit.Finding {
+	var out []audit.Finding
+	for tp, rs := range d.replicas {
+		if rs[0].err != nil {
+			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
+			f.Detail = rs[0].err.Error()
+			out = append(out, f)
+		}
+	}
+	audit.SortFindings(out)
+	return out
+}

@@ -145,6 +145,9 @@ func TestCorruptFiles(t *testing.T) {
 			if d, err := OpenDirs(root); err != nil {
 				gotErr = err
 			} else {
+				if p := d.Problems(); len(p) > 1 || (len(p) == 1 && (p[0].Cause != audit.CauseUnreadable || p[0].Topic != tp0.Topic || !strings.Contains(p[0].Detail, path))) {
+					t.Errorf("problems %+v", p)
+				}
 				for _, err := range d.Records(t.Context(), tp0, 0, -1) {
 					if err != nil {
 						gotErr = err
