@@ -307,7 +307,7 @@ func appendES(b []byte, f float64, bits int) []byte {
 // others are parsed as float64 and written by appendES. Text that is not a
 // JSON number is written as a string.
 func appendNumber(b []byte, s string) []byte {
-	if isCanonicalInt(s) {
+	if isCanonicalInt(s) || isCanonicalDecimal(s) {
 		return append(b, s...)
 	}
 	if isIntLiteral(s) {
@@ -355,6 +355,48 @@ func isCanonicalInt(s string) bool {
 		}
 	}
 	return true
+}
+
+// isCanonicalDecimal reports whether s is a plain decimal that appendES
+// would print unchanged: no exponent, no leading zero in the integer part
+// (but "0"), no trailing zero in the fraction, at least 1e-6, and at most
+// 15 significant digits, which float64 holds exactly, so no shorter
+// decimal names the same float.
+func isCanonicalDecimal(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intDigits := i - intStart
+	if intDigits == 0 || (intDigits > 1 && s[intStart] == '0') || i >= len(s) || s[i] != '.' {
+		return false
+	}
+	i++
+	fracStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	fracDigits := i - fracStart
+	if i != len(s) || fracDigits == 0 || s[len(s)-1] == '0' {
+		return false
+	}
+	sig := intDigits + fracDigits
+	if s[intStart] == '0' { // 0.xxx: leading fraction zeros are not significant
+		sig = fracDigits
+		z := fracStart
+		for z < len(s) && s[z] == '0' {
+			z++
+		}
+		if z-fracStart >= 6 { // below 1e-6: printed with an exponent
+			return false
+		}
+		sig -= z - fracStart
+	}
+	return sig <= 15
 }
 
 func isIntLiteral(s string) bool {

@@ -3,6 +3,8 @@ package codec
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -104,6 +106,52 @@ func TestDigestAcrossSchemas(t *testing.T) {
 	if len(da.String()) != 32 {
 		t.Errorf("digest hex %q is not 32 characters", da.String())
 	}
+}
+
+// TestCanonicalDecimalShortcut checks that every decimal the shortcut
+// passes through unchanged is what the float path would print.
+func TestCanonicalDecimalShortcut(t *testing.T) {
+	for _, s := range []string{"129.99", "-0.5", "0.000001", "0.0000001", "1.10", "01.5", "123456789012.345",
+		"1234567890123.456", "0.1", "-12.0", "9007199254740993.5", "0.30000000000000004", "1.0e2", ".5", "5."} {
+		want := string(appendES(nil, mustFloat(t, s), 64))
+		if isCanonicalDecimal(s) && s != want {
+			t.Errorf("shortcut keeps %s, the float path prints %s", s, want)
+		}
+		if got := string(appendNumber(nil, s)); isJSONNumber(s) && got != want {
+			t.Errorf("appendNumber(%s) = %s, want %s", s, got, want)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		digits := make([]byte, 1+r.IntN(18))
+		for i := range digits {
+			digits[i] = byte('0' + r.IntN(10))
+		}
+		p := r.IntN(len(digits)+1) + 1
+		s := string(digits[:min(p, len(digits))]) + "." + string(digits[min(p, len(digits)):]) + string(rune('1'+r.IntN(9)))
+		if r.IntN(2) == 0 {
+			s = "-" + s
+		}
+		if isCanonicalDecimal(s) {
+			if want := string(appendES(nil, mustFloat(t, s), 64)); s != want {
+				t.Fatalf("shortcut keeps %s, the float path prints %s", s, want)
+			}
+		}
+	}
+	for _, s := range []string{"129.99", "-0.5", "0.000001", "123456789012.345"} {
+		if !isCanonicalDecimal(s) {
+			t.Errorf("isCanonicalDecimal(%s) = false", s)
+		}
+	}
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0
+	}
+	return f
 }
 
 func TestRawText(t *testing.T) {
