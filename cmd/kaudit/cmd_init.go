@@ -44,7 +44,7 @@ func initCommand() *cli.Command {
 				KeySerde:     c.String("key-serde"),
 				ValueSerde:   c.String("value-serde"),
 			}
-			src, closeSrc, err := topologySource(c)
+			src, _, closeSrc, err := topologySource(c)
 			if err != nil {
 				return err
 			}
@@ -62,6 +62,7 @@ type draftTable struct {
 	changelog    string
 	repartition  string
 	rekeyed      bool
+	tableSource  bool // builder.table() or toTable(): no reducer to decide
 }
 
 // runInit writes a draft spec; src may be nil.
@@ -115,7 +116,11 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 	}
 	b.WriteString("tables:\n")
 	if len(tables) == 0 {
-		b.WriteString("  []   # no store found: add the tables by hand\n")
+		b.WriteString("  # No store holding a table was found (stream-stream join windows, suppression\n")
+		b.WriteString("  # buffers and global stores are not tables): describe the tables by hand.\n")
+		fmt.Fprintf(&b, "  - name: %s\n    source: %s\n    reduce: %s\n    store: %s\n",
+			yamlScalar("TODO: a name for the table"), yamlScalar("TODO: the topic it is folded from"),
+			yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"), yamlScalar("TODO: its state store"))
 	}
 	for _, t := range tables {
 		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
@@ -129,9 +134,13 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 			fmt.Fprintf(&b, "    source: %s\n", yamlScalar("TODO: "+hint))
 		}
 		if t.rekeyed {
-			fmt.Fprintf(&b, "    select_key: %s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId"))
+			fmt.Fprintf(&b, "    select_key: %s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId; remove the line if the key is unchanged"))
 		}
-		fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"))
+		if t.tableSource {
+			b.WriteString("    reduce: latest   # a table read from its topic: the latest value per key\n")
+		} else {
+			fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"))
+		}
 		fmt.Fprintf(&b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
 		if t.repartition != "" && topo == nil {
 			fmt.Fprintf(&b, "    repartition: %s\n", yamlScalar(t.repartition))
@@ -142,8 +151,13 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 	case topo == nil:
 		b.WriteString("# joins: not known without a topology (--topology)\n")
 	case len(joins) > 0:
-		b.WriteString("joins:\n")
-		b.WriteString(strings.Join(joins, ""))
+		all := strings.Join(joins, "")
+		if strings.Contains(all, "  - output:") {
+			b.WriteString("joins:\n")
+		} else {
+			b.WriteString("# joins:\n")
+		}
+		b.WriteString(all)
 	}
 	if d != nil && len(d.Unknown) > 0 {
 		b.WriteString("# Not known from the evidence:\n")
@@ -194,10 +208,22 @@ func draftTables(lay *topology.Layout, haveTopology bool, d *topology.Discovery)
 			if len(lay.StoresFedBy(u.Name)) > 1 {
 				name = s.Name
 			}
-			out = append(out, draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog, rekeyed: s.Rekeyed})
+			out = append(out, draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog,
+				rekeyed: s.Rekeyed, tableSource: fromTableSource(s)})
 		}
 	}
 	return out
+}
+
+// fromTableSource reports whether a store is written only by a table
+// source (builder.table) or a toTable().
+func fromTableSource(s topology.StoreUse) bool {
+	for _, w := range s.Writers {
+		if !strings.HasPrefix(w, "KTABLE-SOURCE-") && !strings.HasPrefix(w, "KSTREAM-TOTABLE-") {
+			return false
+		}
+	}
+	return len(s.Writers) > 0 && !s.Rekeyed
 }
 
 func tableStore(s topology.StoreUse) bool {
@@ -230,7 +256,12 @@ func draftJoins(lay *topology.Layout, tables []draftTable) []string {
 	}
 	var out []string
 	for _, head := range lay.Joins {
-		if head.Kind != topology.JoinTableTable || isNext[head.Node] {
+		if head.Kind != topology.JoinTableTable && !isNext[head.Node] {
+			out = append(out, fmt.Sprintf("  # %s join %s → %s: not audited by the spec (table-table joins only)\n",
+				head.Kind, head.Node, strings.Join(head.Outputs, ", ")))
+			continue
+		}
+		if isNext[head.Node] {
 			continue
 		}
 		left := tableOf(head.LeftStores, byStore)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // app.
 func fillTODOs(draft string) string {
 	r := strings.NewReplacer(
-		`"TODO: the new key selectKey/groupBy computes, e.g. value.orderId"`, "value.orderId",
+		`"TODO: the new key selectKey/groupBy computes, e.g. value.orderId; remove the line if the key is unchanged"`, "value.orderId",
 		`"TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"`, "latest",
 		`"TODO: the joiner's result over left, r1, r2, or remove this line to check presence only"`, `'{"id": left.orderId, "paid": r1?.amount, "carrier": r2?.carrier}'`,
 	)
@@ -96,5 +97,53 @@ func TestRunInitFromDiscovery(t *testing.T) {
 	}
 	if err := spec.CheckPlan(d, plan); err != nil {
 		t.Errorf("the filled-in draft does not match the cluster: %v", err)
+	}
+}
+
+// TestInitDraftsLoad: for every topology Kafka Streams printed, the draft
+// loads once its TODOs are answered, and resolves against the topology.
+func TestInitDraftsLoad(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(describeOut, "*", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("describe texts: %v", err)
+	}
+	todo := regexp.MustCompile(`"TODO: ([a-z]+)(?:[^"\\]|\\.)*"`)
+	answers := map[string]string{"the": "value.id", "latest": "latest", "a": "t1", "its": "own-store"}
+	for _, file := range files {
+		name := filepath.Base(filepath.Dir(file)) + "/" + filepath.Base(file)
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runInit(t.Context(), initOptions{AppID: "app", TopologyFile: file}, nil, &out); err != nil {
+				t.Fatal(err)
+			}
+			filled := todo.ReplaceAllStringFunc(out.String(), func(m string) string {
+				word := todo.FindStringSubmatch(m)[1]
+				if strings.Contains(m, "joiner's result") {
+					return "left"
+				}
+				if strings.Contains(m, "folded from") {
+					return "some-topic"
+				}
+				if a, ok := answers[word]; ok {
+					return a
+				}
+				t.Fatalf("no answer for %s", m)
+				return ""
+			})
+			spec, err := topology.ParseSpec("kaudit.yaml", []byte(filled))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, filled)
+			}
+			if strings.Contains(out.String(), "describe the tables by hand") {
+				return // the hand-made table is not in the topology
+			}
+			topo, err := loadTopology(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := topology.Resolve(spec, topo, ""); err != nil {
+				t.Errorf("%v\n%s", err, filled)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -27,6 +28,9 @@ type topologyOptions struct {
 	AppID        string
 	Format       string // table, mermaid or json
 	Outage       time.Duration
+	// Problems are findings about the source itself (a snapshot file
+	// whose hash does not match), printed with the config risks.
+	Problems []audit.Finding
 }
 
 func topologyCommand() *cli.Command {
@@ -52,11 +56,12 @@ func topologyCommand() *cli.Command {
 				Format:       c.String("format"),
 				Outage:       c.Duration("outage"),
 			}
-			src, closeSrc, err := topologySource(c)
+			src, problems, closeSrc, err := topologySource(c)
 			if err != nil {
 				return err
 			}
 			defer closeSrc()
+			o.Problems = problems
 			return runTopology(c.Context, o, src, c.App.Writer)
 		},
 	}
@@ -123,7 +128,7 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 		doc.Source = src.Describe()
 		doc.Discovery = d
 		doc.Layout = d.NamingLayout()
-		doc.Findings = topology.ConfigRisksFor(d, o.Outage)
+		doc.Findings = append(slices.Clone(o.Problems), topology.ConfigRisksFor(d, o.Outage)...)
 	}
 	switch o.Format {
 	case "mermaid":
@@ -190,9 +195,9 @@ func writeTopologyTable(w io.Writer, doc topologyDoc) error {
 		}
 	}
 	if len(doc.Findings) > 0 {
-		fmt.Fprintln(tw, "\nCONFIG RISK ON\tEXPECTED\tACTUAL\tWHY")
+		fmt.Fprintln(tw, "\nFINDING\tTOPIC\tEXPECTED\tACTUAL\tWHY")
 		for _, f := range doc.Findings {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Topic, f.Expected, f.Actual, f.Detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Cause, f.Topic, dash(f.Expected), dash(f.Actual), f.Detail)
 		}
 	}
 	var notes []string
@@ -234,11 +239,15 @@ func hasSource(o sourceOptions) bool {
 }
 
 // topologySource opens the source the flags choose, or returns nil when
-// they choose none; the func closes it. Until openSource is wired only a
-// live cluster can be opened (openLive refuses snapshots and log dirs).
-func topologySource(c *cli.Context) (audit.Source, func(), error) {
+// they choose none; problems are what opening it found wrong (a snapshot
+// file whose hash does not match), and the func closes it.
+func topologySource(c *cli.Context) (src audit.Source, problems []audit.Finding, closeSrc func(), err error) {
 	if !hasSource(readSourceOptions(c)) {
-		return nil, func() {}, nil
+		return nil, nil, func() {}, nil
 	}
-	return openLive(c)
+	s, err := openCliSource(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s.Source, s.problems, s.close, nil
 }

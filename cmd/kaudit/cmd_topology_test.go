@@ -289,9 +289,9 @@ func TestTopologyLive(t *testing.T) {
 	if len(doc.Findings) != 1 || doc.Findings[0].Topic != "orders-app-KSTREAM-REDUCE-STATE-STORE-0000000009-repartition" || doc.Findings[0].Cause != audit.CauseConfigRisk {
 		t.Errorf("findings = %+v", doc.Findings)
 	}
-	t.Run("snapshots are not wired yet", func(t *testing.T) {
+	t.Run("an empty directory is no snapshot", func(t *testing.T) {
 		_, errOut, code := runCLI(t, "topology", "--app-id", "a", "--snapshot", t.TempDir())
-		if code != exitUsage || !strings.Contains(errOut, "live cluster only") {
+		if code != exitIncomplete || !strings.Contains(errOut, "open snapshot") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
