@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -89,3 +90,12 @@ func registrytestRef(name, subject string, version int) registrytest.Reference {
 }
 
 func registrytestServer(t testing.TB) *registrytest.Registry { return registrytest.NewServer(t) }
+
+func marshalKey(t *testing.T, key any) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
