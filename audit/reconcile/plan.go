@@ -25,7 +25,9 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 					}
 					return out, err
 				}
-				t.OrderDependent = spec.OrderDependent()
+				// sum(FIELD) keeps the first input's other fields, so its
+				// result depends on the order too (seen in the real drill)
+				t.OrderDependent = spec.OrderDependent() || (spec.Reducer.Kind == topology.ReduceSum && spec.Reducer.Field != "")
 				t.Latest = spec.Reducer.Kind == topology.ReduceLatest
 			}
 		}

@@ -195,8 +195,15 @@ func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (
 	if present && codec.DigestOf(exp) == final.digest {
 		return nil, false
 	}
-	if t.OrderDependent && len(lastPerPartition(ins)) > 1 {
-		return nil, true
+	multi := t.OrderDependent && len(lastPerPartition(ins)) > 1
+	if multi && present {
+		// Streams applied the partitions' inputs in some interleaving the
+		// evidence does not fix: accept the state if any gives it.
+		ok, exhaustive := r.anyOrder(t, ins, final.digest)
+		if ok || !exhaustive {
+			ts.expected[key] = final.value
+			return nil, true
+		}
 	}
 	// Leave out the inputs with no applied copy.
 	var kept, cand []*input
@@ -208,7 +215,15 @@ func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (
 		}
 	}
 	if len(cand) > 0 {
-		if v, err := r.fold(t, kept); err == nil && ((len(kept) == 0 && !present) || (present && codec.DigestOf(v) == final.digest)) {
+		explains := len(kept) == 0 && !present
+		if !explains && present && len(kept) > 0 {
+			if multi {
+				explains, _ = r.anyOrder(t, kept, final.digest)
+			} else if v, err := r.fold(t, kept); err == nil {
+				explains = codec.DigestOf(v) == final.digest
+			}
+		}
+		if explains {
 			return cand, false
 		}
 	}
@@ -385,4 +400,53 @@ func (r *run) inWindow(ts int64) bool {
 		return false
 	}
 	return true
+}
+
+// maxInterleavings bounds the search of anyOrder.
+const maxInterleavings = 50_000
+
+// anyOrder reports whether some interleaving of the inputs' source
+// partitions (each partition's inputs keep their order) folds to want.
+// exhaustive is false when the search gave up before trying them all.
+func (r *run) anyOrder(t *Table, ins []*input, want codec.Digest) (ok, exhaustive bool) {
+	var seqs [][]*input
+	idx := map[int32]int{}
+	for _, in := range ins {
+		i, seen := idx[in.tp.Partition]
+		if !seen {
+			i = len(seqs)
+			idx[in.tp.Partition] = i
+			seqs = append(seqs, nil)
+		}
+		seqs[i] = append(seqs[i], in)
+	}
+	pos := make([]int, len(seqs))
+	budget := maxInterleavings
+	var walk func(agg audit.Value, n int) bool
+	walk = func(agg audit.Value, n int) bool {
+		if n == len(ins) {
+			return codec.DigestOf(agg) == want
+		}
+		for i, seq := range seqs {
+			if pos[i] == len(seq) {
+				continue
+			}
+			if budget--; budget < 0 {
+				return false
+			}
+			v, err := t.Reduce(agg, seq[pos[i]].value, n == 0)
+			if err != nil {
+				continue
+			}
+			pos[i]++
+			found := walk(v, n+1)
+			pos[i]--
+			if found {
+				return true
+			}
+		}
+		return false
+	}
+	ok = walk(nil, 0)
+	return ok, budget >= 0
 }

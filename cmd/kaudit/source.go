@@ -74,7 +74,16 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 		if err != nil {
 			return nil, incompleteError{fmt.Errorf("open log dirs: %w", err)}
 		}
-		return &openedSource{Source: d, close: func() {}}, nil
+		problems := d.Problems()
+		if len(o.LogDirs) > 1 {
+			// replicas of one partition in several brokers' dirs: compare them
+			div, err := d.Divergence(ctx)
+			if err != nil {
+				return nil, incompleteError{fmt.Errorf("compare replicas: %w", err)}
+			}
+			problems = append(problems, div...)
+		}
+		return &openedSource{Source: d, problems: problems, close: func() {}}, nil
 	}
 	props, err := properties(o)
 	if err != nil {

@@ -1,0 +1,85 @@
+package reconcile_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// TestSumFieldOrder pins what the real drill showed: sum(FIELD) keeps the
+// first input's other fields, and Streams may apply two source partitions'
+// inputs in either order, whatever their timestamps. Any feasible order
+// is accepted; a state no order explains is a loss.
+func TestSumFieldOrder(t *testing.T) {
+	spec, err := topology.ParseSpec("kaudit.yaml", []byte(`app_id: app
+serdes: {key: string, value: json}
+tables:
+  - {name: payments, source: payments, select_key: value.orderId, reduce: sum(amount), store: S}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := topology.Resolve(spec, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		state    string
+		wantLoss int
+	}{
+		{"applied later input first", `{"orderId":"o1","id":"b","amount":12}`, 0},
+		{"applied in timestamp order", `{"orderId":"o1","id":"a","amount":12}`, 0},
+		{"one input missing", `{"orderId":"o1","id":"b","amount":7}`, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := audittest.NewMemory(time.UnixMilli(10_000))
+			m.AddTopic(audit.TopicInfo{Name: "payments", Partitions: 2})
+			m.AddTopic(audit.TopicInfo{Name: "app-S-repartition", Partitions: 1})
+			m.AddTopic(audit.TopicInfo{Name: "app-S-changelog", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+			a := `{"orderId":"o1","id":"a","amount":5}`
+			b := `{"orderId":"o1","id":"b","amount":7}`
+			m.Writer(audit.TopicPartition{Topic: "payments", Partition: 0}, 100).Plain(audittest.KV{Key: []byte("a"), Value: []byte(a)})
+			m.Writer(audit.TopicPartition{Topic: "payments", Partition: 1}, 200).Plain(audittest.KV{Key: []byte("b"), Value: []byte(b)})
+			// the repartition copies keep the inputs' timestamps; b was applied first
+			rp := m.Writer(audit.TopicPartition{Topic: "app-S-repartition", Partition: 0}, 0)
+			recs := []audit.Record{}
+			for _, in := range []struct {
+				v  string
+				ts int64
+			}{{b, 201}, {a, 101}} {
+				recs = append(recs, audit.Record{Topic: "app-S-repartition", Offset: rp.Next(), Key: []byte("o1"), Value: []byte(in.v), Timestamp: in.ts,
+					Batch: audit.Batch{ProducerID: -1, ProducerEpoch: -1}})
+				rp.Skip(1)
+			}
+			m.Append(recs...)
+			m.Writer(audit.TopicPartition{Topic: "app-S-changelog", Partition: 0}, 200).Plain(audittest.KV{Key: []byte("o1"), Value: []byte(tt.state)})
+			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
+				{Topic: "payments", Partition: 0}: 1, {Topic: "payments", Partition: 1}: 1, {Topic: "app-S-repartition", Partition: 0}: 2}})
+			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var losses int
+			for _, f := range rep.Findings {
+				if f.Severity == audit.SeverityLoss {
+					losses++
+				}
+			}
+			if losses != tt.wantLoss {
+				b, _ := json.MarshalIndent(rep.Findings, "", " ")
+				t.Errorf("%d loss findings, want %d: %s", losses, tt.wantLoss, b)
+			}
+		})
+	}
+}
