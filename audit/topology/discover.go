@@ -118,7 +118,17 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *Topolog
 	if topo != nil {
 		d.Layout = topo.Layout(appID)
 		for _, u := range d.Layout.Topics {
-			if !u.Pattern {
+			_, full := d.all[u.Name]
+			_, plain := d.all[u.As]
+			switch {
+			case !u.Pattern && u.Name != u.As && u.Role != RoleChangelog && !full && plain:
+				// Written and read by the app under the user's own name
+				// (to("t") then stream("t")): describe() cannot tell it
+				// from an internal topic, the cluster can.
+				add(u.As, RoleInternal, "")
+				d.Unknown = append(d.Unknown, fmt.Sprintf("topic %s is written and read by the app under its own name, not %s", u.As, u.Name))
+				continue
+			case !u.Pattern:
 				add(u.Name, u.Role, u.Store)
 				continue
 			}

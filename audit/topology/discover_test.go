@@ -171,6 +171,22 @@ func TestDiscover(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a topic the app writes and reads back under its own name", func(t *testing.T) {
+		topo, err := ParseString("Topologies:\n   Sub-topology: 0\n    Source: in (topics: [raw])\n      --> out\n    Sink: out (topic: through)\n      <-- in\n\n" +
+			"  Sub-topology: 1\n    Source: back (topics: [through])\n      --> none\n\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &fakeSource{topics: []audit.TopicInfo{{Name: "raw", Partitions: 1}, {Name: "through", Partitions: 2}}}
+		d, err := Discover(t.Context(), src, "app", topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.ByRole(RoleInternal)
+		if len(got) != 1 || got[0].Name != "through" || !got[0].Exists || got[0].Partitions != 2 {
+			t.Errorf("internal topics = %+v; unknown %v", got, d.Unknown)
+		}
+	})
 	t.Run("pattern source", func(t *testing.T) {
 		src := &fakeSource{topics: []audit.TopicInfo{{Name: "events-a", Partitions: 1}, {Name: "events-b", Partitions: 1}, {Name: "other", Partitions: 1}}}
 		d, err := Discover(t.Context(), src, "app", parseFile(t, filepath.Join(describeDir, "3.6", "pattern-source.txt")))
