@@ -112,6 +112,18 @@ func (s *Source) Close() { s.cl.Close() }
 // Describe says "live" and the bootstrap servers.
 func (s *Source) Describe() string { return "live " + strings.Join(s.bootstrap, ",") }
 
+// ClusterID returns the cluster's id from a metadata request (snapshot
+// manifests record it).
+func (s *Source) ClusterID(ctx context.Context) (string, error) {
+	ctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	m, err := s.adm.BrokerMetadata(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read cluster id: %w", err)
+	}
+	return m.Cluster, nil
+}
+
 // reqCtx bounds one request.
 func (s *Source) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kaudit/kaudit/audit"
@@ -434,7 +435,7 @@ func TestPurgedAndCompacted(t *testing.T) {
 }
 
 func TestTopicsAndPartitions(t *testing.T) {
-	c := newCluster(t)
+	c := newCluster(t, kfake.ClusterID("kaudit-test-cluster"))
 	admin := newClient(t, c)
 	compact, ms := "compact", "3600000"
 	createTopic(t, admin, "app-store-changelog", 3, map[string]*string{"cleanup.policy": &compact})
@@ -464,6 +465,9 @@ func TestTopicsAndPartitions(t *testing.T) {
 				t.Errorf("%s: unexpected config %s", info.Name, k)
 			}
 		}
+	}
+	if id, err := s.ClusterID(t.Context()); err != nil || id != "kaudit-test-cluster" {
+		t.Errorf("ClusterID() = %q, %v", id, err)
 	}
 	if got := s.Describe(); got != "live "+strings.Join(c.ListenAddrs(), ",") {
 		t.Errorf("Describe() = %q", got)
