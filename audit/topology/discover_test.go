@@ -288,6 +288,24 @@ func TestSpecCheck(t *testing.T) {
 	})
 }
 
+func TestSpecCheckCoPartitioning(t *testing.T) {
+	src := seedSource()
+	for i := range src.topics {
+		if strings.HasSuffix(src.topics[i].Name, "09-changelog") || strings.HasSuffix(src.topics[i].Name, "09-repartition") {
+			src.topics[i].Partitions = 6
+		}
+	}
+	d, err := Discover(t.Context(), src, "orders-app", parseFile(t, filepath.Join(describeDir, "3.6", "seed.txt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = loadSeedSpec(t).Check(d)
+	want := "testdata/spec/seed.yaml:16: joins[0].right: table payments has 6 partitions but orders has 12: a table-table join needs co-partitioned tables"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
 func TestDiscoverCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
