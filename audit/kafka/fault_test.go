@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,5 +367,36 @@ func TestTopicDeletedMidRead(t *testing.T) {
 	}
 	if n != 1 || !errors.Is(got, audit.ErrTopicNotFound) || !strings.Contains(got.Error(), "gone/0 at offset 1") {
 		t.Errorf("read %d records, then %v; want 1, then a topic-not-found error at offset 1", n, got)
+	}
+}
+
+func TestLeaderNotAvailableAtStart(t *testing.T) {
+	c, s := filledCluster(t, 2)
+	leader := c.LeaderFor("t", 0)
+	host, port, _ := net.SplitHostPort(c.ListenAddrs()[0])
+	p, _ := strconv.Atoi(port)
+	var faults atomic.Int32
+	c.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.MetadataRequest)
+		if len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != "t" || faults.Load() >= 2 {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		faults.Add(1)
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = leader, host, int32(p)
+		resp.Brokers = append(resp.Brokers, b)
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr("t")
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition, rp.Leader, rp.ErrorCode = 0, -1, kerr.LeaderNotAvailable.Code
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	got := offsetsOf(collect(t, s.Records(t.Context(), audit.TopicPartition{Topic: "t"}, 0, -1)))
+	if !slices.Equal(got, []int64{0, 1}) || faults.Load() != 2 {
+		t.Errorf("offsets = %v after %d faults, want [0 1] after 2", got, faults.Load())
 	}
 }

@@ -58,18 +58,51 @@ type leaderInfo struct {
 	topicID [16]byte
 }
 
+// leaderOf asks for the partition's leader afresh (no cached metadata: it
+// runs again after a leader change), or returns an error wrapping
+// audit.ErrTopicNotFound, audit.ErrPartitionNotFound or the partition's
+// metadata error.
 func (s *Source) leaderOf(ctx context.Context, tp audit.TopicPartition) (leaderInfo, error) {
-	td, pd, err := s.partitionMeta(ctx, tp)
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // never create what is audited
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(tp.Topic)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, s.cl)
 	if err != nil {
-		return leaderInfo{}, err
+		if ctx.Err() != nil {
+			return leaderInfo{}, ctx.Err()
+		}
+		return leaderInfo{}, fmt.Errorf("describe topic %q: %w", tp.Topic, err)
 	}
-	if pd.Err != nil {
-		return leaderInfo{}, fmt.Errorf("find leader of %s: %w", tp, pd.Err)
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != tp.Topic {
+			continue
+		}
+		switch terr := kerr.ErrorForCode(t.ErrorCode); {
+		case errors.Is(terr, kerr.UnknownTopicOrPartition) || errors.Is(terr, kerr.UnknownTopicID):
+			return leaderInfo{}, fmt.Errorf("describe topic %q: %w", tp.Topic, audit.ErrTopicNotFound)
+		case terr != nil:
+			return leaderInfo{}, fmt.Errorf("describe topic %q: %w", tp.Topic, authErr(terr, "topic "+tp.Topic, "DESCRIBE"))
+		}
+		for _, p := range t.Partitions {
+			if p.Partition != tp.Partition {
+				continue
+			}
+			if p.Leader < 0 {
+				perr := kerr.ErrorForCode(p.ErrorCode)
+				if perr == nil {
+					perr = kerr.LeaderNotAvailable
+				}
+				return leaderInfo{}, fmt.Errorf("find leader of %s: %w", tp, perr)
+			}
+			return leaderInfo{leader: p.Leader, topicID: t.TopicID}, nil
+		}
+		return leaderInfo{}, fmt.Errorf("describe %s: %w (topic %q has %d)", tp, audit.ErrPartitionNotFound, tp.Topic, len(t.Partitions))
 	}
-	if pd.Leader < 0 {
-		return leaderInfo{}, fmt.Errorf("find leader of %s: %w", tp, kerr.LeaderNotAvailable)
-	}
-	return leaderInfo{leader: pd.Leader, topicID: td.ID}, nil
+	return leaderInfo{}, fmt.Errorf("describe topic %q: %w", tp.Topic, audit.ErrTopicNotFound)
 }
 
 func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int64, committed bool) iter.Seq2[audit.Record, error] {
@@ -81,19 +114,29 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 		if to >= 0 && off >= to {
 			return
 		}
-		li, err := s.leaderOf(ctx, tp)
-		if err != nil {
-			fail(err)
-			return
-		}
-		end := to // fixed at the first response when to < 0
-		retries, stalls := 0, 0
+		var (
+			li      leaderInfo
+			leader  bool // li is current
+			end     = to // fixed at the first response when to < 0
+			retries int
+			stalls  int
+		)
 		for {
 			if err := ctx.Err(); err != nil {
 				fail(err)
 				return
 			}
-			rp, err := s.fetch(ctx, tp, li, off, committed)
+			var (
+				rp  *kmsg.FetchResponseTopicPartition
+				err error
+			)
+			if !leader {
+				li, err = s.leaderOf(ctx, tp)
+				leader = err == nil
+			}
+			if err == nil {
+				rp, err = s.fetch(ctx, tp, li, off, committed)
+			}
 			if err == nil {
 				err = kerr.ErrorForCode(rp.ErrorCode)
 			}
@@ -124,15 +167,15 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 				return
 			case isLeaderChange(err) && retries < maxLeaderRetries:
 				retries++
-				if !sleep(ctx, time.Duration(retries)*100*time.Millisecond) {
+				if !sleep(ctx, time.Duration(retries)*200*time.Millisecond) {
 					fail(ctx.Err())
 					return
 				}
-				if li, err = s.leaderOf(ctx, tp); err != nil {
-					fail(err)
-					return
-				}
+				leader = false // ask again
 				continue
+			case !leader: // the leader lookup failed for good
+				fail(err)
+				return
 			case errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID):
 				fail(fmt.Errorf("%w (deleted or never existed): %w", audit.ErrTopicNotFound, err))
 				return
