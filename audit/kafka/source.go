@@ -194,10 +194,7 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 	}
 	ctx, cancel := s.reqCtx(ctx)
 	defer cancel()
-	var (
-		po   audit.PartitionOffsets
-		errs []error
-	)
+	var po audit.PartitionOffsets
 	for _, l := range []struct {
 		name string
 		fn   func(context.Context, ...string) (kadm.ListedOffsets, error)
@@ -215,16 +212,12 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 				err = audit.ErrPartitionNotFound
 			case o.Err != nil:
 				err = o.Err
-			default:
-				*l.dst = o.Offset
-				continue
 			}
+			*l.dst = o.Offset
 		}
-		errs = append(errs, fmt.Errorf("list %s of %s: %w", l.name, tp, authErr(err, "topic "+tp.Topic, "DESCRIBE")))
-		break
-	}
-	if len(errs) > 0 {
-		return audit.PartitionOffsets{}, errs[0]
+		if err != nil {
+			return audit.PartitionOffsets{}, fmt.Errorf("list %s of %s: %w", l.name, tp, authErr(err, "topic "+tp.Topic, "DESCRIBE"))
+		}
 	}
 	return po, nil
 }
