@@ -103,7 +103,7 @@ func scenarioClean(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	return firstErr(expectVerdict(rep, "clean"), expectOnlyLossCauses(rep))
+	return allErrs(expectVerdict(rep, "clean"), expectOnlyLossCauses(rep))
 }
 
 // waitOpenTxn waits until a partition the app writes has an open transaction (LSO < HW), so
@@ -184,7 +184,7 @@ func scenarioRetentionGap(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "retention-gap"),
+	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "retention-gap"),
 		expectRange("retention-gap", rep.byCause("retention-gap"), topicOrders, p, c, c+k))
 }
 
@@ -285,7 +285,7 @@ func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	if err := firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "purged-before-commit")); err != nil {
+	if err := allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "purged-before-commit")); err != nil {
 		return err
 	}
 	fs := rep.byCause("purged-before-commit")
@@ -348,7 +348,7 @@ func scenarioDropped(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped"),
+	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped"),
 		expectKeys("dropped", rep.byCause("dropped"), dropList))
 }
 
@@ -405,7 +405,7 @@ func scenarioDroppedPurged(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "unapplied"),
+	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "unapplied"),
 		expectKeys("unapplied", rep.byCause("unapplied"), dropList))
 }
 
@@ -480,7 +480,7 @@ func scenarioOffsetsForward(ctx context.Context, r *scRun) error {
 			return fmt.Errorf("skipped record reported at stage %s: %s", f.Stage, f)
 		}
 	}
-	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped", "unapplied"),
+	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped", "unapplied"),
 		expectKeys("dropped/unapplied", lost, orderIDs(hit)))
 }
 
@@ -542,7 +542,7 @@ func scenarioOutage(ctx context.Context, r *scRun) error {
 	if len(bad) > 0 {
 		want = "loss"
 	}
-	return firstErr(expectVerdict(rep, want), expectKeys("loss", rep.loss(), bad))
+	return allErrs(expectVerdict(rep, want), expectKeys("loss", rep.loss(), bad))
 }
 
 // scenarioStateWipe: after a clean baseline (clean close: .checkpoint files written), the
@@ -630,7 +630,7 @@ func scenarioStateWipe(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	return firstErr(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "state-reset"),
+	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "state-reset"),
 		expectKeys("state-reset", rep.byCause("state-reset"), chosen))
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,8 +26,9 @@ var scenarios = []scenario{
 	{"dropped", "the app swallows chosen records before selectKey; repartition topics not purged", 1, scenarioDropped},
 	{"dropped-purged", "the app swallows chosen records; repartition purged every 30 s (Streams' default)", 1, scenarioDroppedPurged},
 	{"offsets-forward", "the group's offsets moved forward while the app is down", 1, scenarioOffsetsForward},
-	{"outage", "every broker killed -9 during processing, restarted after the outage (the seed)", 1, scenarioOutage},
 	{"state-wipe", "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", 1, scenarioStateWipe},
+	{"outage", "every broker killed -9 during processing, restarted after the outage (the seed)", 1, scenarioOutage},
+	{"outage-rf3", "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", 3, scenarioOutage},
 	{"unclean", "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", 3, scenarioUnclean},
 }
 
@@ -297,11 +299,16 @@ func expectRange(what string, fs []finding, topic string, p int32, from, to int6
 	return nil
 }
 
-func firstErr(errs ...error) error {
+// allErrs joins every failed expectation, so a FAIL line names all that is wrong at once.
+func allErrs(errs ...error) error {
+	var bad []string
 	for _, e := range errs {
 		if e != nil {
-			return e
+			bad = append(bad, e.Error())
 		}
 	}
-	return nil
+	if len(bad) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(bad, "; "))
 }
