@@ -345,7 +345,7 @@ func splitBatches(b []byte) ([]audit.Batch, []byte) {
 	for len(b)-n >= 17 {
 		length := int32(binary.BigEndian.Uint32(b[n+8:]))
 		size := 12 + int(length)
-		if length < 0 || size > len(b)-n {
+		if length < 5 || size > len(b)-n { // too short to hold its magic byte, or cut off
 			break
 		}
 		raw := b[n : n+size]
