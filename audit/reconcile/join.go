@@ -172,7 +172,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			b.WriteString("; end to end it should hold a joined record")
 		}
 		for _, in := range ins {
-			if in.idx >= 0 && in.idx < len(r.rep.Findings) {
+			if in.idx >= 0 && int(in.idx) < len(r.rep.Findings) {
 				r.rep.Findings[in.idx].Detail += "; " + b.String()
 			}
 		}

@@ -34,7 +34,7 @@ func (r *run) lineage() {
 			case copyAborted:
 				h.Offset, h.Actual, h.Note = in.cpy.abortedAt, "aborted copy only", "its transaction was aborted and never replayed"
 			default:
-				h.Actual, h.Note = "no copy", string(in.cause)
+				h.Actual, h.Note = "no copy", string(in.loss.cause)
 			}
 			hops = append(hops, h)
 		}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,21 +12,21 @@ import (
 
 // checkState compares each key's expected state with the changelog and
 // attributes the inputs whose effect is missing.
-func (r *run) checkState(ts *tableState) {
+func (r *run) checkState(ctx context.Context, ts *tableState) {
 	t := ts.t
 	if t.Reduce == nil && !t.Latest {
 		r.skipped("table %s: no reducer in the spec, so its store is not checked; only inputs proven lost on the repartition topic are reported", t.Name)
-		r.presenceOnly(ts)
+		r.presenceOnly(ctx, ts)
 		return
 	}
 	if t.Changelog == "" {
 		r.skipped("table %s: no changelog topic known, so its store is not checked", t.Name)
-		r.presenceOnly(ts)
+		r.presenceOnly(ctx, ts)
 		return
 	}
 	if !t.Latest && !ts.complete {
 		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", t.Name)
-		r.presenceOnly(ts)
+		r.presenceOnly(ctx, ts)
 		return
 	}
 	ambiguous := 0
@@ -46,7 +47,7 @@ func (r *run) checkState(ts *tableState) {
 			ambiguous++
 		}
 		for _, in := range lost {
-			r.attribute(ts, in)
+			r.attribute(ctx, ts, in)
 		}
 	}
 	if ambiguous > 0 {
@@ -57,11 +58,11 @@ func (r *run) checkState(ts *tableState) {
 // presenceOnly reports the inputs proven lost without a state check: no
 // copy where the copies of their neighbours are readable, or copies only in
 // aborted transactions.
-func (r *run) presenceOnly(ts *tableState) {
+func (r *run) presenceOnly(ctx context.Context, ts *tableState) {
 	for _, key := range sortedKeys(ts.keys) {
 		for _, in := range ts.keys[key].inputs {
 			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
-				r.attribute(ts, in)
+				r.attribute(ctx, ts, in)
 			}
 		}
 	}
@@ -320,52 +321,51 @@ func (r *run) positionReadable(ts *tableState, in *input) bool {
 
 // attribute gives a vanished input its stage and cause from the evidence
 // and reports it.
-func (r *run) attribute(ts *tableState, in *input) {
-	if in.idx >= 0 {
-		return
-	}
-	if !r.inWindow(in.ts) {
+func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
+	if in.idx >= 0 || !r.inWindow(in.ts) {
 		return
 	}
 	t := ts.t
+	in.loss = &loss{}
+	r.reread(ctx, in)
 	var candidates []string
 	switch {
 	case ts.reset[in.key]:
 		// the changelog history proves the state was wiped after these
 		// inputs were applied, whatever is left of their copies
-		in.stage, in.cause = audit.StageStore, audit.CauseStateReset
+		in.loss.stage, in.loss.cause = audit.StageStore, audit.CauseStateReset
 	case in.status == copyApplied:
-		in.stage = audit.StageStore
-		in.cause = audit.CauseStateDiverged
+		in.loss.stage = audit.StageStore
+		in.loss.cause = audit.CauseStateDiverged
 		in.detail = append(in.detail, fmt.Sprintf("its repartition copy %s/%d@%d is committed and below the group's committed offset, so it was applied", t.Repartition, in.cpy.partition, in.cpy.offset))
 	case in.status == copyDirect:
-		in.stage = audit.StageStore
-		in.cause = audit.CauseUnapplied
+		in.loss.stage = audit.StageStore
+		in.loss.cause = audit.CauseUnapplied
 		candidates = []string{"dropped by a processor before the store", "lost from the store after it was applied"}
 	case in.status == copyAborted:
-		in.stage = audit.StageRepartition
-		in.cause = audit.CauseAbortedNotReplayed
+		in.loss.stage = audit.StageRepartition
+		in.loss.cause = audit.CauseAbortedNotReplayed
 		in.detail = append(in.detail, fmt.Sprintf("its only repartition copy %s/%d@%d is in an aborted transaction and no committed copy exists", t.Repartition, in.cpy.partition, in.cpy.abortedAt))
 	default:
-		in.stage = audit.StageRepartition
+		in.loss.stage = audit.StageRepartition
 		pr, purged := ts.purgedRange[in.r]
 		switch {
 		case r.positionReadable(ts, in):
-			in.cause = audit.CauseDropped
+			in.loss.cause = audit.CauseDropped
 			in.detail = append(in.detail, fmt.Sprintf("no copy of it exists on %s, where the copies of earlier and later inputs of %s are readable in partition %d: it was dropped before the repartition sink", t.Repartition, in.tp, in.r))
 		case purged:
-			in.cause = audit.CausePurgedBeforeCommit
+			in.loss.cause = audit.CausePurgedBeforeCommit
 			in.detail = append(in.detail, fmt.Sprintf("repartition partition %s/%d was purged to offset %d above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them",
 				t.Repartition, in.r, pr[1], pr[0], pr[0], pr[1]-1))
 		default:
-			in.cause = audit.CauseUnapplied
+			in.loss.cause = audit.CauseUnapplied
 			candidates = []string{"dropped before the repartition sink", "its repartition copy was purged before it was applied"}
 			if in.r >= 0 {
 				in.detail = append(in.detail, fmt.Sprintf("no copy of it is readable on %s; the range of partition %d that would hold it is purged", t.Repartition, in.r))
 			}
 		}
 	}
-	f := audit.NewFinding(in.stage, in.cause, in.tp, in.offset)
+	f := audit.NewFinding(in.loss.stage, in.loss.cause, in.tp, in.offset)
 	f.Key = in.key
 	f.Timestamp = in.ts
 	f.Expected = codec.Text(in.value)
@@ -379,17 +379,34 @@ func (r *run) attribute(ts *tableState, in *input) {
 		in.detail = append(in.detail, fmt.Sprintf("aborted transaction: producer %d epoch %d, offsets %d-%d, ABORT marker at %d", in.cpy.abortTxn.ProducerID, in.cpy.abortTxn.ProducerEpoch, in.cpy.abortTxn.FirstOffset, in.cpy.abortTxn.LastOffset, in.cpy.abortTxn.MarkerOffset))
 	}
 	detail := []string{fmt.Sprintf("table %s", t.Name)}
-	if len(in.rawKey) > 0 {
-		detail = append(detail, "record key "+codec.RawText(in.rawKey))
+	if len(in.loss.rawKey) > 0 {
+		detail = append(detail, "record key "+codec.RawText(in.loss.rawKey))
 	}
 	detail = append(detail, in.detail...)
 	if len(candidates) > 0 {
 		detail = append(detail, "the evidence cannot tell: "+strings.Join(candidates, " or "))
 	}
 	f.Detail = strings.Join(detail, "; ")
-	in.idx = len(r.rep.Findings)
+	in.idx = int32(len(r.rep.Findings))
 	r.add(f)
 	r.losses = append(r.losses, in)
+}
+
+// reread reads a vanished input's record again for its key and value:
+// the audit keeps neither for inputs that end in no finding.
+func (r *run) reread(ctx context.Context, in *input) {
+	for rec, err := range r.src.Records(ctx, in.tp, in.offset, in.offset+1) {
+		if err != nil || rec.Offset != in.offset {
+			break
+		}
+		in.loss.rawKey = rec.Key
+		if in.value == nil && rec.Value != nil {
+			if v, err := r.opts.Decoder.Decode(ctx, rec.Topic, false, rec.Value); err == nil {
+				in.value = v
+			}
+		}
+		break
+	}
 }
 
 func (r *run) inWindow(ts int64) bool {

@@ -57,24 +57,31 @@ const (
 	copyDirect                    // no repartition hop: the source feeds the store
 )
 
-// input is one consumed source record of a table.
+// input is one consumed source record of a table. It is kept small: the
+// decoded value only while the state check may need it (latest tables drop
+// it once a later input of the key and partition arrives), the record key
+// and value re-read from the source for the inputs that end in a finding.
 type input struct {
 	table  *tableState
 	tp     audit.TopicPartition
 	offset int64
 	ts     int64
 	key    string // table key as canonical JSON text
-	rawKey []byte
 	digest codec.Digest
 	value  audit.Value
 	status copyStatus
 	cpy    *copyInfo
 	r      int32 // repartition partition, -1 unknown
+	idx    int32 // finding index once reported, else -1
+	loss   *loss // set once attributed
+	detail []string
+}
 
+// loss is what attribution learned of a vanished input.
+type loss struct {
 	cause  audit.Cause
 	stage  audit.Stage
-	detail []string
-	idx    int // finding index once reported
+	rawKey []byte
 }
 
 type keyState struct {
@@ -139,7 +146,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		return err
 	}
 	r.duplicates(ts)
-	r.checkState(ts)
+	r.checkState(ctx, ts)
 	return ctx.Err()
 }
 
@@ -292,7 +299,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				}
 				return
 			}
-			in := &input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: codec.Text(key), rawKey: rec.Key,
+			in := &input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: codec.Text(key),
 				digest: codec.DigestOf(v), value: v, r: -1, idx: -1}
 			r.match(ts, in)
 			ks := ts.keys[in.key]
@@ -303,6 +310,15 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if in.status == copyPending || in.status == copyOpen {
 				ks.pending = append(ks.pending, in) // in flight: not part of the expected state
 				return
+			}
+			if t.Latest {
+				// only the last value of a key per partition can be its state
+				for i := len(ks.inputs) - 1; i >= 0; i-- {
+					if ks.inputs[i].tp.Partition == p {
+						ks.inputs[i].value = nil
+						break
+					}
+				}
 			}
 			ks.inputs = append(ks.inputs, in)
 		})
