@@ -400,3 +400,23 @@ func TestLeaderNotAvailableAtStart(t *testing.T) {
 		t.Errorf("offsets = %v after %d faults, want [0 1] after 2", got, faults.Load())
 	}
 }
+
+func TestCorruptBatches(t *testing.T) {
+	tp := audit.TopicPartition{Topic: "t"}
+	for _, tt := range []struct {
+		name  string
+		batch func() []byte
+	}{
+		{"bad crc", func() []byte { b := rawBatch(0, 1, 0, 1); b[len(b)-1] ^= 0xff; return b }},
+		{"length too short", func() []byte { return append(make([]byte, 8), 0, 0, 0, 2, 0, 0, 0, 0, 2) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, s := filledCluster(t, 1)
+			serveFetch(c, func(int64) ([]byte, int64) { return tt.batch(), 2 })
+			recs, err := collectErr(t, s.Records(ctxTimeout(t, 10*time.Second), tp, 0, -1))
+			if !errors.Is(err, audit.ErrCorrupt) || len(recs) != 0 || !strings.Contains(err.Error(), "t/0 at offset 0") {
+				t.Errorf("records %v, err %v; want ErrCorrupt at offset 0", offsetsOf(recs), err)
+			}
+		})
+	}
+}

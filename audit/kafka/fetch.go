@@ -197,7 +197,11 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			}
 
 			start := off
-			batches, data := splitBatches(rp.RecordBatches)
+			batches, data, corrupt := splitBatches(rp.RecordBatches)
+			if len(batches) == 0 && corrupt {
+				fail(fmt.Errorf("%w: unreadable record batch header", audit.ErrCorrupt))
+				return
+			}
 			if len(batches) == 0 {
 				stalls++
 				if stalls >= maxStalls {
@@ -218,7 +222,7 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			}
 			fp, _ := kgo.ProcessFetchPartition(opts, rp, decompressor, nil)
 			if fp.Err != nil {
-				fail(fmt.Errorf("decode batches: %w", fp.Err))
+				fail(fmt.Errorf("%w: decode batches: %w", audit.ErrCorrupt, fp.Err))
 				return
 			}
 			bi := 0
@@ -334,35 +338,36 @@ func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderIn
 }
 
 // splitBatches parses the v2 batch headers of a fetch's records and returns
-// them with the bytes of the complete batches (a fetch may end in a partial
-// one). Legacy message sets (magic 0 and 1) get a header built from the
-// message offsets in toRecord.
-func splitBatches(b []byte) ([]audit.Batch, []byte) {
-	var (
-		out []audit.Batch
-		n   int
-	)
-	for len(b)-n >= 17 {
+// them with the bytes of the complete batches. A fetch may end in a partial
+// batch, which is dropped; corrupt reports a batch header that cannot be
+// read (before the end). Legacy message sets (magic 0 and 1) get a header
+// built from the message offsets in toRecord.
+func splitBatches(b []byte) (batches []audit.Batch, kept []byte, corrupt bool) {
+	n := 0
+	for len(b)-n >= 12 {
 		length := int32(binary.BigEndian.Uint32(b[n+8:]))
 		size := 12 + int(length)
-		if length < 5 || size > len(b)-n { // too short to hold its magic byte, or cut off
+		if length < 5 { // too short to hold its magic byte
+			return batches, b[:n], true
+		}
+		if size > len(b)-n { // cut off by the fetch size
 			break
 		}
 		raw := b[n : n+size]
 		if raw[16] != 2 { // magic
 			base := int64(binary.BigEndian.Uint64(raw))
-			out = append(out, audit.Batch{BaseOffset: base, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1, Compression: "legacy"})
+			batches = append(batches, audit.Batch{BaseOffset: base, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1, Compression: "legacy"})
 			n += size
 			continue
 		}
 		var rb kmsg.RecordBatch
 		if err := rb.ReadFrom(raw); err != nil {
-			break
+			return batches, b[:n], true
 		}
-		out = append(out, batchOf(&rb))
+		batches = append(batches, batchOf(&rb))
 		n += size
 	}
-	return out, b[:n]
+	return batches, b[:n], false
 }
 
 var compressionNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd"}

@@ -24,12 +24,12 @@ func FuzzSplitBatches(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(make([]byte, 17))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		batches, kept := splitBatches(in)
+		batches, kept, _ := splitBatches(in)
 		if len(kept) > len(in) || !bytes.Equal(kept, in[:len(kept)]) {
 			t.Fatalf("kept %d bytes that are not a prefix of the %d input bytes", len(kept), len(in))
 		}
-		again, kept2 := splitBatches(kept)
-		if len(again) != len(batches) || len(kept2) != len(kept) {
+		again, kept2, corrupt := splitBatches(kept)
+		if len(again) != len(batches) || len(kept2) != len(kept) || corrupt {
 			t.Fatalf("re-split: %d batches of %d bytes, first %d of %d", len(again), len(kept2), len(batches), len(kept))
 		}
 		for i, b := range batches {
