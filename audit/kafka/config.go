@@ -94,7 +94,7 @@ func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 		return nil, fmt.Errorf("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
 	}
 	if module != "" && !isPlainModule && !isScramModule {
-		return nil, fmt.Errorf("sasl.jaas.config: login module %q is not supported: want PlainLoginModule or ScramLoginModule", module)
+		return nil, errors.New("sasl.jaas.config: the login module is not supported: want org.apache.kafka.common.security.plain.PlainLoginModule or org.apache.kafka.common.security.scram.ScramLoginModule")
 	}
 	if user == "" || pass == "" {
 		return nil, fmt.Errorf("sasl.mechanism %s needs a username and a password: set them in sasl.jaas.config or sasl.username and sasl.password", mech)

@@ -302,7 +302,7 @@ func TestSASLConfigErrors(t *testing.T) {
 		{"scram with plain module", map[string]string{"sasl.mechanism": "SCRAM-SHA-256",
 			"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="` + pw + `";`}, "PlainLoginModule"},
 		{"other module", map[string]string{"sasl.mechanism": "PLAIN",
-			"sasl.jaas.config": `com.example.Login required username="u" password="` + pw + `";`}, `"com.example.Login" is not supported`},
+			"sasl.jaas.config": `com.example.Login required username="u" password="` + pw + `";`}, "the login module is not supported"},
 		{"unterminated jaas", map[string]string{"sasl.mechanism": "PLAIN",
 			"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="` + pw}, "unterminated"},
 		{"jaas without semicolon", map[string]string{"sasl.mechanism": "PLAIN",

@@ -56,11 +56,11 @@ func captureCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			src, closeSrc, err := openLive(c)
+			src, err := openCliSource(c)
 			if err != nil {
 				return err
 			}
-			defer closeSrc()
+			defer src.close()
 			return runCapture(c.Context, o, src, c.App.Writer, c.App.ErrWriter)
 		},
 	}

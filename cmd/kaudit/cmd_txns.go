@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/kafka"
 )
 
 // txnsOptions are kaudit txns' flags.
@@ -53,54 +51,16 @@ func txnsCommand() *cli.Command {
 			if o.MaxTxnTimeout <= 0 {
 				return usagef("kaudit txns: --max-transaction-timeout must be positive")
 			}
-			src, closeSrc, err := openLive(c)
+			src, err := openCliSource(c)
 			if err != nil {
 				return err
 			}
-			defer closeSrc()
+			defer src.close()
 			return runTxns(c.Context, o, src, c.App.Writer)
 		},
 	}
 }
 
-// openLive opens the live cluster named by the source flags. It stands in
-// for openSource until that is wired: snapshots and log dirs are refused.
-func openLive(c *cli.Context) (audit.Source, func(), error) {
-	o := readSourceOptions(c)
-	if len(o.Bootstrap) == 0 {
-		if o.Snapshot != "" || len(o.LogDirs) > 0 {
-			return nil, nil, usagef("kaudit %s reads a live cluster only in this build: use --bootstrap-server", c.Command.Name)
-		}
-		return nil, nil, usagef("kaudit %s needs a source: --bootstrap-server HOST:PORT", c.Command.Name)
-	}
-	props := map[string]string{}
-	if o.CommandConfig != "" {
-		f, err := os.Open(o.CommandConfig)
-		if err != nil {
-			return nil, nil, usagef("read --command-config: %w", err)
-		}
-		props, err = audit.ParseProperties(f)
-		f.Close()
-		if err != nil {
-			return nil, nil, usagef("read --command-config %s: %w", o.CommandConfig, err)
-		}
-	}
-	for _, kv := range o.CommandProps {
-		if err := audit.ApplyProperty(props, kv); err != nil {
-			return nil, nil, usagef("--command-property: %w", err)
-		}
-	}
-	s, err := kafka.Open(c.Context, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout})
-	switch {
-	case err == nil:
-		return s, s.Close, nil
-	case errors.Is(err, kafka.ErrConfig):
-		return nil, nil, usageError{err}
-	case c.Context.Err() != nil:
-		return nil, nil, c.Context.Err()
-	}
-	return nil, nil, incompleteError{err}
-}
 
 // txnsDoc is kaudit txns' JSON document.
 type txnsDoc struct {
