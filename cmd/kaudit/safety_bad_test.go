@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kaudit/kaudit/report"
+)
+
+// cliResult is one in-process run of kaudit.
+type cliResult struct {
+	stdout, stderr string
+	code           int
+	panicked       any
+	allocMB        uint64
+}
+
+// runGuarded runs kaudit in process like runCLI, but turns a panic into a
+// result and measures the bytes it allocated.
+func runGuarded(t *testing.T, args ...string) (res cliResult) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	defer func() {
+		runtime.ReadMemStats(&after)
+		res.allocMB = (after.TotalAlloc - before.TotalAlloc) >> 20
+		if p := recover(); p != nil {
+			res.panicked = fmt.Sprintf("%v\n%s", p, debug.Stack())
+		}
+		res.stdout, res.stderr = out.String(), errb.String()
+	}()
+	err := newApp(&out, &errb).RunContext(t.Context(), append([]string{"kaudit"}, args...))
+	if err != nil && !isVerdict(err) {
+		fmt.Fprintln(&errb, "kaudit:", err)
+	}
+	res.code = exitCode(t.Context(), err)
+	return res
+}
+
+// badCase is one run of kaudit on bad input and the exit codes it may end
+// with. "{out}" in args is replaced with a report path in a fresh directory.
+type badCase struct {
+	name    string
+	args    []string
+	codes   []int
+	wantErr string // for exit 2: a part of the one-line error
+}
+
+func bad(path string) string { return filepath.Join(badDir, filepath.FromSlash(path)) }
+
+var (
+	evidence = []int{exitFindings, exitIncomplete} // an evidence problem: never clean, never a usage error
+	config   = []int{exitUsage}
+)
+
+// badCases are the runs over testdata/bad.
+func badCases() []badCase {
+	var cs []badCase
+	// Log dirs: the good one is the control.
+	cs = append(cs, badCase{"logdir/good", []string{"ledger", "--log-dir", bad("logdir/good"), "--topic", "events", "--format", "json"}, []int{exitClean}, ""})
+	for _, d := range []string{"bad-crc", "bad-crc-last", "bad-magic", "old-magic", "huge-length", "negative-length", "zero-length",
+		"offset-backwards", "torn-tail", "truncated-old-segment", "garbage", "bad-index", "bad-checkpoints", "checkpoint-beyond-end"} {
+		cs = append(cs,
+			badCase{"logdir/" + d + "/ledger", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--format", "json"}, evidence, ""},
+			badCase{"logdir/" + d + "/ledger offsets", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--offsets", "0-5", "--value-serde", "json"}, evidence, ""},
+			badCase{"logdir/" + d + "/diff", []string{"diff", "--log-dir", bad("logdir/" + d), "--app-id", "events", "--format", "json", "--output", "{out}"}, evidence, ""},
+		)
+	}
+	// Snapshots: base is the control.
+	spec := bad("spec/good/kaudit.yaml")
+	cs = append(cs, badCase{"snapshot/base", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--format", "json", "--output", "{out}"}, []int{exitClean}, ""})
+	for _, d := range []string{"hash-mismatch", "log-altered", "missing-file", "unlisted-file", "manifest-not-json", "manifest-truncated",
+		"manifest-empty", "no-manifest", "manifest-future-format", "manifest-wrong-types", "path-outside", "offsets-inconsistent",
+		"crc-rehashed", "truncated-rehashed"} {
+		cs = append(cs,
+			badCase{"snapshot/" + d + "/diff", []string{"diff", "--snapshot", bad("snapshot/" + d), "--spec", spec, "--format", "json", "--output", "{out}"}, evidence, ""},
+			badCase{"snapshot/" + d + "/diff md", []string{"diff", "--snapshot", bad("snapshot/" + d), "--app-id", "shop", "--output", "{out}.md"}, evidence, ""},
+			badCase{"snapshot/" + d + "/ledger", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--format", "json"}, evidence, ""},
+			badCase{"snapshot/" + d + "/ledger offsets", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--partition", "1",
+				"--offsets", "0-40", "--value-serde", "json"}, evidence, ""},
+		)
+	}
+	// Describe texts: a bad file given by the user is a usage error.
+	for _, f := range []string{"empty", "garbage", "truncated", "binary", "dangling", "bad-header", "unclosed-bracket"} {
+		p := bad("topology/" + f + ".txt")
+		cs = append(cs,
+			badCase{"topology/" + f, []string{"topology", "--topology", p}, config, "topology"},
+			badCase{"topology/" + f + "/diff", []string{"diff", "--snapshot", bad("snapshot/base"), "--app-id", "shop", "--topology", p, "--output", "{out}"}, config, "topology"},
+			badCase{"topology/" + f + "/init", []string{"init", "--app-id", "shop", "--topology", p}, config, "topology"},
+		)
+	}
+	// Specs: every one is refused with its file named.
+	for _, f := range []string{"misspelt-field", "bad-expression", "bad-reducer-expr", "bad-join-value", "wrong-type", "wrong-type-list",
+		"unknown-reducer", "unknown-serde", "unknown-table", "unknown-join-type", "yaml-syntax", "tabs", "empty", "no-tables",
+		"duplicate-table", "alias-bomb", "alias-bomb-used", "utf16"} {
+		cs = append(cs, badCase{"spec/" + f, []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/" + f + "/kaudit.yaml"),
+			"--format", "json", "--output", "{out}"}, config, "kaudit.yaml"})
+	}
+	// A spec whose topology file is missing or bad: the error names that file.
+	cs = append(cs,
+		badCase{"spec/missing-topology", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/missing-topology/kaudit.yaml"),
+			"--output", "{out}"}, config, "nonexistent.txt"},
+		badCase{"spec/bad-topology", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/bad-topology/kaudit.yaml"),
+			"--output", "{out}"}, config, "garbage.txt"},
+	)
+	// Schemas and Avro: JSON bytes where Avro is declared are undecodable
+	// evidence; a schema file that is not a schema is a usage error.
+	cs = append(cs,
+		badCase{"avro declared, json bytes", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--value-serde", "avro",
+			"--schemas", bad("schemas/wrong-schema"), "--format", "json", "--output", "{out}"}, evidence, ""},
+		badCase{"avro declared, json bytes, ledger", []string{"ledger", "--snapshot", bad("snapshot/base"), "--topic", "orders-v1", "--offsets", "0-40",
+			"--value-serde", "avro", "--schemas", bad("schemas/wrong-schema"), "--format", "json"}, []int{exitClean}, ""},
+		badCase{"schemas not json", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--value-serde", "avro",
+			"--schemas", bad("schemas/not-json"), "--output", "{out}"}, config, "1.avsc"},
+		badCase{"schemas dir missing", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--value-serde", "avro",
+			"--schemas", bad("schemas/nonexistent"), "--output", "{out}"}, config, "schemas"},
+	)
+	return cs
+}
+
+// TestSafetyBadInput runs kaudit over the bad-input corpus: no panic, a
+// one-line error or a report, the right exit code, no half-written
+// report, never the verdict clean.
+func TestSafetyBadInput(t *testing.T) {
+	for _, tc := range badCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			checkBadRun(t, tc)
+		})
+	}
+}
+
+// checkBadRun runs one case and checks everything a bad input must not do.
+func checkBadRun(t *testing.T, tc badCase) {
+	t.Helper()
+	outDir := t.TempDir()
+	out := ""
+	args := slices.Clone(tc.args)
+	for i, a := range args {
+		if strings.Contains(a, "{out}") {
+			args[i] = strings.ReplaceAll(a, "{out}", filepath.Join(outDir, "report.json"))
+			out = args[i]
+		}
+	}
+	res := runGuarded(t, args...)
+	if res.panicked != nil {
+		t.Fatalf("panic: %v", res.panicked)
+	}
+	t.Logf("exit %d, %d MB allocated, stderr: %s", res.code, res.allocMB, strings.TrimSpace(res.stderr))
+	if !slices.Contains(tc.codes, res.code) {
+		t.Errorf("exit %d, want one of %v; stderr %q; stdout %.600s", res.code, tc.codes, res.stderr, res.stdout)
+	}
+	if res.allocMB > 256 {
+		t.Errorf("%d MB allocated on a small input", res.allocMB)
+	}
+	errLines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	noReport := res.stdout == "" && out == ""
+	if res.code == exitUsage || (res.code == exitIncomplete && noReport && res.stderr != "") {
+		// One line; a spec with several errors may list them, one per
+		// line, each naming the file.
+		if !strings.HasPrefix(errLines[0], "kaudit: ") {
+			t.Errorf("want a one-line error, got %q", res.stderr)
+		}
+		if spec := specArg(args); len(errLines) > 1 && (spec == "" || slices.ContainsFunc(errLines[1:], func(l string) bool { return !strings.HasPrefix(l, spec) })) {
+			t.Errorf("want a one-line error, got %q", res.stderr)
+		}
+		if tc.wantErr != "" && !strings.Contains(res.stderr, tc.wantErr) {
+			t.Errorf("error %q does not name %q", res.stderr, tc.wantErr)
+		}
+	}
+	if res.code != exitClean {
+		checkNotClean(t, "stdout", res.stdout)
+	}
+	if out == "" {
+		return
+	}
+	entries, err := os.ReadDir(outDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(out) && !strings.HasSuffix(e.Name(), "-timeline.svg") {
+			t.Errorf("left behind in the output dir: %s", e.Name())
+		}
+	}
+	b, err := os.ReadFile(out)
+	switch {
+	case os.IsNotExist(err):
+		if res.code == exitFindings || (res.code == exitIncomplete && res.stderr == "") {
+			t.Errorf("exit %d and no report at %s", res.code, out)
+		}
+	case err != nil:
+		t.Fatal(err)
+	case res.code == exitUsage:
+		t.Errorf("a usage error left a report at %s", out)
+	default:
+		if res.code != exitClean {
+			checkNotClean(t, out, string(b))
+		}
+		if strings.HasSuffix(out, ".json") {
+			if _, err := report.ReadJSON(bytes.NewReader(b)); err != nil {
+				t.Errorf("the report at %s does not read back: %v", out, err)
+			}
+		}
+	}
+}
+
+// specArg is the --spec argument of args, if any.
+func specArg(args []string) string {
+	if i := slices.Index(args, "--spec"); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// checkNotClean fails when a report that ended with a non-zero exit says
+// the verdict is clean.
+func checkNotClean(t *testing.T, where, text string) {
+	t.Helper()
+	var doc struct {
+		Summary struct {
+			Verdict string `json:"verdict"`
+		} `json:"summary"`
+	}
+	if json.Unmarshal([]byte(text), &doc) == nil && doc.Summary.Verdict == "clean" {
+		t.Errorf("%s: verdict clean", where)
+	}
+	if strings.Contains(text, `verdict="clean"} 1`) || strings.Contains(strings.ToLower(text), "verdict: clean") {
+		t.Errorf("%s says clean", where)
+	}
+}

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/audit/snapshot"
+)
+
+// The bad-input corpus lives in testdata/bad at the top of the repository.
+// TestBadCorpus checks that it is what the generator writes; run it with
+// -regen-bad to write it again.
+var regenBad = flag.Bool("regen-bad", false, "rewrite the bad-input corpus under testdata/bad")
+
+const badDir = "../../testdata/bad"
+
+// corpusTime is the fixed clock of the generated evidence.
+var corpusTime = time.Date(2026, 5, 28, 12, 0, 0, 0, time.UTC)
+
+// corpusFile is one generated file: a path under testdata/bad and its bytes.
+type corpusFile struct {
+	path string
+	data []byte
+}
+
+// buildCorpus generates every file of the corpus in memory. Deterministic:
+// the same bytes on every run.
+func buildCorpus(t *testing.T) []corpusFile {
+	t.Helper()
+	var files []corpusFile
+	add := func(path string, data []byte) { files = append(files, corpusFile{path, data}) }
+	addText := func(path, text string) { add(path, []byte(text)) }
+
+	// Log dirs: topic "events", one partition, three batches of two records.
+	seg := eventsSegment(t, 0, 6)
+	batches := splitBatches(t, seg)
+	if len(batches) != 3 {
+		t.Fatalf("%d batches, want 3", len(batches))
+	}
+	logdir := func(name string, logs map[string][]byte, extra map[string]string) {
+		for file, b := range logs {
+			add("logdir/"+name+"/events-0/"+file, b)
+		}
+		for file, text := range extra {
+			addText("logdir/"+name+"/"+file, text)
+		}
+	}
+	first := segment.SegmentName(0)
+	logdir("good", map[string][]byte{first: seg}, nil)
+	logdir("bad-crc", map[string][]byte{first: corrupt(seg, len(batches[0])+70)}, nil)
+	logdir("bad-crc-last", map[string][]byte{first: corrupt(seg, len(batches[0])+len(batches[1])+70)}, nil)
+	logdir("bad-magic", map[string][]byte{first: setByte(seg, len(batches[0])+16, 9)}, nil)
+	logdir("old-magic", map[string][]byte{first: setByte(seg, len(batches[0])+16, 1)}, nil)
+	logdir("huge-length", map[string][]byte{first: setUint32(seg, len(batches[0])+8, 0x7fffffff)}, nil)
+	logdir("negative-length", map[string][]byte{first: setUint32(seg, len(batches[0])+8, 0xffffffff)}, nil)
+	logdir("zero-length", map[string][]byte{first: setUint32(seg, len(batches[0])+8, 0)}, nil)
+	logdir("offset-backwards", map[string][]byte{first: setUint64(seg, len(batches[0])+len(batches[1]), 0)}, nil)
+	logdir("torn-tail", map[string][]byte{first: seg[:len(seg)-25]}, nil)
+	// Two segments, the older one cut in the middle of its second batch:
+	// not a torn tail (the active segment is the other one).
+	older := append(append([]byte{}, batches[0]...), batches[1][:30]...)
+	logdir("truncated-old-segment", map[string][]byte{first: older, segment.SegmentName(4): batches[2]}, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+	garbage := make([]byte, 4096)
+	for i := range garbage {
+		garbage[i] = byte(rng.UintN(256))
+	}
+	logdir("garbage", map[string][]byte{first: garbage}, nil)
+	logdir("bad-index", map[string][]byte{first: seg, "00000000000000000000.index": []byte("not an index!"),
+		"00000000000000000000.txnindex": bytes.Repeat([]byte{0xff}, 35), "00000000000000000000.timeindex": garbage[:13]}, nil)
+	logdir("bad-checkpoints", map[string][]byte{first: seg, "leader-epoch-checkpoint": []byte("0\nbanana\n"),
+		"partition.metadata": []byte("version: 9\ntopic_id: ???\n")},
+		map[string]string{"log-start-offset-checkpoint": "0\n1\nevents 0 notanumber\n", "replication-offset-checkpoint": "7\n",
+			"recovery-point-offset-checkpoint": "0\n5\nevents 0 3\n"})
+	logdir("checkpoint-beyond-end", map[string][]byte{first: seg},
+		map[string]string{"log-start-offset-checkpoint": "0\n1\nevents 0 999\n", "replication-offset-checkpoint": "0\n1\nevents 0 -5\n"})
+
+	// Snapshots: a whole bundle of the seed-shaped app, then broken copies.
+	base := baseSnapshot(t)
+	snap := func(name string, edit func(files map[string][]byte)) {
+		c := map[string][]byte{}
+		for p, b := range base {
+			c[p] = bytes.Clone(b)
+		}
+		if edit != nil {
+			edit(c)
+		}
+		for p, b := range c {
+			add("snapshot/"+name+"/"+p, b)
+		}
+	}
+	aLog := "orders-v1-1/" + segment.SegmentName(0)
+	if base[aLog] == nil {
+		t.Fatalf("base snapshot has no %s", aLog)
+	}
+	snap("base", nil)
+	snap("hash-mismatch", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			for i := range m.Files {
+				if m.Files[i].Path == aLog {
+					m.Files[i].SHA256 = strings.Repeat("ab", 32)
+				}
+			}
+		})
+	})
+	snap("log-altered", func(f map[string][]byte) { f[aLog] = corrupt(f[aLog], 70) })
+	snap("missing-file", func(f map[string][]byte) { delete(f, aLog) })
+	snap("unlisted-file", func(f map[string][]byte) { f["orders-v1-0/"+segment.SegmentName(1000)] = f[aLog] })
+	snap("manifest-not-json", func(f map[string][]byte) { f[snapshot.ManifestFile] = []byte("app_id: shop\nthis is not JSON\n") })
+	snap("manifest-truncated", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = f[snapshot.ManifestFile][:len(f[snapshot.ManifestFile])/2]
+	})
+	snap("manifest-empty", func(f map[string][]byte) { f[snapshot.ManifestFile] = nil })
+	snap("no-manifest", func(f map[string][]byte) { delete(f, snapshot.ManifestFile) })
+	snap("manifest-future-format", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) { m.Format = 99 })
+	})
+	snap("manifest-wrong-types", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = bytes.Replace(f[snapshot.ManifestFile], []byte(`"partitions": [`), []byte(`"partitions": "many", "x": [`), 1)
+	})
+	snap("path-outside", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			m.Files = append(m.Files, snapshot.File{Path: "../../README.md", Size: 1, SHA256: strings.Repeat("00", 32)})
+		})
+	})
+	snap("offsets-inconsistent", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			for i := range m.Partitions {
+				if m.Partitions[i].Topic == "orders-v1" && m.Partitions[i].Partition == 1 {
+					m.Partitions[i].LogStart, m.Partitions[i].HW = 50, 3
+				}
+			}
+		})
+	})
+	// A bad CRC the manifest agrees with: only the segment reader can tell.
+	snap("crc-rehashed", func(f map[string][]byte) {
+		f[aLog] = corrupt(f[aLog], 70)
+		f[snapshot.ManifestFile] = rehash(t, f[snapshot.ManifestFile], aLog, f[aLog])
+	})
+	snap("truncated-rehashed", func(f map[string][]byte) {
+		f[aLog] = f[aLog][:len(f[aLog])/2]
+		f[snapshot.ManifestFile] = rehash(t, f[snapshot.ManifestFile], aLog, f[aLog])
+	})
+
+	// Topology#describe() texts that do not parse.
+	good, err := demoFiles.ReadFile("demo/topology.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addText("topology/empty.txt", "")
+	addText("topology/garbage.txt", "this is not a topology\n\x00\x01\x02\n")
+	addText("topology/truncated.txt", string(good[:len(good)/3]))
+	addText("topology/binary.txt", string(garbage[:512]))
+	addText("topology/dangling.txt", "Topologies:\n   Sub-topology: 0\n    Source: S (topics: [orders-v1])\n      --> NOWHERE\n")
+	addText("topology/bad-header.txt", strings.Replace(string(good), "Sub-topology: 1", "Sub-topology: one", 1))
+	addText("topology/unclosed-bracket.txt", strings.Replace(string(good), "(topics: [orders-v1])", "(topics: [orders-v1", 1))
+
+	// Specs (kaudit.yaml) that must be refused, each with the good
+	// topology beside it.
+	specOK := strings.Replace(safetyJSONSpec, "topology: topology.txt", "topology: ../topology-good.txt", 1)
+	addText("spec/topology-good.txt", string(good))
+	addText("spec/good/kaudit.yaml", specOK)
+	badSpecs := map[string]string{
+		"misspelt-field":    strings.Replace(specOK, "select_key: value.orderId, reduce: latest}\n  - {name: payments", "select_kye: value.orderId, reduce: latest}\n  - {name: payments", 1),
+		"bad-expression":    strings.Replace(specOK, "select_key: value.orderId, reduce: latest}\n  - {name: payments", "select_key: 'value.orderId +', reduce: latest}\n  - {name: payments", 1),
+		"bad-reducer-expr":  strings.Replace(specOK, "reduce: latest}\n  - {name: payments", "reduce: {expr: 'agg +* value'}}\n  - {name: payments", 1),
+		"bad-join-value":    specOK + "    value: '{\"a\": left.orderId,'\n",
+		"wrong-type":        strings.Replace(specOK, "tables:\n", "tables: 5\nx:\n", 1),
+		"wrong-type-list":   strings.Replace(specOK, "right: [payments, shipments]", "right: {payments: 1}", 1),
+		"unknown-reducer":   strings.Replace(specOK, "reduce: latest}\n  - {name: payments", "reduce: median}\n  - {name: payments", 1),
+		"unknown-serde":     strings.Replace(specOK, "value: json}", "value: protobuf-ish}", 1),
+		"unknown-table":     strings.Replace(specOK, "left: orders", "left: ordres", 1),
+		"unknown-join-type": strings.Replace(specOK, "type: left", "type: sideways", 1),
+		"yaml-syntax":       strings.Replace(specOK, "tables:\n", "tables: [\n", 1),
+		"tabs":              strings.Replace(specOK, "  - {name: orders", "\t- {name: orders", 1),
+		"empty":             "",
+		"no-tables":         "app_id: shop\nserdes: {key: string, value: json}\n",
+		"duplicate-table":   strings.Replace(specOK, "name: payments,", "name: orders,", 1),
+		"missing-topology":  strings.Replace(specOK, "../topology-good.txt", "nonexistent.txt", 1),
+		"bad-topology":      strings.Replace(specOK, "../topology-good.txt", "../../topology/garbage.txt", 1),
+		"alias-bomb":        aliasBomb() + specOK,
+		"alias-bomb-used":   aliasBombUsed(specOK),
+		"utf16":             utf16(specOK),
+	}
+	for name, text := range badSpecs {
+		if text == specOK && name != "good" {
+			t.Fatalf("spec %s: the edit did not apply", name)
+		}
+		addText("spec/"+name+"/kaudit.yaml", text)
+	}
+
+	// Schemas for --schemas: not JSON, and a schema that is not the one
+	// the bytes were written with.
+	addText("schemas/not-json/1.avsc", "{\"type\": \"record\", \"name\": ")
+	addText("schemas/wrong-schema/1.avsc", `{"type":"record","name":"Other","fields":[{"name":"x","type":"double"},{"name":"y","type":{"type":"array","items":"long"}}]}`)
+	addText("schemas/wrong-schema/2.avsc", `{"type":"fixed","name":"F","size":3}`)
+	return files
+}
+
+// aliasBomb is a YAML document prefix whose aliases expand to about 10^7
+// nodes ("billion laughs"), bound to a key the spec does not know.
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("x-bomb:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i < 7; i++ {
+		fmt.Fprintf(&b, "  a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	return b.String()
+}
+
+// aliasBombUsed puts the bomb where the decoder must read it: a table's
+// store name is an alias of the largest node.
+func aliasBombUsed(spec string) string {
+	bomb := strings.ReplaceAll(aliasBomb(), "\n  a", "\n    a")
+	bomb = strings.Replace(bomb, "x-bomb:\n", "  - name: bomb\n    source: orders-v1\n    select_key: value.orderId\n    reduce: latest\n    changelog:\n", 1)
+	spec = strings.Replace(spec, "tables:\n", "tables:\n"+bomb, 1)
+	return strings.Replace(spec, "{name: orders,", "{store: *a6, name: orders,", 1)
+}
+
+// utf16 encodes s as UTF-16LE with a byte-order mark, as some editors
+// save YAML.
+func utf16(s string) string {
+	b := []byte{0xff, 0xfe}
+	for _, r := range s {
+		b = append(b, byte(r), byte(r>>8))
+	}
+	return string(b)
+}
+
+// eventsSegment writes offsets [from, to) of topic events as batches of
+// two plain records and returns the .log bytes.
+func eventsSegment(t *testing.T, from, to int64) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), segment.SegmentName(from))
+	w, err := segment.CreateSegment(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := corpusTime.UnixMilli()
+	for o := from; o < to; o++ {
+		base := o - o%2
+		r := audit.Record{Topic: "events", Offset: o, Key: fmt.Appendf(nil, "k%d", o), Value: fmt.Appendf(nil, `{"n":%d}`, o), Timestamp: ts + o,
+			Batch: audit.Batch{BaseOffset: base, LastOffsetDelta: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, MaxTimestamp: ts + base + 1, Compression: "none"}}
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// splitBatches cuts a .log into its batches by their length fields.
+func splitBatches(t *testing.T, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(b) >= 12 {
+		n := 12 + int(binary.BigEndian.Uint32(b[8:12]))
+		if n > len(b) {
+			t.Fatalf("batch of %d bytes in %d", n, len(b))
+		}
+		out = append(out, b[:n])
+		b = b[n:]
+	}
+	return out
+}
+
+func corrupt(b []byte, at int) []byte {
+	c := bytes.Clone(b)
+	c[at] ^= 0x5a
+	return c
+}
+
+func setByte(b []byte, at int, v byte) []byte {
+	c := bytes.Clone(b)
+	c[at] = v
+	return c
+}
+
+func setUint32(b []byte, at int, v uint32) []byte {
+	c := bytes.Clone(b)
+	binary.BigEndian.PutUint32(c[at:], v)
+	return c
+}
+
+// setUint64 rewrites a batch's base offset, which its CRC does not cover:
+// the batch is well formed, its place in the log is not.
+func setUint64(b []byte, at int, v uint64) []byte {
+	c := bytes.Clone(b)
+	binary.BigEndian.PutUint64(c[at:], v)
+	return c
+}
+
+// baseSnapshot captures the seed-shaped app (no faults, no lag) from an
+// in-memory source and returns the bundle's files by relative path.
+func baseSnapshot(t *testing.T) map[string][]byte {
+	t.Helper()
+	m := audittest.NewMemory(corpusTime)
+	s := audittest.SeedScenario("shop", 24)
+	s.Now = corpusTime.UnixMilli()
+	s.Lag, s.Inflight = 0, 0
+	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := demoFiles.ReadFile("demo/topology.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// The output topic is named: capture takes only the group's topics
+	// and the app's internal ones by default.
+	topics := []string{s.Output}
+	for _, tb := range s.Tables {
+		topics = append(topics, tb.Source, s.Repartition(tb), s.Changelog(tb))
+	}
+	if _, err := snapshot.Capture(t.Context(), m, snapshot.CaptureOptions{Dir: dir, AppID: "shop", Topology: string(topo), Topics: topics}); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Capture stamps its own run times: pin them so the corpus is stable.
+	files[snapshot.ManifestFile] = editManifest(t, files[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+		m.CapturedAt, m.UpdatedAt = corpusTime, corpusTime
+	})
+	return files
+}
+
+func editManifest(t *testing.T, b []byte, edit func(*snapshot.Manifest)) []byte {
+	t.Helper()
+	var m snapshot.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(&m)
+	out, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+func rehash(t *testing.T, manifest []byte, path string, data []byte) []byte {
+	t.Helper()
+	return editManifest(t, manifest, func(m *snapshot.Manifest) {
+		for i := range m.Files {
+			if m.Files[i].Path == path {
+				m.Files[i].Size, m.Files[i].SHA256 = int64(len(data)), sha256Hex(data)
+			}
+		}
+	})
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestBadCorpus checks that testdata/bad holds exactly what the generator
+// writes (-regen-bad rewrites it).
+func TestBadCorpus(t *testing.T) {
+	files := buildCorpus(t)
+	if *regenBad || updating() {
+		for _, sub := range []string{"logdir", "snapshot", "topology", "spec", "schemas"} {
+			if err := os.RemoveAll(filepath.Join(badDir, sub)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, f := range files {
+			p := filepath.Join(badDir, filepath.FromSlash(f.path))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	for _, f := range files {
+		got, err := os.ReadFile(filepath.Join(badDir, filepath.FromSlash(f.path)))
+		if err != nil {
+			t.Errorf("%s (run with -regen-bad): %v", f.path, err)
+			continue
+		}
+		if !bytes.Equal(got, f.data) {
+			t.Errorf("%s differs from what the generator writes (run with -regen-bad)", f.path)
+		}
+	}
+}
