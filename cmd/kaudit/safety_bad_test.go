@@ -2,16 +2,28 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -236,4 +248,242 @@ func checkNotClean(t *testing.T, where, text string) {
 	if strings.Contains(text, `verdict="clean"} 1`) || strings.Contains(strings.ToLower(text), "verdict: clean") {
 		t.Errorf("%s says clean", where)
 	}
+}
+
+// avroCluster is the demo app (Avro values under a Schema Registry, no
+// faults, no lag) on a fresh kfake broker, with the demo spec.
+func avroCluster(t *testing.T) (bs string, reg *registrytest.Registry, spec string) {
+	t.Helper()
+	reg = registrytest.NewServer(t)
+	enc, err := audittest.NewAvroEncoder(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := audittest.SeedScenario("shop", 60)
+	s.Lag, s.Inflight = 0, 0
+	s.Encode = enc.Encode
+	_, bs = scenarioCluster(t, s)
+	dir := t.TempDir()
+	for _, name := range []string{"kaudit.yaml", "topology.txt"} {
+		data, err := demoFiles.ReadFile("demo/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bs, reg, filepath.Join(dir, "kaudit.yaml")
+}
+
+// closedAddr is a 127.0.0.1 address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// fetchesTopic reports whether a fetch request reads the topic with this
+// name or id.
+func fetchesTopic(req *kmsg.FetchRequest, name string, id [16]byte) bool {
+	for _, t := range req.Topics {
+		if t.Topic == name || (id != [16]byte{} && t.TopicID == id) {
+			return true
+		}
+	}
+	return false
+}
+
+// onFirstFetch runs change, outside the broker's loop, when the first fetch
+// of topic arrives, and lets the broker answer that fetch only after it.
+func onFirstFetch(c *kfake.Cluster, topic string, change func()) {
+	info := c.TopicInfo(topic)
+	var once atomic.Bool
+	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !fetchesTopic(req.(*kmsg.FetchRequest), topic, info.TopicID) || !once.CompareAndSwap(false, true) {
+			return nil, nil, false
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); change() }()
+		c.SleepControl(func() { <-done })
+		return nil, nil, false
+	})
+}
+
+// TestSafetyBadLive runs diff against a live broker whose evidence changes
+// or fails in the middle of the audit.
+func TestSafetyBadLive(t *testing.T) {
+	spec := writeSafetySpec(t)
+	diff := func(bs string, extra ...string) []string {
+		return append([]string{"diff", "--spec", spec, "--bootstrap-server", bs, "--timeout", "2s", "--format", "json", "--output", "{out}"}, extra...)
+	}
+
+	// The same app, untouched: what a run that survives a fault must say.
+	_, bs := cleanCluster(t, 60)
+	want := runGuarded(t, diff(bs)[:len(diff(bs))-2]...)
+	var wantDoc struct {
+		Summary struct {
+			Verdict string `json:"verdict"`
+		} `json:"summary"`
+		Findings []json.RawMessage `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(want.stdout), &wantDoc); err != nil || want.code != exitClean {
+		t.Fatalf("untouched app: exit %d, %v, stderr %s", want.code, err, want.stderr)
+	}
+
+	t.Run("topic deleted mid-read", func(t *testing.T) {
+		c, bs := cleanCluster(t, 60)
+		onFirstFetch(c, "payments-v1", func() {
+			if err := c.DeleteTopic("payments-v1"); err != nil {
+				t.Error(err)
+			}
+		})
+		checkBadRun(t, badCase{"", diff(bs), evidence, ""})
+	})
+	t.Run("repartition topic deleted mid-read", func(t *testing.T) {
+		c, bs := cleanCluster(t, 60)
+		onFirstFetch(c, "shop-KSTREAM-REDUCE-STATE-STORE-0000000009-repartition", func() {
+			if err := c.DeleteTopic("shop-KSTREAM-REDUCE-STATE-STORE-0000000009-repartition"); err != nil {
+				t.Error(err)
+			}
+		})
+		checkBadRun(t, badCase{"", diff(bs), evidence, ""})
+	})
+	t.Run("partitions added mid-read", func(t *testing.T) {
+		// A partition and a record that appear after the cut was read are
+		// not the audit's business: clean is right, a loss is not.
+		c, bs := cleanCluster(t, 60)
+		onFirstFetch(c, "orders-v1", func() {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer cl.Close()
+			if _, err := kadm.NewClient(cl).CreatePartitions(context.Background(), 2, "orders-v1"); err != nil {
+				t.Error(err)
+			}
+			r := &kgo.Record{Topic: "orders-v1", Partition: 4, Value: []byte(`{"orderId":"o-00001","seq":999,"amount":5,"table":"orders"}`)}
+			if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Error(err)
+			}
+		})
+		checkBadRun(t, badCase{"", diff(bs), []int{exitClean, exitIncomplete}, ""})
+	})
+	t.Run("partition count changed before the audit", func(t *testing.T) {
+		// orders-v1 grows from 3 to 4 partitions and a record lands in the
+		// new one, which the app's group has no offset for: the record
+		// must show (pending or lost), the run must not be silently clean.
+		c, bs := cleanCluster(t, 60)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if _, err := kadm.NewClient(cl).CreatePartitions(t.Context(), 1, "orders-v1"); err != nil {
+			t.Fatal(err)
+		}
+		r := &kgo.Record{Topic: "orders-v1", Partition: 3, Key: []byte("evt-orders-3-0"), Value: []byte(`{"orderId":"o-00001","seq":999,"amount":5,"table":"orders"}`)}
+		if err := cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		res := runGuarded(t, diff(bs)[:len(diff(bs))-2]...)
+		if res.panicked != nil {
+			t.Fatalf("panic: %v", res.panicked)
+		}
+		t.Logf("exit %d, stderr %s\n%s", res.code, res.stderr, res.stdout)
+		if !strings.Contains(res.stdout, `"topic": "orders-v1",
+      "partition": 3`) && !strings.Contains(res.stdout, `"topic":"orders-v1","partition":3`) {
+			t.Errorf("the report does not name orders-v1/3:\n%s", res.stdout)
+		}
+	})
+	t.Run("broker restarted mid-read", func(t *testing.T) {
+		c, bs := cleanCluster(t, 60)
+		var n atomic.Int32
+		c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if i := n.Add(1); i > 5 && i <= 12 {
+				return nil, errors.New("broker restarting"), true // the connection drops
+			}
+			return nil, nil, false
+		})
+		res := runGuarded(t, diff(bs)[:len(diff(bs))-2]...)
+		if res.panicked != nil {
+			t.Fatalf("panic: %v", res.panicked)
+		}
+		if n.Load() <= 12 {
+			t.Fatalf("only %d fetches: the fault was not hit", n.Load())
+		}
+		var doc struct {
+			Summary struct {
+				Verdict string `json:"verdict"`
+			} `json:"summary"`
+			Findings []json.RawMessage `json:"findings"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
+			t.Fatalf("exit %d, stderr %s: %v", res.code, res.stderr, err)
+		}
+		// Either the retries hid the restart entirely, or the run says
+		// evidence is missing: never a different verdict.
+		if res.code != exitIncomplete && (res.code != want.code || doc.Summary.Verdict != wantDoc.Summary.Verdict || len(doc.Findings) != len(wantDoc.Findings)) {
+			t.Errorf("exit %d, verdict %s, %d findings; the untouched app: exit %d, %s, %d findings",
+				res.code, doc.Summary.Verdict, len(doc.Findings), want.code, wantDoc.Summary.Verdict, len(wantDoc.Findings))
+		}
+	})
+	t.Run("avro", func(t *testing.T) {
+		bs, reg, spec := avroCluster(t)
+		empty := registrytest.NewServer(t)
+		down := closedAddr(t)
+		avro := func(extra ...string) []string {
+			return append([]string{"diff", "--spec", spec, "--bootstrap-server", bs, "--timeout", "1s", "--format", "json", "--output", "{out}"}, extra...)
+		}
+		for _, tc := range []struct {
+			name  string
+			fault registrytest.Fault
+			args  []string
+			codes []int
+		}{
+			{"control", registrytest.Fault{}, avro("--schema-registry-url", reg.URL), []int{exitClean}},
+			{"unknown schema id", registrytest.Fault{}, avro("--schema-registry-url", empty.URL), evidence},
+			{"registry answers garbage", registrytest.Fault{Garbage: true}, avro("--schema-registry-url", reg.URL), evidence},
+			{"registry answers 500", registrytest.Fault{Status: 500}, avro("--schema-registry-url", reg.URL), evidence},
+			{"registry too slow", registrytest.Fault{Delay: 5 * time.Second}, avro("--schema-registry-url", reg.URL, "--timeout", "300ms"), evidence},
+			{"registry unreachable", registrytest.Fault{}, avro("--schema-registry-url", "http://"+down), evidence},
+			{"offline schemas of another app", registrytest.Fault{}, avro("--schemas", bad("schemas/wrong-schema")), evidence},
+			{"offline schemas not json", registrytest.Fault{}, avro("--schemas", bad("schemas/not-json")), config},
+			{"json declared, avro bytes", registrytest.Fault{}, diff(bs), evidence},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				reg.SetFault(tc.fault)
+				defer reg.SetFault(registrytest.Fault{})
+				start := time.Now()
+				checkBadRun(t, badCase{"", tc.args, tc.codes, ""})
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("took %s", d)
+				}
+			})
+		}
+	})
+	t.Run("broker gone mid-read", func(t *testing.T) {
+		c, bs := cleanCluster(t, 60)
+		var n atomic.Int32
+		c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if n.Add(1) > 3 {
+				return nil, errors.New("broker down"), true
+			}
+			return nil, nil, false
+		})
+		start := time.Now()
+		checkBadRun(t, badCase{"", diff(bs, "--timeout", "500ms"), []int{exitIncomplete}, ""})
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("took %s with --timeout 500ms", d)
+		}
+	})
 }

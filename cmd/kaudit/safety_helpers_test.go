@@ -54,10 +54,28 @@ func loopback() kfake.Opt {
 
 // seededCluster starts a one-broker kfake cluster holding the seed-shaped
 // app "shop" with n inputs per source: committed and aborted
-// transactions, group offsets, purged repartition records and one
-// transaction left open on the output. The backend that wrote it stays
-// open (it keeps the open transaction alive) until the test ends.
+// transactions, group offsets, purged repartition records, one dropped
+// payment and one transaction left open on the output.
 func seededCluster(t *testing.T, n int, opts ...kfake.Opt) (*kfake.Cluster, string) {
+	t.Helper()
+	s := audittest.SeedScenario("shop", n)
+	s.Faults = []audittest.Fault{{Kind: audittest.FaultHangingTransaction}, {Kind: audittest.FaultDrop, Table: 1}}
+	return scenarioCluster(t, s, opts...)
+}
+
+// cleanCluster is seededCluster without faults, lag or records in flight:
+// its audit is clean.
+func cleanCluster(t *testing.T, n int) (*kfake.Cluster, string) {
+	t.Helper()
+	s := audittest.SeedScenario("shop", n)
+	s.Lag, s.Inflight = 0, 0
+	return scenarioCluster(t, s)
+}
+
+// scenarioCluster writes s into a fresh kfake cluster. The backend that
+// wrote it stays open (it keeps open transactions alive) until the test
+// ends.
+func scenarioCluster(t *testing.T, s audittest.Scenario, opts ...kfake.Opt) (*kfake.Cluster, string) {
 	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), loopback()}, opts...)...)
 	if err != nil {
@@ -69,8 +87,6 @@ func seededCluster(t *testing.T, n int, opts ...kfake.Opt) (*kfake.Cluster, stri
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	s := audittest.SeedScenario("shop", n)
-	s.Faults = []audittest.Fault{{Kind: audittest.FaultHangingTransaction}, {Kind: audittest.FaultDrop, Table: 1}}
 	if _, err := audittest.Generate(s, b); err != nil {
 		t.Fatalf("generate: %v", err)
 	}
