@@ -121,6 +121,12 @@ func Walk(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, 
 			yield(Entry{}, fmt.Errorf("list offsets of %s: %w", tp, err))
 			return
 		}
+		if offs.LogStart < 0 || offs.LogStart > offs.HW {
+			yield(Entry{}, fmt.Errorf("list offsets of %s: log start %d and high watermark %d contradict each other: %w", tp, offs.LogStart, offs.HW, audit.ErrCorrupt))
+			return
+		}
+		// offsets listed one request at a time may straddle a write
+		offs.LSO = min(max(offs.LSO, offs.LogStart), offs.HW)
 		w := newWalker(tp, offs, opts)
 		if out != nil {
 			*out = w.l

@@ -94,8 +94,12 @@ func (w *walker) read(ctx context.Context, src audit.RecordSource, yield func(En
 			yield(Entry{}, fmt.Errorf("read %s at %d: %w", w.tp, w.next, err))
 			return false
 		}
-		if rec.Offset < w.next || rec.Offset >= hw {
-			continue // below log start (a batch straddling it) or a duplicate
+		switch {
+		case rec.Offset < w.l.Offsets.LogStart || rec.Offset >= hw:
+			continue // a batch straddling the log start, or beyond the HW
+		case rec.Offset < w.next:
+			yield(Entry{}, fmt.Errorf("read %s: offset %d comes after %d: offsets go backwards: %w", w.tp, rec.Offset, w.next-1, audit.ErrCorrupt))
+			return false
 		}
 		w.missing(rec.Offset)
 		if !w.add(rec, yield) {

@@ -51,10 +51,14 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	if !ok {
 		return nil
 	}
+	var unreadable []audit.TopicPartition
+	for _, ts := range append([]*tableState{left}, rights...) {
+		unreadable = append(unreadable, ts.unreadable...)
+	}
 	out := map[string]outRecord{}
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: j.Output, Partition: p}
-		r.walk(ctx, tp, "output", func(e ledger.Entry) {
+		read := r.walk(ctx, tp, "output", func(e ledger.Entry) {
 			if e.Fate != audit.FateCommitted {
 				return
 			}
@@ -65,9 +69,16 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			r.count("output", 1)
 			out[codec.Text(k)] = outRecord{tp: tp, offset: e.Record.Offset, ts: e.Record.Timestamp, value: v, null: e.Record.Value == nil}
 		})
+		if !read {
+			unreadable = append(unreadable, tp)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if len(unreadable) > 0 {
+		r.missing("join into %s: %s could not be read, so the output is not judged", j.Output, tpList(unreadable))
+		return nil
 	}
 	actual := func(ts *tableState, key string) side {
 		fin, ok := ts.changelog[key].final()

@@ -14,6 +14,10 @@ import (
 // attributes the inputs whose effect is missing.
 func (r *run) checkState(ctx context.Context, ts *tableState) {
 	t := ts.t
+	if len(ts.unreadable) > 0 {
+		r.missing("table %s: %s could not be read, so no input of the table is judged (a conclusion could rest on what is missing)", t.Name, tpList(ts.unreadable))
+		return
+	}
 	if t.Reduce == nil && !t.Latest {
 		r.skipped("table %s: no reducer in the spec, so its store is not checked; only inputs proven lost on the repartition topic are reported", t.Name)
 		r.presenceOnly(ctx, ts)
@@ -466,4 +470,15 @@ func (r *run) anyOrder(t *Table, ins []*input, want codec.Digest) (ok, exhaustiv
 	}
 	ok = walk(nil, 0)
 	return ok, budget >= 0
+}
+
+func tpList(tps []audit.TopicPartition) string {
+	out := make([]string, len(tps))
+	for i, tp := range tps {
+		out[i] = tp.String()
+	}
+	if len(out) > 5 {
+		return strings.Join(out[:5], ", ") + fmt.Sprintf(" and %d more", len(out)-5)
+	}
+	return strings.Join(out, ", ")
 }

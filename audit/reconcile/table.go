@@ -124,6 +124,10 @@ type tableState struct {
 	// expected holds each key's expected final value (for the join).
 	expected map[string]audit.Value
 	reset    map[string]bool
+	// unreadable lists partitions of the table's topics that could not be
+	// read: its state is then not judged, since any conclusion could rest
+	// on the missing part.
+	unreadable []audit.TopicPartition
 }
 
 // audit checks one table end to end.
@@ -160,7 +164,7 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
 		c := r.committed(tp)
 		var inFlight, inFlightOpen int64
-		ok := r.walk(ctx, tp, "repartition", func(e ledger.Entry) {
+		ok := r.walkTable(ctx, ts, tp, "repartition", func(e ledger.Entry) {
 			if r.p.Keyless {
 				if e.Fate == audit.FateCommitted && (c < 0 || e.Record.Offset >= c) {
 					inFlight++
@@ -227,7 +231,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 	}
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
-		r.walk(ctx, tp, "changelog", func(e ledger.Entry) {
+		r.walkTable(ctx, ts, tp, "changelog", func(e ledger.Entry) {
 			if e.Fate != audit.FateCommitted {
 				return
 			}
@@ -262,7 +266,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		var lag int64
 		var nullKeys []int64
 		var nullCount int64
-		ok := r.walk(ctx, tp, "source", func(e ledger.Entry) {
+		ok := r.walkTable(ctx, ts, tp, "source", func(e ledger.Entry) {
 			if e.Fate != audit.FateCommitted {
 				return
 			}
@@ -355,6 +359,16 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// walkTable is walk for one of a table's topics; an unreadable partition
+// is remembered against the table.
+func (r *run) walkTable(ctx context.Context, ts *tableState, tp audit.TopicPartition, role string, fn func(ledger.Entry)) bool {
+	if r.walk(ctx, tp, role, fn) {
+		return true
+	}
+	ts.unreadable = append(ts.unreadable, tp)
+	return false
 }
 
 // match finds the input's copy on the repartition topic.

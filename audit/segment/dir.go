@@ -235,11 +235,22 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 	}
 	r.logStart = first
 	if ls, ok := logStarts[r.tp]; ok && ls > r.logStart {
-		r.logStart = min(ls, r.logEnd)
+		if ls > r.logEnd {
+			return fmt.Errorf("%s: the log-start checkpoint says %d, past the log end %d: %w", LogStartCheckpoint, ls, r.logEnd, audit.ErrCorrupt)
+		}
+		r.logStart = ls
 	}
 	r.hw = r.logEnd
-	if hw, ok := hws[r.tp]; ok && hw < r.hw {
-		r.hw = max(hw, r.logStart)
+	if hw, ok := hws[r.tp]; ok {
+		switch {
+		case hw < 0:
+			return fmt.Errorf("%s: high watermark %d: %w", ReplicationCheckpoint, hw, audit.ErrCorrupt)
+		case hw > r.logEnd:
+			// acknowledged offsets this replica no longer holds
+			return fmt.Errorf("%s: the high watermark %d is past the log end %d: the replica lost records it had acknowledged (truncated): %w", ReplicationCheckpoint, hw, r.logEnd, audit.ErrCorrupt)
+		case hw < r.hw:
+			r.hw = max(hw, r.logStart)
+		}
 	}
 	return nil
 }

@@ -207,6 +207,17 @@ func LoadSpec(path string) (*Spec, error) {
 // every error is a *SpecError (several are joined with errors.Join).
 func ParseSpec(name string, data []byte) (*Spec, error) {
 	s := &Spec{File: name}
+	// A spec needs no anchors: refusing aliases before decoding keeps a
+	// small file from expanding into gigabytes (a "billion laughs").
+	if doc, err := yamlparser.ParseBytes(data, 0); err == nil {
+		var v aliasVisitor
+		for _, d := range doc.Docs {
+			ast.Walk(&v, d)
+		}
+		if v.line > 0 {
+			return nil, &SpecError{File: name, Line: v.line, Msg: "YAML aliases are not supported in a spec: write the value out"}
+		}
+	}
 	if err := yaml.UnmarshalWithOptions(data, s, yaml.Strict()); err != nil {
 		se := yamlError(name, err)
 		if f := fieldAt(data, se.Line, se.col); f != "" {
@@ -224,6 +235,16 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// aliasVisitor finds the first alias (*name) in a document.
+type aliasVisitor struct{ line int }
+
+func (v *aliasVisitor) Visit(n ast.Node) ast.Visitor {
+	if a, ok := n.(*ast.AliasNode); ok && v.line == 0 {
+		v.line = a.GetToken().Position.Line
+	}
+	return v
 }
 
 func yamlError(file string, err error) *SpecError {
@@ -448,7 +469,10 @@ func compile(src string, env types.Map) (*vm.Program, error) {
 	}
 	prog, err := expr.Compile(src, expr.Env(env))
 	if err != nil {
-		return nil, fmt.Errorf("compile expression %q: %w", src, err)
+		// expr's message ends in a snippet with a caret on further lines;
+		// the first line already names the position
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return nil, fmt.Errorf("compile expression %q: %s", src, msg)
 	}
 	return prog, nil
 }

@@ -75,6 +75,14 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 			return nil, incompleteError{fmt.Errorf("open log dirs: %w", err)}
 		}
 		problems := d.Problems()
+		for _, tt := range d.TornTails() {
+			// the bytes of a torn batch are evidence that cannot be read:
+			// a broker's recovery would truncate them, an audit cannot vouch
+			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tt.TP, -1)
+			f.Count = 0
+			f.Detail = fmt.Sprintf("%s: %d bytes from byte %d are a torn or corrupt batch at the end of the log (a broker crash mid-write); what they held cannot be read", tt.File, tt.Bytes, tt.Pos)
+			problems = append(problems, f)
+		}
 		if len(o.LogDirs) > 1 {
 			// replicas of one partition in several brokers' dirs: compare them
 			div, err := d.Divergence(ctx)
