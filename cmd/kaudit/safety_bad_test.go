@@ -487,3 +487,75 @@ func TestSafetyBadLive(t *testing.T) {
 		}
 	})
 }
+
+// TestSafetyOutputFile checks that --output is written whole or not at
+// all: a failing or interrupted run leaves an earlier report untouched and
+// no temporary file behind.
+func TestSafetyOutputFile(t *testing.T) {
+	base, spec := bad("snapshot/base"), bad("spec/good/kaudit.yaml")
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"bad spec", []string{"diff", "--snapshot", base, "--spec", bad("spec/bad-expression/kaudit.yaml")}, exitUsage},
+		{"bad snapshot", []string{"diff", "--snapshot", bad("snapshot/manifest-not-json"), "--spec", spec}, exitIncomplete},
+		{"bad format", []string{"diff", "--snapshot", base, "--spec", spec, "--format", "xml"}, exitUsage},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "report.json")
+			if err := os.WriteFile(out, []byte("the earlier report\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := runGuarded(t, append(tt.args, "--output", out)...)
+			if res.panicked != nil || res.code != tt.code {
+				t.Errorf("exit %d, want %d; stderr %q; panic %v", res.code, tt.code, res.stderr, res.panicked)
+			}
+			if b, _ := os.ReadFile(out); string(b) != "the earlier report\n" {
+				t.Errorf("the earlier report was overwritten with %q", b)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("files left: %v", entries)
+			}
+		})
+	}
+	t.Run("output into a missing dir", func(t *testing.T) {
+		res := runGuarded(t, "diff", "--snapshot", base, "--spec", spec, "--output", filepath.Join(t.TempDir(), "no", "such", "report.json"))
+		if res.panicked != nil || res.code != exitUsage || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+			t.Errorf("exit %d, stderr %q, panic %v; want a one-line usage error", res.code, res.stderr, res.panicked)
+		}
+	})
+	t.Run("output is a directory", func(t *testing.T) {
+		dir := t.TempDir()
+		res := runGuarded(t, "diff", "--snapshot", base, "--spec", spec, "--output", dir)
+		if res.panicked != nil || res.code == exitClean || res.code == exitFindings {
+			t.Errorf("exit %d, stderr %q, panic %v", res.code, res.stderr, res.panicked)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("files left in %s: %v", dir, entries)
+		}
+	})
+	t.Run("interrupted mid-read", func(t *testing.T) {
+		c, bs := cleanCluster(t, 60)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		onFirstFetch(c, "payments-v1", cancel)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "report.json")
+		if err := os.WriteFile(out, []byte("the earlier report\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		err := newApp(&stdout, &stderr).RunContext(ctx, []string{"kaudit", "diff", "--spec", writeSafetySpec(t), "--bootstrap-server", bs, "--output", out})
+		if code := exitCode(ctx, err); code != exitInterrupted {
+			t.Errorf("exit %d (%v), want %d", code, err, exitInterrupted)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "the earlier report\n" {
+			t.Errorf("the earlier report was overwritten with %q", b)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("files left: %v", entries)
+		}
+	})
+}
