@@ -249,6 +249,9 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			if !ent.null {
 				ent.digest, ent.value = codec.DigestOf(v), v
 			}
+			if n := len(cs.history); n > 0 {
+				cs.history[n-1].value = nil // the walk needs digests; only the final state's value is read
+			}
 			cs.history = append(cs.history, ent)
 		})
 	}

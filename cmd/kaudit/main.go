@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -132,4 +133,37 @@ func exitCode(ctx context.Context, err error) int {
 	}
 	// urfave/cli reports bad flags and unknown commands as plain errors.
 	return exitUsage
+}
+
+// startProfiles and stopProfiles serve the hidden --cpuprofile and
+// --memprofile flags (the bench harness uses them).
+func startProfiles(c *cli.Context) error {
+	if path := c.String("cpuprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return usagef("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return usagef("--cpuprofile: %w", err)
+		}
+	}
+	return nil
+}
+
+func stopProfiles(c *cli.Context) error {
+	if c.String("cpuprofile") != "" {
+		pprof.StopCPUProfile()
+	}
+	if path := c.String("memprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return usagef("--memprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return fmt.Errorf("write --memprofile: %w", err)
+		}
+	}
+	return nil
 }
