@@ -142,9 +142,9 @@ func (d *drill) deleteRecords(ctx context.Context, topic string, p int32, off in
 		return err
 	}
 	defer closeFn()
-	os := make(kadm.Offsets)
-	os.Add(kadm.Offset{Topic: topic, Partition: p, At: off})
-	res, err := adm.DeleteRecords(ctx, os)
+	offs := make(kadm.Offsets)
+	offs.Add(kadm.Offset{Topic: topic, Partition: p, At: off})
+	res, err := adm.DeleteRecords(ctx, offs)
 	if err != nil {
 		return fmt.Errorf("delete records of %s/%d below %d: %w", topic, p, off, err)
 	}
@@ -437,9 +437,9 @@ func scenarioOffsetsForward(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	os := make(kadm.Offsets)
-	os.Add(kadm.Offset{Topic: topicOrders, Partition: p, At: c + k, LeaderEpoch: -1})
-	res, err := adm.CommitOffsets(ctx, appID, os)
+	offs := make(kadm.Offsets)
+	offs.Add(kadm.Offset{Topic: topicOrders, Partition: p, At: c + k, LeaderEpoch: -1})
+	res, err := adm.CommitOffsets(ctx, appID, offs)
 	closeFn()
 	if err == nil {
 		err = res.Error()

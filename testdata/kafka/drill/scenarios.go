@@ -203,6 +203,10 @@ func head(l []string, n int) []string {
 func (r *scRun) addFault(f fault) {
 	sort.Strings(f.Keys)
 	r.truth.Faults = append(r.truth.Faults, f)
+	if f.Topic == "" {
+		logf("fault %s: %d keys %v", f.Kind, len(f.Keys), head(f.Keys, 10))
+		return
+	}
 	logf("fault %s on %s/%d [%d, %d): %d keys %v", f.Kind, f.Topic, f.Partition, f.From, f.To, len(f.Keys), head(f.Keys, 10))
 }
 
