@@ -30,7 +30,7 @@ CL=$WORK/cluster
 READY_TIMEOUT=${READY_TIMEOUT:-90}
 STOP_GRACE=${STOP_GRACE:-20}
 BROKER_HEAP=${BROKER_HEAP:-384m}
-LIB=$HERE/target/lib-$KAFKA_VERSION
+LIB=$HERE/target/kafka-$KAFKA_VERSION/lib
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 

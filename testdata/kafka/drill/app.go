@@ -59,7 +59,7 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	}
 	args := append([]string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-Djava.io.tmpdir=" + filepath.Join(d.o.work, "tmp")}, props...)
-	cp := filepath.Join(d.root, "app", "target", "classes") + ":" + d.appLib + "/*"
+	cp := filepath.Join(d.appLib, "classes") + ":" + filepath.Join(d.appLib, "lib") + "/*"
 	args = append(args, "-cp", cp, "kaudit.drill.DrillApp", d.bootstrap, stateDir, d.regURL)
 	if err := os.MkdirAll(filepath.Join(d.o.work, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("create tmp dir: %w", err)

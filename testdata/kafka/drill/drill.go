@@ -38,7 +38,7 @@ type drill struct {
 	regURL    string
 	kaudit    string
 	schemas   *schemaSet
-	appLib    string
+	appLib    string // the app's classpath: target/kafka-<version>/{classes,lib/*}
 	brokers   int    // brokers of the running cluster
 	bootstrap string // of the running cluster
 }
@@ -52,7 +52,7 @@ func newDrill(ctx context.Context, o options) (*drill, error) {
 		return nil, errors.New("run the drill from the repository root")
 	}
 	d := &drill{o: o, repo: repo, root: filepath.Join(repo, "testdata", "kafka"), regURL: "http://" + o.registryAddr}
-	d.appLib = filepath.Join(d.root, "app", "target", "lib-"+o.kafkaVersion)
+	d.appLib = filepath.Join(d.root, "app", "target", "kafka-"+o.kafkaVersion)
 	if _, err := os.Stat(d.appLib); err != nil {
 		return nil, fmt.Errorf("the app is not built for Kafka %s (%w): run mvn -B -q -f testdata/kafka/app/pom.xml package -Dkafka.version=%s", o.kafkaVersion, err, o.kafkaVersion)
 	}
