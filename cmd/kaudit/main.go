@@ -30,7 +30,7 @@ const (
 const exitStatusHelp = `EXIT STATUS
    0    verdict clean
    1    verdict loss or anomaly
-   2    usage or configuration error (also: a command not built yet)
+   2    usage or configuration error
    3    verdict incomplete: evidence was missing
    130  interrupted`
 
@@ -54,6 +54,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler:  func(*cli.Context, error) {}, // exit codes are decided in exitCode
 		HideHelpCommand: true,
 		Description:     exitStatusHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
+			&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write a heap profile at the end to `FILE`"},
+		},
+		Before: startProfiles,
+		After:  stopProfiles,
 		Commands: []*cli.Command{
 			diffCommand(),
 			captureCommand(),
@@ -100,11 +106,6 @@ type incompleteError struct{ err error }
 
 func (e incompleteError) Error() string { return e.err.Error() }
 func (e incompleteError) Unwrap() error { return e.err }
-
-// errNotBuilt is returned by commands that do not exist yet.
-func errNotBuilt(name string) error {
-	return usageError{fmt.Errorf("kaudit %s is not built yet", name)}
-}
 
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
