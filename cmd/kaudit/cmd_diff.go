@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -346,8 +347,18 @@ func compareBaseline(ctx context.Context, o diffOptions, src *openedSource, rep 
 		return usagef("open --baseline-snapshot: %w", err)
 	}
 	var tps []audit.TopicPartition
+	var absent []string
 	for _, c := range rep.Cut {
+		if _, err := earlier.Partitions(ctx, c.Topic); err != nil {
+			if !slices.Contains(absent, c.Topic) {
+				absent = append(absent, c.Topic)
+			}
+			continue
+		}
 		tps = append(tps, audit.TopicPartition{Topic: c.Topic, Partition: c.Partition})
+	}
+	if len(absent) > 0 {
+		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("the baseline snapshot does not hold %s: those topics are not compared with it", strings.Join(absent, ", ")))
 	}
 	fs, err := snapshot.Baseline(ctx, earlier, src, tps)
 	if err != nil {
