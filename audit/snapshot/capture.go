@@ -29,6 +29,9 @@ type CaptureOptions struct {
 	// Topics to capture; empty means the app's topics: those the group
 	// committed offsets for, plus every topic named <AppID>-….
 	Topics []string
+	// Also adds topics to the default set (the app's output topics, which
+	// are neither the group's nor named <app>-…).
+	Also []string
 	// Topology is the Topology#describe() text, stored in the manifest.
 	Topology string
 	// Schemas are the schemas used, by id, stored in the manifest.
@@ -131,6 +134,9 @@ func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 			if strings.HasPrefix(t.Name, opts.AppID+"-") {
 				seen[t.Name] = true
 			}
+		}
+		for _, t := range opts.Also {
+			seen[t] = true
 		}
 		for t := range seen {
 			topics = append(topics, t)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // captureOptions are kaudit capture's flags.
@@ -167,6 +168,14 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 			return usagef("kaudit capture: read --topology: %w", err)
 		}
 		opts.Topology = string(b)
+		if topo, err := topology.ParseString(opts.Topology); err == nil {
+			// the sink topics hold the app's output: capture them too
+			for _, u := range topo.Layout(o.AppID).Topics {
+				if u.Role == topology.RoleOutput {
+					opts.Also = append(opts.Also, u.Name)
+				}
+			}
+		}
 	}
 	if o.SchemasDir != "" {
 		s, err := readSchemas(o.SchemasDir)

@@ -61,7 +61,6 @@ func txnsCommand() *cli.Command {
 	}
 }
 
-
 // txnsDoc is kaudit txns' JSON document.
 type txnsDoc struct {
 	AppID         string              `json:"app_id"`
