@@ -83,7 +83,7 @@ func badCases() []badCase {
 		"offset-backwards", "torn-tail", "truncated-old-segment", "garbage", "bad-index", "bad-checkpoints", "checkpoint-beyond-end"} {
 		cs = append(cs,
 			badCase{"logdir/" + d + "/ledger", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--format", "json"}, evidence, ""},
-			badCase{"logdir/" + d + "/ledger offsets", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--offsets", "0-5", "--value-serde", "json"}, evidence, ""},
+			badCase{"logdir/" + d + "/ledger offsets", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--offsets", "0-5", "--value-serde", "json", "--format", "json"}, evidence, ""},
 			badCase{"logdir/" + d + "/diff", []string{"diff", "--log-dir", bad("logdir/" + d), "--app-id", "events", "--format", "json", "--output", "{out}"}, evidence, ""},
 		)
 	}
@@ -98,7 +98,7 @@ func badCases() []badCase {
 			badCase{"snapshot/" + d + "/diff md", []string{"diff", "--snapshot", bad("snapshot/" + d), "--app-id", "shop", "--output", "{out}.md"}, evidence, ""},
 			badCase{"snapshot/" + d + "/ledger", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--format", "json"}, evidence, ""},
 			badCase{"snapshot/" + d + "/ledger offsets", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--partition", "1",
-				"--offsets", "0-40", "--value-serde", "json"}, evidence, ""},
+				"--offsets", "0-40", "--value-serde", "json", "--format", "json"}, evidence, ""},
 		)
 	}
 	// Describe texts: a bad file given by the user is a usage error.
@@ -191,6 +191,9 @@ func checkBadRun(t *testing.T, tc badCase) {
 	if res.code != exitClean {
 		checkNotClean(t, "stdout", res.stdout)
 	}
+	if args[0] == "ledger" && res.code != exitClean && res.code != exitUsage && res.stderr == "" {
+		checkLedgerSaysWhy(t, res.stdout)
+	}
 	if out == "" {
 		return
 	}
@@ -231,6 +234,29 @@ func specArg(args []string) string {
 		return args[i+1]
 	}
 	return ""
+}
+
+// checkLedgerSaysWhy fails when a ledger that did not end clean shows no
+// finding: a user must see why the exit code is not 0.
+func checkLedgerSaysWhy(t *testing.T, stdout string) {
+	t.Helper()
+	var doc struct {
+		Findings   []json.RawMessage `json:"findings"`
+		Partitions []struct {
+			Findings []json.RawMessage `json:"findings"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Errorf("ledger output is not JSON: %v", err)
+		return
+	}
+	n := len(doc.Findings)
+	for _, p := range doc.Partitions {
+		n += len(p.Findings)
+	}
+	if n == 0 {
+		t.Errorf("the ledger ends non-zero but shows no finding and no error:\n%.800s", stdout)
+	}
 }
 
 // checkNotClean fails when a report that ended with a non-zero exit says
@@ -429,6 +455,7 @@ func TestSafetyBadLive(t *testing.T) {
 		if err := json.Unmarshal([]byte(res.stdout), &doc); err != nil {
 			t.Fatalf("exit %d, stderr %s: %v", res.code, res.stderr, err)
 		}
+		t.Logf("exit %d, verdict %s, %d findings", res.code, doc.Summary.Verdict, len(doc.Findings))
 		// Either the retries hid the restart entirely, or the run says
 		// evidence is missing: never a different verdict.
 		if res.code != exitIncomplete && (res.code != want.code || doc.Summary.Verdict != wantDoc.Summary.Verdict || len(doc.Findings) != len(wantDoc.Findings)) {
