@@ -367,3 +367,37 @@ func TestSafetySecretsRegistry(t *testing.T) {
 		})
 	}
 }
+
+// TestSafetySecretsEnv gives the password through KAUDIT_* environment
+// variables, then asks for help and makes usage errors: the value must not
+// show anywhere.
+func TestSafetySecretsEnv(t *testing.T) {
+	bs := saslCluster(t)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "client.properties", "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\nsasl.password="+saslPass+"\n")
+	t.Setenv("KAUDIT_COMMAND_PROPERTY", "sasl.password="+saslPass)
+	t.Setenv("KAUDIT_COMMAND_CONFIG", cfg)
+	t.Setenv("KAUDIT_SCHEMA_REGISTRY_URL", "http://user:"+regPass+"@127.0.0.1:1")
+	for _, args := range [][]string{
+		{"ledger", "--bootstrap-server", bs, "--topic", saslRepart, "--format", "json"},
+		{"txns", "--bootstrap-server", bs, "--app-id", "shop"},
+		{"diff", "--bootstrap-server", bs, "--app-id", "shop", "--format", "md"},
+		{"--help"},
+		{"ledger", "--help"},
+		{"diff", "--help"},
+		{"capture", "--help"},
+		{"ledger", "--bootstrap-server", bs}, // a required flag missing
+		{"diff", "--bootstrap-server", bs, "--no-such-flag"}, // an unknown flag
+		{"no-such-command"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, errOut, code := runCLI(t, args...)
+			t.Logf("exit %d", code)
+			noSecret(t, "stdout", out)
+			noSecret(t, "stderr", errOut)
+			if args[0] == "ledger" && len(args) > 4 && code != exitClean && code != exitFindings {
+				t.Errorf("exit %d with the password from the environment; stderr %s", code, errOut)
+			}
+		})
+	}
+}
