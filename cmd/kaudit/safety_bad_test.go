@@ -80,7 +80,8 @@ func badCases() []badCase {
 	// Log dirs: the good one is the control.
 	cs = append(cs, badCase{"logdir/good", []string{"ledger", "--log-dir", bad("logdir/good"), "--topic", "events", "--format", "json"}, []int{exitClean}, ""})
 	for _, d := range []string{"bad-crc", "bad-crc-last", "bad-magic", "old-magic", "huge-length", "negative-length", "zero-length",
-		"offset-backwards", "torn-tail", "truncated-old-segment", "garbage", "bad-index", "bad-checkpoints", "checkpoint-beyond-end"} {
+		"offset-backwards", "torn-tail", "truncated-old-segment", "garbage", "bad-index", "bad-checkpoints", "checkpoint-beyond-end",
+		"partition-huge", "partition-overflow", "partition-negative"} {
 		cs = append(cs,
 			badCase{"logdir/" + d + "/ledger", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--format", "json"}, evidence, ""},
 			badCase{"logdir/" + d + "/ledger offsets", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--offsets", "0-5", "--value-serde", "json", "--format", "json"}, evidence, ""},
@@ -92,22 +93,33 @@ func badCases() []badCase {
 	cs = append(cs, badCase{"snapshot/base", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--format", "json", "--output", "{out}"}, []int{exitClean}, ""})
 	for _, d := range []string{"hash-mismatch", "log-altered", "missing-file", "unlisted-file", "manifest-not-json", "manifest-truncated",
 		"manifest-empty", "no-manifest", "manifest-future-format", "manifest-wrong-types", "path-outside", "offsets-inconsistent",
-		"crc-rehashed", "truncated-rehashed"} {
+		"crc-rehashed", "truncated-rehashed", "partition-huge", "partition-negative", "offsets-negative", "schema-garbage", "group-garbage",
+		"file-dropped"} {
+		ledgerCodes := evidence
+		if d == "schema-garbage" {
+			ledgerCodes = []int{exitClean} // no Avro is decoded
+		}
 		cs = append(cs,
 			badCase{"snapshot/" + d + "/diff", []string{"diff", "--snapshot", bad("snapshot/" + d), "--spec", spec, "--format", "json", "--output", "{out}"}, evidence, ""},
 			badCase{"snapshot/" + d + "/diff md", []string{"diff", "--snapshot", bad("snapshot/" + d), "--app-id", "shop", "--output", "{out}.md"}, evidence, ""},
-			badCase{"snapshot/" + d + "/ledger", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--format", "json"}, evidence, ""},
+			badCase{"snapshot/" + d + "/ledger", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--format", "json"}, ledgerCodes, ""},
 			badCase{"snapshot/" + d + "/ledger offsets", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--partition", "1",
-				"--offsets", "0-40", "--value-serde", "json", "--format", "json"}, evidence, ""},
+				"--offsets", "0-40", "--value-serde", "json", "--format", "json"}, ledgerCodes, ""},
 		)
 	}
 	// Describe texts: a bad file given by the user is a usage error.
-	for _, f := range []string{"empty", "garbage", "truncated", "binary", "dangling", "bad-header", "unclosed-bracket"} {
+	for _, f := range []string{"empty", "garbage", "truncated", "binary", "dangling", "bad-header", "unclosed-bracket", "cycle", "self-loop"} {
 		p := bad("topology/" + f + ".txt")
+		codes := config
+		if f == "cycle" {
+			// Streams never prints a cycle, but the text parses: taking it
+			// is fine as long as nothing loops.
+			codes = []int{exitClean, exitUsage}
+		}
 		cs = append(cs,
-			badCase{"topology/" + f, []string{"topology", "--topology", p}, config, "topology"},
-			badCase{"topology/" + f + "/diff", []string{"diff", "--snapshot", bad("snapshot/base"), "--app-id", "shop", "--topology", p, "--output", "{out}"}, config, "topology"},
-			badCase{"topology/" + f + "/init", []string{"init", "--app-id", "shop", "--topology", p}, config, "topology"},
+			badCase{"topology/" + f, []string{"topology", "--topology", p}, codes, "topology"},
+			badCase{"topology/" + f + "/diff", []string{"diff", "--snapshot", bad("snapshot/base"), "--app-id", "shop", "--topology", p, "--output", "{out}"}, codes, "topology"},
+			badCase{"topology/" + f + "/init", []string{"init", "--app-id", "shop", "--topology", p}, codes, "topology"},
 		)
 	}
 	// Specs: every one is refused with its file named.
@@ -131,6 +143,8 @@ func badCases() []badCase {
 			"--schemas", bad("schemas/wrong-schema"), "--format", "json", "--output", "{out}"}, evidence, ""},
 		badCase{"avro declared, json bytes, ledger", []string{"ledger", "--snapshot", bad("snapshot/base"), "--topic", "orders-v1", "--offsets", "0-40",
 			"--value-serde", "avro", "--schemas", bad("schemas/wrong-schema"), "--format", "json"}, []int{exitClean}, ""},
+		badCase{"snapshot schemas garbage, avro declared", []string{"diff", "--snapshot", bad("snapshot/schema-garbage"), "--spec", spec, "--value-serde", "avro",
+			"--format", "json", "--output", "{out}"}, evidence, ""},
 		badCase{"schemas not json", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--value-serde", "avro",
 			"--schemas", bad("schemas/not-json"), "--output", "{out}"}, config, "1.avsc"},
 		badCase{"schemas dir missing", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--value-serde", "avro",
@@ -429,6 +443,29 @@ func TestSafetyBadLive(t *testing.T) {
 			t.Errorf("the report does not name orders-v1/3:\n%s", res.stdout)
 		}
 	})
+	t.Run("group offset above the high watermark", func(t *testing.T) {
+		// What a group is left with when an unclean leader election
+		// truncated a partition below what the app had consumed: the
+		// consumed records are gone, so the run cannot be clean.
+		c, bs := cleanCluster(t, 60)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		ends, err := adm.ListEndOffsets(t.Context(), "orders-v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ := ends.Lookup("orders-v1", 0)
+		var offs kadm.Offsets
+		offs.Add(kadm.Offset{Topic: "orders-v1", Partition: 0, At: end.Offset + 5, LeaderEpoch: -1})
+		if _, err := adm.CommitOffsets(t.Context(), "shop", offs); err != nil {
+			t.Fatal(err)
+		}
+		checkBadRun(t, badCase{"", diff(bs), evidence, ""})
+	})
 	t.Run("broker restarted mid-read", func(t *testing.T) {
 		c, bs := cleanCluster(t, 60)
 		var n atomic.Int32
@@ -513,6 +550,28 @@ func TestSafetyBadLive(t *testing.T) {
 			t.Errorf("took %s with --timeout 500ms", d)
 		}
 	})
+}
+
+// TestSafetyNoTempLeft checks that a run leaves nothing in the temporary
+// directory: a snapshot's schemas are staged there for the decoder.
+func TestSafetyNoTempLeft(t *testing.T) {
+	for _, args := range [][]string{
+		{"diff", "--snapshot", bad("snapshot/with-schemas"), "--spec", bad("spec/good/kaudit.yaml"), "--format", "json"},
+		{"diff", "--snapshot", bad("snapshot/schema-garbage"), "--spec", bad("spec/good/kaudit.yaml"), "--format", "json"},
+		{"ledger", "--snapshot", bad("snapshot/with-schemas"), "--topic", "orders-v1", "--offsets", "0-3", "--value-serde", "avro", "--format", "json"},
+	} {
+		t.Run(strings.Join(args[:2], " ")+" "+filepath.Base(args[2]), func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			res := runGuarded(t, args...)
+			if res.panicked != nil {
+				t.Fatalf("panic: %v", res.panicked)
+			}
+			if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+				t.Errorf("exit %d; left in $TMPDIR: %v", res.code, entries)
+			}
+		})
+	}
 }
 
 // TestSafetyOutputFile checks that --output is written whole or not at

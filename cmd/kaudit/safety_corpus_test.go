@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,13 @@ func buildCorpus(t *testing.T) []corpusFile {
 		"partition.metadata": []byte("version: 9\ntopic_id: ???\n")},
 		map[string]string{"log-start-offset-checkpoint": "0\n1\nevents 0 notanumber\n", "replication-offset-checkpoint": "7\n",
 			"recovery-point-offset-checkpoint": "0\n5\nevents 0 3\n"})
+	// Partition dirs whose numbers are out of range.
+	add("logdir/partition-huge/events-0/"+first, seg)
+	add("logdir/partition-huge/events-2147483647/"+first, seg)
+	add("logdir/partition-overflow/events-0/"+first, seg)
+	add("logdir/partition-overflow/events-99999999999/"+first, seg)
+	add("logdir/partition-negative/events-0/"+first, seg)
+	add("logdir/partition-negative/events--1/"+first, seg)
 	logdir("checkpoint-beyond-end", map[string][]byte{first: seg},
 		map[string]string{"log-start-offset-checkpoint": "0\n1\nevents 0 999\n", "replication-offset-checkpoint": "0\n1\nevents 0 -5\n"})
 
@@ -146,6 +154,50 @@ func buildCorpus(t *testing.T) []corpusFile {
 			}
 		})
 	})
+	snap("partition-huge", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			m.Partitions = append(m.Partitions, snapshot.PartitionState{Topic: "orders-v1", Partition: 2147483647, HW: 5, Next: 5, Complete: true})
+		})
+	})
+	snap("partition-negative", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			m.Partitions = append(m.Partitions, snapshot.PartitionState{Topic: "orders-v1", Partition: -1, HW: 5, Next: 5, Complete: true})
+		})
+	})
+	snap("offsets-negative", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			for i := range m.Partitions {
+				if m.Partitions[i].Topic == "orders-v1" && m.Partitions[i].Partition == 1 {
+					m.Partitions[i].LogStart, m.Partitions[i].LSO, m.Partitions[i].HW = -7, -3, -1
+				}
+			}
+		})
+	})
+	snap("schema-garbage", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			m.Schemas = map[int32]string{1: "this is not an Avro schema", -5: `{"type":`}
+		})
+	})
+	snap("with-schemas", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			m.Schemas = map[int32]string{1: audittest.EventSchema}
+		})
+	})
+	snap("file-dropped", func(f map[string][]byte) {
+		delete(f, aLog)
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			m.Files = slices.DeleteFunc(m.Files, func(x snapshot.File) bool { return x.Path == aLog })
+		})
+	})
+	snap("group-garbage", func(f map[string][]byte) {
+		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
+			if m.Group == nil {
+				t.Fatal("base snapshot has no group")
+			}
+			m.Group.Offsets = append(m.Group.Offsets, snapshot.GroupOffset{Topic: "orders-v1", Partition: 1, Offset: 1 << 62},
+				snapshot.GroupOffset{Topic: "no-such-topic", Partition: 7, Offset: -42})
+		})
+	})
 	// A bad CRC the manifest agrees with: only the segment reader can tell.
 	snap("crc-rehashed", func(f map[string][]byte) {
 		f[aLog] = corrupt(f[aLog], 70)
@@ -167,6 +219,9 @@ func buildCorpus(t *testing.T) []corpusFile {
 	addText("topology/binary.txt", string(garbage[:512]))
 	addText("topology/dangling.txt", "Topologies:\n   Sub-topology: 0\n    Source: S (topics: [orders-v1])\n      --> NOWHERE\n")
 	addText("topology/bad-header.txt", strings.Replace(string(good), "Sub-topology: 1", "Sub-topology: one", 1))
+	addText("topology/cycle.txt", "Topologies:\n   Sub-topology: 0\n    Source: S (topics: [orders-v1])\n      --> A\n"+
+		"    Processor: A (stores: [])\n      --> B\n      <-- S, B\n    Processor: B (stores: [])\n      --> A\n      <-- A\n")
+	addText("topology/self-loop.txt", "Topologies:\n   Sub-topology: 0\n    Source: S (topics: [orders-v1])\n      --> S\n      <-- S\n")
 	addText("topology/unclosed-bracket.txt", strings.Replace(string(good), "(topics: [orders-v1])", "(topics: [orders-v1", 1))
 
 	// Specs (kaudit.yaml) that must be refused, each with the good
