@@ -95,16 +95,20 @@ func badCases() []badCase {
 		"manifest-empty", "no-manifest", "manifest-future-format", "manifest-wrong-types", "path-outside", "offsets-inconsistent",
 		"crc-rehashed", "truncated-rehashed", "partition-huge", "partition-negative", "offsets-negative", "schema-garbage", "group-garbage",
 		"file-dropped"} {
-		ledgerCodes := evidence
-		if d == "schema-garbage" {
-			ledgerCodes = []int{exitClean} // no Avro is decoded
+		ledgerCodes, offsetCodes := evidence, evidence
+		switch d {
+		case "schema-garbage":
+			// no Avro is decoded: clean, or the schemas are bad evidence
+			ledgerCodes, offsetCodes = []int{exitClean}, []int{exitClean, exitIncomplete}
+		case "group-garbage":
+			ledgerCodes, offsetCodes = []int{exitClean}, []int{exitClean} // the ledger reads no group
 		}
 		cs = append(cs,
 			badCase{"snapshot/" + d + "/diff", []string{"diff", "--snapshot", bad("snapshot/" + d), "--spec", spec, "--format", "json", "--output", "{out}"}, evidence, ""},
 			badCase{"snapshot/" + d + "/diff md", []string{"diff", "--snapshot", bad("snapshot/" + d), "--app-id", "shop", "--output", "{out}.md"}, evidence, ""},
 			badCase{"snapshot/" + d + "/ledger", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--format", "json"}, ledgerCodes, ""},
 			badCase{"snapshot/" + d + "/ledger offsets", []string{"ledger", "--snapshot", bad("snapshot/" + d), "--topic", "orders-v1", "--partition", "1",
-				"--offsets", "0-40", "--value-serde", "json", "--format", "json"}, ledgerCodes, ""},
+				"--offsets", "0-40", "--value-serde", "json", "--format", "json"}, offsetCodes, ""},
 		)
 	}
 	// Describe texts: a bad file given by the user is a usage error.
