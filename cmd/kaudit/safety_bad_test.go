@@ -140,6 +140,23 @@ func badCases() []badCase {
 		badCase{"spec/bad-topology", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/bad-topology/kaudit.yaml"),
 			"--output", "{out}"}, config, "garbage.txt"},
 	)
+	// Reports given to merge and to diff --baseline.
+	cs = append(cs, badCase{"reports/clean", []string{"merge", "--output", "{out}", bad("reports/clean.json")}, []int{exitClean}, ""})
+	for _, f := range []string{"not-json", "truncated", "empty", "null", "wrong-types"} {
+		cs = append(cs,
+			badCase{"reports/" + f, []string{"merge", "--output", "{out}", bad("reports/clean.json"), bad("reports/" + f + ".json")}, config, f + ".json"},
+			badCase{"reports/" + f + "/baseline", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--baseline", bad("reports/" + f + ".json"),
+				"--output", "{out}"}, config, f + ".json"},
+		)
+	}
+	cs = append(cs,
+		badCase{"reports/verdict-lies", []string{"merge", "--format", "json", bad("reports/clean.json"), bad("reports/verdict-lies.json")}, []int{exitFindings}, ""},
+		badCase{"reports/other-app", []string{"merge", "--output", "{out}", bad("reports/clean.json"), bad("reports/other-app.json")}, config, "other-app"},
+		badCase{"reports/unknown-cause", []string{"merge", "--output", "{out}", bad("reports/unknown-cause.json")}, []int{exitUsage, exitFindings, exitIncomplete}, ""},
+		badCase{"reports/huge-count", []string{"merge", "--format", "md", bad("reports/huge-count.json")}, []int{exitUsage, exitFindings}, ""},
+		badCase{"reports/huge-count/table", []string{"merge", "--format", "table", bad("reports/huge-count.json")}, []int{exitUsage, exitFindings}, ""},
+		badCase{"reports/huge-count/prom", []string{"merge", "--format", "prom", bad("reports/huge-count.json")}, []int{exitUsage, exitFindings}, ""},
+	)
 	// Schemas and Avro: JSON bytes where Avro is declared are undecodable
 	// evidence; a schema file that is not a schema is a usage error.
 	cs = append(cs,

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -258,12 +260,81 @@ func buildCorpus(t *testing.T) []corpusFile {
 		addText("spec/"+name+"/kaudit.yaml", text)
 	}
 
+	// JSON reports for kaudit merge and diff --baseline: a real one of
+	// the base snapshot (clean), and broken or lying copies.
+	clean := cleanReport(t, files)
+	edit := func(name string, change func(map[string]any)) {
+		var m map[string]any
+		if err := json.Unmarshal(clean, &m); err != nil {
+			t.Fatal(err)
+		}
+		change(m)
+		b, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		add("reports/"+name+".json", append(b, '\n'))
+	}
+	loss := map[string]any{"stage": "source", "cause": "retention-gap", "severity": "loss", "topic": "orders-v1", "partition": 1, "offset": 3,
+		"count": 2, "key": "", "timestamp": -1, "transactional_id": "", "producer_id": -1, "producer_epoch": -1, "expected": "", "actual": "", "detail": "planted"}
+	add("reports/clean.json", clean)
+	addText("reports/not-json.json", "verdict: clean\n")
+	add("reports/truncated.json", clean[:len(clean)/2])
+	addText("reports/empty.json", "")
+	addText("reports/null.json", "null\n")
+	edit("verdict-lies", func(m map[string]any) { m["findings"] = []any{loss} })
+	edit("other-app", func(m map[string]any) { m["app_id"] = "other-app" })
+	edit("wrong-types", func(m map[string]any) { m["findings"] = "none"; m["cut"] = 7 })
+	edit("unknown-cause", func(m map[string]any) {
+		f := maps.Clone(loss)
+		f["cause"], f["severity"], f["stage"] = "gremlins", "catastrophic", "moon"
+		m["findings"] = []any{f}
+	})
+	edit("huge-count", func(m map[string]any) {
+		f := maps.Clone(loss)
+		f["count"], f["offset"], f["partition"] = 9.2e18, -9.2e18, 2147483647
+		m["findings"] = []any{f, f}
+	})
+
 	// Schemas for --schemas: not JSON, and a schema that is not the one
 	// the bytes were written with.
 	addText("schemas/not-json/1.avsc", "{\"type\": \"record\", \"name\": ")
 	addText("schemas/wrong-schema/1.avsc", `{"type":"record","name":"Other","fields":[{"name":"x","type":"double"},{"name":"y","type":{"type":"array","items":"long"}}]}`)
 	addText("schemas/wrong-schema/2.avsc", `{"type":"fixed","name":"F","size":3}`)
 	return files
+}
+
+// cleanReport is kaudit diff's JSON report of the corpus's base snapshot
+// with the good spec, its generation time pinned.
+func cleanReport(t *testing.T, files []corpusFile) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range files {
+		if rel, ok := strings.CutPrefix(f.path, "snapshot/base/"); ok {
+			p := filepath.Join(dir, "snap", filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rel, ok := strings.CutPrefix(f.path, "spec/"); ok && (rel == "good/kaudit.yaml" || rel == "topology-good.txt") {
+			p := filepath.Join(dir, "spec", filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out, errOut, code := runCLI(t, "diff", "--snapshot", filepath.Join(dir, "snap"), "--spec", filepath.Join(dir, "spec", "good", "kaudit.yaml"), "--format", "json")
+	if code != exitClean {
+		t.Fatalf("the base snapshot's audit: exit %d, stderr %s", code, errOut)
+	}
+	b := regexp.MustCompile(`"generated_at": "[^"]*"`).ReplaceAll([]byte(out), []byte(`"generated_at": "`+corpusTime.Format(time.RFC3339)+`"`))
+	return bytes.ReplaceAll(b, []byte(filepath.Join(dir, "snap")), []byte("testdata/bad/snapshot/base"))
 }
 
 // aliasBomb is a YAML document prefix whose aliases expand to about 10^7
@@ -448,7 +519,7 @@ func sha256Hex(b []byte) string {
 func TestBadCorpus(t *testing.T) {
 	files := buildCorpus(t)
 	if *regenBad || updating() {
-		for _, sub := range []string{"logdir", "snapshot", "topology", "spec", "schemas"} {
+		for _, sub := range []string{"logdir", "snapshot", "topology", "spec", "schemas", "reports"} {
 			if err := os.RemoveAll(filepath.Join(badDir, sub)); err != nil {
 				t.Fatal(err)
 			}
