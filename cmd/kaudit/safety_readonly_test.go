@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -157,5 +159,97 @@ func TestSafetyReadOnly(t *testing.T) {
 	after := c.GroupInfo("shop")
 	if after == nil || len(after.Members) != 0 || !reflect.DeepEqual(after.Commits, before.Commits) {
 		t.Errorf("group shop changed: before %+v, after %+v", before, after)
+	}
+}
+
+// treeState is every file and directory under a root: path, mode, size,
+// modification time and content hash.
+func treeState(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sum := ""
+		if !d.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum = sha256Hex(b)
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = fmt.Sprintf("%v %d %d %s", info.Mode(), info.Size(), info.ModTime().UnixNano(), sum)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// copyTree copies the files under src into a fresh directory.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestSafetyReadOnlyOnDisk reads broker log dirs and a snapshot with every
+// command that takes them, and checks that not a byte, a file or a
+// timestamp under them changed.
+func TestSafetyReadOnlyOnDisk(t *testing.T) {
+	logdir := copyTree(t, bad("logdir/good"))
+	torn := copyTree(t, bad("logdir/torn-tail"))
+	snap := copyTree(t, bad("snapshot/with-schemas"))
+	spec := bad("spec/good/kaudit.yaml")
+	before := map[string]map[string]string{logdir: treeState(t, logdir), torn: treeState(t, torn), snap: treeState(t, snap)}
+	for _, args := range [][]string{
+		{"ledger", "--log-dir", logdir, "--topic", "events", "--offsets", "0-5", "--value-serde", "json"},
+		{"ledger", "--log-dir", torn, "--topic", "events", "--format", "json"},
+		{"ledger", "--log-dir", logdir, "--log-dir", torn, "--topic", "events"},
+		{"diff", "--log-dir", logdir, "--app-id", "events"},
+		{"diff", "--log-dir", torn, "--app-id", "events"},
+		{"ledger", "--snapshot", snap, "--topic", "orders-v1", "--offsets", "0-9", "--value-serde", "avro"},
+		{"diff", "--snapshot", snap, "--spec", spec, "--format", "md"},
+		{"diff", "--snapshot", snap, "--app-id", "shop", "--baseline-snapshot", snap},
+		{"txns", "--snapshot", snap, "--app-id", "shop"},
+		{"topology", "--snapshot", snap, "--app-id", "shop"},
+		{"init", "--snapshot", snap, "--app-id", "shop"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			res := runGuarded(t, args...)
+			t.Logf("exit %d, stderr %s", res.code, strings.TrimSpace(res.stderr))
+			if res.panicked != nil {
+				t.Fatalf("panic: %v", res.panicked)
+			}
+			for root, want := range before {
+				if got := treeState(t, root); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s changed:\nbefore %v\nafter  %v", root, want, got)
+				}
+			}
+		})
 	}
 }
