@@ -140,6 +140,18 @@ func badCases() []badCase {
 		badCase{"spec/bad-topology", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/bad-topology/kaudit.yaml"),
 			"--output", "{out}"}, config, "garbage.txt"},
 	)
+	// Streams state dirs: a checkpoint ahead of the changelog is a
+	// finding; one that cannot be read is missing evidence.
+	stateDiff := func(d string) []string {
+		return []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", spec, "--state-dir", bad("statedir/" + d), "--format", "json", "--output", "{out}"}
+	}
+	cs = append(cs,
+		badCase{"statedir/good", stateDiff("good"), []int{exitClean}, ""},
+		badCase{"statedir/checkpoint-ahead", stateDiff("checkpoint-ahead"), []int{exitFindings}, ""},
+	)
+	for _, d := range []string{"checkpoint-garbage", "checkpoint-truncated", "checkpoint-count-lies", "checkpoint-version", "checkpoint-negative", "metadata-garbage"} {
+		cs = append(cs, badCase{"statedir/" + d, stateDiff(d), evidence, ""})
+	}
 	// Reports given to merge and to diff --baseline.
 	cs = append(cs, badCase{"reports/clean", []string{"merge", "--output", "{out}", bad("reports/clean.json")}, []int{exitClean}, ""})
 	for _, f := range []string{"not-json", "truncated", "empty", "null", "wrong-types"} {

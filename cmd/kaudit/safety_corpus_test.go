@@ -22,6 +22,7 @@ import (
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/segment"
 	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/statedir"
 )
 
 // The bad-input corpus lives in testdata/bad at the top of the repository.
@@ -209,6 +210,26 @@ func buildCorpus(t *testing.T) []corpusFile {
 		f[aLog] = f[aLog][:len(f[aLog])/2]
 		f[snapshot.ManifestFile] = rehash(t, f[snapshot.ManifestFile], aLog, f[aLog])
 	})
+
+	// Streams state dirs for diff --state-dir over the base snapshot.
+	cl := func(store string, p int32) audit.TopicPartition {
+		return audit.TopicPartition{Topic: "shop-KSTREAM-REDUCE-STATE-STORE-" + store + "-changelog", Partition: p}
+	}
+	goodCkpt := statedir.FormatCheckpoint(map[audit.TopicPartition]int64{cl("0000000002", 1): 10, cl("0000000009", 1): 8})
+	stateDir := func(name string, files map[string][]byte) {
+		for p, b := range files {
+			add("statedir/"+name+"/shop/"+p, b)
+		}
+	}
+	meta := []byte(`{"processId":"3e1c2a0c-0a5e-4c8a-9d7e-2f2b5c0e7a11"}`)
+	stateDir("good", map[string][]byte{"kafka-streams-process-metadata": meta, "1_1/" + statedir.CheckpointFile: goodCkpt})
+	stateDir("checkpoint-ahead", map[string][]byte{"1_1/" + statedir.CheckpointFile: statedir.FormatCheckpoint(map[audit.TopicPartition]int64{cl("0000000002", 1): 1_000_000})})
+	stateDir("checkpoint-garbage", map[string][]byte{"1_1/" + statedir.CheckpointFile: garbage[:64]})
+	stateDir("checkpoint-truncated", map[string][]byte{"1_1/" + statedir.CheckpointFile: goodCkpt[:len(goodCkpt)-9]})
+	stateDir("checkpoint-count-lies", map[string][]byte{"1_1/" + statedir.CheckpointFile: []byte("0\n1000000000\nshop-KSTREAM-REDUCE-STATE-STORE-0000000002-changelog 1 20\n")})
+	stateDir("checkpoint-version", map[string][]byte{"1_1/" + statedir.CheckpointFile: bytes.Replace(goodCkpt, []byte("0\n"), []byte("9\n"), 1)})
+	stateDir("checkpoint-negative", map[string][]byte{"1_1/" + statedir.CheckpointFile: []byte("0\n1\nshop-KSTREAM-REDUCE-STATE-STORE-0000000002-changelog 1 -123\n")})
+	stateDir("metadata-garbage", map[string][]byte{"kafka-streams-process-metadata": []byte("{{{"), "1_1/" + statedir.CheckpointFile: goodCkpt})
 
 	// Topology#describe() texts that do not parse.
 	good, err := demoFiles.ReadFile("demo/topology.txt")
@@ -519,7 +540,7 @@ func sha256Hex(b []byte) string {
 func TestBadCorpus(t *testing.T) {
 	files := buildCorpus(t)
 	if *regenBad || updating() {
-		for _, sub := range []string{"logdir", "snapshot", "topology", "spec", "schemas", "reports"} {
+		for _, sub := range []string{"logdir", "snapshot", "topology", "spec", "schemas", "reports", "statedir"} {
 			if err := os.RemoveAll(filepath.Join(badDir, sub)); err != nil {
 				t.Fatal(err)
 			}
