@@ -722,3 +722,34 @@ func TestSafetyMutatedSegment(t *testing.T) {
 	}
 	t.Logf("%d mutations, exit codes %v", len(seg), counts)
 }
+
+// TestSafetyInterruptedCapture interrupts kaudit capture in the middle of
+// its copy: the partial bundle must audit as incomplete, never clean, and
+// a second run must resume it into one that audits clean.
+func TestSafetyInterruptedCapture(t *testing.T) {
+	c, bs := cleanCluster(t, 60)
+	spec := writeSafetySpec(t)
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	onFirstFetch(c, "shipments-v1", cancel)
+	var stdout, stderr bytes.Buffer
+	topo := filepath.Join(filepath.Dir(spec), "topology.txt") // names the output topic
+	err := newApp(&stdout, &stderr).RunContext(ctx, []string{"kaudit", "capture", "--app-id", "shop", "--bootstrap-server", bs, "--out", bundle, "--topology", topo})
+	if code := exitCode(ctx, err); code != exitInterrupted {
+		t.Fatalf("capture: exit %d (%v), want %d", code, err, exitInterrupted)
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "manifest.json")); err != nil {
+		t.Fatalf("no manifest after the interruption: %v", err)
+	}
+	checkBadRun(t, badCase{"", []string{"diff", "--snapshot", bundle, "--spec", spec, "--format", "json", "--output", "{out}"}, []int{exitIncomplete}, ""})
+	checkBadRun(t, badCase{"", []string{"ledger", "--snapshot", bundle, "--topic", "shipments-v1", "--format", "json"}, []int{exitIncomplete}, ""})
+
+	res := runGuarded(t, "capture", "--app-id", "shop", "--bootstrap-server", bs, "--out", bundle, "--topology", topo)
+	if res.code != exitClean {
+		t.Fatalf("resumed capture: exit %d, stderr %s", res.code, res.stderr)
+	}
+	if res := runGuarded(t, "diff", "--snapshot", bundle, "--spec", spec); res.code != exitClean {
+		t.Errorf("the resumed bundle audits with exit %d:\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
