@@ -192,8 +192,22 @@ func badCases() []badCase {
 func TestSafetyBadInput(t *testing.T) {
 	for _, tc := range badCases() {
 		t.Run(tc.name, func(t *testing.T) {
+			skipKnownBug(t, tc.name)
 			checkBadRun(t, tc)
 		})
+	}
+}
+
+// knownBugs are the cases that fail on bugs not fixed yet, by case name
+// prefix: each is skipped with its one-line description.
+var knownBugs = map[string]string{}
+
+func skipKnownBug(t *testing.T, name string) {
+	t.Helper()
+	for prefix, bug := range knownBugs {
+		if strings.HasPrefix(name, prefix) {
+			t.Skip("BUG: " + bug)
+		}
 	}
 }
 
