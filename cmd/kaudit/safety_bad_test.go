@@ -133,6 +133,11 @@ func badCases() []badCase {
 		cs = append(cs, badCase{"spec/" + f, []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/" + f + "/kaudit.yaml"),
 			"--format", "json", "--output", "{out}"}, config, "kaudit.yaml"})
 	}
+	// A select_key with a typo (orderID for orderId) is null for every
+	// input: Streams would drop them all, and an audit that then finds
+	// nothing to check must not call that clean.
+	cs = append(cs, badCase{"spec/select-key-typo", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/select-key-typo/kaudit.yaml"),
+		"--format", "json", "--output", "{out}"}, []int{exitFindings, exitUsage, exitIncomplete}, ""})
 	// A spec whose topology file is missing or bad: the error names that file.
 	cs = append(cs,
 		badCase{"spec/missing-topology", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/missing-topology/kaudit.yaml"),
@@ -765,5 +770,45 @@ func TestSafetyInterruptedCapture(t *testing.T) {
 	}
 	if res := runGuarded(t, "diff", "--snapshot", bundle, "--spec", spec); res.code != exitClean {
 		t.Errorf("the resumed bundle audits with exit %d:\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestSafetyHugeInputs feeds multi-megabyte describe texts, specs and
+// properties: refused or read, with bounded memory, never a panic.
+func TestSafetyHugeInputs(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", 1<<20)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good, err := demoFiles.ReadFile("demo/topology.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topoLine := write("long-line.txt", "Topologies:\n   Sub-topology: 0\n    Source: S (topics: ["+long+"])\n")
+	var many strings.Builder
+	many.WriteString("Topologies:\n   Sub-topology: 0\n    Source: S (topics: [orders-v1])\n      --> P0\n")
+	for i := range 50000 {
+		fmt.Fprintf(&many, "    Processor: P%d (stores: [])\n      --> P%d\n      <-- %s\n", i, i+1, map[bool]string{true: "S", false: fmt.Sprintf("P%d", i-1)}[i == 0])
+	}
+	fmt.Fprintf(&many, "    Sink: P50000 (topic: out)\n      <-- P49999\n")
+	topoMany := write("many.txt", many.String())
+	write("topology.txt", string(good))
+	specLong := write("long.yaml", strings.Replace(safetyJSONSpec, "select_key: value.orderId, reduce: latest}\n  - {name: payments",
+		"select_key: 'value."+long+" +', reduce: latest}\n  - {name: payments", 1))
+	props := write("client.properties", "security.protocol=PLAINTEXT\nsasl.password="+long+"\n"+long+"\n")
+	for _, tc := range []badCase{
+		{"topology long line", []string{"topology", "--topology", topoLine}, []int{exitClean, exitUsage}, ""},
+		{"topology many processors", []string{"topology", "--topology", topoMany, "--format", "json"}, []int{exitClean, exitUsage}, ""},
+		{"spec long expression", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", specLong, "--output", "{out}"}, config, ""},
+		{"huge properties", []string{"ledger", "--bootstrap-server", closedAddr(t), "--timeout", "300ms", "--topic", "t", "--command-config", props}, []int{exitUsage, exitIncomplete}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkBadRun(t, tc)
+		})
 	}
 }

@@ -271,6 +271,7 @@ func buildCorpus(t *testing.T) []corpusFile {
 		"missing-topology":  strings.Replace(specOK, "../topology-good.txt", "nonexistent.txt", 1),
 		"bad-topology":      strings.Replace(specOK, "../topology-good.txt", "../../topology/garbage.txt", 1),
 		"alias-bomb":        aliasBomb() + specOK,
+		"select-key-typo":   strings.Replace(specOK, "select_key: value.orderId, reduce: latest}\n  - {name: payments", "select_key: value.orderID, reduce: latest}\n  - {name: payments", 1),
 		"alias-bomb-used":   aliasBombUsed(specOK),
 		"utf16":             utf16(specOK),
 	}
