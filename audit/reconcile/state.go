@@ -28,6 +28,10 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 		r.presenceOnly(ctx, ts)
 		return
 	}
+	if msg := keysMismatch(ts); msg != "" {
+		r.missing("table %s: %s: the spec's select_key does not describe the app, so the table is not judged", t.Name, msg)
+		return
+	}
 	if !t.Latest && !ts.complete {
 		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", t.Name)
 		r.presenceOnly(ctx, ts)
@@ -481,4 +485,25 @@ func tpList(tps []audit.TopicPartition) string {
 		return strings.Join(out[:5], ", ") + fmt.Sprintf(" and %d more", len(out)-5)
 	}
 	return strings.Join(out, ", ")
+}
+
+// keysMismatch says why the inputs' selected keys cannot be the store's
+// keys, or "": every consumed input has a null key while the store holds
+// keys, or no selected key is a key of the store.
+func keysMismatch(ts *tableState) string {
+	if len(ts.changelog) == 0 {
+		return ""
+	}
+	if ts.consumed > 0 && len(ts.keys) == 0 {
+		return fmt.Sprintf("select_key is null for all %d consumed inputs, yet the store holds %d keys", ts.consumed, len(ts.changelog))
+	}
+	if len(ts.keys) == 0 {
+		return ""
+	}
+	for k := range ts.keys {
+		if _, ok := ts.changelog[k]; ok {
+			return ""
+		}
+	}
+	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", len(ts.keys), len(ts.changelog))
 }

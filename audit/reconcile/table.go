@@ -124,6 +124,7 @@ type tableState struct {
 	// expected holds each key's expected final value (for the join).
 	expected map[string]audit.Value
 	reset    map[string]bool
+	consumed int64 // consumed inputs, null keys included
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -280,6 +281,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				return
 			}
 			r.count("consumed", 1)
+			ts.consumed++
 			if r.p.Keyless {
 				return
 			}

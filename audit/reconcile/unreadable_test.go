@@ -65,3 +65,37 @@ func TestUnreadableNeverLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectKeyMismatch: a select_key that does not describe the app (a
+// typo giving null for every input, or another field) must not audit
+// clean: the table is not judged and the run is incomplete.
+func TestSelectKeyMismatch(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		key  func(m map[string]any) audit.Value
+	}{
+		{"null for every input", func(m map[string]any) audit.Value { return m["orderID"] }},
+		{"another field", func(m map[string]any) audit.Value { return m["table"] }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := audittest.SeedScenario("shop", 120)
+			m := audittest.NewMemory(time.UnixMilli(s.Now))
+			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+				t.Fatal(err)
+			}
+			p := pipelineOf(s)
+			p.Tables[1].SelectKey = func(e reconcile.Env) (audit.Value, error) { return tt.key(e.Value.(map[string]any)), nil }
+			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Summary.Verdict != audit.VerdictIncomplete {
+				t.Errorf("verdict %s, want incomplete; missing %v", rep.Summary.Verdict, rep.Summary.Missing)
+			}
+		})
+	}
+}
