@@ -497,13 +497,18 @@ func keysMismatch(ts *tableState) string {
 	if ts.consumed > 0 && len(ts.keys) == 0 {
 		return fmt.Sprintf("select_key is null for all %d consumed inputs, yet the store holds %d keys", ts.consumed, len(ts.changelog))
 	}
-	if len(ts.keys) == 0 {
-		return ""
-	}
-	for k := range ts.keys {
+	applied := 0 // keys with inputs that are not in flight
+	for k, ks := range ts.keys {
+		if len(ks.inputs) == 0 {
+			continue
+		}
+		applied++
 		if _, ok := ts.changelog[k]; ok {
 			return ""
 		}
 	}
-	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", len(ts.keys), len(ts.changelog))
+	if applied == 0 {
+		return ""
+	}
+	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", applied, len(ts.changelog))
 }
