@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -17,20 +15,7 @@ import (
 // transactional producers and audits it through the live source.
 func runOnKfake(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.Truth) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	truth, err := audittest.Generate(s, b)
-	if err != nil {
-		t.Fatalf("generate: %v", err)
-	}
+	c, truth := audittest.KfakeApp(t, s)
 	src, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
@@ -34,22 +32,10 @@ func seedAppCluster(t *testing.T, faults ...audittest.Fault) (addr, spec string)
 // seedAppClusterWith encodes values with encode (JSON when nil).
 func seedAppClusterWith(t *testing.T, encode func(string, map[string]any) ([]byte, error), faults ...audittest.Fault) (addr, spec string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
 	s := audittest.SeedScenario("shop", 150)
 	s.Faults = faults
 	s.Encode = encode
-	if _, err := audittest.Generate(s, b); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := audittest.KfakeApp(t, s)
 	spec = filepath.Join(t.TempDir(), "kaudit.yaml")
 	if err := os.WriteFile(spec, []byte(jsonSpec), 0o600); err != nil {
 		t.Fatal(err)
