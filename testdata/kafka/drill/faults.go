@@ -198,10 +198,10 @@ func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
 	if _, err := r.baseline(ctx, appOpts{purgeMs: largePurge}); err != nil {
 		return err
 	}
-	if err := r.produce(ctx, genWave(waveSpec{wave: 2, orders: 100, payments: true, shipments: true}), 200, 0); err != nil {
+	if err := r.produce(ctx, genWave(waveSpec{wave: 2, orders: 200, payments: true, shipments: true}), 200, 0); err != nil {
 		return err
 	}
-	if err := r.startApp(ctx, appOpts{purgeMs: largePurge, slowRepartMs: 15}); err != nil {
+	if err := r.startApp(ctx, appOpts{purgeMs: largePurge, slowRepartMs: 25}); err != nil {
 		return err
 	}
 	// Stop once stage 1 has committed all of the source.
