@@ -32,6 +32,7 @@ type appOpts struct {
 	slowRepartMs int64
 	rf           int
 	noCache      bool // statestore.cache.max.bytes=0: every update goes downstream at once
+	kafkaTimeout bool // the clients' own max.block.ms (60 s) instead of the seed's 18,000,000
 }
 
 // startApp starts the app with state dir stateDir, logging to dir/app-N.log, and writes its
@@ -50,6 +51,9 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	}
 	if len(o.dropOrders) > 0 {
 		props = append(props, "-Ddrop.orders="+strings.Join(o.dropOrders, ","))
+	}
+	if o.kafkaTimeout {
+		props = append(props, "-Dseed.timeouts=false")
 	}
 	if o.noCache {
 		props = append(props, "-Dcache.bytes=0")

@@ -488,8 +488,19 @@ func scenarioOffsetsForward(ctx context.Context, r *scRun) error {
 // -outage and restarted. The drill compares the output with its own fold of the input; kaudit's
 // loss findings must name exactly the keys the data shows lost (normally none).
 func scenarioOutage(ctx context.Context, r *scRun) error {
+	return r.outage(ctx, appOpts{rf: r.d.brokers}, r.d.o.outage)
+}
+
+// scenarioOutageDefaults is the seed before its fix: the app keeps the clients' max.block.ms
+// (60 s) and the outage lasts longer than that, so blocked producer calls time out while the
+// brokers are down (the seed saw BufferExhaustedException → TaskCorruptedException).
+func scenarioOutageDefaults(ctx context.Context, r *scRun) error {
+	return r.outage(ctx, appOpts{rf: r.d.brokers, kafkaTimeout: true}, max(r.d.o.outage, 75*time.Second))
+}
+
+func (r *scRun) outage(ctx context.Context, o appOpts, down time.Duration) error {
 	recs := genWave(wave1)
-	if err := r.startApp(ctx, appOpts{rf: r.d.brokers}); err != nil {
+	if err := r.startApp(ctx, o); err != nil {
 		return err
 	}
 	prodErr := make(chan error, 1)
@@ -498,14 +509,14 @@ func scenarioOutage(ctx context.Context, r *scRun) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
-	logf("outage: kill -9 every broker for %s", r.d.o.outage)
+	logf("outage: kill -9 every broker for %s", down)
 	if err := r.d.cluster(ctx, "kill9"); err != nil {
 		return err
 	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(r.d.o.outage):
+	case <-time.After(down):
 	}
 	t0 := time.Now()
 	if err := r.d.cluster(ctx, "start", "--brokers", fmt.Sprint(r.d.brokers)); err != nil {
@@ -533,7 +544,7 @@ func scenarioOutage(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	r.addFault(fault{Kind: "outage", Keys: bad, Note: fmt.Sprintf("every broker killed -9 for %s; keys: what the output shows lost", r.d.o.outage)})
+	r.addFault(fault{Kind: "outage", Keys: bad, Note: fmt.Sprintf("every broker killed -9 for %s; keys: what the output shows lost", down)})
 	rep, err := r.d.runDiff(ctx, r.dir)
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ var scenarios = []scenario{
 	{"offsets-forward", "the group's offsets moved forward while the app is down", 1, scenarioOffsetsForward},
 	{"state-wipe", "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", 1, scenarioStateWipe},
 	{"outage", "every broker killed -9 during processing, restarted after the outage (the seed)", 1, scenarioOutage},
+	{"outage-defaults", "the outage (75 s) with the clients' max.block.ms of 60 s, as the seed ran before its fix", 1, scenarioOutageDefaults},
 	{"outage-rf3", "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", 3, scenarioOutage},
 	{"unclean", "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", 3, scenarioUnclean},
 }
