@@ -1,5 +1,7 @@
 package audit
 
+import "fmt"
+
 // Fate is what became of one offset of a partition; every offset in
 // [0, high watermark) has exactly one.
 type Fate uint8
@@ -37,3 +39,14 @@ const (
 	OutcomeAborted   Outcome = "aborted"
 	OutcomeOpen      Outcome = "open"
 )
+
+// UnmarshalText reads a fate's name back.
+func (f *Fate) UnmarshalText(b []byte) error {
+	for i, n := range fateNames {
+		if n == string(b) {
+			*f = Fate(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("parse fate %q: unknown", b)
+}
