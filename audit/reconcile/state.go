@@ -388,7 +388,11 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	}
 	detail := []string{fmt.Sprintf("table %s", t.Name)}
 	if len(in.loss.rawKey) > 0 {
-		detail = append(detail, "record key "+codec.RawText(in.loss.rawKey))
+		k := codec.RawText(in.loss.rawKey)
+		if v, err := r.opts.Decoder.Decode(ctx, in.tp.Topic, true, in.loss.rawKey); err == nil {
+			k = codec.Text(v)
+		}
+		detail = append(detail, "record key "+k)
 	}
 	detail = append(detail, in.detail...)
 	if len(candidates) > 0 {
