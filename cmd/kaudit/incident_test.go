@@ -1,0 +1,38 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// TestCapturedIncident audits the bundle captured from the real drill's
+// dropped scenario: exactly the five swallowed orders are dropped.
+func TestCapturedIncident(t *testing.T) {
+	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped",
+		"--spec", "../../testdata/incidents/dropped.kaudit.yaml", "--format", "json")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want %d: %s", code, exitFindings, errOut)
+	}
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, f := range rep.Findings {
+		if f.Severity == audit.SeverityInfo {
+			continue
+		}
+		if f.Cause != audit.CauseDropped || f.Stage != audit.StageRepartition || f.Topic != "orders" {
+			t.Errorf("unexpected finding %s/%s %s/%d@%d", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset)
+		}
+		keys = append(keys, f.Key)
+	}
+	slices.Sort(keys)
+	want := []string{`"o-w1-0007"`, `"o-w1-0042"`, `"o-w1-0100"`, `"o-w1-0151"`, `"o-w1-0299"`}
+	if !slices.Equal(keys, want) {
+		t.Errorf("dropped keys %v, want %v", keys, want)
+	}
+}

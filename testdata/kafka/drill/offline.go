@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// auditOffline captures the app's topics with kaudit capture (the schemas
+// exported from the registry into the bundle), audits the capture with
+// kaudit diff --snapshot, and checks that the offline audit names exactly
+// the loss and anomaly findings the live one did. The capture is left in
+// dir/capture (testdata/incidents/ holds one such bundle).
+func (r *scRun) auditOffline(ctx context.Context, live kauditReport) error {
+	schemas := filepath.Join(r.dir, "schemas")
+	if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
+		return err
+	}
+	capture := filepath.Join(r.dir, "capture")
+	if err := os.RemoveAll(capture); err != nil {
+		return err
+	}
+	code, stderr, err := r.d.runKaudit(ctx, r.dir, "capture-offline", "capture", "--app-id", appID, "--bootstrap-server", r.d.bootstrap,
+		"--topology", filepath.Join(r.dir, "describe.txt"), "--schemas", schemas, "--out", capture)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("kaudit capture exited %d: %s", code, lastLines(stderr, 5))
+	}
+	out := filepath.Join(r.dir, "kaudit-snapshot.json")
+	code, stderr, err = r.d.runKaudit(ctx, r.dir, "diff-snapshot", "diff", "--snapshot", capture,
+		"--spec", filepath.Join(r.d.root, "drill", "kaudit.yaml"), "--format", "json", "--output", out)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return fmt.Errorf("kaudit diff --snapshot exited %d without JSON: %s", code, lastLines(stderr, 5))
+	}
+	var off kauditReport
+	if err := json.Unmarshal(b, &off); err != nil {
+		return fmt.Errorf("decode kaudit diff --snapshot JSON: %w", err)
+	}
+	if off.Summary.Verdict != live.Summary.Verdict {
+		return fmt.Errorf("kaudit diff --snapshot says %s, the live audit %s", off.Summary.Verdict, live.Summary.Verdict)
+	}
+	ids := func(rep kauditReport) []string {
+		var out []string
+		for _, f := range rep.Findings {
+			if f.Severity == "loss" || f.Severity == "anomaly" {
+				out = append(out, fmt.Sprintf("%s/%s %s/%d@%d key=%s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.keyString()))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if a, b := ids(live), ids(off); !slices.Equal(a, b) {
+		return fmt.Errorf("kaudit diff --snapshot found %v, the live audit %v", b, a)
+	}
+	logf("offline: kaudit diff --snapshot on the capture names the same %d findings as the live audit", len(ids(live)))
+	return nil
+}
+
+// exportSchemas writes every schema of the registry to dir/<id>.avsc.
+func exportSchemas(ctx context.Context, regURL, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cl := &http.Client{Timeout: 10 * time.Second}
+	for id := 1; ; id++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, regURL+"/schemas/ids/"+strconv.Itoa(id), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			return fmt.Errorf("export schema %d: %w", id, err)
+		}
+		var body struct {
+			Schema string `json:"schema"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			if id == 1 {
+				return errors.New("export schemas: the registry holds none")
+			}
+			return nil
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("export schema %d: status %d: %v", id, resp.StatusCode, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(id)+".avsc"), []byte(body.Schema), 0o644); err != nil {
+			return err
+		}
+	}
+}
