@@ -143,3 +143,13 @@ type Decoder interface {
 // FindingSink receives findings produced while reading, for components
 // that stream records and cannot return findings through their iterator.
 type FindingSink func(Finding)
+
+// Bounded is implemented by sources that hold only part of some
+// partitions: a capture bounded with --since starts later than the
+// cluster's log start. ClusterLogStart returns the cluster's log start at
+// the capture for such a partition, and false for a partition held whole.
+// Offsets then reports the first offset held as the log start; below it,
+// records are not missing from the cluster, only from the evidence.
+type Bounded interface {
+	ClusterLogStart(tp TopicPartition) (int64, bool)
+}

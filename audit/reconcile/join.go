@@ -80,6 +80,19 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		r.missing("join into %s: %s could not be read, so the output is not judged", j.Output, tpList(unreadable))
 		return nil
 	}
+	if b, ok := r.src.(audit.Bounded); ok {
+		// a store's or the output's older records are not in a bounded
+		// capture: a key's state or output may predate it
+		for _, c := range r.rep.Cut {
+			if c.Role != "changelog" && c.Role != "output" {
+				continue
+			}
+			if _, bounded := b.ClusterLogStart(audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}); bounded {
+				r.missing("join into %s: the capture holds %s/%d only from offset %d, so the output is not judged", j.Output, c.Topic, c.Partition, c.LogStart)
+				return nil
+			}
+		}
+	}
 	actual := func(ts *tableState, key string) side {
 		fin, ok := ts.changelog[key].final()
 		return side{value: fin.value, ts: fin.ts, present: ok}

@@ -218,8 +218,11 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			}
 			r.add(f)
 		}
-		if c >= 0 && l.Offsets.LogStart > c {
-			ts.purgedRange[p] = [2]int64{c, l.Offsets.LogStart}
+		if logStart := r.clusterLogStart(tp, l.Offsets.LogStart); c >= 0 && logStart > c {
+			ts.purgedRange[p] = [2]int64{c, logStart}
+		}
+		if r.uncaptured(tp, l.Offsets.LogStart, c) {
+			ts.unreadable = append(ts.unreadable, tp)
 		}
 	}
 	return true
@@ -354,14 +357,15 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			f.Detail = fmt.Sprintf("table %s: %d inputs have a null selected key or value, which Kafka Streams drops by design (offsets %s)", t.Name, nullCount, joinOffsets(nullKeys, nullCount))
 			r.add(f)
 		}
-		if c >= 0 && l.Offsets.LogStart > c {
+		if logStart := r.clusterLogStart(tp, l.Offsets.LogStart); c >= 0 && logStart > c {
 			f := audit.NewFinding(audit.StageSource, audit.CauseRetentionGap, tp, c)
-			f.Count = l.Offsets.LogStart - c
+			f.Count = logStart - c
 			f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d: offsets %d-%d were deleted (retention or DeleteRecords) before the app read them",
-				l.Offsets.LogStart, c, c, l.Offsets.LogStart-1)
+				logStart, c, c, logStart-1)
 			r.add(f)
 			ts.complete = false
 		}
+		r.uncaptured(tp, l.Offsets.LogStart, c)
 	}
 	return ctx.Err()
 }
@@ -519,4 +523,29 @@ func sortedPartitions(m map[int32][2]int64) []int32 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// clusterLogStart is the cluster's log start of tp: the source's, unless
+// the source holds the partition only from a later offset (a bounded
+// capture).
+func (r *run) clusterLogStart(tp audit.TopicPartition, held int64) int64 {
+	if b, ok := r.src.(audit.Bounded); ok {
+		if ls, ok := b.ClusterLogStart(tp); ok {
+			return ls
+		}
+	}
+	return held
+}
+
+// uncaptured notes, for a bounded capture, records at or above the group's
+// committed offset c that the cluster had and the evidence lacks: they
+// cannot be judged. It reports whether there are any.
+func (r *run) uncaptured(tp audit.TopicPartition, held, c int64) bool {
+	ls := r.clusterLogStart(tp, held)
+	from := max(ls, c)
+	if ls == held || c < 0 || held <= from {
+		return false
+	}
+	r.missing("%s: offsets %d-%d are above the group's committed offset but were not captured (the capture starts at %d): they are not judged", tp, from, held-1, held)
+	return true
 }

@@ -279,3 +279,15 @@ func (s *Snapshot) Topology() string { return s.m.Topology }
 
 // Schemas returns the schemas captured, by id.
 func (s *Snapshot) Schemas() map[int32]string { return s.m.Schemas }
+
+var _ audit.Bounded = (*Snapshot)(nil)
+
+// ClusterLogStart returns the cluster's log start for a partition whose
+// capture started later (Since), and false for one captured whole.
+func (s *Snapshot) ClusterLogStart(tp audit.TopicPartition) (int64, bool) {
+	p, err := s.part(tp)
+	if err != nil || p.From <= p.LogStart {
+		return 0, false
+	}
+	return p.LogStart, true
+}
