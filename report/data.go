@@ -62,6 +62,9 @@ func ReadJSON(rd io.Reader) (*audit.Report, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("decode report: trailing data after the report")
 	}
+	if r.AppID == "" {
+		return nil, errors.New("decode report: no app_id: not a kaudit report")
+	}
 	if r.Summary.Verdict != "" && !verdicts[r.Summary.Verdict] {
 		return nil, fmt.Errorf("decode report: unknown verdict %q", r.Summary.Verdict)
 	}
@@ -70,8 +73,14 @@ func ReadJSON(rd io.Reader) (*audit.Report, error) {
 		if f.Stage == "" || f.Cause == "" {
 			return nil, fmt.Errorf("decode report: finding %d has no stage or cause", i)
 		}
+		if !slices.Contains(audit.Stages, f.Stage) || !slices.Contains(audit.Causes, f.Cause) {
+			return nil, fmt.Errorf("decode report: finding %d: stage %q or cause %q is not in kaudit's vocabulary", i, f.Stage, f.Cause)
+		}
 		if f.Severity == "" {
 			f.Severity = f.Cause.Severity()
+		}
+		if f.Severity != f.Cause.Severity() {
+			return nil, fmt.Errorf("decode report: finding %d: cause %s has severity %s, not %s", i, f.Cause, f.Cause.Severity(), f.Severity)
 		}
 	}
 	for _, l := range r.Lineage {

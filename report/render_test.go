@@ -491,8 +491,12 @@ func TestReadJSONErrors(t *testing.T) {
 		{"not json", `nope`, "decode report"},
 		{"trailing data", `{"app_id":"a"} {}`, "trailing data"},
 		{"bad verdict", `{"app_id":"a","summary":{"verdict":"fine"}}`, "unknown verdict"},
-		{"finding without cause", `{"findings":[{"stage":"source"}]}`, "no stage or cause"},
-		{"lineage out of range", `{"findings":[],"lineage":[{"finding":3}]}`, "lineage names finding 3"},
+		{"no app id", `{"findings":[]}`, "no app_id"},
+		{"null", `null`, "no app_id"},
+		{"finding without cause", `{"app_id":"a","findings":[{"stage":"source"}]}`, "no stage or cause"},
+		{"unknown cause", `{"app_id":"a","findings":[{"stage":"source","cause":"gremlins"}]}`, "not in kaudit's vocabulary"},
+		{"wrong severity", `{"app_id":"a","findings":[{"stage":"source","cause":"dropped","severity":"info"}]}`, "has severity loss"},
+		{"lineage out of range", `{"app_id":"a","findings":[],"lineage":[{"finding":3}]}`, "lineage names finding 3"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ReadJSON(strings.NewReader(tt.in))
@@ -502,7 +506,7 @@ func TestReadJSONErrors(t *testing.T) {
 		})
 	}
 	t.Run("severity filled in", func(t *testing.T) {
-		r, err := ReadJSON(strings.NewReader(`{"findings":[{"stage":"source","cause":"retention-gap"}]}`))
+		r, err := ReadJSON(strings.NewReader(`{"app_id":"a","findings":[{"stage":"source","cause":"retention-gap"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}

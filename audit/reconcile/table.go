@@ -224,6 +224,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		if r.uncaptured(tp, l.Offsets.LogStart, c) {
 			ts.unreadable = append(ts.unreadable, tp)
 		}
+		if r.aboveHW(tp, audit.StageRepartition, c, l.Offsets.HW) {
+			ts.unreadable = append(ts.unreadable, tp) // the copies the cut covers are gone
+		}
 	}
 	return true
 }
@@ -366,6 +369,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			ts.complete = false
 		}
 		r.uncaptured(tp, l.Offsets.LogStart, c)
+		r.aboveHW(tp, audit.StageSource, c, l.Offsets.HW)
 	}
 	return ctx.Err()
 }
@@ -547,5 +551,20 @@ func (r *run) uncaptured(tp audit.TopicPartition, held, c int64) bool {
 		return false
 	}
 	r.missing("%s: offsets %d-%d are above the group's committed offset but were not captured (the capture starts at %d): they are not judged", tp, from, held-1, held)
+	return true
+}
+
+// aboveHW reports a group committed offset beyond the partition's high
+// watermark: the app consumed offsets the partition no longer holds, the
+// signature of a truncation (an unclean election, or a crash of every
+// replica that lost unflushed data).
+func (r *run) aboveHW(tp audit.TopicPartition, stage audit.Stage, c, hw int64) bool {
+	if c <= hw {
+		return false
+	}
+	f := audit.NewFinding(stage, audit.CauseTruncated, tp, hw)
+	f.Count = c - hw
+	f.Detail = fmt.Sprintf("the group's committed offset %d is above the high watermark %d: offsets %d-%d were consumed and are gone from the partition (truncated)", c, hw, hw, c-1)
+	r.add(f)
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -313,23 +314,19 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 // openDecoderFor builds the decoder from the flags, the spec's serdes and
 // the per-table overrides.
 func openDecoderFor(so sourceOptions, pl *plan, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
-	dec, err := openDecoder(so, pl.keySerde, first(pl.valSerde, so.ValueSerde), props, schemas)
-	if err != nil || len(pl.topics) == 0 {
-		return dec, err
-	}
-	cfg := codec.Config{KeySerde: first(so.KeySerde, pl.keySerde, "string"), ValueSerde: first(so.ValueSerde, pl.valSerde, "bytes"),
-		Topics: pl.topics, RegistryURL: so.SchemaRegistry, SchemasDir: so.SchemasDir, Properties: props, Timeout: so.Timeout}
-	c, err := codec.New(cfg)
-	if err != nil {
-		return nil, usagef("configure decoding: %w", err)
-	}
-	return c, nil
+	c, _, err := openDecoderTopics(so, pl.keySerde, first(pl.valSerde, so.ValueSerde), pl.topics, props, schemas)
+	return c, err
 }
 
 func checkStateDir(o diffOptions, rep *audit.Report) error {
 	st, err := statedir.Read(o.StateDir, o.AppID)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return usagef("read --state-dir: %w", err)
+	case err != nil:
+		// a state dir that cannot be read is missing evidence
+		rep.Summary.Missing = append(rep.Summary.Missing, "state dir: "+err.Error())
+		return nil
 	}
 	offsets := map[audit.TopicPartition]audit.PartitionOffsets{}
 	for _, c := range rep.Cut {

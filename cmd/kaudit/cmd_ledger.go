@@ -78,7 +78,10 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Wri
 		}
 		return incompleteError{fmt.Errorf("describe topic %s: %w", o.Topic, err)}
 	}
-	parts := make([]int32, 0, n)
+	if n < 0 || n > maxPartitions {
+		return incompleteError{fmt.Errorf("describe topic %s: %d partitions: %w", o.Topic, n, audit.ErrCorrupt)}
+	}
+	var parts []int32
 	for p := range n {
 		parts = append(parts, p)
 	}
@@ -112,7 +115,12 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Wri
 	}
 	doc := &audit.TopicLedger{Topic: o.Topic}
 	var all []audit.Finding
-	all = append(all, src.problems...)
+	problems := map[int32][]audit.Finding{} // what opening the source found wrong with this topic
+	for _, f := range src.problems {
+		if f.Topic == o.Topic {
+			problems[f.Partition] = append(problems[f.Partition], f)
+		}
+	}
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: o.Topic, Partition: p}
 		lo := ledger.Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck}
@@ -127,11 +135,13 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Wri
 			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
 			f.Count = 0
 			f.Detail = "the partition could not be read: " + err.Error()
-			doc.Partitions = append(doc.Partitions, audit.PartitionLedger{Partition: p, Findings: []audit.Finding{f}})
+			doc.Partitions = append(doc.Partitions, audit.PartitionLedger{Partition: p, Findings: append([]audit.Finding{f}, problems[p]...)})
 			all = append(all, f)
+			all = append(all, problems[p]...)
 			continue
 		}
 		pl := l.Summary(lo)
+		pl.Findings = append(pl.Findings, problems[p]...)
 		if dec != nil {
 			pl.Values, err = decodeRange(ctx, src, dec, tp, o.From, o.To+1)
 			if err != nil {
@@ -140,6 +150,10 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Wri
 		}
 		doc.Partitions = append(doc.Partitions, pl)
 		all = append(all, pl.Findings...)
+		delete(problems, p)
+	}
+	for _, fs := range problems { // partitions the ledger did not list
+		all = append(all, fs...)
 	}
 	var rerr error
 	switch o.Format {

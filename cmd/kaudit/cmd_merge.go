@@ -40,6 +40,7 @@ combines their reports into one, as if one run had audited every partition.
 				if err != nil {
 					return usagef("read %s: %w", path, err)
 				}
+				r.Finish() // the verdict follows the findings, whatever the file says
 				reps = append(reps, r)
 			}
 			merged, err := report.Merge(reps...)

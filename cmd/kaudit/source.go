@@ -18,6 +18,9 @@ import (
 	"github.com/kaudit/kaudit/audit/snapshot"
 )
 
+// maxPartitions bounds a topic's partition count: more is corrupt evidence.
+const maxPartitions = 1 << 20
+
 // openedSource is a source of evidence with what opening it already found
 // wrong (a snapshot file whose hash does not match).
 type openedSource struct {
@@ -117,26 +120,41 @@ func openCliSource(c *cli.Context) (*openedSource, error) {
 // openDecoder builds the key and value decoder from the serde flags and
 // the spec's serdes (which win where the flags say nothing).
 func openDecoder(o sourceOptions, specKey, specValue string, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
+	c, _, err := openDecoderTopics(o, specKey, specValue, nil, props, schemas)
+	return c, err
+}
+
+// openDecoderTopics is openDecoder with per-topic serdes. Schemas a
+// snapshot carries are staged in a temporary dir that the codec reads
+// whole at once and that is removed before it returns.
+func openDecoderTopics(o sourceOptions, specKey, specValue string, topics map[string]codec.TopicSerdes, props map[string]string, schemas map[int32]string) (*codec.Codec, bool, error) {
 	cfg := codec.Config{KeySerde: first(o.KeySerde, specKey, "string"), ValueSerde: first(o.ValueSerde, specValue, "bytes"),
-		RegistryURL: o.SchemaRegistry, SchemasDir: o.SchemasDir, Properties: props, Timeout: o.Timeout}
+		Topics: topics, RegistryURL: o.SchemaRegistry, SchemasDir: o.SchemasDir, Properties: props, Timeout: o.Timeout}
+	staged := false
 	if len(schemas) > 0 && cfg.RegistryURL == "" && cfg.SchemasDir == "" {
 		// a snapshot carries the schemas it used: serve them offline
 		dir, err := os.MkdirTemp("", "kaudit-schemas-")
 		if err != nil {
-			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+			return nil, false, fmt.Errorf("stage snapshot schemas: %w", err)
 		}
+		defer os.RemoveAll(dir)
 		for id, s := range schemas {
 			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(s), 0o600); err != nil {
-				return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+				return nil, false, fmt.Errorf("stage snapshot schemas: %w", err)
 			}
 		}
-		cfg.SchemasDir = dir
+		cfg.SchemasDir, staged = dir, true
 	}
 	c, err := codec.New(cfg)
-	if err != nil {
-		return nil, usagef("configure decoding: %w", err)
+	switch {
+	case err != nil && staged:
+		// the snapshot's own schemas are evidence: unusable ones leave
+		// the run without it, they are no usage error
+		return nil, staged, incompleteError{fmt.Errorf("read the snapshot's schemas: %w", err)}
+	case err != nil:
+		return nil, staged, usagef("configure decoding: %w", err)
 	}
-	return c, nil
+	return c, staged, nil
 }
 
 func first(s ...string) string {
