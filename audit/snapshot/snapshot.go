@@ -54,10 +54,27 @@ func Open(dir string) (*Snapshot, error) {
 		p := &m.Partitions[i]
 		s.parts[p.TP()] = p
 	}
+	counts := map[string]int32{}
+	for _, t := range m.Topics {
+		counts[t.Name] = t.Partitions
+	}
+	for _, p := range m.Partitions {
+		if n, ok := counts[p.Topic]; ok && p.Partition >= n {
+			s.problem(p.TP(), fmt.Sprintf("the manifest lists partition %d of %s, which has %d partitions", p.Partition, p.Topic, n))
+		}
+		if p.Partition < 0 || p.LogStart < 0 || p.LogStart > p.HW || p.LSO > p.HW || p.From < 0 {
+			s.problem(p.TP(), fmt.Sprintf("the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d", p.LogStart, p.LSO, p.HW, p.From))
+		}
+	}
 	listed := map[string]bool{}
 	for _, f := range m.Files {
 		listed[f.Path] = true
 		tp := s.fileTP(f.Path)
+		if clean := path.Clean(f.Path); clean != f.Path || path.IsAbs(clean) || strings.HasPrefix(clean, "../") || clean == ".." {
+			// never read outside the bundle
+			s.problem(tp, f.Path+": the manifest names a file outside the bundle")
+			continue
+		}
 		size, sum, err := hashFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

@@ -177,7 +177,8 @@ func ParseCheckpoint(b []byte) (map[audit.TopicPartition]int64, error) {
 		}
 		p, err1 := strconv.ParseInt(f[1], 10, 32)
 		o, err2 := strconv.ParseInt(f[2], 10, 64)
-		if err1 != nil || err2 != nil || p < 0 {
+		// -4 is Streams' "offset unknown"; no other negative offset is written
+		if err1 != nil || err2 != nil || p < 0 || (o < 0 && o != -4) {
 			return nil, fmt.Errorf("line %d: bad entry %q: %w", line, l, audit.ErrCorrupt)
 		}
 		out[audit.TopicPartition{Topic: f[0], Partition: int32(p)}] = o

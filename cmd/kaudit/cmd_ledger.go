@@ -65,12 +65,12 @@ func ledgerCommand() *cli.Command {
 				return err
 			}
 			defer src.close()
-			return runLedger(c.Context, o, src, c.App.Writer)
+			return runLedger(c.Context, o, src, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
 
-func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Writer) error {
+func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw io.Writer) error {
 	n, err := src.Partitions(ctx, o.Topic)
 	if err != nil {
 		if errors.Is(err, audit.ErrTopicNotFound) {
@@ -152,8 +152,12 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w io.Wri
 		all = append(all, pl.Findings...)
 		delete(problems, p)
 	}
-	for _, fs := range problems { // partitions the ledger did not list
-		all = append(all, fs...)
+	for _, f := range src.problems {
+		if f.Topic != o.Topic || problems[f.Partition] != nil {
+			// evidence the ledger did not list is still evidence missing
+			fmt.Fprintf(errw, "kaudit: %s/%d: %s: %s\n", f.Topic, f.Partition, f.Cause, f.Detail)
+			all = append(all, f)
+		}
 	}
 	var rerr error
 	switch o.Format {
