@@ -44,6 +44,7 @@ type Dir struct {
 	dirs     []string
 	replicas map[audit.TopicPartition][]*replica // primary first
 	topics   map[string][]int32
+	bad      []audit.Finding // partition dirs that cannot be read as one
 
 	mu   sync.Mutex
 	torn map[string]TornTail
@@ -141,6 +142,11 @@ func (d *Dir) openLogDir(root string) error {
 		}
 		p, err := strconv.ParseInt(m[2], 10, 32)
 		if err != nil {
+			// a partition dir whose number is no partition: corrupt, say so
+			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, audit.TopicPartition{Topic: m[1], Partition: -1}, -1)
+			f.Count = 0
+			f.Detail = fmt.Sprintf("%s: %q is not a partition number: %v", filepath.Join(root, e.Name()), m[2], audit.ErrCorrupt)
+			d.bad = append(d.bad, f)
 			continue
 		}
 		tp := audit.TopicPartition{Topic: m[1], Partition: int32(p)}
@@ -318,6 +324,12 @@ func (r *replica) walkLast(d *Dir, s *segmentFile) error {
 			break
 		}
 		h := batchHeader(hdr[:])
+		if lastPos >= 0 && h.BaseOffset < r.logEnd {
+			if pos+logOverhead+length == s.size {
+				break // the last batch: a torn write, handled as one below
+			}
+			return &FileError{File: s.path, Pos: pos, Err: fmt.Errorf("batch at offset %d after one ending at %d: offsets go backwards: %w", h.BaseOffset, r.logEnd, audit.ErrCorrupt)}
+		}
 		prevEnd, r.logEnd = r.logEnd, h.LastOffset()+1
 		lastPos = pos
 		pos += logOverhead + length
@@ -666,7 +678,7 @@ func (d *Dir) ProducerSnapshot(tp audit.TopicPartition) (int64, []ProducerEntry,
 // offset), so that a run over the dirs is incomplete rather than clean.
 // Snapshot.Problems is the same for bundles.
 func (d *Dir) Problems() []audit.Finding {
-	var out []audit.Finding
+	out := slices.Clone(d.bad)
 	for tp, rs := range d.replicas {
 		if rs[0].err != nil {
 			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
