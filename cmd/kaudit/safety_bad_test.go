@@ -82,9 +82,15 @@ func badCases() []badCase {
 	for _, d := range []string{"bad-crc", "bad-crc-last", "bad-magic", "old-magic", "huge-length", "negative-length", "zero-length",
 		"offset-backwards", "torn-tail", "truncated-old-segment", "garbage", "bad-index", "bad-checkpoints", "checkpoint-beyond-end",
 		"partition-huge", "partition-overflow", "partition-negative"} {
+		codes := evidence
+		if d == "partition-negative" {
+			// events--1 is partition 1 of topic "events-", as Kafka parses
+			// it: the events ledger is right to be clean.
+			codes = []int{exitClean}
+		}
 		cs = append(cs,
-			badCase{"logdir/" + d + "/ledger", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--format", "json"}, evidence, ""},
-			badCase{"logdir/" + d + "/ledger offsets", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--offsets", "0-5", "--value-serde", "json", "--format", "json"}, evidence, ""},
+			badCase{"logdir/" + d + "/ledger", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--format", "json"}, codes, ""},
+			badCase{"logdir/" + d + "/ledger offsets", []string{"ledger", "--log-dir", bad("logdir/" + d), "--topic", "events", "--offsets", "0-5", "--value-serde", "json", "--format", "json"}, codes, ""},
 			badCase{"logdir/" + d + "/diff", []string{"diff", "--log-dir", bad("logdir/" + d), "--app-id", "events", "--format", "json", "--output", "{out}"}, evidence, ""},
 		)
 	}
