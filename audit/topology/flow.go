@@ -78,30 +78,18 @@ func (t *Topology) flow(l *Layout) []FlowEdge {
 			if len(outs) == 0 {
 				continue
 			}
-			seen := map[string]bool{}
-			stack := slices.Clone(n.Successors)
-			for len(stack) > 0 {
-				name := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if seen[name] {
-					continue
-				}
-				seen[name] = true
-				ref, ok := l.nodes[name]
-				if !ok {
-					continue
-				}
-				ins, _ := ends(ref.n)
+			l.walk(n.Successors, func(m *Node) []string {
+				ins, _ := ends(m)
 				if len(ins) == 0 {
-					stack = append(stack, ref.n.Successors...)
-					continue
+					return m.Successors
 				}
 				for _, o := range outs {
 					for _, in := range ins {
 						add(o, in)
 					}
 				}
-			}
+				return nil
+			})
 		}
 	}
 	for _, j := range l.Joins {

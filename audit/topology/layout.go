@@ -381,31 +381,18 @@ func distances(st *SubTopology) map[string]int {
 // internal topics crossed (full names) and whether keys may change on the
 // way.
 func (t *Topology) upstream(l *Layout, from []string) (sources, internals []string, rekeyed bool) {
-	seen := map[string]bool{}
-	stack := slices.Clone(from)
-	for len(stack) > 0 {
-		name := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		ref, ok := l.nodes[name]
-		if !ok {
-			continue
-		}
-		n := ref.n
+	l.walk(from, func(n *Node) []string {
 		if keyChanger(n.Name) {
 			rekeyed = true
 		}
 		if n.Kind != KindSource {
-			stack = append(stack, n.Predecessors...)
-			continue
+			return n.Predecessors
 		}
 		if n.Pattern != "" {
 			sources = appendUnique(sources, n.Pattern)
-			continue
+			return nil
 		}
+		var next []string
 		for _, tp := range n.Topics {
 			if !t.internal(tp) {
 				sources = appendUnique(sources, tp)
@@ -415,14 +402,31 @@ func (t *Topology) upstream(l *Layout, from []string) (sources, internals []stri
 			if strings.HasSuffix(tp, "-repartition") {
 				rekeyed = true
 			}
-			for _, w := range l.writersOf(tp) {
-				stack = append(stack, w)
-			}
+			next = append(next, l.writersOf(tp)...)
 		}
-	}
+		return next
+	})
 	slices.Sort(sources)
 	slices.Sort(internals)
 	return sources, internals, rekeyed
+}
+
+// walk visits, depth first and once each, the nodes reachable from start;
+// visit returns the names of the nodes to go on to.
+func (l *Layout) walk(start []string, visit func(n *Node) []string) {
+	seen := map[string]bool{}
+	stack := slices.Clone(start)
+	for len(stack) > 0 {
+		name := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if ref, ok := l.nodes[name]; ok {
+			stack = append(stack, visit(ref.n)...)
+		}
+	}
 }
 
 // writersOf lists the sink nodes writing topic (as printed).
@@ -555,41 +559,27 @@ func (l *Layout) fkRightStores(resolver *Node) []string {
 // downstream walks forward from a join node across sub-topologies and
 // returns the first join reached and the external topics reached.
 func (l *Layout) downstream(from string, joins map[string]bool) (next string, outputs []string) {
-	seen := map[string]bool{}
-	stack := []string{}
+	var start []string
 	if ref, ok := l.nodes[from]; ok {
-		stack = append(stack, ref.n.Successors...)
+		start = ref.n.Successors
 	}
-	for len(stack) > 0 {
-		name := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[name] {
-			continue
+	l.walk(start, func(n *Node) []string {
+		if joins[n.Name] && next == "" {
+			next = n.Name
 		}
-		seen[name] = true
-		ref, ok := l.nodes[name]
-		if !ok {
-			continue
+		if n.Kind != KindSink {
+			return n.Successors
 		}
-		n := ref.n
-		if joins[name] && next == "" {
-			next = name
+		switch {
+		case n.Extractor != "":
+			outputs = appendUnique(outputs, "("+n.Extractor+")")
+		case l.topo.internal(n.Topic):
+			return l.readersOf(n.Topic)
+		default:
+			outputs = appendUnique(outputs, n.Topic)
 		}
-		if n.Kind == KindSink {
-			switch {
-			case n.Extractor != "":
-				outputs = appendUnique(outputs, "("+n.Extractor+")")
-			case l.topo.internal(n.Topic):
-				for _, src := range l.readersOf(n.Topic) {
-					stack = append(stack, src)
-				}
-			default:
-				outputs = appendUnique(outputs, n.Topic)
-			}
-			continue
-		}
-		stack = append(stack, n.Successors...)
-	}
+		return nil
+	})
 	slices.Sort(outputs)
 	return next, outputs
 }
