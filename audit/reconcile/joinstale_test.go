@@ -1,0 +1,49 @@
+package reconcile_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+)
+
+// TestJoinStale: an output whose last record for a key disagrees with the
+// tables at the cut (an older timestamp), or names a key the left table
+// does not hold, is join-stale at that output record, and nothing else.
+func TestJoinStale(t *testing.T) {
+	s := audittest.SeedScenario("shop", 150)
+	s.Lag, s.Inflight = 0, 0
+	m := audittest.NewMemory(time.UnixMilli(s.Now))
+	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+		t.Fatal(err)
+	}
+	out := audit.TopicPartition{Topic: s.Output, Partition: 0}
+	offs, _ := m.Offsets(t.Context(), out)
+	var key string
+	for r := range m.Records(t.Context(), out, 0, -1) {
+		if !r.Batch.Control {
+			key = string(r.Key)
+		}
+	}
+	plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
+	stale := audit.Record{Topic: out.Topic, Partition: 0, Offset: offs.HW, Key: []byte(key), Value: []byte(`{"orderId":"` + key + `"}`), Timestamp: 1, Batch: plain}
+	ghost := audit.Record{Topic: out.Topic, Partition: 0, Offset: offs.HW + 1, Key: []byte("nobody"), Value: []byte(`{"orderId":"nobody"}`), Timestamp: 2, Batch: plain}
+	m.Append(stale, ghost)
+	m.SetOffsets(out, audit.PartitionOffsets{LogStart: offs.LogStart, LSO: offs.HW + 2, HW: offs.HW + 2})
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []audittest.Expected{
+		{Stage: audit.StageJoin, Cause: audit.CauseJoinStale, Topic: out.Topic, Partition: 0, Offset: offs.HW, Key: `"` + key + `"`},
+		{Stage: audit.StageJoin, Cause: audit.CauseJoinStale, Topic: out.Topic, Partition: 0, Offset: offs.HW + 1, Key: `"nobody"`},
+	}
+	compare(t, rep, &audittest.Truth{Findings: want})
+}
