@@ -1,7 +1,7 @@
 package reconcile
 
 import (
-	"fmt"
+	"cmp"
 	"sort"
 
 	"github.com/kaudit/kaudit/audit"
@@ -111,13 +111,12 @@ func (r *run) timeline() {
 				lost++
 			}
 		}
-		to := t.Changelog
+		to := cmp.Or(t.Changelog, t.Store)
 		if t.Repartition != "" {
 			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: t.Repartition, Records: n, Vanished: lost})
-			to = t.Changelog
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Repartition, To: orName(to, t.Store), Records: n, Vanished: lost})
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Repartition, To: to, Records: n, Vanished: lost})
 		} else {
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: orName(to, t.Store), Records: n, Vanished: lost})
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: to, Records: n, Vanished: lost})
 		}
 	}
 	for _, j := range r.p.Joins {
@@ -130,14 +129,7 @@ func (r *run) timeline() {
 			if ts := r.tables[name]; ts != nil {
 				n = int64(len(ts.changelog))
 			}
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: orName(t.Changelog, t.Store), To: j.Output, Records: n})
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: cmp.Or(t.Changelog, t.Store), To: j.Output, Records: n})
 		}
 	}
-}
-
-func orName(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return fmt.Sprint(b)
 }
