@@ -1,20 +1,21 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/ledger"
 )
 
 type outRecord struct {
 	tp     audit.TopicPartition
 	offset int64
 	ts     int64
-	value  audit.Value
+	digest codec.Digest
+	raw    []byte // serialized value, decoded for a finding
 	null   bool
 }
 
@@ -56,18 +57,21 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		unreadable = append(unreadable, ts.unreadable...)
 	}
 	out := map[string]outRecord{}
+	rd := r.read(ctx, tpsOf(j.Output, parts), "output", true)
+	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: j.Output, Partition: p}
-		read := r.walk(ctx, tp, "output", func(e ledger.Entry) {
+		read := r.walk(ctx, rd, tp, func(it *item) {
+			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
 				return
 			}
-			k, v, ok := r.decode(ctx, &e.Record)
-			if !ok {
+			if !r.decoded(it) {
 				return
 			}
 			r.count("output", 1)
-			out[codec.Text(k)] = outRecord{tp: tp, offset: e.Record.Offset, ts: e.Record.Timestamp, value: v, null: e.Record.Value == nil}
+			out[it.keyText] = outRecord{tp: tp, offset: e.Record.Offset, ts: e.Record.Timestamp, digest: it.digest,
+				raw: bytes.Clone(e.Record.Value), null: e.Record.Value == nil}
 		})
 		if !read {
 			unreadable = append(unreadable, tp)
@@ -93,9 +97,15 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			}
 		}
 	}
-	actual := func(ts *tableState, key string) side {
-		fin, ok := ts.changelog[key].final()
-		return side{value: fin.value, ts: fin.ts, present: ok}
+	outValue := func(o outRecord) string {
+		if o.null {
+			return "null"
+		}
+		v, err := r.opts.Decoder.Decode(ctx, j.Output, false, o.raw)
+		if err != nil {
+			return codec.RawText(o.raw)
+		}
+		return codec.Text(v)
 	}
 	keys := map[string]bool{}
 	for k := range left.changelog {
@@ -118,10 +128,10 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		lossByKey[in.key] = append(lossByKey[in.key], in)
 	}
 	for _, key := range sortedKeys(keys) {
-		l := actual(left, key)
+		l := r.actual(left, key)
 		rs := make([]side, len(rights))
 		for i, rt := range rights {
-			rs[i] = actual(rt, key)
+			rs[i] = r.actual(rt, key)
 		}
 		want, wantPresent, err := r.joined(j, l, rs)
 		if err != nil {
@@ -139,14 +149,14 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			r.add(f)
 		case !wantPresent && havePresent:
 			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, o.tp, o.offset)
-			f.Key, f.Actual, f.Expected = key, codec.Text(o.value), "absent"
+			f.Key, f.Actual, f.Expected = key, outValue(o), "absent"
 			f.Timestamp = o.ts
 			f.Detail = fmt.Sprintf("the output holds key %s, but the left table %s does not at the cut", key, j.Left)
 			r.add(f)
 		case wantPresent && havePresent:
 			stale := ""
 			if j.Value != nil {
-				if codec.DigestOf(want.value) != codec.DigestOf(o.value) {
+				if codec.DigestOf(want.value) != o.digest {
 					stale = "the output's last value differs from the joiner over the tables at the cut"
 				}
 			} else if want.ts != o.ts {
@@ -156,7 +166,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 				continue
 			}
 			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, o.tp, o.offset)
-			f.Key, f.Actual, f.Timestamp = key, codec.Text(o.value), o.ts
+			f.Key, f.Actual, f.Timestamp = key, outValue(o), o.ts
 			if j.Value != nil {
 				f.Expected = codec.Text(want.value)
 			}
@@ -165,17 +175,11 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		}
 	}
 	// End to end: what the output would hold over the expected tables.
-	expected := func(ts *tableState, key string) side {
-		if v, ok := ts.expected[key]; ok {
-			return side{value: v, present: v != nil}
-		}
-		return actual(ts, key)
-	}
 	for key, ins := range lossByKey {
-		l := expected(left, key)
+		l := r.expectedOf(ctx, left, key)
 		rs := make([]side, len(rights))
 		for i, rt := range rights {
-			rs[i] = expected(rt, key)
+			rs[i] = r.expectedOf(ctx, rt, key)
 		}
 		want, wantPresent, err := r.joined(j, l, rs)
 		if err != nil {
@@ -186,7 +190,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		fmt.Fprintf(&b, "downstream: output %s", j.Output)
 		switch {
 		case have && !o.null:
-			fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, codec.Text(o.value), o.tp, o.offset)
+			fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, outValue(o), o.tp, o.offset)
 		default:
 			fmt.Fprintf(&b, " has no record for key %s", key)
 		}

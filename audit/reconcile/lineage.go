@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"cmp"
+	"context"
 	"sort"
 
 	"github.com/kaudit/kaudit/audit"
@@ -9,7 +10,7 @@ import (
 )
 
 // lineage follows sample vanished inputs hop by hop.
-func (r *run) lineage() {
+func (r *run) lineage(ctx context.Context) {
 	r.rep.Finish()
 	pos := map[[3]any]int{}
 	for i, f := range r.rep.Findings {
@@ -39,11 +40,11 @@ func (r *run) lineage() {
 			hops = append(hops, h)
 		}
 		if t.Changelog != "" {
-			h := audit.Hop{Stage: audit.StageStore, Topic: t.Changelog, Partition: -1, Offset: -1, Expected: codec.Text(in.table.expected[in.key]), Actual: "absent"}
+			h := audit.Hop{Stage: audit.StageStore, Topic: t.Changelog, Partition: -1, Offset: -1, Expected: codec.Text(r.expectedOf(ctx, in.table, in.key).value), Actual: "absent"}
 			if cl := in.table.changelog[in.key]; cl != nil {
 				h.Partition = cl.partition
 				if fin, ok := cl.final(); ok {
-					h.Offset, h.Actual = fin.offset, codec.Text(fin.value)
+					h.Offset, h.Actual = fin.offset, codec.Text(r.clValue(t, fin))
 				}
 			}
 			hops = append(hops, h)
@@ -78,12 +79,8 @@ func (r *run) timeline() {
 			}
 		}
 	}
-	for _, ts := range r.tables {
-		for _, ks := range ts.keys {
-			for _, in := range ks.inputs {
-				at(in.ts).Produced++
-			}
-		}
+	for m, n := range r.produced {
+		at(m).Produced += n
 	}
 	for _, in := range r.losses {
 		at(in.ts).Vanished++
@@ -102,10 +99,7 @@ func (r *run) timeline() {
 		if ts == nil {
 			continue
 		}
-		var n, lost int64
-		for _, ks := range ts.keys {
-			n += int64(len(ks.inputs))
-		}
+		n, lost := ts.inputs, int64(0)
 		for _, in := range r.losses {
 			if in.table == ts {
 				lost++

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/ledger"
 )
 
@@ -32,6 +31,13 @@ type Options struct {
 	// Partitions limits the audit to these task partitions (a shard of
 	// co-partitioned tasks); nil means all.
 	Partitions []int32
+	// Concurrency is how many partitions are read and decoded at once,
+	// ahead of the audit; 0 reads one partition at a time in the audit's
+	// own goroutine. The report does not depend on it.
+	Concurrency int
+	// Progress, if set, is told how many records each role will read and
+	// has read.
+	Progress audit.Progress
 }
 
 // run holds one audit's state.
@@ -48,6 +54,10 @@ type run struct {
 	ledgers map[audit.TopicPartition]*ledger.Ledger
 
 	tables map[string]*tableState
+	// produced counts consumed inputs per minute, for the timeline
+	produced map[int64]int64
+	// ctx is Run's, for decoding what the audit keeps serialized
+	ctx context.Context
 	// vanished inputs found so far, in attribution order
 	losses []*input
 }
@@ -66,11 +76,12 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	if opts.LineageSamples == 0 {
 		opts.LineageSamples = 5
 	}
-	r := &run{src: src, p: p, opts: opts, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
+	r := &run{src: src, p: p, opts: opts, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{}, produced: map[int64]int64{}, ctx: ctx,
 		rep: &audit.Report{AppID: p.AppID, GeneratedAt: opts.Now.UTC(), Source: src.Describe(), Findings: []audit.Finding{}}}
 	if err := r.discover(ctx); err != nil {
 		return nil, err
 	}
+	r.expect(ctx)
 	for i := range p.Tables {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -86,15 +97,18 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	}
 	for _, o := range p.Outputs {
 		if parts, ok := r.partitionsOf(o, "output"); ok {
-			for _, part := range parts {
-				r.walk(ctx, audit.TopicPartition{Topic: o, Partition: part}, "output", func(ledger.Entry) {})
+			tps := tpsOf(o, parts)
+			rd := r.read(ctx, tps, "output", false)
+			for _, tp := range tps {
+				r.walk(ctx, rd, tp, func(*item) {})
 			}
+			rd.stop()
 		}
 	}
 	if p.Keyless {
 		r.skipped("no spec: inputs are not decoded or followed across hops; only offsets, transactions, retention gaps, purges before commit and lag are checked (write one with kaudit init)")
 	}
-	r.lineage()
+	r.lineage(ctx)
 	r.timeline()
 	r.rep.Finish()
 	return r.rep, nil
@@ -151,6 +165,41 @@ func (r *run) discover(ctx context.Context) error {
 	return nil
 }
 
+// expect tells Options.Progress how many records each role will read:
+// the offsets between each partition's log start and high watermark.
+func (r *run) expect(ctx context.Context) {
+	if r.opts.Progress == nil {
+		return
+	}
+	seen := map[string]bool{}
+	add := func(topic, role string) {
+		t, ok := r.topics[topic]
+		if topic == "" || !ok || seen[topic] {
+			return
+		}
+		seen[topic] = true
+		for p := range t.Partitions {
+			if r.opts.Partitions != nil && !containsPartition(r.opts.Partitions, p) {
+				continue
+			}
+			if o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p}); err == nil {
+				r.opts.Progress.Expect(role, o.HW-o.LogStart)
+			}
+		}
+	}
+	for _, t := range r.p.Tables {
+		add(t.Source, "source")
+		add(t.Repartition, "repartition")
+		add(t.Changelog, "changelog")
+	}
+	for _, j := range r.p.Joins {
+		add(j.Output, "output")
+	}
+	for _, o := range r.p.Outputs {
+		add(o, "output")
+	}
+}
+
 // committed returns the group's committed offset for tp, or -1.
 func (r *run) committed(tp audit.TopicPartition) int64 {
 	if o, ok := r.group.Offsets[tp]; ok {
@@ -176,6 +225,15 @@ func (r *run) partitionsOf(topic, role string) ([]int32, bool) {
 	return ps, true
 }
 
+// tpsOf names the partitions parts of topic.
+func tpsOf(topic string, parts []int32) []audit.TopicPartition {
+	out := make([]audit.TopicPartition, len(parts))
+	for i, p := range parts {
+		out[i] = audit.TopicPartition{Topic: topic, Partition: p}
+	}
+	return out
+}
+
 func containsPartition(ps []int32, p int32) bool {
 	for _, q := range ps {
 		if q == p {
@@ -183,74 +241,6 @@ func containsPartition(ps []int32, p int32) bool {
 		}
 	}
 	return false
-}
-
-// walk reads one partition through the ledger, adds the ledger's findings
-// and the partition's cut, and calls fn for every data record. An
-// unreadable partition becomes an unreadable finding and false.
-func (r *run) walk(ctx context.Context, tp audit.TopicPartition, role string, fn func(ledger.Entry)) bool {
-	info := r.topics[tp.Topic]
-	opts := ledger.Options{Compacted: info.Compacted(), MaxTxnTimeout: r.opts.MaxTxnTimeout, Now: r.opts.Now,
-		TxnIDs: r.txnIDs, CrossCheck: r.opts.CrossCheck}
-	var l *ledger.Ledger
-	for e, err := range ledger.Walk(ctx, r.src, tp, opts, &l) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return false
-			}
-			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
-			f.Count = 0
-			f.Detail = fmt.Sprintf("%s partition could not be read: %v", role, err)
-			r.add(f)
-			return false
-		}
-		fn(e)
-	}
-	r.ledgers[tp] = l
-	r.rep.Findings = append(r.rep.Findings, l.Findings...)
-	c := int64(-1)
-	if role == "source" || role == "repartition" {
-		c = r.committed(tp)
-	}
-	r.rep.Cut = append(r.rep.Cut, audit.PartitionCut{Topic: tp.Topic, Partition: tp.Partition, Role: role, Committed: c,
-		LogStart: l.Offsets.LogStart, LSO: l.Offsets.LSO, HW: l.Offsets.HW})
-	return true
-}
-
-// decode decodes a record's key and value; a failure is an undecodable
-// finding and false.
-func (r *run) decode(ctx context.Context, rec *audit.Record) (k, v audit.Value, ok bool) {
-	var err error
-	if rec.Key != nil {
-		if k, err = r.opts.Decoder.Decode(ctx, rec.Topic, true, rec.Key); err != nil {
-			r.undecodable(rec, "key", err)
-			return nil, nil, false
-		}
-	}
-	if rec.Value != nil {
-		if v, err = r.opts.Decoder.Decode(ctx, rec.Topic, false, rec.Value); err != nil {
-			r.undecodable(rec, "value", err)
-			return nil, nil, false
-		}
-	}
-	return k, v, true
-}
-
-func (r *run) undecodable(rec *audit.Record, what string, err error) {
-	if errors.Is(err, codec.ErrRegistryUnavailable) {
-		msg := fmt.Sprintf("decoding %s: %v", rec.Topic, err)
-		for _, m := range r.rep.Summary.Missing {
-			if m == msg {
-				return
-			}
-		}
-		r.missing("%s", msg)
-		return
-	}
-	f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, rec.TP(), rec.Offset)
-	f.Timestamp = rec.Timestamp
-	f.Detail = fmt.Sprintf("%s: %v", what, err)
-	r.add(f)
 }
 
 // sortedKeys returns m's keys in order, for deterministic output.

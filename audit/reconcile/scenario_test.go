@@ -1,6 +1,8 @@
 package reconcile_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -75,9 +77,21 @@ func runScenario(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true})
+	opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true}
+	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), opts)
 	if err != nil {
 		t.Fatalf("run: %v", err)
+	}
+	// Reading ahead in parallel must not change a byte of the report.
+	opts.Concurrency = 1 + int(s.Seed%4)
+	par, err := reconcile.Run(t.Context(), m, pipelineOf(s), opts)
+	if err != nil {
+		t.Fatalf("run with concurrency %d: %v", opts.Concurrency, err)
+	}
+	a, _ := json.Marshal(rep)
+	b, _ := json.Marshal(par)
+	if !bytes.Equal(a, b) {
+		t.Errorf("the report with concurrency %d differs from the one read inline:\n%s\n%s", opts.Concurrency, a, b)
 	}
 	return rep, truth
 }

@@ -106,14 +106,13 @@ func (r *run) checkLatest(ts *tableState, key string, ks *keyState, cl *clState)
 			exp = lasts[p]
 		}
 	}
-	ts.expected[key] = exp.value
 	if present {
 		for _, p := range parts {
 			if lasts[p].digest == final.digest {
-				ts.expected[key] = final.value
 				return nil, ambiguous
 			}
 		}
+		ts.expIn[key] = exp
 		for i := len(ks.inputs) - 1; i >= 0; i-- {
 			x := ks.inputs[i]
 			if x.digest != final.digest {
@@ -132,11 +131,12 @@ func (r *run) checkLatest(ts *tableState, key string, ks *keyState, cl *clState)
 			if x.digest == final.digest {
 				// applied through an earlier copy that is purged now (a
 				// duplicate whose second copy is still in flight)
-				ts.expected[key] = final.value
+				delete(ts.expIn, key)
 				return nil, ambiguous
 			}
 		}
 	}
+	ts.expIn[key] = exp
 	for _, p := range parts {
 		y := lasts[p]
 		if present {
@@ -199,7 +199,6 @@ func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (
 		r.note("table %s key %s: the reducer failed (%v); the key is not checked", t.Name, key, err)
 		return nil, false
 	}
-	ts.expected[key] = exp
 	final, present := cl.final()
 	if present && codec.DigestOf(exp) == final.digest {
 		return nil, false
@@ -210,10 +209,10 @@ func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (
 		// evidence does not fix: accept the state if any gives it.
 		ok, exhaustive := r.anyOrder(t, ins, final.digest)
 		if ok || !exhaustive {
-			ts.expected[key] = final.value
 			return nil, true
 		}
 	}
+	ts.expected[key] = exp
 	// Leave out the inputs with no applied copy.
 	var kept, cand []*input
 	for _, in := range ins {
@@ -252,7 +251,7 @@ func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (
 	f.Key = key
 	f.Expected = codec.Text(exp)
 	if present {
-		f.Actual = codec.Text(final.value)
+		f.Actual = codec.Text(r.clValue(t, final))
 	}
 	f.Detail = fmt.Sprintf("table %s: the store's final value differs from the fold of the key's %d consumed inputs and no set of inputs explains the difference", t.Name, len(ins))
 	r.add(f)
@@ -379,7 +378,7 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	f.Expected = codec.Text(in.value)
 	if cl := ts.changelog[in.key]; cl != nil {
 		if fin, ok := cl.final(); ok {
-			f.Actual = codec.Text(fin.value)
+			f.Actual = codec.Text(r.clValue(t, fin))
 		}
 	}
 	if in.cpy != nil && in.cpy.abortTxn != nil {
@@ -407,18 +406,68 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 // reread reads a vanished input's record again for its key and value:
 // the audit keeps neither for inputs that end in no finding.
 func (r *run) reread(ctx context.Context, in *input) {
+	if rec, ok := r.record(ctx, in); ok {
+		in.loss.rawKey = rec.Key
+	}
+}
+
+// valueOf returns an input's decoded value, re-reading it if the audit did
+// not keep it.
+func (r *run) valueOf(ctx context.Context, in *input) audit.Value {
+	r.record(ctx, in)
+	return in.value
+}
+
+// record reads an input's record again and decodes its value into
+// in.value if it is not there.
+func (r *run) record(ctx context.Context, in *input) (audit.Record, bool) {
 	for rec, err := range r.src.Records(ctx, in.tp, in.offset, in.offset+1) {
 		if err != nil || rec.Offset != in.offset {
 			break
 		}
-		in.loss.rawKey = rec.Key
 		if in.value == nil && rec.Value != nil {
 			if v, err := r.opts.Decoder.Decode(ctx, rec.Topic, false, rec.Value); err == nil {
 				in.value = v
 			}
 		}
-		break
+		return rec, true
 	}
+	return audit.Record{}, false
+}
+
+// clValue decodes a changelog state, which the audit keeps serialized.
+// It decoded once already, when it was read.
+func (r *run) clValue(t *Table, e clEntry) audit.Value {
+	if e.raw == nil {
+		return nil
+	}
+	v, err := r.opts.Decoder.Decode(r.ctx, t.Changelog, false, e.raw)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// expectedOf is a key's expected value in a table: where the inputs say
+// otherwise than the store, theirs; else the store's.
+func (r *run) expectedOf(ctx context.Context, ts *tableState, key string) side {
+	if in, ok := ts.expIn[key]; ok {
+		v := r.valueOf(ctx, in)
+		return side{value: v, present: v != nil}
+	}
+	if v, ok := ts.expected[key]; ok {
+		return side{value: v, present: v != nil}
+	}
+	return r.actual(ts, key)
+}
+
+// actual is a key's final state in a table's store.
+func (r *run) actual(ts *tableState, key string) side {
+	fin, ok := ts.changelog[key].final()
+	if !ok {
+		return side{ts: fin.ts}
+	}
+	return side{value: r.clValue(ts.t, fin), ts: fin.ts, present: true}
 }
 
 func (r *run) inWindow(ts int64) bool {

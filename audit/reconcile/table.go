@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/ledger"
 )
 
 // fingerprint identifies one input record across hops: Streams passes the
@@ -58,15 +58,15 @@ const (
 )
 
 // input is one consumed source record of a table. It is kept small: the
-// decoded value only while the state check may need it (latest tables drop
-// it once a later input of the key and partition arrives), the record key
-// and value re-read from the source for the inputs that end in a finding.
+// decoded value only where the state check folds it (not for latest
+// tables, whose check compares digests), re-read from the source for the
+// inputs that end in a finding.
 type input struct {
 	table  *tableState
 	tp     audit.TopicPartition
 	offset int64
 	ts     int64
-	key    string // table key as canonical JSON text
+	key    string // table key as canonical JSON text, shared with the table's map
 	digest codec.Digest
 	value  audit.Value
 	status copyStatus
@@ -85,6 +85,7 @@ type loss struct {
 }
 
 type keyState struct {
+	key     string   // the map's key, shared by the inputs
 	inputs  []*input // consumed, not pending, in source partition then offset order
 	pending []*input // consumed, with a copy still in flight
 }
@@ -92,14 +93,17 @@ type keyState struct {
 type clEntry struct {
 	offset int64
 	digest codec.Digest
-	value  audit.Value
+	raw    []byte // the serialized value, kept for the final state only
 	ts     int64
 	null   bool
 }
 
 type clState struct {
 	partition int32
-	history   []clEntry // committed states in offset order (where not compacted)
+	// history holds the committed states in offset order (where not
+	// compacted) for folds, whose reset check walks it; only the final
+	// state for latest tables.
+	history []clEntry
 }
 
 func (c *clState) final() (clEntry, bool) {
@@ -121,10 +125,14 @@ type tableState struct {
 	rParts      int32
 	purgedRange map[int32][2]int64 // repartition partition → [committed, log start) purged before commit
 	complete    bool               // every source partition's history is readable from offset 0
-	// expected holds each key's expected final value (for the join).
+	// expected holds a key's expected final value where the inputs say
+	// otherwise than the store (for the join); expIn the input whose value
+	// it is, re-read when needed, for latest tables.
 	expected map[string]audit.Value
+	expIn    map[string]*input
 	reset    map[string]bool
 	consumed int64 // consumed inputs, null keys included
+	inputs   int64 // inputs checked against the store, counted before they are dropped
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -134,7 +142,8 @@ type tableState struct {
 // audit checks one table end to end.
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]*copyInfo{},
-		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, reset: map[string]bool{}}
+		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
+		reset: map[string]bool{}}
 	r.tables[t.Name] = ts
 	if r.p.Keyless {
 		return r.keyless(ctx, ts)
@@ -152,7 +161,21 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	}
 	r.duplicates(ts)
 	r.checkState(ctx, ts)
+	r.drop(ts)
 	return ctx.Err()
+}
+
+// drop releases what the table's check needed per input once it is done:
+// only the changelog's final states, the expected values that differ from
+// them and the vanished inputs stay for the join and the report.
+func (r *run) drop(ts *tableState) {
+	for _, ks := range ts.keys {
+		ts.inputs += int64(len(ks.inputs))
+		for _, in := range ks.inputs {
+			r.produced[in.ts/60000*60000]++
+		}
+	}
+	ts.keys, ts.copies, ts.found = nil, nil, nil
 }
 
 func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
@@ -161,25 +184,27 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		return true
 	}
 	ts.rParts = r.topics[ts.t.Repartition].Partitions
+	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", !r.p.Keyless)
+	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
 		c := r.committed(tp)
 		var inFlight, inFlightOpen int64
-		ok := r.walkTable(ctx, ts, tp, "repartition", func(e ledger.Entry) {
+		ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
+			e := &it.Entry
 			if r.p.Keyless {
 				if e.Fate == audit.FateCommitted && (c < 0 || e.Record.Offset >= c) {
 					inFlight++
 				}
 				return
 			}
-			k, v, ok := r.decode(ctx, &e.Record)
-			if !ok {
+			if !r.decoded(it) {
 				return
 			}
-			f := fingerprintOf(codec.Text(k), codec.DigestOf(v), e.Record.Timestamp)
+			f := fingerprintOf(it.keyText, it.digest, e.Record.Timestamp)
 			ci := ts.copies[f]
 			if ci == nil {
-				ci = &copyInfo{partition: p, offset: e.Record.Offset, abortedAt: -1, key: codec.Text(k), ts: e.Record.Timestamp}
+				ci = &copyInfo{partition: p, offset: e.Record.Offset, abortedAt: -1, key: it.keyText, ts: e.Record.Timestamp}
 				ts.copies[f] = ci
 			}
 			switch e.Fate {
@@ -236,17 +261,19 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 	if !ok {
 		return
 	}
+	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", true)
+	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
-		r.walkTable(ctx, ts, tp, "changelog", func(e ledger.Entry) {
+		r.walkTable(ctx, ts, rd, tp, func(it *item) {
+			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
 				return
 			}
-			k, v, ok := r.decode(ctx, &e.Record)
-			if !ok {
+			if !r.decoded(it) {
 				return
 			}
-			key := codec.Text(k)
+			key := it.keyText
 			cs := ts.changelog[key]
 			if cs == nil {
 				cs = &clState{partition: p}
@@ -254,10 +281,15 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			}
 			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
 			if !ent.null {
-				ent.digest, ent.value = codec.DigestOf(v), v
+				ent.digest = it.digest
+				ent.raw = bytes.Clone(e.Record.Value) // not a slice of the fetch buffer, which it would pin
 			}
 			if n := len(cs.history); n > 0 {
-				cs.history[n-1].value = nil // the walk needs digests; only the final state's value is read
+				if ts.t.Latest {
+					cs.history = cs.history[:0] // only the final state is checked
+				} else {
+					cs.history[n-1].raw = nil // the reset walk needs digests; only the final state's value is read
+				}
 			}
 			cs.history = append(cs.history, ent)
 		})
@@ -270,13 +302,16 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	if !ok {
 		return nil
 	}
+	rd := r.read(ctx, tpsOf(t.Source, parts), "source", !r.p.Keyless)
+	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
 		c := r.committed(tp)
 		var lag int64
 		var nullKeys []int64
 		var nullCount int64
-		ok := r.walkTable(ctx, ts, tp, "source", func(e ledger.Entry) {
+		ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
+			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
 				return
 			}
@@ -291,10 +326,10 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if r.p.Keyless {
 				return
 			}
-			k, v, ok := r.decode(ctx, rec)
-			if !ok {
+			if !r.decoded(it) {
 				return
 			}
+			k, v := it.key, it.value
 			key := k
 			if t.SelectKey != nil {
 				var err error
@@ -314,26 +349,20 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				}
 				return
 			}
-			in := &input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: codec.Text(key),
-				digest: codec.DigestOf(v), value: v, r: -1, idx: -1}
-			r.match(ts, in)
-			ks := ts.keys[in.key]
+			text := codec.Text(key)
+			ks := ts.keys[text]
 			if ks == nil {
-				ks = &keyState{}
-				ts.keys[in.key] = ks
+				ks = &keyState{key: text}
+				ts.keys[text] = ks
 			}
+			in := &input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: ks.key, digest: it.digest, r: -1, idx: -1}
+			if !t.Latest {
+				in.value = v // folded by the state check
+			}
+			r.match(ts, in)
 			if in.status == copyPending || in.status == copyOpen {
 				ks.pending = append(ks.pending, in) // in flight: not part of the expected state
 				return
-			}
-			if t.Latest {
-				// only the last value of a key per partition can be its state
-				for i := len(ks.inputs) - 1; i >= 0; i-- {
-					if ks.inputs[i].tp.Partition == p {
-						ks.inputs[i].value = nil
-						break
-					}
-				}
 			}
 			ks.inputs = append(ks.inputs, in)
 		})
@@ -376,8 +405,8 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 
 // walkTable is walk for one of a table's topics; an unreadable partition
 // is remembered against the table.
-func (r *run) walkTable(ctx context.Context, ts *tableState, tp audit.TopicPartition, role string, fn func(ledger.Entry)) bool {
-	if r.walk(ctx, tp, role, fn) {
+func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit.TopicPartition, fn func(*item)) bool {
+	if r.walk(ctx, rd, tp, fn) {
 		return true
 	}
 	ts.unreadable = append(ts.unreadable, tp)
@@ -509,9 +538,12 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 	}
 	if t.Changelog != "" {
 		if parts, ok := r.partitionsOf(t.Changelog, "changelog"); ok {
-			for _, p := range parts {
-				r.walk(ctx, audit.TopicPartition{Topic: t.Changelog, Partition: p}, "changelog", func(ledger.Entry) {})
+			tps := tpsOf(t.Changelog, parts)
+			rd := r.read(ctx, tps, "changelog", false)
+			for _, tp := range tps {
+				r.walk(ctx, rd, tp, func(*item) {})
 			}
+			rd.stop()
 		}
 	}
 	if t.Source != "" {

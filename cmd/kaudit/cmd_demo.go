@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -125,7 +126,7 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 		source:   sourceOptions{Bootstrap: cluster.ListenAddrs(), Timeout: 10 * time.Second, SchemaRegistry: regURL, MaxTxnTimeout: 15 * time.Minute},
 		AppID:    "shop",
 		SpecFile: filepath.Join(dir, "kaudit.yaml"),
-		Format:   format, Output: output, CrossCheck: true, KafkaVersion: "3.6.1",
+		Format:   format, Output: output, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
 	}
 	if output != "" && format == "table" {
 		o.Format = "md"

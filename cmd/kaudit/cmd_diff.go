@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ type diffOptions struct {
 	Outage           time.Duration
 	Partitions       []int32
 	CrossCheck       bool
+	Concurrency      int
+	// progress, if set, draws progress bars
+	progress audit.Progress
 	// inspect, when set, sees the finished report (the demo checks it
 	// against its ground truth).
 	inspect func(*audit.Report)
@@ -63,6 +67,8 @@ func diffFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
 		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
+		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars on stderr (they are drawn only on a terminal)", EnvVars: env("quiet")},
 	)
 }
 
@@ -83,7 +89,11 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			defer src.close()
-			return runDiff(c.Context, o, src, c.App.Writer)
+			p, stop := newProgress(c.App.ErrWriter, c.Bool("quiet"))
+			o.progress = p
+			err = runDiff(c.Context, o, src, c.App.Writer)
+			stop()
+			return err
 		},
 	}
 }
@@ -91,7 +101,8 @@ func diffCommand() *cli.Command {
 func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
 		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
-		KafkaVersion: c.String("kafka-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check")}
+		KafkaVersion: c.String("kafka-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
+		Concurrency: c.Int("concurrency")}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
 	switch o.Format {
 	case "md", "table", "json", "csv", "prom":
@@ -107,6 +118,9 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	}
 	if o.Partitions, err = parsePartitions(c.String("partitions")); err != nil {
 		return o, usagef("--partitions: %w", err)
+	}
+	if o.Concurrency < 1 || o.Concurrency > 64 {
+		return o, usagef("--concurrency %d: want 1 to 64", o.Concurrency)
 	}
 	if o.AppID == "" && o.SpecFile == "" {
 		return o, usagef("kaudit diff needs --app-id ID (or a --spec that names app_id)")
@@ -264,7 +278,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		return err
 	}
 	rep, err := reconcile.Run(ctx, src, pl.pipeline, reconcile.Options{Decoder: dec, MaxTxnTimeout: o.source.MaxTxnTimeout,
-		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck})
+		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.progress})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -1,0 +1,239 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/ledger"
+)
+
+// item is one data record of a partition walk, decoded by its reader.
+type item struct {
+	ledger.Entry
+	key, value audit.Value
+	keyText    string       // canonical text of key, where the role needs it
+	digest     codec.Digest // digest of value, where the role needs it
+	decErr     error        // decoding failed; decWhat says which part
+	decWhat    string
+}
+
+// readBatch is how many items a reader hands over at once; readAhead is
+// how many batches each reader may hold before the audit consumes them.
+const (
+	readBatch = 256
+	readAhead = 16
+)
+
+// stream is one partition being read by a reader goroutine.
+type stream struct {
+	batches chan []item
+	done    chan struct{} // closed once l and err are set
+	l       *ledger.Ledger
+	err     error
+	slot    bool // a reader ran and holds a slot until the audit has consumed it
+}
+
+// reads reads the partitions of one topic for one role, up to
+// Options.Concurrency partitions at a time ahead of the audit, which
+// consumes them in order: reading and decoding run in parallel, the
+// audit's state changes stay in one goroutine and in a fixed order, so a
+// report does not depend on the concurrency.
+type reads struct {
+	r       *run
+	role    string
+	decode  bool
+	streams map[audit.TopicPartition]*stream
+	slots   chan struct{}
+	cancel  context.CancelFunc
+}
+
+// read starts reading tps (in this order) for role. decode says whether
+// records are decoded (not in keyless audits). Call stop when done.
+func (r *run) read(ctx context.Context, tps []audit.TopicPartition, role string, decode bool) *reads {
+	rd := &reads{r: r, role: role, decode: decode, streams: map[audit.TopicPartition]*stream{}}
+	n := r.opts.Concurrency
+	if n <= 0 {
+		return rd // read inline, one partition at a time
+	}
+	ctx, rd.cancel = context.WithCancel(ctx)
+	rd.slots = make(chan struct{}, n)
+	for _, tp := range tps {
+		rd.streams[tp] = &stream{batches: make(chan []item, readAhead), done: make(chan struct{})}
+	}
+	go func() {
+		for i, tp := range tps {
+			s := rd.streams[tp]
+			select {
+			case rd.slots <- struct{}{}: // released when the audit has consumed the partition
+			case <-ctx.Done():
+				for _, tp := range tps[i:] { // never read: the audit still walks them
+					s := rd.streams[tp]
+					s.err = ctx.Err()
+					close(s.batches)
+					close(s.done)
+				}
+				return
+			}
+			s.slot = true
+			go func() {
+				defer close(s.done)
+				defer close(s.batches)
+				s.l, s.err = rd.produce(ctx, tp, func(b []item) bool {
+					select {
+					case s.batches <- b:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				})
+			}()
+		}
+	}()
+	return rd
+}
+
+func (rd *reads) stop() {
+	if rd.cancel != nil {
+		rd.cancel()
+	}
+}
+
+// produce walks tp through the ledger and hands its decoded records to
+// emit in batches.
+func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func([]item) bool) (*ledger.Ledger, error) {
+	r := rd.r
+	info := r.topics[tp.Topic]
+	opts := ledger.Options{Compacted: info.Compacted(), MaxTxnTimeout: r.opts.MaxTxnTimeout, Now: r.opts.Now,
+		TxnIDs: r.txnIDs, CrossCheck: r.opts.CrossCheck}
+	var l *ledger.Ledger
+	batch := make([]item, 0, readBatch)
+	for e, err := range ledger.Walk(ctx, r.src, tp, opts, &l) {
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, item{Entry: e})
+		if rd.decode {
+			rd.decodeItem(ctx, &batch[len(batch)-1])
+		}
+		if len(batch) == readBatch {
+			if !emit(batch) {
+				return nil, ctx.Err()
+			}
+			batch = make([]item, 0, readBatch)
+		}
+	}
+	if len(batch) > 0 && !emit(batch) {
+		return nil, ctx.Err()
+	}
+	return l, nil
+}
+
+// decodeItem decodes what the role needs of one record: key and value,
+// the key's text (not for sources, whose table key is selected from the
+// value) and the value's digest.
+func (rd *reads) decodeItem(ctx context.Context, it *item) {
+	rec := &it.Record
+	dec := rd.r.opts.Decoder
+	var err error
+	if rec.Key != nil {
+		if it.key, err = dec.Decode(ctx, rec.Topic, true, rec.Key); err != nil {
+			it.decErr, it.decWhat = err, "key"
+			return
+		}
+	}
+	if rec.Value != nil {
+		if it.value, err = dec.Decode(ctx, rec.Topic, false, rec.Value); err != nil {
+			it.decErr, it.decWhat = err, "value"
+			return
+		}
+		it.digest = codec.DigestOf(it.value)
+	}
+	if rd.role != "source" {
+		it.keyText = codec.Text(it.key)
+	}
+}
+
+// walk reads one partition through the ledger, adds the ledger's findings
+// and the partition's cut, and calls fn for every data record. An
+// unreadable partition becomes an unreadable finding and false.
+func (r *run) walk(ctx context.Context, rd *reads, tp audit.TopicPartition, fn func(*item)) bool {
+	var l *ledger.Ledger
+	var err error
+	if s := rd.streams[tp]; s != nil {
+		for b := range s.batches {
+			for i := range b {
+				fn(&b[i])
+			}
+			r.progress(rd.role, len(b))
+		}
+		<-s.done
+		l, err = s.l, s.err
+		if s.slot {
+			<-rd.slots
+		}
+	} else {
+		l, err = rd.produce(ctx, tp, func(b []item) bool {
+			for i := range b {
+				fn(&b[i])
+			}
+			r.progress(rd.role, len(b))
+			return true
+		})
+	}
+	if err == nil && l == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
+		f.Count = 0
+		f.Detail = fmt.Sprintf("%s partition could not be read: %v", rd.role, err)
+		r.add(f)
+		return false
+	}
+	r.ledgers[tp] = l
+	r.rep.Findings = append(r.rep.Findings, l.Findings...)
+	c := int64(-1)
+	if rd.role == "source" || rd.role == "repartition" {
+		c = r.committed(tp)
+	}
+	r.rep.Cut = append(r.rep.Cut, audit.PartitionCut{Topic: tp.Topic, Partition: tp.Partition, Role: rd.role, Committed: c,
+		LogStart: l.Offsets.LogStart, LSO: l.Offsets.LSO, HW: l.Offsets.HW})
+	return true
+}
+
+// decoded reports whether the item's record decoded; a failure is an
+// undecodable finding (or missing evidence when the registry is down).
+func (r *run) decoded(it *item) bool {
+	if it.decErr == nil {
+		return true
+	}
+	rec := &it.Record
+	if errors.Is(it.decErr, codec.ErrRegistryUnavailable) {
+		msg := fmt.Sprintf("decoding %s: %v", rec.Topic, it.decErr)
+		for _, m := range r.rep.Summary.Missing {
+			if m == msg {
+				return false
+			}
+		}
+		r.missing("%s", msg)
+		return false
+	}
+	f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, rec.TP(), rec.Offset)
+	f.Timestamp = rec.Timestamp
+	f.Detail = fmt.Sprintf("%s: %v", it.decWhat, it.decErr)
+	r.add(f)
+	return false
+}
+
+// progress tells Options.Progress that n more records of role were read.
+func (r *run) progress(role string, n int) {
+	if r.opts.Progress != nil && n > 0 {
+		r.opts.Progress.Read(role, int64(n))
+	}
+}
