@@ -124,6 +124,43 @@ type CommittedReader interface {
 	ReadCommitted(ctx context.Context, tp TopicPartition, from, to int64) iter.Seq2[Record, error]
 }
 
+// AbortedTxn is one entry of a partition's aborted-transaction index, as a
+// read_committed Fetch response lists it: a transaction that ended in
+// ABORT, by its producer and the first offset of its data on the partition.
+type AbortedTxn struct {
+	ProducerID  int64 `json:"producer_id"`
+	FirstOffset int64 `json:"first_offset"`
+}
+
+// CommittedIndex is the broker's read_committed view of a range of a
+// partition in the form a Fetch response gives it. The batches below the
+// LSO are the raw ones, the same bytes read_uncommitted returns; a
+// read_committed consumer drops the control records, a producer's
+// transactional data from the first offset of one of its aborted
+// transactions up to its next ABORT marker, and everything at or above the
+// LSO. So the LSO and the aborted transactions define the view.
+type CommittedIndex struct {
+	// LSO is the last stable offset the broker reported with the view;
+	// -1 when the range needed no read.
+	LSO int64
+	// Aborted lists the aborted transactions the broker named for the
+	// range, each once, ordered by first offset, then producer id.
+	Aborted []AbortedTxn
+}
+
+// IndexedReader is implemented by sources that learn the broker's
+// read_committed view of a partition from the reads that yield its raw
+// records: fetching read_committed up to the LSO returns the raw batches
+// with the aborted-transaction index, and read_uncommitted goes on from
+// the LSO. The ledger cross-checks against it instead of reading the
+// partition a second time through CommittedReader.
+type IndexedReader interface {
+	// RecordsIndexed yields what Records yields for [from, to). When the
+	// sequence ends without error, *idx holds the broker's read_committed
+	// view of [from, to).
+	RecordsIndexed(ctx context.Context, tp TopicPartition, from, to int64, idx *CommittedIndex) iter.Seq2[Record, error]
+}
+
 // Clock returns the time the evidence describes: now for a live cluster,
 // the capture time for a snapshot. Sources that are not live implement it.
 type Clock interface {

@@ -4,6 +4,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaudit/kaudit/audit"
@@ -74,63 +75,84 @@ func TestSourceConformance(t *testing.T) {
 	segmenttest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
 		c := newCluster(t)
 		createTopic(t, newClient(t, c), segmenttest.Topic, 2, nil)
-		batches := map[int32][][]byte{}
-		lasts := map[int32][]int64{}
-		byPart := map[int32][]audit.Record{}
-		for _, r := range recs {
-			byPart[r.Partition] = append(byPart[r.Partition], r)
-		}
-		for p, rs := range byPart {
-			batches[p] = encodeBatches(rs)
-			for i := range rs {
-				if i == len(rs)-1 || rs[i+1].Batch.BaseOffset != rs[i].Batch.BaseOffset {
-					lasts[p] = append(lasts[p], rs[i].Batch.LastOffset())
-				}
-			}
-		}
-		offsets := map[int32]audit.PartitionOffsets{0: segmenttest.Offsets0, 1: segmenttest.Offsets1}
-
-		c.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-			c.KeepControl()
-			req := kreq.(*kmsg.FetchRequest)
-			resp, _ := fetchError(0)(req)
-			fr := resp.(*kmsg.FetchResponse)
-			rp := &fr.Topics[0].Partitions[0]
-			po := offsets[rp.Partition]
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = po.HW, po.LSO, po.LogStart
-			off := req.Topics[0].Partitions[0].FetchOffset
-			for i, b := range batches[rp.Partition] {
-				if lasts[rp.Partition][i] >= off {
-					rp.RecordBatches = append(rp.RecordBatches, b...)
-				}
-			}
-			return fr, nil, true
-		})
-		c.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-			c.KeepControl()
-			req := kreq.(*kmsg.ListOffsetsRequest)
-			resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-			for _, rt := range req.Topics {
-				st := kmsg.NewListOffsetsResponseTopic()
-				st.Topic = rt.Topic
-				for _, rp := range rt.Partitions {
-					sp := kmsg.NewListOffsetsResponseTopicPartition()
-					sp.Partition, sp.Timestamp, sp.LeaderEpoch = rp.Partition, -1, 0
-					po := offsets[rp.Partition]
-					switch {
-					case rp.Timestamp == -2:
-						sp.Offset = po.LogStart
-					case req.IsolationLevel == 1:
-						sp.Offset = po.LSO
-					default:
-						sp.Offset = po.HW
-					}
-					st.Partitions = append(st.Partitions, sp)
-				}
-				resp.Topics = append(resp.Topics, st)
-			}
-			return resp, nil, true
-		})
+		serveLog(c, recs, map[int32]audit.PartitionOffsets{0: segmenttest.Offsets0, 1: segmenttest.Offsets1}, nil)
 		return openSource(t, c, nil)
+	})
+}
+
+// serveLog makes c answer Fetch and ListOffsets for topic segmenttest.Topic
+// from recs, batch for batch, with offsets as the partitions' offsets. A
+// read_committed fetch gets the batches below the LSO and aborted[p] as
+// its aborted transactions.
+func serveLog(c *kfake.Cluster, recs []audit.Record, offsets map[int32]audit.PartitionOffsets, aborted map[int32][]audit.AbortedTxn) {
+	batches := map[int32][][]byte{}
+	bases := map[int32][]int64{}
+	lasts := map[int32][]int64{}
+	byPart := map[int32][]audit.Record{}
+	for _, r := range recs {
+		byPart[r.Partition] = append(byPart[r.Partition], r)
+	}
+	for p, rs := range byPart {
+		batches[p] = encodeBatches(rs)
+		for i := range rs {
+			if i == len(rs)-1 || rs[i+1].Batch.BaseOffset != rs[i].Batch.BaseOffset {
+				bases[p] = append(bases[p], rs[i].Batch.BaseOffset)
+				lasts[p] = append(lasts[p], rs[i].Batch.LastOffset())
+			}
+		}
+	}
+
+	c.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.FetchRequest)
+		resp, _ := fetchError(0)(req)
+		fr := resp.(*kmsg.FetchResponse)
+		rp := &fr.Topics[0].Partitions[0]
+		p := rp.Partition
+		po := offsets[p]
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = po.HW, po.LSO, po.LogStart
+		off := req.Topics[0].Partitions[0].FetchOffset
+		committed := req.IsolationLevel == 1
+		for i, b := range batches[p] {
+			if committed && bases[p][i] >= po.LSO {
+				break
+			}
+			if lasts[p][i] >= off {
+				rp.RecordBatches = append(rp.RecordBatches, b...)
+			}
+		}
+		if committed {
+			for _, a := range aborted[p] {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+			}
+		}
+		return fr, nil, true
+	})
+	c.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.Timestamp, sp.LeaderEpoch = rp.Partition, -1, 0
+				po := offsets[rp.Partition]
+				switch {
+				case rp.Timestamp == -2:
+					sp.Offset = po.LogStart
+				case req.IsolationLevel == 1:
+					sp.Offset = po.LSO
+				default:
+					sp.Offset = po.HW
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
 	})
 }

@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -41,7 +43,18 @@ var decompressor = kgo.DefaultDecompressor()
 // (below log start, compacted) are skipped. An error is yielded once, wrapped
 // with the partition and offset, and ends the sequence.
 func (s *Source) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
-	return s.read(ctx, tp, from, to, false)
+	return s.read(ctx, tp, from, to, readRaw, nil)
+}
+
+// RecordsIndexed yields what Records yields, and learns the broker's
+// read_committed view of [from, to) from the same fetches: below the last
+// stable offset it fetches read_committed, which returns the same raw
+// batches along with the aborted transactions a read_committed consumer
+// filters out, and from the LSO on it fetches read_uncommitted. When the
+// sequence ends without error, *idx holds the LSO the last read_committed
+// response reported and every aborted transaction the responses named.
+func (s *Source) RecordsIndexed(ctx context.Context, tp audit.TopicPartition, from, to int64, idx *audit.CommittedIndex) iter.Seq2[audit.Record, error] {
+	return s.read(ctx, tp, from, to, readIndexed, idx)
 }
 
 // ReadCommitted yields the partition's records in [from, to) the way a
@@ -49,7 +62,47 @@ func (s *Source) Records(ctx context.Context, tp audit.TopicPartition, from, to 
 // offset and franz-go drops aborted data and control records using the
 // broker's aborted-transaction list. to < 0 means up to the LSO.
 func (s *Source) ReadCommitted(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
-	return s.read(ctx, tp, from, to, true)
+	return s.read(ctx, tp, from, to, readCommitted, nil)
+}
+
+// readMode says how read fetches and what it yields.
+type readMode int
+
+const (
+	readRaw       readMode = iota // read_uncommitted, control records kept
+	readCommitted                 // read_committed, filtered as a consumer sees it, up to the LSO
+	readIndexed                   // raw, fetched read_committed below the LSO to learn the aborted index
+)
+
+// indexer collects the broker's read_committed view from the responses of
+// an indexed read.
+type indexer struct {
+	idx  *audit.CommittedIndex
+	seen map[audit.AbortedTxn]bool
+}
+
+func newIndexer(idx *audit.CommittedIndex) *indexer {
+	*idx = audit.CommittedIndex{LSO: -1}
+	return &indexer{idx: idx, seen: map[audit.AbortedTxn]bool{}}
+}
+
+// add notes one read_committed response.
+func (x *indexer) add(rp *kmsg.FetchResponseTopicPartition) {
+	x.idx.LSO = rp.LastStableOffset
+	for _, at := range rp.AbortedTransactions {
+		a := audit.AbortedTxn{ProducerID: at.ProducerID, FirstOffset: at.FirstOffset}
+		if !x.seen[a] {
+			x.seen[a] = true
+			x.idx.Aborted = append(x.idx.Aborted, a)
+		}
+	}
+}
+
+// done orders the aborted transactions.
+func (x *indexer) done() {
+	slices.SortFunc(x.idx.Aborted, func(a, b audit.AbortedTxn) int {
+		return cmp.Or(cmp.Compare(a.FirstOffset, b.FirstOffset), cmp.Compare(a.ProducerID, b.ProducerID))
+	})
 }
 
 // leaderInfo is where a partition's fetches go.
@@ -105,8 +158,14 @@ func (s *Source) leaderOf(ctx context.Context, tp audit.TopicPartition) (leaderI
 	return leaderInfo{}, fmt.Errorf("describe topic %q: %w", tp.Topic, audit.ErrTopicNotFound)
 }
 
-func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int64, committed bool) iter.Seq2[audit.Record, error] {
+func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int64, mode readMode, idx *audit.CommittedIndex) iter.Seq2[audit.Record, error] {
 	return func(yield func(audit.Record, error) bool) {
+		committed := mode == readCommitted // filter as a read_committed consumer
+		var ix *indexer
+		if mode == readIndexed {
+			ix = newIndexer(idx)
+			defer ix.done()
+		}
 		off := max(from, 0)
 		fail := func(err error) {
 			yield(audit.Record{}, fmt.Errorf("read %s at offset %d: %w", tp, off, err))
@@ -129,13 +188,23 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			var (
 				rp  *kmsg.FetchResponseTopicPartition
 				err error
+				// an indexed read fetches read_committed up to the LSO
+				// the last read_committed response reported
+				isolated = committed || (ix != nil && (ix.idx.LSO < 0 || off < ix.idx.LSO))
 			)
 			if !leader {
 				li, err = s.leaderOf(ctx, tp)
 				leader = err == nil
 			}
 			if err == nil {
-				rp, err = s.fetch(ctx, tp, li, off, committed)
+				wait := int32(fetchMaxWait)
+				if ix != nil && ix.idx.LSO < 0 {
+					// The LSO is not known yet and may be where the read
+					// starts: a broker holds a read_committed fetch at the
+					// LSO for the whole wait.
+					wait = 0
+				}
+				rp, err = s.fetch(ctx, tp, li, off, isolated, wait)
 			}
 			if err == nil {
 				err = kerr.ErrorForCode(rp.ErrorCode)
@@ -152,6 +221,9 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 				limit := po.HW
 				if committed {
 					limit = po.LSO
+				}
+				if ix != nil && isolated {
+					ix.idx.LSO = po.LSO
 				}
 				switch {
 				case off < po.LogStart && stalls < maxStalls:
@@ -188,6 +260,9 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			if committed {
 				limit = rp.LastStableOffset
 			}
+			if ix != nil && isolated {
+				ix.add(rp)
+			}
 			if end < 0 {
 				end = limit
 			}
@@ -201,6 +276,9 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			if len(batches) == 0 && corrupt {
 				fail(fmt.Errorf("%w: unreadable record batch header", audit.ErrCorrupt))
 				return
+			}
+			if len(batches) == 0 && ix != nil && isolated && off >= ix.idx.LSO {
+				continue // at the LSO: read_uncommitted from here
 			}
 			if len(batches) == 0 {
 				stalls++
@@ -285,18 +363,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// fetch issues one Fetch for the partition to its leader and returns the
+// fetch issues one Fetch for the partition to its leader, read_committed
+// when isolated, waiting at most wait ms for data, and returns the
 // partition's part of the response.
-func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderInfo, off int64, committed bool) (*kmsg.FetchResponseTopicPartition, error) {
+func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderInfo, off int64, isolated bool, wait int32) (*kmsg.FetchResponseTopicPartition, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
-	req.MaxWaitMillis = fetchMaxWait
+	req.MaxWaitMillis = wait
 	req.MinBytes = 1
 	req.MaxBytes = max(fetchMaxBytes, partitionMaxBytes)
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session: a full, stateless fetch
-	if committed {
-		req.IsolationLevel = 1
+	if isolated {
+		req.IsolationLevel = 1 // read_committed
 	}
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = tp.Topic

@@ -81,7 +81,7 @@ func TestRealCompaction(t *testing.T) {
 			}
 			empty, all, fetches := 0, 0, 0
 			for off := int64(0); fetches < 100; fetches++ {
-				rp, err := s.fetch(t.Context(), tp, li, off, false)
+				rp, err := s.fetch(t.Context(), tp, li, off, false, fetchMaxWait)
 				if err != nil {
 					t.Fatal(err)
 				}

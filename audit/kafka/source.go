@@ -18,6 +18,7 @@ import (
 var (
 	_ audit.Source          = (*Source)(nil)
 	_ audit.CommittedReader = (*Source)(nil)
+	_ audit.IndexedReader   = (*Source)(nil)
 )
 
 // ErrConfig marks an Open error caused by the client configuration (the
@@ -42,8 +43,8 @@ type Config struct {
 	ClientID string
 }
 
-// Source is a read-only live cluster: it implements audit.Source and
-// audit.CommittedReader. It is safe for concurrent use.
+// Source is a read-only live cluster: it implements audit.Source,
+// audit.CommittedReader and audit.IndexedReader. It is safe for concurrent use.
 type Source struct {
 	cl        *kgo.Client
 	adm       *kadm.Client

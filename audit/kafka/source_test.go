@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/ledger"
+	"github.com/kaudit/kaudit/audit/segment/segmenttest"
 )
 
 // txnScenario writes, on one partition of topic "orders":
@@ -30,7 +32,8 @@ type scenario struct {
 	outcome  map[int64]audit.Outcome // data offsets; "" for non-transactional
 	key      map[int64]string
 	value    map[int64]string
-	openFrom int64 // first offset of the open transaction: the LSO
+	openFrom int64              // first offset of the open transaction: the LSO
+	aborted  []audit.AbortedTxn // the aborted transactions, by first offset
 	pids     map[string]int64
 	topic    string // the topic written
 	prefix   string // the transactional ids' prefix
@@ -59,8 +62,10 @@ func writeScenario(t *testing.T, cl *kgo.Client, txn func(id string) *kgo.Client
 	sc.pids["0"] = rs[0].ProducerID
 
 	begin(t, a)
-	note(produce(t, a, topic, 0, "a1", "v", "a2", "v"), audit.OutcomeAborted)
+	rs = produce(t, a, topic, 0, "a1", "v", "a2", "v")
+	note(rs, audit.OutcomeAborted)
 	end(t, a, kgo.TryAbort)
+	sc.aborted = append(sc.aborted, audit.AbortedTxn{ProducerID: rs[0].ProducerID, FirstOffset: rs[0].Offset})
 
 	b := txn(prefix + "1")
 	begin(t, b)
@@ -68,6 +73,7 @@ func writeScenario(t *testing.T, cl *kgo.Client, txn func(id string) *kgo.Client
 	rs = produce(t, b, topic, 0, "b1", "v")
 	note(rs, audit.OutcomeAborted)
 	sc.pids["1"] = rs[0].ProducerID
+	sc.aborted = append(sc.aborted, audit.AbortedTxn{ProducerID: rs[0].ProducerID, FirstOffset: rs[0].Offset})
 	note(produce(t, a, topic, 0, "i1", "v"), audit.OutcomeCommitted)
 	note(produce(t, b, topic, 0, "b2", "v"), audit.OutcomeAborted)
 	end(t, a, kgo.TryCommit)
@@ -89,6 +95,12 @@ func writeScenario(t *testing.T, cl *kgo.Client, txn func(id string) *kgo.Client
 }
 
 func newScenario(t *testing.T) (*Source, scenario) {
+	_, s, sc := newScenarioCluster(t)
+	return s, sc
+}
+
+// newScenarioCluster is newScenario with the cluster that holds it.
+func newScenarioCluster(t *testing.T) (*kfake.Cluster, *Source, scenario) {
 	c := newCluster(t)
 	admin := newClient(t, c)
 	txn := func(id string) *kgo.Client {
@@ -97,7 +109,7 @@ func newScenario(t *testing.T) (*Source, scenario) {
 	plain := newClient(t, c, kgo.DisableIdempotentWrite())
 	idem := newClient(t, c, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
 	sc := writeScenario(t, admin, txn, plain, idem, "orders", "app-")
-	return openSource(t, c, nil), sc
+	return c, openSource(t, c, nil), sc
 }
 
 // TestRealBroker runs the transaction scenario against a real cluster when
@@ -281,6 +293,30 @@ func checkScenario(t *testing.T, s *Source, sc scenario) {
 			if r.IsControl() {
 				t.Errorf("read committed returned marker at %d", r.Offset)
 			}
+		}
+	})
+
+	t.Run("indexed", func(t *testing.T) {
+		var idx audit.CommittedIndex
+		got := collect(t, s.RecordsIndexed(t.Context(), tp, 0, -1, &idx))
+		if diff := segmenttest.Diff(got, recs); diff != "" {
+			t.Errorf("indexed read differs from the raw read: %s", diff)
+		}
+		if idx.LSO != sc.openFrom || !slices.Equal(idx.Aborted, sc.aborted) {
+			t.Errorf("index = %+v, want LSO %d and aborted %+v", idx, sc.openFrom, sc.aborted)
+		}
+	})
+
+	t.Run("ledger cross-check", func(t *testing.T) {
+		l, err := ledger.Build(t.Context(), s, tp, ledger.Options{CrossCheck: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Findings) != 0 {
+			t.Errorf("findings %+v, want none", l.Findings)
+		}
+		if want := int64(len(sc.aborted)); l.Summary(ledger.Options{}).Transactions.Aborted != want {
+			t.Errorf("transactions %+v, want %d aborted", l.Summary(ledger.Options{}).Transactions, want)
 		}
 	})
 

@@ -22,7 +22,9 @@ type Options struct {
 	// TxnIDs maps producer ids to transactional ids, where known.
 	TxnIDs map[int64]string
 	// CrossCheck compares the derived committed view with the broker's
-	// read_committed fetch when the source can do one.
+	// read_committed view when the source can give it: from the reads
+	// themselves (audit.IndexedReader), else by reading the partition a
+	// second time (audit.CommittedReader).
 	CrossCheck bool
 	// KeepOffsets keeps per-offset detail for offsets in [From, To).
 	KeepFrom, KeepTo int64
@@ -112,7 +114,8 @@ func Build(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition,
 }
 
 // Walk yields tp's data records (not markers) in offset order with their
-// fates, reading the partition once where transactions are short. When it
+// fates, reading the partition once where transactions are short (the
+// cross-check included, when the source is an audit.IndexedReader). When it
 // ends without error, *out holds the partition's ledger. Errors are final.
 func Walk(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, opts Options, out **Ledger) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
@@ -131,7 +134,17 @@ func Walk(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, 
 		if out != nil {
 			*out = w.l
 		}
-		if !w.read(ctx, src, yield) {
+		var (
+			idx  *audit.CommittedIndex // the broker's view, learnt from the same reads
+			recs iter.Seq2[audit.Record, error]
+		)
+		if ir, ok := src.(audit.IndexedReader); ok && opts.CrossCheck {
+			idx = &audit.CommittedIndex{}
+			recs = ir.RecordsIndexed(ctx, tp, offs.LogStart, offs.HW, idx)
+		} else {
+			recs = src.Records(ctx, tp, offs.LogStart, offs.HW)
+		}
+		if !w.read(recs, yield) {
 			return
 		}
 		w.finish()
@@ -139,7 +152,9 @@ func Walk(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, 
 			return
 		}
 		if opts.CrossCheck {
-			if cr, ok := src.(audit.CommittedReader); ok {
+			if idx != nil {
+				w.checkIndex(*idx)
+			} else if cr, ok := src.(audit.CommittedReader); ok {
 				if err := w.crossCheck(ctx, cr); err != nil {
 					yield(Entry{}, err)
 					return

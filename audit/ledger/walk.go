@@ -33,7 +33,6 @@ type walker struct {
 	spillAt  int64
 	seenPID  map[int64]bool
 	findings []audit.Finding
-	byPID    map[int64][]int // indices into l.Txns per producer
 }
 
 func newWalker(tp audit.TopicPartition, offs audit.PartitionOffsets, opts Options) *walker {
@@ -41,7 +40,7 @@ func newWalker(tp audit.TopicPartition, offs audit.PartitionOffsets, opts Option
 		opts.Buffer = 200_000
 	}
 	w := &walker{tp: tp, opts: opts, l: &Ledger{TP: tp, Offsets: offs}, open: map[int64]*openTxn{},
-		seenPID: map[int64]bool{}, byPID: map[int64][]int{}}
+		seenPID: map[int64]bool{}}
 	if offs.LogStart > 0 {
 		w.addRun(Run{Start: 0, End: offs.LogStart, Fate: audit.FatePurged, ProducerID: -1, ProducerEpoch: -1}, nil)
 		w.l.Counts.Add(audit.FatePurged, offs.LogStart)
@@ -87,9 +86,10 @@ func (w *walker) missing(upTo int64) {
 	w.next = upTo
 }
 
-func (w *walker) read(ctx context.Context, src audit.RecordSource, yield func(Entry, error) bool) bool {
+// read classifies the records of [log start, HW) that recs yields.
+func (w *walker) read(recs iter.Seq2[audit.Record, error], yield func(Entry, error) bool) bool {
 	hw := w.l.Offsets.HW
-	for rec, err := range src.Records(ctx, w.tp, w.l.Offsets.LogStart, hw) {
+	for rec, err := range recs {
 		if err != nil {
 			yield(Entry{}, fmt.Errorf("read %s at %d: %w", w.tp, w.next, err))
 			return false
@@ -169,7 +169,6 @@ func (w *walker) marker(rec audit.Record, yield func(Entry, error) bool) bool {
 		w.l.Txns = append(w.l.Txns, audit.Txn{ProducerID: pid, ProducerEpoch: rec.Batch.ProducerEpoch, FirstOffset: -1,
 			LastOffset: -1, MarkerOffset: rec.Offset, Outcome: outcome, FirstTimestamp: -1, MarkerTimestamp: rec.Timestamp,
 			TransactionalID: w.opts.TxnIDs[pid]})
-		w.byPID[pid] = append(w.byPID[pid], len(w.l.Txns)-1)
 		return true
 	}
 	delete(w.open, pid)
@@ -192,7 +191,6 @@ func (w *walker) resolve(t *openTxn, fate audit.Fate) {
 	}
 	t.runs = nil
 	w.l.Txns = append(w.l.Txns, t.txn)
-	w.byPID[t.txn.ProducerID] = append(w.byPID[t.txn.ProducerID], len(w.l.Txns)-1)
 }
 
 func (w *walker) emit(p pending, yield func(Entry, error) bool) bool {
@@ -337,62 +335,4 @@ func (w *walker) drain(ctx context.Context, src audit.RecordSource, yield func(E
 		}
 	}
 	return true
-}
-
-// crossCheck compares the derived committed view below the LSO with the
-// broker's read_committed fetch.
-func (w *walker) crossCheck(ctx context.Context, cr audit.CommittedReader) error {
-	lo, hi := w.l.Offsets.LogStart, w.l.Offsets.LSO
-	next, stop := iter.Pull2(cr.ReadCommitted(ctx, w.tp, lo, hi))
-	defer stop()
-	var extra, hidden int64
-	first := int64(-1)
-	note := func(off int64, n *int64) {
-		*n++
-		if first < 0 {
-			first = off
-		}
-	}
-	b, err, ok := next()
-	adv := func() bool {
-		for ok && err == nil && (b.Batch.Control || b.Offset < lo) {
-			b, err, ok = next()
-		}
-		return ok
-	}
-	for _, r := range w.l.Runs {
-		if r.Fate != audit.FateCommitted || r.Control {
-			continue
-		}
-		for o := max(r.Start, lo); o < min(r.End, hi); o++ {
-			adv()
-			if err != nil {
-				return fmt.Errorf("read %s committed at %d: %w", w.tp, o, err)
-			}
-			for ok && b.Offset < o {
-				note(b.Offset, &extra)
-				b, err, ok = next()
-				adv()
-			}
-			if ok && b.Offset == o {
-				b, err, ok = next()
-				continue
-			}
-			note(o, &hidden)
-		}
-	}
-	for adv() && err == nil && b.Offset < hi {
-		note(b.Offset, &extra)
-		b, err, ok = next()
-	}
-	if err != nil {
-		return fmt.Errorf("read %s committed: %w", w.tp, err)
-	}
-	if extra+hidden > 0 {
-		f := audit.NewFinding(audit.StageTransactions, audit.CauseTransactionInconsistent, w.tp, first)
-		f.Count = extra + hidden
-		f.Detail = fmt.Sprintf("the broker's read_committed view disagrees with the markers: %d records it returns are not committed by the markers, %d committed records it does not return (first at offset %d)", extra, hidden, first)
-		w.findings = append(w.findings, f)
-	}
-	return nil
 }

@@ -53,6 +53,7 @@ type Dir struct {
 var (
 	_ audit.Source          = (*Dir)(nil)
 	_ audit.CommittedReader = (*Dir)(nil)
+	_ audit.IndexedReader   = (*Dir)(nil)
 )
 
 // TornTail is an incomplete batch at the end of a partition's active

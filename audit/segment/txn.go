@@ -125,6 +125,38 @@ func (d *Dir) AbortedTxns(ctx context.Context, tp audit.TopicPartition) ([]Abort
 	return slices.Clone(st.aborted), nil
 }
 
+// RecordsIndexed yields what Records yields, and fills *idx with the
+// read_committed view a broker serving this replica would give of
+// [from, to): the LSO and the aborted transactions whose ABORT marker is at
+// or above from, as the broker's transaction index lists them. Both come
+// from the scan Offsets already made, so nothing is read twice.
+func (d *Dir) RecordsIndexed(ctx context.Context, tp audit.TopicPartition, from, to int64, idx *audit.CommittedIndex) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		*idx = audit.CommittedIndex{LSO: -1}
+		r, err := d.primary(tp)
+		if err != nil {
+			yield(audit.Record{}, err)
+			return
+		}
+		st, err := r.txnState(ctx)
+		if err != nil {
+			yield(audit.Record{}, err)
+			return
+		}
+		idx.LSO = st.lso
+		for _, t := range st.aborted {
+			if t.LastOffset >= from {
+				idx.Aborted = append(idx.Aborted, audit.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset})
+			}
+		}
+		for rec, err := range r.records(ctx, from, to) {
+			if !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // ReadCommitted yields what a read_committed consumer sees of [from, to):
 // no control records, no data of aborted transactions, nothing at or above
 // the LSO (to < 0 means up to the LSO). It filters the way the Java consumer
