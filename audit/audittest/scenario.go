@@ -78,7 +78,10 @@ type Scenario struct {
 	AppID      string
 	Tables     []TableSpec
 	Output     string
-	Partitions int32 // of every topic
+	Partitions int32 // of every topic but the output
+	// OutputPartitions is the output topic's partition count (0: Partitions);
+	// its records go where the default partitioner puts their keys.
+	OutputPartitions int32
 	Inputs     int   // records per source topic
 	Keys       int   // distinct order ids
 	Seed       uint64
@@ -198,7 +201,7 @@ func (g *gen) run() (*Truth, error) {
 			}
 		}
 	}
-	if err := g.b.CreateTopic(s.Output, s.Partitions, false); err != nil {
+	if err := g.b.CreateTopic(s.Output, s.outputPartitions(), false); err != nil {
 		return nil, err
 	}
 	if err := g.produceSources(); err != nil {
@@ -344,4 +347,11 @@ func Match(truth, got []Expected) (missed, extra []Expected) {
 		}
 	}
 	return missed, extra
+}
+
+func (s *Scenario) outputPartitions() int32 {
+	if s.OutputPartitions > 0 {
+		return s.OutputPartitions
+	}
+	return s.Partitions
 }

@@ -273,6 +273,9 @@ func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []ma
 			return err
 		}
 		tp := audit.TopicPartition{Topic: s.Output, Partition: p}
+		if s.OutputPartitions > 0 {
+			tp.Partition = audit.DefaultPartition([]byte(k), s.OutputPartitions)
+		}
 		if _, err := g.b.TxnProduce(prod, tp, []Out{{Key: []byte(k), Value: val, Timestamp: ts}}); err != nil {
 			return err
 		}

@@ -205,7 +205,7 @@ func (g *gen) groundTruth() {
 	}
 	if k := g.joinMissingKey; k != "" && held {
 		g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageJoin, Cause: audit.CauseJoinMissing, Topic: s.Output,
-			Partition: audit.DefaultPartition([]byte(k), s.Partitions), Offset: -1, Key: jsonText(k)})
+			Partition: audit.DefaultPartition([]byte(k), s.outputPartitions()), Offset: -1, Key: jsonText(k)})
 	}
 	sort.Slice(g.truth.Findings, func(i, j int) bool { return g.truth.Findings[i].String() < g.truth.Findings[j].String() })
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit"
@@ -52,28 +53,195 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	if !ok {
 		return nil
 	}
+	sides := append([]*tableState{left}, rights...)
 	var unreadable []audit.TopicPartition
-	for _, ts := range append([]*tableState{left}, rights...) {
+	for _, ts := range sides {
 		unreadable = append(unreadable, ts.unreadable...)
 	}
-	out := map[string]outRecord{}
-	rd := r.read(ctx, tpsOf(j.Output, parts), "output", true)
+	bounded := false
+	if b, ok := r.src.(audit.Bounded); ok {
+		// a store's or the output's older records are not in a bounded
+		// capture: a key's state or output may predate it
+		for _, tp := range tpsOf(j.Output, parts) {
+			_, out := b.ClusterLogStart(tp)
+			bounded = bounded || out
+		}
+		for _, c := range r.rep.Cut {
+			if _, cl := b.ClusterLogStart(audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}); cl && c.Role == "changelog" {
+				bounded = true
+			}
+		}
+	}
+	if len(unreadable) > 0 || bounded {
+		return r.joinUnjudged(ctx, j, parts, unreadable)
+	}
+	g := joinGroups(r, j, sides, parts)
+	lossByKey := map[string][]*input{}
+	for _, in := range r.losses {
+		lossByKey[in.key] = append(lossByKey[in.key], in)
+	}
+	var found []audit.Finding
+	e2e := map[string]string{}
+	rdOut := r.read(ctx, tpsOf(j.Output, parts), "output", decodeAll)
+	defer rdOut.stop()
+	rdCl := make([]*reads, len(sides))
+	for i, ts := range sides {
+		var tps []audit.TopicPartition
+		for _, grp := range g {
+			tps = append(tps, tpsOf(ts.t.Changelog, grp.changelog)...)
+		}
+		rdCl[i] = r.readAgain(ctx, tps, "changelog", decodeKey)
+		defer rdCl[i].stop()
+	}
+	for _, grp := range g {
+		// the tables' final states of this group's keys
+		finals := make([]map[string]clFinal, len(sides))
+		for i, ts := range sides {
+			finals[i] = map[string]clFinal{}
+			for _, p := range grp.changelog {
+				tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
+				ok := r.walk(ctx, rdCl[i], tp, func(it *item) {
+					if it.Fate != audit.FateCommitted || it.decErr != nil {
+						return
+					}
+					rec := &it.Record
+					finals[i][it.keyText] = clFinal{offset: rec.Offset, ts: rec.Timestamp, raw: bytes.Clone(rec.Value), null: rec.Value == nil}
+				})
+				if !ok {
+					unreadable = append(unreadable, tp)
+				}
+			}
+		}
+		out := map[string]outRecord{}
+		for _, p := range grp.output {
+			tp := audit.TopicPartition{Topic: j.Output, Partition: p}
+			ok := r.walk(ctx, rdOut, tp, func(it *item) {
+				if it.Fate != audit.FateCommitted || !r.decoded(it) {
+					return
+				}
+				rec := &it.Record
+				r.count("output", 1)
+				out[it.keyText] = outRecord{tp: tp, offset: rec.Offset, ts: rec.Timestamp, digest: it.digest, raw: bytes.Clone(rec.Value), null: rec.Value == nil}
+			})
+			if !ok {
+				unreadable = append(unreadable, tp)
+			}
+		}
+		if len(unreadable) > 0 || ctx.Err() != nil {
+			continue // the rest is read for the cut, not judged
+		}
+		actual := func(ts *tableState, key string) side {
+			for i := range sides {
+				if sides[i] == ts {
+					return r.finalSide(ts, finals[i][key])
+				}
+			}
+			return side{}
+		}
+		found = append(found, r.judgeJoin(ctx, j, sides, finals, out)...)
+		for key := range lossByKey {
+			if _, done := e2e[key]; done || !inGroup(key, finals, out) {
+				continue
+			}
+			e2e[key] = r.endToEnd(ctx, j, sides, key, out, actual)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(unreadable) > 0 {
+		r.missing("join into %s: %s could not be read, so the output is not judged", j.Output, tpList(unreadable))
+		return nil
+	}
+	r.rep.Findings = append(r.rep.Findings, found...)
+	absent := func(*tableState, string) side { return side{} }
+	for key, ins := range lossByKey {
+		text, ok := e2e[key]
+		if !ok { // no table holds the key and the output has no record of it
+			text = r.endToEnd(ctx, j, sides, key, nil, absent)
+		}
+		if text == "" {
+			continue // the joiner failed
+		}
+		for _, in := range ins {
+			if in.idx >= 0 && int(in.idx) < len(r.rep.Findings) {
+				r.rep.Findings[in.idx].Detail += "; " + text
+			}
+		}
+	}
+	return nil
+}
+
+// clFinal is a key's final state in a changelog, kept serialized.
+type clFinal struct {
+	offset, ts int64
+	raw        []byte
+	null       bool
+}
+
+// finalSide decodes a final state; the zero clFinal is an absent key.
+func (r *run) finalSide(ts *tableState, f clFinal) side {
+	if f.raw == nil {
+		return side{}
+	}
+	v, err := r.opts.Decoder.Decode(r.ctx, ts.t.Changelog, false, f.raw)
+	if err != nil {
+		return side{}
+	}
+	return side{value: v, ts: f.ts, present: true}
+}
+
+// joinGroup is a set of changelog partitions (the same numbers in every
+// table, which Streams co-partitions) and the output partitions that hold
+// their keys.
+type joinGroup struct {
+	changelog, output []int32
+}
+
+// joinGroups splits the join into one group per partition when the
+// output has as many partitions as the changelogs (the default
+// partitioner then puts a key in the same partition everywhere), so the
+// join holds one partition's keys at a time; else into one group.
+func joinGroups(r *run, j *Join, sides []*tableState, outParts []int32) []joinGroup {
+	n := r.topics[j.Output].Partitions
+	co := true
+	for _, ts := range sides {
+		co = co && r.topics[ts.t.Changelog].Partitions == n
+	}
+	clParts, _ := r.partitionsOf(sides[0].t.Changelog, "changelog")
+	if !co || !slices.Equal(clParts, outParts) {
+		return []joinGroup{{changelog: clParts, output: outParts}}
+	}
+	g := make([]joinGroup, len(outParts))
+	for i, p := range outParts {
+		g[i] = joinGroup{changelog: []int32{p}, output: []int32{p}}
+	}
+	return g
+}
+
+func inGroup(key string, finals []map[string]clFinal, out map[string]outRecord) bool {
+	if _, ok := out[key]; ok {
+		return true
+	}
+	for _, f := range finals {
+		if _, ok := f[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// joinUnjudged reads the output for its cut and says why it is not
+// judged.
+func (r *run) joinUnjudged(ctx context.Context, j *Join, parts []int32, unreadable []audit.TopicPartition) error {
+	rd := r.read(ctx, tpsOf(j.Output, parts), "output", decodeNone)
 	defer rd.stop()
-	for _, p := range parts {
-		tp := audit.TopicPartition{Topic: j.Output, Partition: p}
-		read := r.walk(ctx, rd, tp, func(it *item) {
-			e := &it.Entry
-			if e.Fate != audit.FateCommitted {
-				return
+	for _, tp := range tpsOf(j.Output, parts) {
+		if !r.walk(ctx, rd, tp, func(it *item) {
+			if it.Fate == audit.FateCommitted {
+				r.count("output", 1)
 			}
-			if !r.decoded(it) {
-				return
-			}
-			r.count("output", 1)
-			out[it.keyText] = outRecord{tp: tp, offset: e.Record.Offset, ts: e.Record.Timestamp, digest: it.digest,
-				raw: bytes.Clone(e.Record.Value), null: e.Record.Value == nil}
-		})
-		if !read {
+		}) {
 			unreadable = append(unreadable, tp)
 		}
 	}
@@ -84,19 +252,23 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		r.missing("join into %s: %s could not be read, so the output is not judged", j.Output, tpList(unreadable))
 		return nil
 	}
-	if b, ok := r.src.(audit.Bounded); ok {
-		// a store's or the output's older records are not in a bounded
-		// capture: a key's state or output may predate it
-		for _, c := range r.rep.Cut {
-			if c.Role != "changelog" && c.Role != "output" {
-				continue
-			}
-			if _, bounded := b.ClusterLogStart(audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}); bounded {
-				r.missing("join into %s: the capture holds %s/%d only from offset %d, so the output is not judged", j.Output, c.Topic, c.Partition, c.LogStart)
-				return nil
-			}
+	b := r.src.(audit.Bounded)
+	for _, c := range r.rep.Cut {
+		if c.Role != "changelog" && c.Role != "output" {
+			continue
+		}
+		if _, bounded := b.ClusterLogStart(audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}); bounded {
+			r.missing("join into %s: the capture holds %s/%d only from offset %d, so the output is not judged", j.Output, c.Topic, c.Partition, c.LogStart)
+			return nil
 		}
 	}
+	return nil
+}
+
+// judgeJoin checks one group's output against the joiner over the tables'
+// final states.
+func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, finals []map[string]clFinal, out map[string]outRecord) []audit.Finding {
+	var found []audit.Finding
 	outValue := func(o outRecord) string {
 		if o.null {
 			return "null"
@@ -108,12 +280,12 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		return codec.Text(v)
 	}
 	keys := map[string]bool{}
-	for k := range left.changelog {
+	for k := range finals[0] {
 		keys[k] = true
 	}
 	if j.Type == "outer" {
-		for _, rt := range rights {
-			for k := range rt.changelog {
+		for _, f := range finals[1:] {
+			for k := range f {
 				keys[k] = true
 			}
 		}
@@ -123,15 +295,11 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			keys[k] = true
 		}
 	}
-	lossByKey := map[string][]*input{}
-	for _, in := range r.losses {
-		lossByKey[in.key] = append(lossByKey[in.key], in)
-	}
 	for _, key := range sortedKeys(keys) {
-		l := r.actual(left, key)
-		rs := make([]side, len(rights))
-		for i, rt := range rights {
-			rs[i] = r.actual(rt, key)
+		l := r.finalSide(sides[0], finals[0][key])
+		rs := make([]side, len(sides)-1)
+		for i := range rs {
+			rs[i] = r.finalSide(sides[i+1], finals[i+1][key])
 		}
 		want, wantPresent, err := r.joined(j, l, rs)
 		if err != nil {
@@ -146,13 +314,13 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			f.Key, f.Expected = key, codec.Text(want.value)
 			f.Timestamp = want.ts
 			f.Detail = fmt.Sprintf("the tables hold key %s at the cut (left table %s), the output %s has no record for it", key, j.Left, j.Output)
-			r.add(f)
+			found = append(found, f)
 		case !wantPresent && havePresent:
 			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, o.tp, o.offset)
 			f.Key, f.Actual, f.Expected = key, outValue(o), "absent"
 			f.Timestamp = o.ts
 			f.Detail = fmt.Sprintf("the output holds key %s, but the left table %s does not at the cut", key, j.Left)
-			r.add(f)
+			found = append(found, f)
 		case wantPresent && havePresent:
 			stale := ""
 			if j.Value != nil {
@@ -171,41 +339,42 @@ func (r *run) join(ctx context.Context, j *Join) error {
 				f.Expected = codec.Text(want.value)
 			}
 			f.Detail = stale
-			r.add(f)
+			found = append(found, f)
 		}
 	}
-	// End to end: what the output would hold over the expected tables.
-	for key, ins := range lossByKey {
-		l := r.expectedOf(ctx, left, key)
-		rs := make([]side, len(rights))
-		for i, rt := range rights {
-			rs[i] = r.expectedOf(ctx, rt, key)
-		}
-		want, wantPresent, err := r.joined(j, l, rs)
-		if err != nil {
-			continue
-		}
-		o, have := out[key]
-		var b strings.Builder
-		fmt.Fprintf(&b, "downstream: output %s", j.Output)
-		switch {
-		case have && !o.null:
-			fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, outValue(o), o.tp, o.offset)
-		default:
-			fmt.Fprintf(&b, " has no record for key %s", key)
-		}
-		if wantPresent && j.Value != nil {
-			fmt.Fprintf(&b, "; end to end it should hold %s", codec.Text(want.value))
-		} else if wantPresent {
-			b.WriteString("; end to end it should hold a joined record")
-		}
-		for _, in := range ins {
-			if in.idx >= 0 && int(in.idx) < len(r.rep.Findings) {
-				r.rep.Findings[in.idx].Detail += "; " + b.String()
-			}
-		}
+	return found
+}
+
+// endToEnd says what the output holds for a vanished input's key and what
+// it would hold over the expected tables; "" when the joiner fails.
+func (r *run) endToEnd(ctx context.Context, j *Join, sides []*tableState, key string, out map[string]outRecord, actual func(*tableState, string) side) string {
+	l := r.expectedOf(ctx, sides[0], key, actual)
+	rs := make([]side, len(sides)-1)
+	for i := range rs {
+		rs[i] = r.expectedOf(ctx, sides[i+1], key, actual)
 	}
-	return nil
+	want, wantPresent, err := r.joined(j, l, rs)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "downstream: output %s", j.Output)
+	if o, have := out[key]; have && !o.null {
+		text := codec.RawText(o.raw)
+		if v, err := r.opts.Decoder.Decode(ctx, j.Output, false, o.raw); err == nil {
+			text = codec.Text(v)
+		}
+		fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, text, o.tp, o.offset)
+	} else {
+		fmt.Fprintf(&b, " has no record for key %s", key)
+	}
+	switch {
+	case wantPresent && j.Value != nil:
+		fmt.Fprintf(&b, "; end to end it should hold %s", codec.Text(want.value))
+	case wantPresent:
+		b.WriteString("; end to end it should hold a joined record")
+	}
+	return b.String()
 }
 
 // outPartition is where the output holds, or would hold, key.

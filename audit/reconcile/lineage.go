@@ -40,11 +40,11 @@ func (r *run) lineage(ctx context.Context) {
 			hops = append(hops, h)
 		}
 		if t.Changelog != "" {
-			h := audit.Hop{Stage: audit.StageStore, Topic: t.Changelog, Partition: -1, Offset: -1, Expected: codec.Text(r.expectedOf(ctx, in.table, in.key).value), Actual: "absent"}
+			h := audit.Hop{Stage: audit.StageStore, Topic: t.Changelog, Partition: -1, Offset: -1, Expected: codec.Text(r.expectedOf(ctx, in.table, in.key, r.storeSide).value), Actual: "absent"}
 			if cl := in.table.changelog[in.key]; cl != nil {
 				h.Partition = cl.partition
 				if fin, ok := cl.final(); ok {
-					h.Offset, h.Actual = fin.offset, codec.Text(r.clValue(t, fin))
+					h.Offset, h.Actual = fin.offset, codec.Text(in.table.finals[in.key])
 				}
 			}
 			hops = append(hops, h)
@@ -121,7 +121,7 @@ func (r *run) timeline() {
 			}
 			var n int64
 			if ts := r.tables[name]; ts != nil {
-				n = int64(len(ts.changelog))
+				n = ts.storeKeys
 			}
 			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: cmp.Or(t.Changelog, t.Store), To: j.Output, Records: n})
 		}

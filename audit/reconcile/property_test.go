@@ -34,6 +34,9 @@ func TestRandomScenarios(t *testing.T) {
 			f := audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
 			s.Faults = append(s.Faults, f)
 		}
+		if rng.IntN(3) == 0 {
+			s.OutputPartitions = int32(1 + rng.IntN(5)) // the join then reads the output in one group
+		}
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			rep, truth := runScenario(t, s)
 			compare(t, rep, truth)

@@ -44,16 +44,43 @@ type stream struct {
 type reads struct {
 	r       *run
 	role    string
-	decode  bool
+	decode  decodeMode
+	again   bool // a second read: the ledger's findings and the cut are recorded already
 	streams map[audit.TopicPartition]*stream
 	slots   chan struct{}
 	cancel  context.CancelFunc
 }
 
-// read starts reading tps (in this order) for role. decode says whether
-// records are decoded (not in keyless audits). Call stop when done.
-func (r *run) read(ctx context.Context, tps []audit.TopicPartition, role string, decode bool) *reads {
-	rd := &reads{r: r, role: role, decode: decode, streams: map[audit.TopicPartition]*stream{}}
+// decodeMode says what a reader decodes of each record.
+type decodeMode uint8
+
+const (
+	decodeNone decodeMode = iota // keyless audits
+	decodeKey                    // the key and its text only
+	decodeAll                    // key, value, the value's digest, and the key's text except for sources
+)
+
+// read starts reading tps (in this order) for role, decoding what mode
+// says. Call stop when done.
+func (r *run) read(ctx context.Context, tps []audit.TopicPartition, role string, mode decodeMode) *reads {
+	return r.startReads(ctx, &reads{r: r, role: role, decode: mode}, tps)
+}
+
+// readAgain is read for partitions the audit has read before: their
+// ledger findings and cut are not recorded twice, nor cross-checked again.
+func (r *run) readAgain(ctx context.Context, tps []audit.TopicPartition, role string, mode decodeMode) *reads {
+	if r.opts.Progress != nil {
+		for _, tp := range tps {
+			if l := r.ledgers[tp]; l != nil {
+				r.opts.Progress.Expect(role, l.Offsets.HW-l.Offsets.LogStart)
+			}
+		}
+	}
+	return r.startReads(ctx, &reads{r: r, role: role, decode: mode, again: true}, tps)
+}
+
+func (r *run) startReads(ctx context.Context, rd *reads, tps []audit.TopicPartition) *reads {
+	rd.streams = map[audit.TopicPartition]*stream{}
 	n := r.opts.Concurrency
 	if n <= 0 {
 		return rd // read inline, one partition at a time
@@ -107,7 +134,7 @@ func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func
 	r := rd.r
 	info := r.topics[tp.Topic]
 	opts := ledger.Options{Compacted: info.Compacted(), MaxTxnTimeout: r.opts.MaxTxnTimeout, Now: r.opts.Now,
-		TxnIDs: r.txnIDs, CrossCheck: r.opts.CrossCheck}
+		TxnIDs: r.txnIDs, CrossCheck: r.opts.CrossCheck && !rd.again}
 	var l *ledger.Ledger
 	batch := make([]item, 0, readBatch)
 	for e, err := range ledger.Walk(ctx, r.src, tp, opts, &l) {
@@ -115,7 +142,7 @@ func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func
 			return nil, err
 		}
 		batch = append(batch, item{Entry: e})
-		if rd.decode {
+		if rd.decode != decodeNone {
 			rd.decodeItem(ctx, &batch[len(batch)-1])
 		}
 		if len(batch) == readBatch {
@@ -144,14 +171,14 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 			return
 		}
 	}
-	if rec.Value != nil {
+	if rec.Value != nil && rd.decode == decodeAll {
 		if it.value, err = dec.Decode(ctx, rec.Topic, false, rec.Value); err != nil {
 			it.decErr, it.decWhat = err, "value"
 			return
 		}
 		it.digest = codec.DigestOf(it.value)
 	}
-	if rd.role != "source" {
+	if rd.role != "source" || rd.decode == decodeKey {
 		it.keyText = codec.Text(it.key)
 	}
 }
@@ -196,6 +223,9 @@ func (r *run) walk(ctx context.Context, rd *reads, tp audit.TopicPartition, fn f
 		r.add(f)
 		return false
 	}
+	if rd.again {
+		return true
+	}
 	r.ledgers[tp] = l
 	r.rep.Findings = append(r.rep.Findings, l.Findings...)
 	c := int64(-1)
@@ -236,4 +266,13 @@ func (r *run) progress(role string, n int) {
 	if r.opts.Progress != nil && n > 0 {
 		r.opts.Progress.Read(role, int64(n))
 	}
+}
+
+// mode is what the readers of a table's topics decode: nothing in a
+// keyless audit.
+func (r *run) mode() decodeMode {
+	if r.p.Keyless {
+		return decodeNone
+	}
+	return decodeAll
 }

@@ -168,6 +168,7 @@ func TestEveryCause(t *testing.T) {
 		{"purged-before-commit", []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}, audit.CausePurgedBeforeCommit, nil},
 		{"retention-gap", []audittest.Fault{{Kind: audittest.FaultRetentionGap, Table: 2, Partition: 0}}, audit.CauseRetentionGap, func(s *audittest.Scenario) { s.Lag = 4 }},
 		{"join-missing", []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, audit.CauseJoinMissing, nil},
+		{"join-missing, output not co-partitioned", []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, audit.CauseJoinMissing, func(s *audittest.Scenario) { s.OutputPartitions = 5 }},
 		{"duplicate", []audittest.Fault{{Kind: audittest.FaultDuplicate, Table: 1}}, audit.CauseDuplicate, func(s *audittest.Scenario) { s.Purge = false }},
 		{"hanging-transaction", []audittest.Fault{{Kind: audittest.FaultHangingTransaction}}, audit.CauseHangingTransaction, nil},
 		{"state-reset", []audittest.Fault{{Kind: audittest.FaultStateReset, Table: 1, Partition: 2}}, audit.CauseStateReset, func(s *audittest.Scenario) {

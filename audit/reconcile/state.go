@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -250,10 +251,10 @@ func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (
 	f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, audit.TopicPartition{Topic: t.Changelog, Partition: keyPartition(cl)}, finalOffset(cl))
 	f.Key = key
 	f.Expected = codec.Text(exp)
-	if present {
-		f.Actual = codec.Text(r.clValue(t, final))
-	}
 	f.Detail = fmt.Sprintf("table %s: the store's final value differs from the fold of the key's %d consumed inputs and no set of inputs explains the difference", t.Name, len(ins))
+	if present {
+		ts.wantActual(key, len(r.rep.Findings))
+	}
 	r.add(f)
 	return nil, false
 }
@@ -376,10 +377,8 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	f.Key = in.key
 	f.Timestamp = in.ts
 	f.Expected = codec.Text(in.value)
-	if cl := ts.changelog[in.key]; cl != nil {
-		if fin, ok := cl.final(); ok {
-			f.Actual = codec.Text(r.clValue(t, fin))
-		}
+	if _, ok := ts.changelog[in.key].final(); ok {
+		ts.wantActual(in.key, len(r.rep.Findings))
 	}
 	if in.cpy != nil && in.cpy.abortTxn != nil {
 		f.ProducerID, f.ProducerEpoch, f.TransactionalID = in.cpy.abortTxn.ProducerID, in.cpy.abortTxn.ProducerEpoch, in.cpy.abortTxn.TransactionalID
@@ -435,22 +434,9 @@ func (r *run) record(ctx context.Context, in *input) (audit.Record, bool) {
 	return audit.Record{}, false
 }
 
-// clValue decodes a changelog state, which the audit keeps serialized.
-// It decoded once already, when it was read.
-func (r *run) clValue(t *Table, e clEntry) audit.Value {
-	if e.raw == nil {
-		return nil
-	}
-	v, err := r.opts.Decoder.Decode(r.ctx, t.Changelog, false, e.raw)
-	if err != nil {
-		return nil
-	}
-	return v
-}
-
 // expectedOf is a key's expected value in a table: where the inputs say
-// otherwise than the store, theirs; else the store's.
-func (r *run) expectedOf(ctx context.Context, ts *tableState, key string) side {
+// otherwise than the store, theirs; else the store's, as actual gives it.
+func (r *run) expectedOf(ctx context.Context, ts *tableState, key string, actual func(*tableState, string) side) side {
 	if in, ok := ts.expIn[key]; ok {
 		v := r.valueOf(ctx, in)
 		return side{value: v, present: v != nil}
@@ -458,16 +444,67 @@ func (r *run) expectedOf(ctx context.Context, ts *tableState, key string) side {
 	if v, ok := ts.expected[key]; ok {
 		return side{value: v, present: v != nil}
 	}
-	return r.actual(ts, key)
+	return actual(ts, key)
 }
 
-// actual is a key's final state in a table's store.
-func (r *run) actual(ts *tableState, key string) side {
-	fin, ok := ts.changelog[key].final()
-	if !ok {
-		return side{ts: fin.ts}
+// storeSide is a key's final state as the table's check left it: kept
+// for the keys that ended in a finding (see fillActuals).
+func (r *run) storeSide(ts *tableState, key string) side {
+	v, ok := ts.finals[key]
+	if !ok || v == nil {
+		return side{}
 	}
-	return side{value: r.clValue(ts.t, fin), ts: fin.ts, present: true}
+	fin, _ := ts.changelog[key].final()
+	return side{value: v, ts: fin.ts, present: true}
+}
+
+// wantActual asks fillActuals for the store's final value of key as the
+// Actual of finding idx.
+func (ts *tableState) wantActual(key string, idx int) {
+	ts.want[key] = append(ts.want[key], idx)
+}
+
+// fillActuals reads again the changelog partitions that hold the final
+// states the table's findings name, and decodes those states: the audit
+// keeps only their digests.
+func (r *run) fillActuals(ctx context.Context, ts *tableState) {
+	if len(ts.want) == 0 {
+		return
+	}
+	byPart := map[int32]bool{}
+	for key := range ts.want {
+		if cl := ts.changelog[key]; cl != nil {
+			byPart[cl.partition] = true
+		}
+	}
+	parts := make([]int32, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	tps := tpsOf(ts.t.Changelog, parts)
+	rd := r.readAgain(ctx, tps, "changelog", decodeKey)
+	defer rd.stop()
+	for _, tp := range tps {
+		r.walk(ctx, rd, tp, func(it *item) {
+			if it.Fate != audit.FateCommitted || it.decErr != nil || ts.want[it.keyText] == nil {
+				return
+			}
+			fin, ok := ts.changelog[it.keyText].final()
+			if !ok || fin.offset != it.Record.Offset {
+				return
+			}
+			v, err := r.opts.Decoder.Decode(ctx, tp.Topic, false, it.Record.Value)
+			if err != nil {
+				return
+			}
+			ts.finals[it.keyText] = v
+			for _, idx := range ts.want[it.keyText] {
+				r.rep.Findings[idx].Actual = codec.Text(v)
+			}
+		})
+	}
+	ts.want = nil
 }
 
 func (r *run) inWindow(ts int64) bool {

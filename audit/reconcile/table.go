@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -93,7 +92,6 @@ type keyState struct {
 type clEntry struct {
 	offset int64
 	digest codec.Digest
-	raw    []byte // the serialized value, kept for the final state only
 	ts     int64
 	null   bool
 }
@@ -130,9 +128,14 @@ type tableState struct {
 	// it is, re-read when needed, for latest tables.
 	expected map[string]audit.Value
 	expIn    map[string]*input
-	reset    map[string]bool
-	consumed int64 // consumed inputs, null keys included
-	inputs   int64 // inputs checked against the store, counted before they are dropped
+	// want lists, per key, the findings whose Actual is the key's final
+	// state; finals holds those states, decoded, for the report.
+	want      map[string][]int
+	finals    map[string]audit.Value
+	reset     map[string]bool
+	consumed  int64 // consumed inputs, null keys included
+	inputs    int64 // inputs checked against the store, counted before they are dropped
+	storeKeys int64 // keys in the store
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -143,6 +146,7 @@ type tableState struct {
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]*copyInfo{},
 		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
+		want: map[string][]int{}, finals: map[string]audit.Value{},
 		reset: map[string]bool{}}
 	r.tables[t.Name] = ts
 	if r.p.Keyless {
@@ -161,13 +165,15 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	}
 	r.duplicates(ts)
 	r.checkState(ctx, ts)
+	r.fillActuals(ctx, ts)
 	r.drop(ts)
 	return ctx.Err()
 }
 
-// drop releases what the table's check needed per input once it is done:
-// only the changelog's final states, the expected values that differ from
-// them and the vanished inputs stay for the join and the report.
+// drop releases what the table's check needed per input and per key once
+// it is done: the vanished inputs, the expected values that differ from
+// the store and the store's state of their keys stay for the join (which
+// reads the changelogs again, a partition at a time) and the report.
 func (r *run) drop(ts *tableState) {
 	for _, ks := range ts.keys {
 		ts.inputs += int64(len(ks.inputs))
@@ -175,7 +181,14 @@ func (r *run) drop(ts *tableState) {
 			r.produced[in.ts/60000*60000]++
 		}
 	}
-	ts.keys, ts.copies, ts.found = nil, nil, nil
+	ts.storeKeys = int64(len(ts.changelog))
+	kept := map[string]*clState{}
+	for _, in := range r.losses {
+		if in.table == ts {
+			kept[in.key] = ts.changelog[in.key]
+		}
+	}
+	ts.keys, ts.copies, ts.found, ts.changelog = nil, nil, nil, kept
 }
 
 func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
@@ -184,7 +197,7 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		return true
 	}
 	ts.rParts = r.topics[ts.t.Repartition].Partitions
-	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", !r.p.Keyless)
+	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", r.mode())
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
@@ -261,7 +274,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 	if !ok {
 		return
 	}
-	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", true)
+	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", decodeAll)
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
@@ -282,14 +295,9 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
 			if !ent.null {
 				ent.digest = it.digest
-				ent.raw = bytes.Clone(e.Record.Value) // not a slice of the fetch buffer, which it would pin
 			}
-			if n := len(cs.history); n > 0 {
-				if ts.t.Latest {
-					cs.history = cs.history[:0] // only the final state is checked
-				} else {
-					cs.history[n-1].raw = nil // the reset walk needs digests; only the final state's value is read
-				}
+			if ts.t.Latest {
+				cs.history = cs.history[:0] // only the final state is checked; folds walk the history for resets
 			}
 			cs.history = append(cs.history, ent)
 		})
@@ -302,7 +310,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	if !ok {
 		return nil
 	}
-	rd := r.read(ctx, tpsOf(t.Source, parts), "source", !r.p.Keyless)
+	rd := r.read(ctx, tpsOf(t.Source, parts), "source", r.mode())
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
@@ -539,7 +547,7 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 	if t.Changelog != "" {
 		if parts, ok := r.partitionsOf(t.Changelog, "changelog"); ok {
 			tps := tpsOf(t.Changelog, parts)
-			rd := r.read(ctx, tps, "changelog", false)
+			rd := r.read(ctx, tps, "changelog", decodeNone)
 			for _, tp := range tps {
 				r.walk(ctx, rd, tp, func(*item) {})
 			}
