@@ -82,11 +82,11 @@ type Scenario struct {
 	// OutputPartitions is the output topic's partition count (0: Partitions);
 	// its records go where the default partitioner puts their keys.
 	OutputPartitions int32
-	Inputs     int   // records per source topic
-	Keys       int   // distinct order ids
-	Seed       uint64
-	Now        int64 // ms; source timestamps run up to about Now - 1h
-	Commit     int   // records per transaction
+	Inputs           int // records per source topic
+	Keys             int // distinct order ids
+	Seed             uint64
+	Now              int64 // ms; source timestamps run up to about Now - 1h
+	Commit           int   // records per transaction
 	// AbortEvery aborts and replays every n-th transaction (0: never).
 	AbortEvery int
 	// Lag leaves the last n records of each source partition unconsumed,
