@@ -45,12 +45,13 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 			continue
 		}
 		cl := ts.changelog[key]
+		ins := ts.materialize(key, ks.inputs, ks.values)
 		var lost []*input
 		var amb bool
 		if t.Latest {
-			lost, amb = r.checkLatest(ts, key, ks, cl)
+			lost, amb = r.checkLatest(ts, key, ins, ts.materialize(key, ks.pending, nil), cl)
 		} else {
-			lost, amb = r.checkFold(ts, key, ks, cl)
+			lost, amb = r.checkFold(ts, key, ins, cl)
 		}
 		if amb {
 			ambiguous++
@@ -69,7 +70,8 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 // aborted transactions.
 func (r *run) presenceOnly(ctx context.Context, ts *tableState) {
 	for _, key := range sortedKeys(ts.keys) {
-		for _, in := range ts.keys[key].inputs {
+		ks := ts.keys[key]
+		for _, in := range ts.materialize(key, ks.inputs, ks.values) {
 			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
 				r.attribute(ctx, ts, in)
 			}
@@ -90,8 +92,8 @@ func lastPerPartition(ins []*input) map[int32]*input {
 // key's source partitions. If it is an earlier input, the inputs after it
 // in its partition were never applied; if it is none, each partition's
 // last input is missing.
-func (r *run) checkLatest(ts *tableState, key string, ks *keyState, cl *clState) (lost []*input, ambiguous bool) {
-	lasts := lastPerPartition(ks.inputs)
+func (r *run) checkLatest(ts *tableState, key string, inputs, pending []*input, cl *clState) (lost []*input, ambiguous bool) {
+	lasts := lastPerPartition(inputs)
 	final, present := cl.final()
 	parts := sortedParts(lasts)
 	distinct := map[codec.Digest]bool{}
@@ -114,12 +116,12 @@ func (r *run) checkLatest(ts *tableState, key string, ks *keyState, cl *clState)
 			}
 		}
 		ts.expIn[key] = exp
-		for i := len(ks.inputs) - 1; i >= 0; i-- {
-			x := ks.inputs[i]
+		for i := len(inputs) - 1; i >= 0; i-- {
+			x := inputs[i]
 			if x.digest != final.digest {
 				continue
 			}
-			for _, y := range ks.inputs[i+1:] {
+			for _, y := range inputs[i+1:] {
 				if y.tp.Partition == x.tp.Partition {
 					y.detail = append(y.detail, fmt.Sprintf("the store's final value for key %s is that of the earlier input %s@%d (changelog %s/%d@%d): this input's value never replaced it",
 						key, x.tp, x.offset, ts.t.Changelog, cl.partition, final.offset))
@@ -128,7 +130,7 @@ func (r *run) checkLatest(ts *tableState, key string, ks *keyState, cl *clState)
 			}
 			return lost, ambiguous
 		}
-		for _, x := range ks.pending {
+		for _, x := range pending {
 			if x.digest == final.digest {
 				// applied through an earlier copy that is purged now (a
 				// duplicate whose second copy is still in flight)
@@ -192,9 +194,9 @@ func (r *run) fold(t *Table, ins []*input) (audit.Value, error) {
 // missing inputs are those with no applied copy when leaving them out
 // explains the state, or those folded before a reset the changelog history
 // shows.
-func (r *run) checkFold(ts *tableState, key string, ks *keyState, cl *clState) (lost []*input, ambiguous bool) {
+func (r *run) checkFold(ts *tableState, key string, inputs []*input, cl *clState) (lost []*input, ambiguous bool) {
 	t := ts.t
-	ins := foldOrder(ks.inputs)
+	ins := foldOrder(inputs)
 	exp, err := r.fold(t, ins)
 	if err != nil {
 		r.note("table %s key %s: the reducer failed (%v); the key is not checked", t.Name, key, err)

@@ -83,10 +83,39 @@ type loss struct {
 	rawKey []byte
 }
 
+// inputRec is what a table keeps of one input until the table is
+// checked: 48 bytes and no pointer. The check makes an input of it for
+// one key at a time (materialize).
+type inputRec struct {
+	offset, ts int64
+	digest     codec.Digest
+	part, r    int32
+	status     copyStatus
+}
+
 type keyState struct {
-	key     string   // the map's key, shared by the inputs
-	inputs  []*input // consumed, not pending, in source partition then offset order
-	pending []*input // consumed, with a copy still in flight
+	key     string        // the map's key, shared by the inputs
+	inputs  []inputRec    // consumed, not pending, in source partition then offset order
+	values  []audit.Value // the inputs' decoded values, for folds only
+	pending []inputRec    // consumed, with a copy still in flight
+}
+
+// materialize makes the inputs the check works with from what the table
+// kept of them.
+func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Value) []*input {
+	out := make([]*input, len(recs))
+	for i, x := range recs {
+		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts,
+			key: key, digest: x.digest, status: x.status, r: x.r, idx: -1}
+		if i < len(values) {
+			in.value = values[i]
+		}
+		if ts.copies != nil && x.status != copyDirect {
+			in.cpy = ts.copies[fingerprintOf(key, x.digest, x.ts)]
+		}
+		out[i] = in
+	}
+	return out
 }
 
 type clEntry struct {
@@ -177,8 +206,8 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 func (r *run) drop(ts *tableState) {
 	for _, ks := range ts.keys {
 		ts.inputs += int64(len(ks.inputs))
-		for _, in := range ks.inputs {
-			r.produced[in.ts/60000*60000]++
+		for _, x := range ks.inputs {
+			r.produced[x.ts/60000*60000]++
 		}
 	}
 	ts.storeKeys = int64(len(ts.changelog))
@@ -363,16 +392,17 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				ks = &keyState{key: text}
 				ts.keys[text] = ks
 			}
-			in := &input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: ks.key, digest: it.digest, r: -1, idx: -1}
-			if !t.Latest {
-				in.value = v // folded by the state check
-			}
-			r.match(ts, in)
+			in := input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: ks.key, digest: it.digest, r: -1, idx: -1}
+			r.match(ts, &in)
+			x := inputRec{offset: in.offset, ts: in.ts, digest: in.digest, part: p, r: in.r, status: in.status}
 			if in.status == copyPending || in.status == copyOpen {
-				ks.pending = append(ks.pending, in) // in flight: not part of the expected state
+				ks.pending = append(ks.pending, x) // in flight: not part of the expected state
 				return
 			}
-			ks.inputs = append(ks.inputs, in)
+			ks.inputs = append(ks.inputs, x)
+			if !t.Latest {
+				ks.values = append(ks.values, v) // folded by the state check
+			}
 		})
 		if !ok {
 			ts.complete = false
