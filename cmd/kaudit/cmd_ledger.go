@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -25,6 +27,7 @@ type ledgerOptions struct {
 	Format        string
 	CrossCheck    bool
 	MaxTxnTimeout time.Duration
+	Concurrency   int // partitions read at once
 }
 
 func ledgerCommand() *cli.Command {
@@ -35,6 +38,7 @@ func ledgerCommand() *cli.Command {
 		&cli.IntFlag{Name: "partition", Value: -1, Usage: "one `PARTITION` (default: all)", EnvVars: env("partition")},
 		&cli.StringFlag{Name: "offsets", Usage: "list each offset `A-B` (inclusive) with its fate, and its decoded record when a serde is given", EnvVars: env("offsets")},
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv", EnvVars: env("format")},
+		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read up to `N` partitions at once", EnvVars: env("concurrency")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing the derived read_committed view with the broker's (reads each partition once instead of twice)", EnvVars: env("no-cross-check")},
 	)
 	return &cli.Command{
@@ -45,7 +49,11 @@ func ledgerCommand() *cli.Command {
 		Flags:       flags,
 		Action: func(c *cli.Context) error {
 			o := ledgerOptions{source: readSourceOptions(c), Topic: c.String("topic"), Partition: c.Int("partition"),
-				Format: c.String("format"), CrossCheck: !c.Bool("no-cross-check"), MaxTxnTimeout: c.Duration("max-transaction-timeout"), From: -1, To: -1}
+				Format: c.String("format"), CrossCheck: !c.Bool("no-cross-check"), MaxTxnTimeout: c.Duration("max-transaction-timeout"), From: -1, To: -1,
+				Concurrency: c.Int("concurrency")}
+			if o.Concurrency < 1 || o.Concurrency > 64 {
+				return usagef("--concurrency %d: want 1 to 64", o.Concurrency)
+			}
 			if s := c.String("offsets"); s != "" {
 				a, b, ok := strings.Cut(s, "-")
 				from, err1 := strconv.ParseInt(a, 10, 64)
@@ -121,13 +129,14 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 			problems[f.Partition] = append(problems[f.Partition], f)
 		}
 	}
-	for _, p := range parts {
+	lo := ledger.Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck}
+	if o.To >= 0 {
+		lo.KeepFrom, lo.KeepTo = o.From, o.To+1
+	}
+	built := buildLedgers(ctx, src, o.Topic, parts, lo, max(o.Concurrency, 1))
+	for i, p := range parts {
 		tp := audit.TopicPartition{Topic: o.Topic, Partition: p}
-		lo := ledger.Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck}
-		if o.To >= 0 {
-			lo.KeepFrom, lo.KeepTo = o.From, o.To+1
-		}
-		l, err := ledger.Build(ctx, src, tp, lo)
+		l, err := built[i].l, built[i].err
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -172,6 +181,28 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 		return fmt.Errorf("write ledger: %w", rerr)
 	}
 	return verdictResult(audit.Judge(all, nil))
+}
+
+type builtLedger struct {
+	l   *ledger.Ledger
+	err error
+}
+
+// buildLedgers builds the ledgers of parts, up to n at once.
+func buildLedgers(ctx context.Context, src audit.RecordSource, topic string, parts []int32, lo ledger.Options, n int) []builtLedger {
+	out := make([]builtLedger, len(parts))
+	slots := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			l, err := ledger.Build(ctx, src, audit.TopicPartition{Topic: topic, Partition: p}, lo)
+			out[i] = builtLedger{l, err}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // decodeRange decodes the data records in [from, to).
