@@ -47,11 +47,63 @@ func (t *Table) SelectKey(r RecordEnv) (any, error) {
 	if t.selectKey == nil {
 		return r.Key, nil
 	}
+	if v, ok := walkPath(r, t.selectPath); ok {
+		return fromExpr(toExpr(v)) // what the expression gives for a field that is there
+	}
 	out, err := expr.Run(t.selectKey, r.env())
 	if err != nil {
 		return nil, fmt.Errorf("table %s: select_key: %w", t.Name, err)
 	}
 	return fromExpr(out)
+}
+
+// fieldPath returns an expression of the form key.a.b or value.a.b as
+// its names (["value", "a", "b"]), or nil.
+func fieldPath(src string) []string {
+	parts := strings.Split(strings.TrimSpace(src), ".")
+	if len(parts) < 2 || (parts[0] != "value" && parts[0] != "key") {
+		return nil
+	}
+	for _, p := range parts[1:] {
+		if p == "" || !isIdent(p) {
+			return nil
+		}
+	}
+	return parts
+}
+
+func isIdent(s string) bool {
+	for i, c := range s {
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// walkPath follows path through the record's decoded maps; false when a
+// step is not a map holding the name, where the expression VM decides.
+func walkPath(r RecordEnv, path []string) (any, bool) {
+	if path == nil {
+		return nil, false
+	}
+	v := r.Value
+	if path[0] == "key" {
+		v = r.Key
+	}
+	for _, name := range path[1:] {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[name]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // OrderDependent reports whether the reducer's result depends on the

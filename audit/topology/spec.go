@@ -56,6 +56,9 @@ type Table struct {
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
+	// selectPath is select_key as a path of field names, when it is one
+	// (value.orderId): SelectKey then walks it without the expression VM.
+	selectPath []string
 }
 
 // ReducerKind is the kind of a table's reducer.
@@ -405,6 +408,7 @@ func (s *Spec) validate() error {
 				l.add(path+".select_key", field+".select_key", "%v", err)
 			}
 			t.selectKey = prog
+			t.selectPath = fieldPath(t.SelectKeyExpr)
 		}
 		if err := t.Reducer.parse(); err != nil {
 			l.add(path+".reduce", field+".reduce", "%v", err)

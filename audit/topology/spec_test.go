@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"encoding/json"
 	"errors"
 	"os"
@@ -318,4 +319,39 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("err %T: %v", err, err)
 		}
 	})
+}
+
+// TestSelectKeyPath: a select_key that is a field path is walked without
+// the expression VM, and must give exactly what the VM gives.
+func TestSelectKeyPath(t *testing.T) {
+	for _, src := range []string{"value.orderId", "value.a.b", "key.id", "value.n", "value.f", "value.list", "value.nested"} {
+		s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, reduce: latest, select_key: '"+src+"'}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast := s.Tables[0]
+		if fast.selectPath == nil {
+			t.Fatalf("%s: not recognized as a field path", src)
+		}
+		vm := *fast
+		vm.selectPath = nil
+		for i, rec := range []RecordEnv{
+			{Value: map[string]any{"orderId": "o-7", "n": num("42"), "f": num("1.50"), "list": []any{num("1"), "x"},
+				"nested": map[string]any{"z": num("2.0")}, "a": map[string]any{"b": true}}, Key: map[string]any{"id": num("9")}},
+			{Value: map[string]any{"orderId": nil, "a": "not a map"}, Key: "plain"},
+			{Value: map[string]any{}},
+			{},
+		} {
+			want, werr := vm.SelectKey(rec)
+			got, gerr := fast.SelectKey(rec)
+			if (werr == nil) != (gerr == nil) || fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
+				t.Errorf("%s on record %d: path walk gives %#v, %v; the VM %#v, %v", src, i, got, gerr, want, werr)
+			}
+		}
+	}
+	for _, src := range []string{"value.orderId + 'x'", "value", "headers.h", "value.a[0]", "lower(value.x)"} {
+		if p := fieldPath(src); p != nil {
+			t.Errorf("fieldPath(%q) = %v, want nil", src, p)
+		}
+	}
 }
