@@ -1,9 +1,9 @@
 package topology
 
 import (
-	"fmt"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
