@@ -382,9 +382,9 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	if _, ok := ts.changelog[in.key].final(); ok {
 		ts.wantActual(in.key, len(r.rep.Findings))
 	}
-	if in.cpy != nil && in.cpy.abortTxn != nil {
-		f.ProducerID, f.ProducerEpoch, f.TransactionalID = in.cpy.abortTxn.ProducerID, in.cpy.abortTxn.ProducerEpoch, in.cpy.abortTxn.TransactionalID
-		in.detail = append(in.detail, fmt.Sprintf("aborted transaction: producer %d epoch %d, offsets %d-%d, ABORT marker at %d", in.cpy.abortTxn.ProducerID, in.cpy.abortTxn.ProducerEpoch, in.cpy.abortTxn.FirstOffset, in.cpy.abortTxn.LastOffset, in.cpy.abortTxn.MarkerOffset))
+	if txn := ts.aborts[fingerprintOf(in.key, in.digest, in.ts)]; in.cpy != nil && txn != nil {
+		f.ProducerID, f.ProducerEpoch, f.TransactionalID = txn.ProducerID, txn.ProducerEpoch, txn.TransactionalID
+		in.detail = append(in.detail, fmt.Sprintf("aborted transaction: producer %d epoch %d, offsets %d-%d, ABORT marker at %d", txn.ProducerID, txn.ProducerEpoch, txn.FirstOffset, txn.LastOffset, txn.MarkerOffset))
 	}
 	detail := []string{fmt.Sprintf("table %s", t.Name)}
 	if len(in.loss.rawKey) > 0 {

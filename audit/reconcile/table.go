@@ -32,15 +32,15 @@ func fingerprintOf(key string, value codec.Digest, ts int64) fingerprint {
 	return f
 }
 
-// copyInfo is what the repartition topic holds of one fingerprint.
+// copyInfo is what the repartition topic holds of one fingerprint. It has
+// no pointer, so the map of a topic's copies costs the garbage collector
+// nothing to scan; the transaction of an aborted copy is in tableState.aborts.
 type copyInfo struct {
 	applied, pending, open, aborted int32 // copies by fate; applied = committed below the cut
 	matched                         int32 // inputs matched to an applied or pending copy
 	partition                       int32
 	offset                          int64 // offset of the first committed copy, else of the first other one
 	abortedAt                       int64
-	abortTxn                        *audit.Txn
-	key                             string
 	ts                              int64
 }
 
@@ -111,7 +111,9 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 			in.value = values[i]
 		}
 		if ts.copies != nil && x.status != copyDirect {
-			in.cpy = ts.copies[fingerprintOf(key, x.digest, x.ts)]
+			if ci, ok := ts.copies[fingerprintOf(key, x.digest, x.ts)]; ok {
+				in.cpy = &ci
+			}
 		}
 		out[i] = in
 	}
@@ -145,7 +147,8 @@ type tableState struct {
 	t         *Table
 	keys      map[string]*keyState
 	changelog map[string]*clState
-	copies    map[fingerprint]*copyInfo
+	copies    map[fingerprint]copyInfo
+	aborts    map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
 	// found lists, per (source partition, repartition partition), the
 	// source offsets whose copies are readable, in order.
 	found       map[[2]int32][]int64
@@ -173,7 +176,7 @@ type tableState struct {
 
 // audit checks one table end to end.
 func (r *run) audit(ctx context.Context, t *Table) error {
-	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]*copyInfo{},
+	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
 		want: map[string][]int{}, finals: map[string]audit.Value{},
 		reset: map[string]bool{}}
@@ -192,7 +195,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	if err := r.readSource(ctx, ts); err != nil {
 		return err
 	}
-	r.duplicates(ts)
+	r.duplicates(ctx, ts)
 	r.checkState(ctx, ts)
 	r.fillActuals(ctx, ts)
 	r.drop(ts)
@@ -217,7 +220,7 @@ func (r *run) drop(ts *tableState) {
 			kept[in.key] = ts.changelog[in.key]
 		}
 	}
-	ts.keys, ts.copies, ts.found, ts.changelog = nil, nil, nil, kept
+	ts.keys, ts.copies, ts.aborts, ts.found, ts.changelog = nil, nil, nil, nil, kept
 }
 
 func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
@@ -244,10 +247,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 				return
 			}
 			f := fingerprintOf(it.keyText, it.digest, e.Record.Timestamp)
-			ci := ts.copies[f]
-			if ci == nil {
-				ci = &copyInfo{partition: p, offset: e.Record.Offset, abortedAt: -1, key: it.keyText, ts: e.Record.Timestamp}
-				ts.copies[f] = ci
+			ci, seen := ts.copies[f]
+			if !seen {
+				ci = copyInfo{partition: p, offset: e.Record.Offset, abortedAt: -1, ts: e.Record.Timestamp}
 			}
 			switch e.Fate {
 			case audit.FateCommitted:
@@ -268,9 +270,11 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			case audit.FateAborted:
 				ci.aborted++
 				if ci.abortedAt < 0 {
-					ci.abortedAt, ci.abortTxn = e.Record.Offset, e.Txn
+					ci.abortedAt = e.Record.Offset
+					ts.aborts[f] = e.Txn
 				}
 			}
+			ts.copies[f] = ci
 		})
 		if !ok {
 			continue
@@ -460,10 +464,10 @@ func (r *run) match(ts *tableState, in *input) {
 	if kb, ok := keyBytes(r.p.KeySerde, in.key); ok && ts.rParts > 0 {
 		in.r = audit.DefaultPartition(kb, ts.rParts)
 	}
-	ci := ts.copies[fingerprintOf(in.key, in.digest, in.ts)]
-	in.cpy = ci
+	f := fingerprintOf(in.key, in.digest, in.ts)
+	ci, ok := ts.copies[f]
 	switch {
-	case ci == nil:
+	case !ok:
 		in.status = copyNone
 	case ci.applied > 0:
 		ci.applied--
@@ -481,6 +485,9 @@ func (r *run) match(ts *tableState, in *input) {
 	default:
 		in.status = copyNone // every copy was matched by an identical earlier input
 	}
+	if ok {
+		ts.copies[f] = ci
+	}
 	if in.status == copyApplied || in.status == copyPending {
 		in.r = ci.partition
 		k := [2]int32{in.tp.Partition, ci.partition}
@@ -490,34 +497,43 @@ func (r *run) match(ts *tableState, in *input) {
 
 // duplicates reports committed copies that no input accounts for, of
 // fingerprints some input matched: one input applied twice.
-func (r *run) duplicates(ts *tableState) {
-	for _, f := range sortedFingerprints(ts.copies) {
-		ci := ts.copies[f]
-		if extra := ci.applied + ci.pending; extra > 0 && ci.matched > 0 {
-			tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: ci.partition}
-			fd := audit.NewFinding(audit.StageRepartition, audit.CauseDuplicate, tp, ci.offset)
-			fd.Count = int64(extra)
-			fd.Key = ci.key
-			fd.Timestamp = ci.ts
-			fd.Detail = fmt.Sprintf("table %s: %d committed repartition copies of one input beyond the %d inputs that account for them", ts.t.Name, extra, ci.matched)
-			r.add(fd)
+func (r *run) duplicates(ctx context.Context, ts *tableState) {
+	var dups []copyInfo
+	for _, ci := range ts.copies {
+		if ci.applied+ci.pending > 0 && ci.matched > 0 {
+			dups = append(dups, ci)
 		}
+	}
+	sort.Slice(dups, func(i, j int) bool {
+		if dups[i].partition != dups[j].partition {
+			return dups[i].partition < dups[j].partition
+		}
+		return dups[i].offset < dups[j].offset
+	})
+	for _, ci := range dups {
+		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: ci.partition}
+		fd := audit.NewFinding(audit.StageRepartition, audit.CauseDuplicate, tp, ci.offset)
+		fd.Count = int64(ci.applied + ci.pending)
+		fd.Key = r.keyAt(ctx, tp, ci.offset)
+		fd.Timestamp = ci.ts
+		fd.Detail = fmt.Sprintf("table %s: %d committed repartition copies of one input beyond the %d inputs that account for them", ts.t.Name, ci.applied+ci.pending, ci.matched)
+		r.add(fd)
 	}
 }
 
-func sortedFingerprints(m map[fingerprint]*copyInfo) []fingerprint {
-	out := make([]fingerprint, 0, len(m))
-	for f := range m {
-		out = append(out, f)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := m[out[i]], m[out[j]]
-		if a.partition != b.partition {
-			return a.partition < b.partition
+// keyAt reads the record at tp@offset again for its key, as canonical
+// text ("" when it cannot): the audit keeps no key per copy.
+func (r *run) keyAt(ctx context.Context, tp audit.TopicPartition, offset int64) string {
+	for rec, err := range r.src.Records(ctx, tp, offset, offset+1) {
+		if err != nil || rec.Offset != offset || rec.Key == nil {
+			break
 		}
-		return a.offset < b.offset
-	})
-	return out
+		if k, err := r.opts.Decoder.Decode(ctx, tp.Topic, true, rec.Key); err == nil {
+			return codec.Text(k)
+		}
+		break
+	}
+	return ""
 }
 
 // keyBytes serializes a table key (canonical JSON text) the way the key
