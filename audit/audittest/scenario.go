@@ -79,6 +79,10 @@ type Scenario struct {
 	Tables     []TableSpec
 	Output     string
 	Partitions int32 // of every topic but the output
+	// SpreadSources puts source records in random partitions, as apps whose
+	// record key is not the table key do (else a record's source partition
+	// is its order id's, and re-keying moves nothing).
+	SpreadSources bool
 	// OutputPartitions is the output topic's partition count (0: Partitions);
 	// its records go where the default partitioner puts their keys.
 	OutputPartitions int32
@@ -252,6 +256,9 @@ func (g *gen) produceSources() error {
 				key = ""
 			}
 			p := audit.DefaultPartition([]byte(id), s.Partitions)
+			if s.SpreadSources {
+				p = int32(g.rng.IntN(int(s.Partitions)))
+			}
 			perPart[p] = append(perPart[p], &srcRec{table: ti, tp: audit.TopicPartition{Topic: t.Source, Partition: p}, key: key, value: v, ts: ts})
 		}
 		for p := int32(0); p < s.Partitions; p++ {

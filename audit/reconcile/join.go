@@ -75,6 +75,13 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	if len(unreadable) > 0 || bounded {
 		return r.joinUnjudged(ctx, j, parts, unreadable)
 	}
+	if r.opts.Partitions != nil && !coPartitioned(r, j, sides) {
+		// a shard's keys are in its changelog partitions; the output
+		// holds them in other partition numbers
+		r.missing("join into %s: the output has %d partitions and the changelogs %d, so a shard (--partitions) cannot judge it (run without --partitions)",
+			j.Output, r.topics[j.Output].Partitions, r.topics[sides[0].t.Changelog].Partitions)
+		return r.joinUnjudged(ctx, j, parts, nil)
+	}
 	g := joinGroups(r, j, sides, parts)
 	lossByKey := map[string][]*input{}
 	for _, in := range r.losses {
@@ -203,13 +210,8 @@ type joinGroup struct {
 // partitioner then puts a key in the same partition everywhere), so the
 // join holds one partition's keys at a time; else into one group.
 func joinGroups(r *run, j *Join, sides []*tableState, outParts []int32) []joinGroup {
-	n := r.topics[j.Output].Partitions
-	co := true
-	for _, ts := range sides {
-		co = co && r.topics[ts.t.Changelog].Partitions == n
-	}
 	clParts, _ := r.partitionsOf(sides[0].t.Changelog, "changelog")
-	if !co || !slices.Equal(clParts, outParts) {
+	if !coPartitioned(r, j, sides) || !slices.Equal(clParts, outParts) {
 		return []joinGroup{{changelog: clParts, output: outParts}}
 	}
 	g := make([]joinGroup, len(outParts))
@@ -217,6 +219,19 @@ func joinGroups(r *run, j *Join, sides []*tableState, outParts []int32) []joinGr
 		g[i] = joinGroup{changelog: []int32{p}, output: []int32{p}}
 	}
 	return g
+}
+
+// coPartitioned reports whether the output and the tables' changelogs
+// have as many partitions: the default partitioner then puts a key in the
+// same partition of each.
+func coPartitioned(r *run, j *Join, sides []*tableState) bool {
+	n := r.topics[j.Output].Partitions
+	for _, ts := range sides {
+		if r.topics[ts.t.Changelog].Partitions != n {
+			return false
+		}
+	}
+	return true
 }
 
 func inGroup(key string, finals []map[string]clFinal, out map[string]outRecord) bool {
@@ -252,7 +267,10 @@ func (r *run) joinUnjudged(ctx context.Context, j *Join, parts []int32, unreadab
 		r.missing("join into %s: %s could not be read, so the output is not judged", j.Output, tpList(unreadable))
 		return nil
 	}
-	b := r.src.(audit.Bounded)
+	b, ok := r.src.(audit.Bounded)
+	if !ok {
+		return nil
+	}
 	for _, c := range r.rep.Cut {
 		if c.Role != "changelog" && c.Role != "output" {
 			continue

@@ -42,10 +42,13 @@ type stream struct {
 // audit's state changes stay in one goroutine and in a fixed order, so a
 // report does not depend on the concurrency.
 type reads struct {
-	r       *run
-	role    string
-	decode  decodeMode
-	again   bool // a second read: the ledger's findings and the cut are recorded already
+	r      *run
+	role   string
+	decode decodeMode
+	again  bool // a second read: the ledger's findings and the cut are recorded already
+	// foreign lists partitions another shard owns (--partitions): read for
+	// the inputs of this shard's keys, their findings and cut left to the owner
+	foreign map[audit.TopicPartition]bool
 	streams map[audit.TopicPartition]*stream
 	slots   chan struct{}
 	cancel  context.CancelFunc
@@ -187,6 +190,12 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 // and the partition's cut, and calls fn for every data record. An
 // unreadable partition becomes an unreadable finding and false.
 func (r *run) walk(ctx context.Context, rd *reads, tp audit.TopicPartition, fn func(*item)) bool {
+	_, ok := r.walkLedger(ctx, rd, tp, fn)
+	return ok
+}
+
+// walkLedger is walk that also returns the partition's ledger.
+func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition, fn func(*item)) (*ledger.Ledger, bool) {
 	var l *ledger.Ledger
 	var err error
 	if s := rd.streams[tp]; s != nil {
@@ -215,16 +224,20 @@ func (r *run) walk(ctx context.Context, rd *reads, tp audit.TopicPartition, fn f
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return false
+			return nil, false
 		}
 		f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
 		f.Count = 0
 		f.Detail = fmt.Sprintf("%s partition could not be read: %v", rd.role, err)
-		r.add(f)
-		return false
+		if rd.foreign[tp] {
+			r.missing("%s (read for the inputs of this shard's keys): %s", tp, f.Detail)
+		} else {
+			r.add(f)
+		}
+		return nil, false
 	}
-	if rd.again {
-		return true
+	if rd.again || rd.foreign[tp] {
+		return l, true
 	}
 	r.ledgers[tp] = l
 	r.rep.Findings = append(r.rep.Findings, l.Findings...)
@@ -234,7 +247,7 @@ func (r *run) walk(ctx context.Context, rd *reads, tp audit.TopicPartition, fn f
 	}
 	r.rep.Cut = append(r.rep.Cut, audit.PartitionCut{Topic: tp.Topic, Partition: tp.Partition, Role: rd.role, Committed: c,
 		LogStart: l.Offsets.LogStart, LSO: l.Offsets.LSO, HW: l.Offsets.HW})
-	return true
+	return l, true
 }
 
 // decoded reports whether the item's record decoded; a failure is an

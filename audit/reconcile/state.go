@@ -19,6 +19,10 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 		r.missing("table %s: %s could not be read, so no input of the table is judged (a conclusion could rest on what is missing)", t.Name, tpList(ts.unreadable))
 		return
 	}
+	if ts.unplaced {
+		r.missing("table %s: --partitions keeps the inputs whose keys the shard's partitions hold, but the key serde %q cannot place some keys in a partition, so the table is not judged (run without --partitions)", t.Name, r.p.KeySerde)
+		return
+	}
 	if t.Reduce == nil && !t.Latest {
 		r.skipped("table %s: no reducer in the spec, so its store is not checked; only inputs proven lost on the repartition topic are reported", t.Name)
 		r.presenceOnly(ctx, ts)

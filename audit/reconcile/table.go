@@ -168,6 +168,7 @@ type tableState struct {
 	consumed  int64 // consumed inputs, null keys included
 	inputs    int64 // inputs checked against the store, counted before they are dropped
 	storeKeys int64 // keys in the store
+	unplaced  bool  // --partitions, and an input's key could not be placed in a partition
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -343,29 +344,54 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	if !ok {
 		return nil
 	}
+	// A shard (--partitions) is a set of the tasks that apply a re-keyed
+	// table: its inputs come from every source partition, so all are read
+	// and only the inputs whose keys the shard's partitions hold are kept;
+	// a source partition's own findings belong to the shard of its number.
+	shardByKey := r.opts.Partitions != nil && t.Repartition != "" && !r.p.Keyless
+	foreign := map[audit.TopicPartition]bool{}
+	if shardByKey {
+		parts = nil
+		for p := range r.topics[t.Source].Partitions {
+			parts = append(parts, p)
+			if !containsPartition(r.opts.Partitions, p) {
+				foreign[audit.TopicPartition{Topic: t.Source, Partition: p}] = true
+			}
+		}
+	}
 	rd := r.read(ctx, tpsOf(t.Source, parts), "source", r.mode())
+	rd.foreign = foreign
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
+		own := !foreign[tp]
 		c := r.committed(tp)
 		var lag int64
 		var nullKeys []int64
 		var nullCount int64
-		ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
+		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
 			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
 				return
 			}
 			rec := &e.Record
-			r.count("read", 1)
 			if c < 0 || rec.Offset >= c {
-				lag++
+				if own {
+					r.count("read", 1)
+					lag++
+				}
 				return
 			}
-			r.count("consumed", 1)
-			ts.consumed++
+			if own {
+				r.count("read", 1)
+				r.count("consumed", 1)
+				ts.consumed++
+			}
 			if r.p.Keyless {
 				return
+			}
+			if !own && it.decErr != nil {
+				return // the shard that owns the partition reports it
 			}
 			if !r.decoded(it) {
 				return
@@ -375,6 +401,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if t.SelectKey != nil {
 				var err error
 				key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				if err != nil && !own {
+					return
+				}
 				if err != nil {
 					f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, tp, rec.Offset)
 					f.Timestamp = rec.Timestamp
@@ -384,13 +413,18 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				}
 			}
 			if key == nil || v == nil {
-				nullCount++
-				if len(nullKeys) < 10 {
-					nullKeys = append(nullKeys, rec.Offset)
+				if own {
+					nullCount++
+					if len(nullKeys) < 10 {
+						nullKeys = append(nullKeys, rec.Offset)
+					}
 				}
 				return
 			}
 			text := codec.Text(key)
+			if shardByKey && !r.inShard(ts, text) {
+				return
+			}
 			ks := ts.keys[text]
 			if ks == nil {
 				ks = &keyState{key: text}
@@ -409,12 +443,18 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			}
 		})
 		if !ok {
+			ts.unreadable = append(ts.unreadable, tp)
 			ts.complete = false
 			continue
 		}
-		l := r.ledgers[tp]
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
+		}
+		if !own {
+			if r.clusterLogStart(tp, l.Offsets.LogStart) > max(c, 0) || c > l.Offsets.HW {
+				ts.complete = false // reported by the shard that owns the partition
+			}
+			continue
 		}
 		if lag > 0 {
 			f := audit.NewFinding(audit.StageSource, audit.CausePending, tp, max(c, l.Offsets.LogStart))
@@ -443,6 +483,18 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		r.aboveHW(tp, audit.StageSource, c, l.Offsets.HW)
 	}
 	return ctx.Err()
+}
+
+// inShard reports whether a table key belongs to the audited shard: its
+// repartition partition is one of --partitions. A key the key serde
+// cannot place makes the table unjudgeable.
+func (r *run) inShard(ts *tableState, key string) bool {
+	kb, ok := keyBytes(r.p.KeySerde, key)
+	if !ok || ts.rParts <= 0 {
+		ts.unplaced = true
+		return false
+	}
+	return containsPartition(r.opts.Partitions, audit.DefaultPartition(kb, ts.rParts))
 }
 
 // walkTable is walk for one of a table's topics; an unreadable partition
