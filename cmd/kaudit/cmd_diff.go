@@ -277,7 +277,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	if err != nil {
 		return err
 	}
-	rep, err := reconcile.Run(ctx, src, pl.pipeline, reconcile.Options{Decoder: dec, MaxTxnTimeout: o.source.MaxTxnTimeout,
+	rep, err := reconcile.Run(ctx, src.Source, pl.pipeline, reconcile.Options{Decoder: dec, MaxTxnTimeout: o.source.MaxTxnTimeout,
 		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.progress})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -133,7 +133,7 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 	if o.To >= 0 {
 		lo.KeepFrom, lo.KeepTo = o.From, o.To+1
 	}
-	built := buildLedgers(ctx, src, o.Topic, parts, lo, max(o.Concurrency, 1))
+	built := buildLedgers(ctx, src.Source, o.Topic, parts, lo, max(o.Concurrency, 1))
 	for i, p := range parts {
 		tp := audit.TopicPartition{Topic: o.Topic, Partition: p}
 		l, err := built[i].l, built[i].err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -29,6 +30,11 @@ func TestCapturedIncident(t *testing.T) {
 			t.Errorf("unexpected finding %s/%s %s/%d@%d", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset)
 		}
 		keys = append(keys, f.Key)
+	}
+	// The audit describes the cluster at the capture, not at the time it
+	// runs: the engine sees the snapshot's clock through the CLI.
+	if at := time.Date(2026, 11, 30, 10, 7, 46, 577430090, time.UTC); !rep.GeneratedAt.Equal(at) {
+		t.Errorf("generated_at %s, want the capture time %s", rep.GeneratedAt, at)
 	}
 	slices.Sort(keys)
 	want := []string{`"o-w1-0007"`, `"o-w1-0042"`, `"o-w1-0100"`, `"o-w1-0151"`, `"o-w1-0299"`}
