@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,13 +53,16 @@ type node struct {
 	kind     kind
 	names    []string // record field names
 	fields   []*node  // record field types
+	order    []int    // record fields in the order of their names' bytes
+	keys     []string // in that order, `{"name":` for the first, `,"name":` for the others
+	keysLen  int      // the bytes of keys
 	items    *node    // array items, map values
 	branches []*node  // union branches
 	symbols  []any    // enum symbols, boxed once
 	size     int      // fixed size
 	scale    int      // decimal scale
 	zero     bool     // decodes from zero bytes (null, empty record)
-	strs     int      // boxed strings a value holds outside arrays and maps, estimated
+	strs     int      // boxed strings a value holds outside arrays and maps, estimated (root only)
 }
 
 // compile turns a parsed hamba schema into a node graph.
@@ -74,7 +78,7 @@ func compile(s avro.Schema) (*node, error) {
 }
 
 // countStrs estimates how many boxed strings a value of n holds, outside
-// arrays and maps, to size the decoder's first slab.
+// arrays and maps, to size the decoder's first chunk.
 func countStrs(n *node, seen map[*node]bool) int {
 	switch n.kind {
 	case kNull, kBool, kEnum, kArray, kMap:
@@ -212,6 +216,16 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 			}
 			n.names = append(n.names, f.Name())
 			n.fields = append(n.fields, fn)
+			n.order = append(n.order, len(n.order))
+		}
+		slices.SortFunc(n.order, func(a, b int) int { return strings.Compare(n.names[a], n.names[b]) })
+		for j, i := range n.order {
+			sep := byte(',')
+			if j == 0 {
+				sep = '{'
+			}
+			n.keys = append(n.keys, string(append(appendString([]byte{sep}, n.names[i]), ':')))
+			n.keysLen += len(n.keys[j])
 		}
 		return n, nil
 	case avro.Ref:
@@ -259,22 +273,28 @@ const (
 
 var errAvroTooDeep = errors.New("value nested too deep")
 
-// mapEntry stands for a map entry in block counts: its key takes at least
+// mapKey stands for a map entry in block counts: its key takes at least
 // one byte, so it is never zero-byte.
-var mapEntry = &node{kind: kString}
+var mapKey = &node{kind: kString}
 
 // avroDecoder reads Avro binary data against a compiled schema.
 type avroDecoder struct {
 	b     []byte
 	s     string // b as one string: decoded strings are slices of it
-	arena []byte // text of the value's strings (see arena.go)
-	slab  []string
-	// firstSlab sizes the first slab (node.strs of the root).
-	firstSlab int
-	i         int
-	err       error
-	depth     int
-	zeros     int
+	chunk []byte // the current chunk of text and string headers (see arena.go)
+	arena []byte // the chunk's text: capped at hdr
+	hdr   int    // offset of the chunk's lowest string header
+	i     int
+	err   error
+	depth int
+	zeros int
+
+	// With digest, value also writes the canonical JSON of what it decodes
+	// to canon (see DecodeDigest); ends and entries are scratch space.
+	digest  bool
+	canon   []byte
+	ends    []int
+	entries []mapEntry
 }
 
 func (d *avroDecoder) fail(err error) {
@@ -288,26 +308,37 @@ func (d *avroDecoder) truncated(what string) {
 }
 
 func (d *avroDecoder) long() int64 {
+	if i := d.i; i < len(d.b) {
+		if c := d.b[i]; c < 0x80 { // one byte: -64 to 63
+			d.i = i + 1
+			return int64(c>>1) ^ -int64(c&1)
+		}
+	}
+	return d.longSlow()
+}
+
+func (d *avroDecoder) longSlow() int64 {
+	b, i := d.b, d.i
 	var v uint64
-	var shift uint
-	for n := 0; ; n++ {
-		if d.i >= len(d.b) {
+	for shift := uint(0); ; shift += 7 {
+		if i >= len(b) {
+			d.i = i
 			d.truncated("varint")
 			return 0
 		}
-		c := d.b[d.i]
-		d.i++
-		if n == 9 && c > 1 {
-			d.fail(fmt.Errorf("varint overflows 64 bits at byte %d", d.i-1))
+		c := b[i]
+		i++
+		if shift == 63 && c > 1 {
+			d.i = i
+			d.fail(fmt.Errorf("varint overflows 64 bits at byte %d", i-1))
 			return 0
 		}
 		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			break
+		if c < 0x80 {
+			d.i = i
+			return int64(v>>1) ^ -int64(v&1)
 		}
-		shift += 7
 	}
-	return int64(v>>1) ^ -int64(v&1)
 }
 
 func (d *avroDecoder) int() int32 {
@@ -389,13 +420,17 @@ var smallNums = func() []any {
 	return out
 }()
 
+// value decodes one value of n. With d.digest it also appends the value's
+// canonical JSON to d.canon: the bytes Canonical writes for the value, so
+// that DecodeDigest's digest is DigestOf's.
 func (d *avroDecoder) value(n *node) any {
 	if d.err != nil {
 		return nil
 	}
+	var res any
+	emit := emitAny
 	switch n.kind {
 	case kNull:
-		return nil
 	case kBool:
 		if d.i >= len(d.b) {
 			d.truncated("boolean")
@@ -407,49 +442,53 @@ func (d *avroDecoder) value(n *node) any {
 			d.fail(fmt.Errorf("boolean byte %d at byte %d", c, d.i-1))
 			return nil
 		}
-		return c == 1
+		res = c == 1
 	case kInt:
+		emit = emitRaw
 		v := d.int()
 		if d.err != nil {
 			return nil
 		}
-		return d.numberValue(int64(v))
+		res = d.numberValue(int64(v))
 	case kLong:
+		emit = emitRaw
 		v := d.long()
 		if d.err != nil {
 			return nil
 		}
-		return d.numberValue(v)
+		res = d.numberValue(v)
 	case kFloat:
 		b := d.fixed(4)
 		if d.err != nil {
 			return nil
 		}
-		return d.floatValue(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 32)
+		res = d.floatValue(float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 32)
 	case kDouble:
 		b := d.fixed(8)
 		if d.err != nil {
 			return nil
 		}
-		return d.floatValue(math.Float64frombits(binary.LittleEndian.Uint64(b)), 64)
+		res = d.floatValue(math.Float64frombits(binary.LittleEndian.Uint64(b)), 64)
 	case kString:
 		s, e := d.span("string")
 		if d.err != nil {
 			return nil
 		}
-		return d.box(stringType, d.s[s:e])
+		res = d.box(stringType, d.s[s:e])
 	case kBytes:
+		emit = emitQuoted
 		s, e := d.span("bytes")
 		if d.err != nil {
 			return nil
 		}
-		return d.base64(d.b[s:e])
+		res = d.base64(d.b[s:e])
 	case kFixed:
+		emit = emitQuoted
 		b := d.fixed(n.size)
 		if d.err != nil {
 			return nil
 		}
-		return d.base64(b)
+		res = d.base64(b)
 	case kEnum:
 		i := d.int()
 		if d.err != nil {
@@ -459,72 +498,81 @@ func (d *avroDecoder) value(n *node) any {
 			d.fail(fmt.Errorf("enum index %d out of %d symbols", i, len(n.symbols)))
 			return nil
 		}
-		return n.symbols[i]
+		res = n.symbols[i]
+	case kDate:
+		emit = emitQuoted
+		v := d.int()
+		if d.err != nil {
+			return nil
+		}
+		res = d.date(int64(v))
+	case kTimeMillis:
+		emit = emitQuoted
+		v := d.int()
+		if d.err != nil {
+			return nil
+		}
+		res = timeOfDay(int64(v)*1000, 3)
+	case kTimeMicros:
+		emit = emitQuoted
+		v := d.long()
+		if d.err != nil {
+			return nil
+		}
+		res = timeOfDay(v, 6)
+	case kTSMillis, kLocalTSMillis:
+		emit = emitQuoted
+		v := d.long()
+		if d.err != nil {
+			return nil
+		}
+		sec := floorDiv(v, 1000)
+		res = d.timestamp(sec, (v-sec*1000)*1_000_000, n.kind == kLocalTSMillis)
+	case kTSMicros, kLocalTSMicros:
+		emit = emitQuoted
+		v := d.long()
+		if d.err != nil {
+			return nil
+		}
+		sec := floorDiv(v, 1_000_000)
+		res = d.timestamp(sec, (v-sec*1_000_000)*1000, n.kind == kLocalTSMicros)
+	case kDecimalBytes:
+		emit = emitQuoted
+		s, e := d.span("decimal")
+		if d.err != nil {
+			return nil
+		}
+		res = d.decimal(d.b[s:e], n.scale)
+	case kDecimalFixed:
+		emit = emitQuoted
+		b := d.fixed(n.size)
+		if d.err != nil {
+			return nil
+		}
+		res = d.decimal(b, n.scale)
+	case kUUIDFixed:
+		emit = emitQuoted
+		b := d.fixed(16)
+		if d.err != nil {
+			return nil
+		}
+		res = uuidString(b)
+	case kDuration:
+		b := d.fixed(12)
+		if d.err != nil {
+			return nil
+		}
+		res = map[string]any{
+			"months":       num(int64(binary.LittleEndian.Uint32(b[0:]))),
+			"days":         num(int64(binary.LittleEndian.Uint32(b[4:]))),
+			"milliseconds": num(int64(binary.LittleEndian.Uint32(b[8:]))),
+		}
 	case kRecord:
-		if d.depth++; d.depth > maxNesting {
-			d.fail(errAvroTooDeep)
-			return nil
-		}
-		m := make(map[string]any, len(n.fields))
-		for i, f := range n.fields {
-			m[n.names[i]] = d.value(f)
-		}
-		d.depth--
-		if d.err != nil {
-			return nil
-		}
-		return m
+		return d.record(n)
 	case kArray:
-		if d.depth++; d.depth > maxNesting {
-			d.fail(errAvroTooDeep)
-			return nil
-		}
-		arr := []any{}
-		for {
-			c := d.blockCount(n.items)
-			if c == 0 || d.err != nil {
-				break
-			}
-			arr = growAny(arr, c)
-			for range c {
-				arr = append(arr, d.value(n.items))
-				if d.err != nil {
-					break
-				}
-			}
-		}
-		d.depth--
-		if d.err != nil {
-			return nil
-		}
-		return arr
+		return d.array(n)
 	case kMap:
-		if d.depth++; d.depth > maxNesting {
-			d.fail(errAvroTooDeep)
-			return nil
-		}
-		m := map[string]any{}
-		for {
-			c := d.blockCount(mapEntry)
-			if c == 0 || d.err != nil {
-				break
-			}
-			for range c {
-				s, e := d.span("map key")
-				if d.err != nil {
-					break
-				}
-				m[d.s[s:e]] = d.value(n.items) // keys need no boxing
-				if d.err != nil {
-					break
-				}
-			}
-		}
-		d.depth--
-		if d.err != nil {
-			return nil
-		}
-		return m
+		return d.avroMap(n)
 	case kUnion:
 		i := d.long()
 		if d.err != nil {
@@ -538,72 +586,211 @@ func (d *avroDecoder) value(n *node) any {
 			d.fail(errAvroTooDeep)
 			return nil
 		}
-		v := d.value(n.branches[i])
+		res = d.value(n.branches[i])
 		d.depth--
-		return v
-	case kDate:
-		v := d.int()
-		if d.err != nil {
-			return nil
-		}
-		return time.Unix(int64(v)*86400, 0).UTC().Format(time.DateOnly)
-	case kTimeMillis:
-		v := d.int()
-		if d.err != nil {
-			return nil
-		}
-		return timeOfDay(int64(v)*1000, 3)
-	case kTimeMicros:
-		v := d.long()
-		if d.err != nil {
-			return nil
-		}
-		return timeOfDay(v, 6)
-	case kTSMillis, kLocalTSMillis:
-		v := d.long()
-		if d.err != nil {
-			return nil
-		}
-		sec := floorDiv(v, 1000)
-		return d.timestamp(sec, (v-sec*1000)*1_000_000, n.kind == kLocalTSMillis)
-	case kTSMicros, kLocalTSMicros:
-		v := d.long()
-		if d.err != nil {
-			return nil
-		}
-		sec := floorDiv(v, 1_000_000)
-		return d.timestamp(sec, (v-sec*1_000_000)*1000, n.kind == kLocalTSMicros)
-	case kDecimalBytes:
-		s, e := d.span("decimal")
-		if d.err != nil {
-			return nil
-		}
-		return d.decimal(d.b[s:e], n.scale)
-	case kDecimalFixed:
-		b := d.fixed(n.size)
-		if d.err != nil {
-			return nil
-		}
-		return d.decimal(b, n.scale)
-	case kUUIDFixed:
-		b := d.fixed(16)
-		if d.err != nil {
-			return nil
-		}
-		return uuidString(b)
-	case kDuration:
-		b := d.fixed(12)
-		if d.err != nil {
-			return nil
-		}
-		return map[string]any{
-			"months":       num(int64(binary.LittleEndian.Uint32(b[0:]))),
-			"days":         num(int64(binary.LittleEndian.Uint32(b[4:]))),
-			"milliseconds": num(int64(binary.LittleEndian.Uint32(b[8:]))),
+		return res
+	default:
+		d.fail(fmt.Errorf("unsupported node kind %d", n.kind))
+		return nil
+	}
+	if d.digest {
+		switch emit {
+		case emitQuoted:
+			s := res.(string)
+			d.canon = append(append(append(d.canon, '"'), s...), '"')
+		case emitRaw:
+			d.canon = append(d.canon, res.(json.Number)...)
+		default:
+			d.canon = appendScalar(d.canon, res)
 		}
 	}
-	d.fail(fmt.Errorf("unsupported node kind %d", n.kind))
-	return nil
+	return res
+}
+
+// How value writes a scalar's canonical JSON.
+const (
+	emitAny    = iota // as Canonical does: appendScalar
+	emitQuoted        // a string of ASCII that needs no escape: base64, dates, times, decimals, UUIDs
+	emitRaw           // a json.Number in canonical form: an integer
+)
+
+func (d *avroDecoder) record(n *node) any {
+	if d.depth++; d.depth > maxNesting {
+		d.fail(errAvroTooDeep)
+		return nil
+	}
+	m := make(map[string]any, len(n.fields))
+	if !d.digest {
+		for i, f := range n.fields {
+			m[n.names[i]] = d.value(f)
+		}
+	} else {
+		start, base := len(d.canon), len(d.ends)
+		for i, f := range n.fields {
+			m[n.names[i]] = d.value(f)
+			d.ends = append(d.ends, len(d.canon))
+		}
+		if d.err == nil {
+			d.sortFields(n, start, d.ends[base:])
+		}
+		d.ends = d.ends[:base]
+	}
+	d.depth--
+	if d.err != nil {
+		return nil
+	}
+	return m
+}
+
+// sortFields rewrites the canonical texts of a record's fields, written
+// in schema order from start and ending at ends, as one JSON object with
+// its keys sorted.
+func (d *avroDecoder) sortFields(n *node, start int, ends []int) {
+	mid := len(d.canon)
+	size := n.keysLen + mid - start + 1 // keys, values, '}'
+	if len(n.order) == 0 {
+		size++ // '{'
+	}
+	c := slices.Grow(d.canon, size)[:mid+size]
+	w := mid
+	if len(n.order) == 0 {
+		c[w] = '{'
+		w++
+	}
+	for j, i := range n.order {
+		w += copy(c[w:], n.keys[j])
+		from := start
+		if i > 0 {
+			from = ends[i-1]
+		}
+		w += copy(c[w:], c[from:ends[i]])
+	}
+	c[w] = '}'
+	d.canon = c[:start+copy(c[start:], c[mid:])]
+}
+
+func (d *avroDecoder) array(n *node) any {
+	if d.depth++; d.depth > maxNesting {
+		d.fail(errAvroTooDeep)
+		return nil
+	}
+	arr := []any{}
+	if d.digest {
+		d.canon = append(d.canon, '[')
+	}
+	for {
+		c := d.blockCount(n.items)
+		if c == 0 || d.err != nil {
+			break
+		}
+		arr = growAny(arr, c)
+		for range c {
+			if d.digest && len(arr) > 0 {
+				d.canon = append(d.canon, ',')
+			}
+			arr = append(arr, d.value(n.items))
+			if d.err != nil {
+				break
+			}
+		}
+	}
+	if d.digest {
+		d.canon = append(d.canon, ']')
+	}
+	d.depth--
+	if d.err != nil {
+		return nil
+	}
+	return arr
+}
+
+// mapEntry is one entry of an Avro map in d.canon: its key and the span of
+// its value's canonical text.
+type mapEntry struct {
+	key      string
+	from, to int
+}
+
+func (d *avroDecoder) avroMap(n *node) any {
+	if d.depth++; d.depth > maxNesting {
+		d.fail(errAvroTooDeep)
+		return nil
+	}
+	m := map[string]any{}
+	start, base := len(d.canon), len(d.entries)
+	for {
+		c := d.blockCount(mapKey)
+		if c == 0 || d.err != nil {
+			break
+		}
+		for range c {
+			s, e := d.span("map key")
+			if d.err != nil {
+				break
+			}
+			key, from := d.s[s:e], len(d.canon) // keys need no boxing
+			m[key] = d.value(n.items)
+			if d.err != nil {
+				break
+			}
+			if d.digest {
+				d.entries = append(d.entries, mapEntry{key, from, len(d.canon)})
+			}
+		}
+	}
+	if d.digest && d.err == nil {
+		d.sortEntries(start, d.entries[base:])
+	}
+	clear(d.entries[base:])
+	d.entries = d.entries[:base]
+	d.depth--
+	if d.err != nil {
+		return nil
+	}
+	return m
+}
+
+// sortEntries rewrites the canonical texts of a map's entries, written in
+// payload order from start, as one JSON object with its keys sorted. A key
+// written twice keeps its last value, as the decoded map does.
+func (d *avroDecoder) sortEntries(start int, entries []mapEntry) {
+	slices.SortStableFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.key, b.key) })
+	mid := len(d.canon)
+	d.canon = append(d.canon, '{')
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].key == e.key {
+			continue // a later value replaced this one
+		}
+		if len(d.canon) > mid+1 {
+			d.canon = append(d.canon, ',')
+		}
+		d.canon = appendString(d.canon, e.key)
+		d.canon = append(d.canon, ':')
+		d.canon = append(d.canon, d.canon[e.from:e.to]...)
+	}
+	d.canon = append(d.canon, '}')
+	d.canon = append(d.canon[:start], d.canon[mid:]...)
+}
+
+// appendScalar appends a scalar's canonical JSON, as encoder.value does.
+func appendScalar(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case bool:
+		if x {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case string:
+		return appendString(b, x)
+	case json.Number:
+		return appendNumber(b, string(x))
+	}
+	e := encPool.Get().(*encoder) // a duration's map
+	b = e.value(b, v, 0)
+	encPool.Put(e)
+	return b
 }
 
 func growAny(s []any, n int64) []any {
@@ -628,7 +815,7 @@ func (d *avroDecoder) floatValue(f float64, bits int) any {
 	d.reserve(32)
 	start := len(d.arena)
 	d.arena = appendES(d.arena, f, bits)
-	return d.box(numberType, d.since(start))
+	return d.boxText(numberType, start)
 }
 
 func floatValue(f float64, bits int) any {
@@ -669,17 +856,36 @@ func timeOfDay(us int64, frac int) string {
 // trimmed of trailing zeros, so the same instant prints the same in millis
 // and micros; local timestamps have no zone suffix.
 func (d *avroDecoder) timestamp(sec, nsec int64, local bool) any {
-	d.reserve(40)
+	d.reserve(48) // 39 at most, for years far from now
 	start := len(d.arena)
 	d.arena = appendTimestamp(d.arena, sec, nsec, local)
-	return d.box(stringType, d.since(start))
+	return d.boxText(stringType, start)
+}
+
+// date renders days since the epoch as an ISO date.
+func (d *avroDecoder) date(days int64) any {
+	y, m, dd := civil(days)
+	if y < 0 || y > 9999 {
+		return time.Unix(days*86400, 0).UTC().Format(time.DateOnly)
+	}
+	var buf [10]byte
+	put2(buf[0:], uint32(y)/100)
+	put2(buf[2:], uint32(y)%100)
+	buf[4] = '-'
+	put2(buf[5:], uint32(m))
+	buf[7] = '-'
+	put2(buf[8:], uint32(dd))
+	d.reserve(len(buf))
+	start := len(d.arena)
+	d.arena = append(d.arena, buf[:]...)
+	return d.boxText(stringType, start)
 }
 
 func (d *avroDecoder) base64(b []byte) any {
 	d.reserve(base64.StdEncoding.EncodedLen(len(b)))
 	start := len(d.arena)
 	d.arena = base64.StdEncoding.AppendEncode(d.arena, b)
-	return d.box(stringType, d.since(start))
+	return d.boxText(stringType, start)
 }
 
 func (d *avroDecoder) decimal(b []byte, scale int) any {
@@ -687,7 +893,7 @@ func (d *avroDecoder) decimal(b []byte, scale int) any {
 		d.reserve(48)
 		start := len(d.arena)
 		d.arena = appendScaled(d.arena, smallUnscaled(b), scale)
-		return d.box(stringType, d.since(start))
+		return d.boxText(stringType, start)
 	}
 	return d.box(stringType, decimalString(b, scale))
 }
@@ -741,8 +947,8 @@ func decimalString(b []byte, scale int) string {
 
 // appendScaled writes u / 10^scale with exactly scale fraction digits.
 func appendScaled(out []byte, u int64, scale int) []byte {
-	var dbuf [24]byte
-	digits := strconv.AppendUint(dbuf[:0], absU(u), 10)
+	var dbuf [20]byte
+	digits := dbuf[formatDigits(&dbuf, absU(u)):]
 	if u < 0 {
 		out = append(out, '-')
 	}
@@ -760,6 +966,48 @@ func appendScaled(out []byte, u int64, scale int) []byte {
 	out = append(out, '.')
 	return append(out, digits[len(digits)-scale:]...)
 }
+
+// formatDigits writes u in decimal at the end of buf and returns where
+// the digits start: strconv's way, two digits at a time, without its
+// generality.
+func formatDigits(buf *[20]byte, u uint64) int {
+	i := len(buf)
+	for u >= 100 {
+		q := u / 100
+		r := u - q*100
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		u = q
+	}
+	if u >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		i--
+		buf[i] = byte('0' + u)
+	}
+	return i
+}
+
+// appendInt writes v in decimal, as strconv.AppendInt(b, v, 10).
+func appendInt(b []byte, v int64) []byte {
+	if v < 0 {
+		b = append(b, '-')
+	}
+	var buf [20]byte
+	return append(b, buf[formatDigits(&buf, absU(v)):]...)
+}
+
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 func absU(v int64) uint64 {
 	if v < 0 {

@@ -1,8 +1,8 @@
 package codec
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"math"
@@ -13,13 +13,18 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/kaudit/kaudit/audit"
 )
 
-// Digest identifies a value by its canonical JSON: the first 16 bytes of
-// the SHA-256 of Canonical(v). Two values with the same canonical JSON have
-// the same digest, whatever schema, schema id or serde carried them.
+// Digest identifies a value by its canonical JSON: the 128-bit XXH3 hash of
+// Canonical(v), big-endian. Two values with the same canonical JSON have
+// the same digest, whatever schema, schema id or serde carried them. XXH3
+// is not cryptographic: a digest identifies values within one run and is
+// never stored, and it does not resist records crafted to collide.
 type Digest [16]byte
 
 // String returns the digest in hex.
@@ -32,12 +37,13 @@ func (d Digest) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 func DigestOf(v audit.Value) Digest {
 	e := encPool.Get().(*encoder)
 	e.buf = e.value(e.buf[:0], v, 0)
-	sum := sha256.Sum256(e.buf)
+	d := digestOfText(e.buf)
 	encPool.Put(e)
-	var d Digest
-	copy(d[:], sum[:16])
 	return d
 }
+
+// digestOfText returns the digest of canonical JSON text.
+func digestOfText(text []byte) Digest { return Digest(xxh3.Hash128(text).Bytes()) }
 
 // Canonical returns v as canonical JSON: object keys sorted by their UTF-8
 // bytes, no insignificant space, numbers in their shortest form (integers
@@ -85,7 +91,7 @@ type encoder struct {
 
 type orderedKey struct {
 	name string
-	json string // the key as a JSON string, with its colon
+	json string // the key as a JSON string with its colon, after '{' or ','
 }
 
 // maxRememberedKeys bounds the key sets worth remembering.
@@ -100,7 +106,8 @@ func (e *encoder) knownOrder(m map[string]any) []orderedKey {
 	}
 	start := len(e.vals)
 next:
-	for _, o := range e.orders {
+	for i := range e.orders {
+		o := e.orders[i]
 		if len(o) != n {
 			continue
 		}
@@ -124,7 +131,11 @@ func (e *encoder) remember(sorted []string) {
 	}
 	o := make([]orderedKey, len(sorted))
 	for i, k := range sorted {
-		o[i] = orderedKey{name: k, json: string(append(appendString(nil, k), ':'))}
+		sep := byte(',')
+		if i == 0 {
+			sep = '{'
+		}
+		o[i] = orderedKey{name: k, json: string(append(appendString([]byte{sep}, k), ':'))}
 	}
 	e.orders[e.next] = o
 	e.next = (e.next + 1) % len(e.orders)
@@ -138,7 +149,15 @@ func (e *encoder) value(b []byte, v any, depth int) []byte {
 	if depth > maxDepth {
 		return append(b, "null"...)
 	}
+	// Decoded values hold these types only: a switch this small compares
+	// type words one by one, cheaper than the search of the full one.
 	switch x := v.(type) {
+	case string:
+		return appendString(b, x)
+	case json.Number:
+		return appendNumber(b, string(x))
+	case map[string]any:
+		return e.object(b, x, depth)
 	case nil:
 		return append(b, "null"...)
 	case bool:
@@ -146,45 +165,57 @@ func (e *encoder) value(b []byte, v any, depth int) []byte {
 			return append(b, "true"...)
 		}
 		return append(b, "false"...)
-	case string:
-		return appendString(b, x)
-	case json.Number:
-		return appendNumber(b, string(x))
-	case map[string]any:
-		start := len(e.vals)
-		if keys := e.knownOrder(x); keys != nil {
-			vals := e.vals[start:]
-			b = append(b, '{')
-			for i, k := range keys {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, k.json...)
-				b = e.value(b, vals[i], depth+1)
-			}
-			clear(e.vals[start:])
-			e.vals = e.vals[:start]
-			return append(b, '}')
-		}
-		start = len(e.keys)
-		for k := range x {
-			e.keys = append(e.keys, k)
-		}
-		keys := e.keys[start:]
-		slices.Sort(keys)
-		e.remember(keys)
-		b = append(b, '{')
+	}
+	return e.other(b, v, depth)
+}
+
+// object writes a map as a JSON object with its keys sorted.
+func (e *encoder) object(b []byte, x map[string]any, depth int) []byte {
+	start := len(e.vals)
+	if keys := e.knownOrder(x); keys != nil {
+		vals := e.vals[start:]
 		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
+			b = append(b, k.json...)
+			if depth < maxDepth { // the common cases without a call
+				switch x := vals[i].(type) {
+				case string:
+					b = appendString(b, x)
+					continue
+				case json.Number:
+					b = appendNumber(b, string(x))
+					continue
+				}
 			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = e.value(b, x[k], depth+1)
+			b = e.value(b, vals[i], depth+1)
 		}
-		clear(e.keys[start:])
-		e.keys = e.keys[:start]
+		clear(e.vals[start:])
+		e.vals = e.vals[:start]
 		return append(b, '}')
+	}
+	start = len(e.keys)
+	for k := range x {
+		e.keys = append(e.keys, k)
+	}
+	keys := e.keys[start:]
+	slices.Sort(keys)
+	e.remember(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = e.value(b, x[k], depth+1)
+	}
+	clear(e.keys[start:])
+	e.keys = e.keys[:start]
+	return append(b, '}')
+}
+
+// other writes the values of types Decode does not return.
+func (e *encoder) other(b []byte, v any, depth int) []byte {
+	switch x := v.(type) {
 	case []any:
 		b = append(b, '[')
 		for i, el := range x {
@@ -285,6 +316,14 @@ func appendES(b []byte, f float64, bits int) []byte {
 	}
 	a := math.Abs(f)
 	if a >= 1e-6 && a < 1e21 {
+		if bits == 64 {
+			if m, k, ok := shortDecimal(a); ok {
+				if f < 0 {
+					b = append(b, '-')
+				}
+				return appendScaled(b, m, k)
+			}
+		}
 		return strconv.AppendFloat(b, f, 'f', -1, bits)
 	}
 	start := len(b)
@@ -301,6 +340,78 @@ func appendES(b []byte, f float64, bits int) []byte {
 	}
 	return b
 }
+
+// pow10 holds the powers of ten that float64 represents exactly and
+// shortDecimal needs.
+var pow10 = func() (p [21]float64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// shortDecimal finds the shortest decimal m/10^k that parses back to a
+// (1e-6 <= a < 1e15), when it has at most 15 significant digits, without
+// strconv's general search; ok is false otherwise.
+//
+// With a in [10^e, 10^(e+1)), the decimals with 15 significant digits are
+// the multiples of 10^(e-14), spaced more than a's ulp apart (2^-52 of a
+// is below 10^-15 of a), so at most one of them parses back to a. The
+// shortest decimal of a, when it has at most 15 digits, is a multiple too
+// (when it lies below 10^e, 10^e lies between it and a and is shorter),
+// so it is that one: m = round(a·10^(14-e)) with trailing zeros dropped.
+// The product errs by less than 0.25, and m/10^k, both exact, divides
+// with one correct rounding, as parsing the decimal does.
+func shortDecimal(a float64) (m int64, k int, ok bool) {
+	if !(a >= 1e-6 && a < 1e15) {
+		return 0, 0, false
+	}
+	// e = floor(log10(a)): from the binary exponent (78913/2^18 is just
+	// below log10(2)), then corrected by one power of ten.
+	e := (int(math.Float64bits(a)>>52) - 1023) * 78913 >> 18
+	e = min(max(e, -6), 14)
+	if e < 14 && a >= pow10Signed(e+1) {
+		e++
+	}
+	if e > -6 && a < pow10Signed(e) {
+		e--
+	}
+	k = 14 - e
+	r := math.Round(a * pow10[k])
+	if r >= 1e15 || r/pow10[k] != a {
+		return 0, 0, false
+	}
+	m = int64(r)
+	// Drop trailing zeros, at most k: 8, 4, 2, then 1 at a time.
+	if k >= 8 && m%1e8 == 0 {
+		m /= 1e8
+		k -= 8
+	}
+	if k >= 4 && m%1e4 == 0 {
+		m /= 1e4
+		k -= 4
+	}
+	if k >= 2 && m%100 == 0 {
+		m /= 100
+		k -= 2
+	}
+	if k >= 1 && m%10 == 0 {
+		m /= 10
+		k--
+	}
+	return m, k, true
+}
+
+// pow10Signed returns 10^e for -6 <= e <= 14, exactly as ParseFloat would.
+func pow10Signed(e int) float64 {
+	if e >= 0 {
+		return pow10[e]
+	}
+	return negPow10[-e]
+}
+
+var negPow10 = [...]float64{1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6}
 
 // appendNumber writes a JSON number text in canonical form. Integer
 // literals are kept digit for digit (so integers beyond 2^53 stay exact);
@@ -456,6 +567,10 @@ const hexDigits = "0123456789abcdef"
 // requires; invalid UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	if plainString(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -497,4 +612,46 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plainString reports whether s is ASCII that a JSON string holds
+// unescaped.
+func plainString(s string) bool {
+	n := len(s)
+	if n < 8 {
+		for i := range n {
+			if !plainByte[s[i]] {
+				return false
+			}
+		}
+		return true
+	}
+	p := unsafe.StringData(s)
+	for i := 0; i < n-8; i += 8 {
+		if !plain8(p, i) {
+			return false
+		}
+	}
+	return plain8(p, n-8) // the last 8, overlapping checked bytes
+}
+
+// plainByte holds the bytes that a JSON string holds unescaped as ASCII.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plain8 reports whether the 8 bytes at p+i are ASCII that a JSON
+// string holds unescaped: none below 0x20, none '"' or '\\', none 0x80 or
+// above. Once every byte is below 0x80, subtracting from a byte borrows
+// into its top bit exactly when it is below the subtrahend.
+func plain8(p *byte, i int) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	w := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
+	ctl := w - 0x20*ones              // bytes below 0x20
+	quote := w ^ '"'*ones - ones      // bytes equal to '"'
+	backslash := w ^ '\\'*ones - ones // bytes equal to '\\'
+	return (w|ctl|quote|backslash)&highs == 0
 }

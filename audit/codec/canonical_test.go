@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -169,5 +171,71 @@ func TestRawText(t *testing.T) {
 				t.Errorf("RawText = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestShortDecimal checks appendES's shortcut against strconv's shortest
+// formatting on decimals of every length, their neighbours, powers of ten
+// and random bit patterns.
+func TestShortDecimal(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tenth := 0.1 // a variable: 0.1+0.2 as constants is exactly 0.3
+	var fs []float64
+	for e := -7; e <= 21; e++ {
+		p := math.Pow(10, float64(e))
+		fs = append(fs, p, math.Nextafter(p, 0), math.Nextafter(p, math.Inf(1)), 9.999999999999999*p, 9.99999999999999*p)
+	}
+	for range 200000 {
+		digits := 1 + r.IntN(17)
+		m := r.Int64N(int64(math.Pow(10, float64(digits))))
+		f, _ := strconv.ParseFloat(strconv.FormatInt(m, 10)+"e"+strconv.Itoa(r.IntN(30)-20), 64)
+		fs = append(fs, f, math.Nextafter(f, 0), math.Nextafter(f, math.Inf(1)), math.Float64frombits(r.Uint64()))
+	}
+	for _, f := range append(fs, 129.99, tenth+0.2, 1e-6, 123456789012345, 999999999999999, 1e15-1) {
+		for _, f := range []float64{f, -f} {
+			a := math.Abs(f)
+			if math.IsNaN(f) || math.IsInf(f, 0) || a < 1e-6 || a >= 1e21 {
+				continue
+			}
+			want := strconv.FormatFloat(f, 'f', -1, 64)
+			if got := string(appendES(nil, f, 64)); got != want {
+				t.Fatalf("appendES(%v) = %s, want %s", f, got, want)
+			}
+		}
+	}
+	if _, _, ok := shortDecimal(tenth + 0.2); ok {
+		t.Error("shortDecimal took 0.30000000000000004, which needs 17 digits")
+	}
+	if m, k, ok := shortDecimal(129.99); !ok || m != 12999 || k != 2 {
+		t.Errorf("shortDecimal(129.99) = %d, %d, %v; want 12999, 2, true", m, k, ok)
+	}
+}
+
+// TestPlainString compares the word-at-a-time check with a byte loop on
+// strings of every length up to 40 holding one byte of each kind at every
+// position.
+func TestPlainString(t *testing.T) {
+	naive := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	for n := 0; n <= 40; n++ {
+		base := []byte(strings.Repeat("a~ !#[]", 6)[:n])
+		if got := plainString(string(base)); got != naive(string(base)) {
+			t.Fatalf("plainString(%q) = %v", base, got)
+		}
+		for i := range n {
+			for _, c := range []byte{0, 0x1f, 0x20, '!', '"', '#', '[', '\\', ']', 0x7f, 0x80, 0xff} {
+				s := slices.Clone(base)
+				s[i] = c
+				if got, want := plainString(string(s)), naive(string(s)); got != want {
+					t.Fatalf("plainString(%q) = %v, want %v", s, got, want)
+				}
+			}
+		}
 	}
 }

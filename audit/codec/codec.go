@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -263,9 +264,29 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 		}
 		return v, nil
 	case sAvro:
-		return c.decodeAvro(ctx, topic, isKey, data)
+		return c.decodeAvro(ctx, topic, isKey, data, nil)
 	}
 	return nil, derr("unknown serde", nil)
+}
+
+// DecodeDigest decodes data as Decode does and also returns DigestOf of
+// the value. For Avro it writes the value's canonical JSON while decoding,
+// in the payload's own order, so the digest costs no second walk over the
+// value's maps. On an error the digest is zero.
+func (c *Codec) DecodeDigest(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, Digest, error) {
+	if len(data) > 0 && c.serdeFor(topic, isKey) == sAvro {
+		var dg Digest
+		v, err := c.decodeAvro(ctx, topic, isKey, data, &dg)
+		if err != nil {
+			return nil, Digest{}, err
+		}
+		return v, dg, nil
+	}
+	v, err := c.Decode(ctx, topic, isKey, data)
+	if err != nil {
+		return nil, Digest{}, err
+	}
+	return v, DigestOf(v), nil
 }
 
 func fixedNumber(s serde, data []byte, derr func(string, error) error) (audit.Value, error) {
@@ -321,8 +342,8 @@ func unmarshalNumber(data []byte, v *any) error {
 
 // decodeAvro decodes a Confluent-framed payload: magic byte 0, a 4-byte
 // big-endian schema id, then Avro binary (or JSON text for a schema of
-// type JSON).
-func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, error) {
+// type JSON). With a non-nil dg it sets *dg to the value's digest.
+func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data []byte, dg *Digest) (audit.Value, error) {
 	derr := func(id int32, reason string, err error) error {
 		return &DecodeError{Topic: topic, IsKey: isKey, SchemaID: id, Reason: reason, Err: err}
 	}
@@ -351,11 +372,26 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		if err != nil {
 			return nil, derr(id, "invalid JSON", err)
 		}
+		if dg != nil {
+			*dg = DigestOf(v)
+		}
 		return v, nil
 	case typeAvro:
-		d := avroDecoder{firstSlab: sch.node.strs}
-		d.setPayload(body)
+		var d avroDecoder
+		var scratch *digestScratch
+		if dg != nil {
+			scratch = scratchPool.Get().(*digestScratch)
+			d.digest, d.canon, d.ends, d.entries = true, scratch.canon[:0], scratch.ends[:0], scratch.entries[:0]
+		}
+		d.setPayload(body, sch.node.strs)
 		v := d.value(sch.node)
+		if dg != nil {
+			if d.err == nil {
+				*dg = digestOfText(d.canon)
+			}
+			scratch.canon, scratch.ends, scratch.entries = d.canon, d.ends, d.entries
+			scratchPool.Put(scratch)
+		}
 		if d.err != nil {
 			return nil, derr(id, "", d.err)
 		}
@@ -366,6 +402,15 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 	}
 	return nil, derr(id, "schema type "+sch.typeName+" is not supported", ErrBadSchema)
 }
+
+// digestScratch is the buffer and scratch space of one DecodeDigest.
+type digestScratch struct {
+	canon   []byte
+	ends    []int
+	entries []mapEntry
+}
+
+var scratchPool = sync.Pool{New: func() any { return &digestScratch{canon: make([]byte, 0, 512)} }}
 
 // Schemas returns the schemas used so far, by id, each self-contained
 // (references inlined), in the form a schemas.json of SchemasDir holds: a

@@ -59,8 +59,8 @@
 // The walk is this package's own because hamba's generic decoding yields
 // time.Time, *big.Rat, [N]byte and {"type": value} union maps, none of
 // them canonical, and does not bound hostile lengths. The strings of one
-// payload share one byte arena and one slab of string headers (see
-// arena.go), so a ten-field record costs about seven allocations.
+// payload, their text and their headers, share one chunk of bytes (see
+// arena.go), so a record costs its map's allocations and one more.
 //
 // A payload with bytes left after the value, a varint longer than 64 bits,
 // an enum or union index out of range, or a length past the end is a
@@ -72,9 +72,13 @@
 // Canonical writes a value with object keys sorted, no space, numbers in
 // their shortest form (integer literals kept digit for digit, other
 // numbers as ECMAScript prints them, as RFC 8785) and minimal string
-// escapes. DigestOf is the first 16 bytes of the SHA-256 of that text, so
-// the same logical record under another schema id, field order or number
-// spelling ("1.50" and "1.5") has the same digest.
+// escapes. DigestOf is the 128-bit XXH3 hash of that text, so the same
+// logical record under another schema id, field order or number spelling
+// ("1.50" and "1.5") has the same digest. XXH3 is fast, not cryptographic:
+// a digest compares values within one run and is never stored, and it does
+// not resist records crafted to collide. DecodeDigest decodes
+// and digests in one pass: for Avro it writes the canonical text while
+// decoding, so the digest needs no walk over the value's maps.
 //
 // # Schema Registry
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -17,7 +18,8 @@ var fuzzSchemas = map[int]string{
 // FuzzDecode feeds arbitrary payloads to every serde. Invariants: no
 // panic; a failure is a *DecodeError (the schemas are offline, so never a
 // registry error); a success has canonical JSON that re-parses to the same
-// canonical JSON.
+// canonical JSON; DecodeDigest fails alike or returns the same value and
+// DigestOf it.
 func FuzzDecode(f *testing.F) {
 	for id, schema := range fuzzSchemas {
 		switch id {
@@ -53,12 +55,22 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which byte, data []byte) {
 		c := codecs[int(which)%len(codecs)]
 		v, err := c.Decode(context.Background(), "t", false, data)
+		fv, fd, ferr := c.DecodeDigest(context.Background(), "t", false, data)
+		if (err == nil) != (ferr == nil) || err != nil && err.Error() != ferr.Error() {
+			t.Fatalf("Decode error %v, DecodeDigest error %v", err, ferr)
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("error %v (%T) is not a *DecodeError", err, err)
 			}
 			return
+		}
+		if !reflect.DeepEqual(v, fv) {
+			t.Fatalf("DecodeDigest value %s, Decode value %s", Text(fv), Text(v))
+		}
+		if want := DigestOf(v); fd != want {
+			t.Fatalf("DecodeDigest digest %s, DigestOf %s, of %s", fd, want, Text(v))
 		}
 		text := Canonical(v)
 		back, err := decodeJSON(text)

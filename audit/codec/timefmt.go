@@ -9,7 +9,7 @@ import "time"
 // time package.
 func appendTimestamp(b []byte, sec int64, nsec int64, local bool) []byte {
 	days := floorDiv(sec, 86400)
-	secOfDay := sec - days*86400
+	secOfDay := uint32(sec - days*86400)
 	y, m, d := civil(days)
 	if y < 0 || y > 9999 {
 		t := time.Unix(sec, nsec).UTC()
@@ -18,42 +18,49 @@ func appendTimestamp(b []byte, sec int64, nsec int64, local bool) []byte {
 		}
 		return t.AppendFormat(b, time.RFC3339Nano)
 	}
-	b = appendDigits(b, y, 4)
-	b = append(b, '-')
-	b = appendDigits(b, m, 2)
-	b = append(b, '-')
-	b = appendDigits(b, d, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, secOfDay/3600, 2)
-	b = append(b, ':')
-	b = appendDigits(b, secOfDay/60%60, 2)
-	b = append(b, ':')
-	b = appendDigits(b, secOfDay%60, 2)
+	var buf [31]byte // 2006-01-02T15:04:05.999999999Z
+	put2(buf[0:], uint32(y)/100)
+	put2(buf[2:], uint32(y)%100)
+	buf[4] = '-'
+	put2(buf[5:], uint32(m))
+	buf[7] = '-'
+	put2(buf[8:], uint32(d))
+	buf[10] = 'T'
+	put2(buf[11:], secOfDay/3600)
+	buf[13] = ':'
+	put2(buf[14:], secOfDay/60%60)
+	buf[16] = ':'
+	put2(buf[17:], secOfDay%60)
+	n := 19
 	if nsec != 0 {
-		b = append(b, '.')
-		digits := 9
-		for nsec%10 == 0 {
-			nsec /= 10
-			digits--
+		buf[19] = '.'
+		ns, digits := uint32(nsec), 9
+		switch { // most instants are whole millis or micros
+		case ns%1_000_000 == 0:
+			ns, digits = ns/1_000_000, 3
+		case ns%1000 == 0:
+			ns, digits = ns/1000, 6
 		}
-		b = appendDigits(b, nsec, digits)
+		n = 20 + digits
+		for i := n - 1; i >= 20; i-- {
+			buf[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		for buf[n-1] == '0' {
+			n--
+		}
 	}
 	if !local {
-		b = append(b, 'Z')
+		buf[n] = 'Z'
+		n++
 	}
-	return b
+	return append(b, buf[:n]...)
 }
 
-func appendDigits(b []byte, v int64, width int) []byte {
-	var buf [20]byte
-	i := len(buf)
-	for v > 0 || width > 0 {
-		i--
-		buf[i] = byte('0' + v%10)
-		v /= 10
-		width--
-	}
-	return append(b, buf[i:]...)
+// put2 writes v (below 100) as two digits.
+func put2(b []byte, v uint32) {
+	b[0] = byte('0' + v/10)
+	b[1] = byte('0' + v%10)
 }
 
 func floorDiv(a, b int64) int64 {
