@@ -62,7 +62,7 @@ func captureCommand() *cli.Command {
 				return err
 			}
 			defer src.close()
-			return runCapture(c.Context, o, src, c.App.Writer, c.App.ErrWriter)
+			return runCapture(c.Context, o, src.Source, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
