@@ -64,6 +64,10 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 			r.attribute(ctx, ts, in)
 		}
 	}
+	if ts.deletedState > 0 {
+		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
+			t.Name, ts.deletedState, partList(ts.t.Source, ts.deletedFrom))
+	}
 	if ambiguous > 0 {
 		r.note("table %s: for %d keys inputs came from several source partitions and the reducer depends on order; any value that could be last under some interleaving was accepted", t.Name, ambiguous)
 	}
@@ -139,6 +143,18 @@ func (r *run) checkLatest(ts *tableState, key string, inputs, pending []*input, 
 				// applied through an earlier copy that is purged now (a
 				// duplicate whose second copy is still in flight)
 				delete(ts.expIn, key)
+				return nil, ambiguous
+			}
+		}
+		// The state may be an input that retention deleted from a source
+		// partition that holds no readable input of the key: applied after
+		// the others, it is the rightful last. Where the key has readable
+		// inputs in every such partition, a deleted input would precede
+		// them, and the state proves a loss.
+		for p := range ts.deletedFrom {
+			if lasts[p] == nil {
+				delete(ts.expIn, key)
+				ts.deletedState++
 				return nil, ambiguous
 			}
 		}
@@ -570,6 +586,16 @@ func (r *run) anyOrder(t *Table, ins []*input, want codec.Digest) (ok, exhaustiv
 	}
 	ok = walk(nil, 0)
 	return ok, budget >= 0
+}
+
+// partList names the partitions of topic in set, in order.
+func partList(topic string, set map[int32]bool) string {
+	var tps []audit.TopicPartition
+	for p := range set {
+		tps = append(tps, audit.TopicPartition{Topic: topic, Partition: p})
+	}
+	slices.SortFunc(tps, func(a, b audit.TopicPartition) int { return int(a.Partition - b.Partition) })
+	return tpList(tps)
 }
 
 func tpList(tps []audit.TopicPartition) string {

@@ -169,6 +169,10 @@ type tableState struct {
 	inputs    int64 // inputs checked against the store, counted before they are dropped
 	storeKeys int64 // keys in the store
 	unplaced  bool  // --partitions, and an input's key could not be placed in a partition
+	// deletedFrom lists the source partitions whose oldest records are gone
+	// (retention, DeleteRecords): a store's state may be one of theirs.
+	deletedFrom  map[int32]bool
+	deletedState int // keys whose state may be a deleted input's, not judged
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -179,7 +183,7 @@ type tableState struct {
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
-		want: map[string][]int{}, finals: map[string]audit.Value{},
+		want: map[string][]int{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		reset: map[string]bool{}}
 	r.tables[t.Name] = ts
 	if r.p.Keyless {
@@ -449,6 +453,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		}
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
+			ts.deletedFrom[p] = true
 		}
 		if !own {
 			if r.clusterLogStart(tp, l.Offsets.LogStart) > max(c, 0) || c > l.Offsets.HW {
