@@ -133,6 +133,15 @@ func (d *avroDecoder) setPayload(b []byte, strs int) {
 	}
 }
 
+// viewPayload reads b in place, for a valueless decoder, which keeps no
+// string beyond the call.
+func (d *avroDecoder) viewPayload(b []byte) {
+	d.b = b
+	if len(b) > 0 {
+		d.s = unsafe.String(&b[0], len(b))
+	}
+}
+
 // numberValue boxes an integer as a json.Number.
 func (d *avroDecoder) numberValue(v int64) any {
 	if v >= 0 && v < int64(len(smallNums)) {

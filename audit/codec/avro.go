@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/hamba/avro/v2"
 )
@@ -290,11 +291,14 @@ type avroDecoder struct {
 	zeros int
 
 	// With digest, value also writes the canonical JSON of what it decodes
-	// to canon (see DecodeDigest); ends and entries are scratch space.
-	digest  bool
-	canon   []byte
-	ends    []int
-	entries []mapEntry
+	// to canon (see DecodeDigest); ends and entries are scratch space. With
+	// valueless too, it writes only that and returns nil (see DigestBytes):
+	// nothing is allocated, and d.s is the caller's payload, not a copy.
+	digest    bool
+	valueless bool
+	canon     []byte
+	ends      []int
+	entries   []mapEntry
 }
 
 func (d *avroDecoder) fail(err error) {
@@ -449,11 +453,19 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
+		if d.valueless {
+			d.canon = appendInt(d.canon, int64(v))
+			return nil
+		}
 		res = d.numberValue(int64(v))
 	case kLong:
 		emit = emitRaw
 		v := d.long()
 		if d.err != nil {
+			return nil
+		}
+		if d.valueless {
+			d.canon = appendInt(d.canon, v)
 			return nil
 		}
 		res = d.numberValue(v)
@@ -472,6 +484,10 @@ func (d *avroDecoder) value(n *node) any {
 	case kString:
 		s, e := d.span("string")
 		if d.err != nil {
+			return nil
+		}
+		if d.valueless {
+			d.canon = appendString(d.canon, d.s[s:e])
 			return nil
 		}
 		res = d.box(stringType, d.s[s:e])
@@ -512,7 +528,7 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
-		res = timeOfDay(int64(v)*1000, 3)
+		res = timeOfDay(int64(v)*1000, 3) // rare: allocated even when valueless
 	case kTimeMicros:
 		emit = emitQuoted
 		v := d.long()
@@ -556,10 +572,24 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
+		if d.valueless {
+			d.canon = append(appendUUID(append(d.canon, '"'), b), '"')
+			return nil
+		}
 		res = uuidString(b)
 	case kDuration:
 		b := d.fixed(12)
 		if d.err != nil {
+			return nil
+		}
+		if d.valueless { // as Canonical writes the map below
+			d.canon = append(d.canon, `{"days":`...)
+			d.canon = appendInt(d.canon, int64(binary.LittleEndian.Uint32(b[4:])))
+			d.canon = append(d.canon, `,"milliseconds":`...)
+			d.canon = appendInt(d.canon, int64(binary.LittleEndian.Uint32(b[8:])))
+			d.canon = append(d.canon, `,"months":`...)
+			d.canon = appendInt(d.canon, int64(binary.LittleEndian.Uint32(b[0:])))
+			d.canon = append(d.canon, '}')
 			return nil
 		}
 		res = map[string]any{
@@ -594,6 +624,12 @@ func (d *avroDecoder) value(n *node) any {
 		return nil
 	}
 	if d.digest {
+		if d.valueless {
+			if res != written {
+				d.canon = appendScalar(d.canon, res)
+			}
+			return nil
+		}
 		switch emit {
 		case emitQuoted:
 			s := res.(string)
@@ -607,6 +643,10 @@ func (d *avroDecoder) value(n *node) any {
 	return res
 }
 
+// written is what the formatting helpers return when valueless: they have
+// written the value's canonical JSON already.
+var written any = new(byte)
+
 // How value writes a scalar's canonical JSON.
 const (
 	emitAny    = iota // as Canonical does: appendScalar
@@ -619,12 +659,25 @@ func (d *avroDecoder) record(n *node) any {
 		d.fail(errAvroTooDeep)
 		return nil
 	}
-	m := make(map[string]any, len(n.fields))
-	if !d.digest {
+	var m map[string]any
+	switch {
+	case !d.digest:
+		m = make(map[string]any, len(n.fields))
 		for i, f := range n.fields {
 			m[n.names[i]] = d.value(f)
 		}
-	} else {
+	case d.valueless:
+		start, base := len(d.canon), len(d.ends)
+		for _, f := range n.fields {
+			d.value(f)
+			d.ends = append(d.ends, len(d.canon))
+		}
+		if d.err == nil {
+			d.sortFields(n, start, d.ends[base:])
+		}
+		d.ends = d.ends[:base]
+	default:
+		m = make(map[string]any, len(n.fields))
 		start, base := len(d.canon), len(d.ends)
 		for i, f := range n.fields {
 			m[n.names[i]] = d.value(f)
@@ -636,7 +689,7 @@ func (d *avroDecoder) record(n *node) any {
 		d.ends = d.ends[:base]
 	}
 	d.depth--
-	if d.err != nil {
+	if d.err != nil || d.valueless {
 		return nil
 	}
 	return m
@@ -678,17 +731,24 @@ func (d *avroDecoder) array(n *node) any {
 	if d.digest {
 		d.canon = append(d.canon, '[')
 	}
+	items := 0
 	for {
 		c := d.blockCount(n.items)
 		if c == 0 || d.err != nil {
 			break
 		}
-		arr = growAny(arr, c)
+		if !d.valueless {
+			arr = growAny(arr, c)
+		}
 		for range c {
-			if d.digest && len(arr) > 0 {
+			if d.digest && items > 0 {
 				d.canon = append(d.canon, ',')
 			}
-			arr = append(arr, d.value(n.items))
+			items++
+			v := d.value(n.items)
+			if !d.valueless {
+				arr = append(arr, v)
+			}
 			if d.err != nil {
 				break
 			}
@@ -698,7 +758,7 @@ func (d *avroDecoder) array(n *node) any {
 		d.canon = append(d.canon, ']')
 	}
 	d.depth--
-	if d.err != nil {
+	if d.err != nil || d.valueless {
 		return nil
 	}
 	return arr
@@ -716,7 +776,10 @@ func (d *avroDecoder) avroMap(n *node) any {
 		d.fail(errAvroTooDeep)
 		return nil
 	}
-	m := map[string]any{}
+	var m map[string]any
+	if !d.valueless {
+		m = map[string]any{}
+	}
 	start, base := len(d.canon), len(d.entries)
 	for {
 		c := d.blockCount(mapKey)
@@ -729,7 +792,9 @@ func (d *avroDecoder) avroMap(n *node) any {
 				break
 			}
 			key, from := d.s[s:e], len(d.canon) // keys need no boxing
-			m[key] = d.value(n.items)
+			if v := d.value(n.items); !d.valueless {
+				m[key] = v
+			}
 			if d.err != nil {
 				break
 			}
@@ -744,7 +809,7 @@ func (d *avroDecoder) avroMap(n *node) any {
 	clear(d.entries[base:])
 	d.entries = d.entries[:base]
 	d.depth--
-	if d.err != nil {
+	if d.err != nil || d.valueless {
 		return nil
 	}
 	return m
@@ -812,6 +877,12 @@ func (d *avroDecoder) floatValue(f float64, bits int) any {
 	case math.IsNaN(f), math.IsInf(f, 0):
 		return floatValue(f, bits)
 	}
+	if d.valueless {
+		var buf [32]byte
+		text := appendES(buf[:0], f, bits)
+		d.canon = appendNumber(d.canon, unsafe.String(&text[0], len(text))) // as for the json.Number
+		return written
+	}
 	d.reserve(32)
 	start := len(d.arena)
 	d.arena = appendES(d.arena, f, bits)
@@ -856,6 +927,10 @@ func timeOfDay(us int64, frac int) string {
 // trimmed of trailing zeros, so the same instant prints the same in millis
 // and micros; local timestamps have no zone suffix.
 func (d *avroDecoder) timestamp(sec, nsec int64, local bool) any {
+	if d.valueless {
+		d.canon = append(appendTimestamp(append(d.canon, '"'), sec, nsec, local), '"')
+		return written
+	}
 	d.reserve(48) // 39 at most, for years far from now
 	start := len(d.arena)
 	d.arena = appendTimestamp(d.arena, sec, nsec, local)
@@ -864,9 +939,25 @@ func (d *avroDecoder) timestamp(sec, nsec int64, local bool) any {
 
 // date renders days since the epoch as an ISO date.
 func (d *avroDecoder) date(days int64) any {
+	if d.valueless {
+		d.canon = append(appendDate(append(d.canon, '"'), days), '"')
+		return written
+	}
+	if y, _, _ := civil(days); y < 0 || y > 9999 {
+		return time.Unix(days*86400, 0).UTC().Format(time.DateOnly)
+	}
+	d.reserve(10)
+	start := len(d.arena)
+	d.arena = appendDate(d.arena, days)
+	return d.boxText(stringType, start)
+}
+
+// appendDate writes days since the epoch as an ISO date, as
+// time.Time.Format with time.DateOnly.
+func appendDate(b []byte, days int64) []byte {
 	y, m, dd := civil(days)
 	if y < 0 || y > 9999 {
-		return time.Unix(days*86400, 0).UTC().Format(time.DateOnly)
+		return time.Unix(days*86400, 0).UTC().AppendFormat(b, time.DateOnly)
 	}
 	var buf [10]byte
 	put2(buf[0:], uint32(y)/100)
@@ -875,13 +966,14 @@ func (d *avroDecoder) date(days int64) any {
 	put2(buf[5:], uint32(m))
 	buf[7] = '-'
 	put2(buf[8:], uint32(dd))
-	d.reserve(len(buf))
-	start := len(d.arena)
-	d.arena = append(d.arena, buf[:]...)
-	return d.boxText(stringType, start)
+	return append(b, buf[:]...)
 }
 
 func (d *avroDecoder) base64(b []byte) any {
+	if d.valueless {
+		d.canon = append(base64.StdEncoding.AppendEncode(append(d.canon, '"'), b), '"')
+		return written
+	}
 	d.reserve(base64.StdEncoding.EncodedLen(len(b)))
 	start := len(d.arena)
 	d.arena = base64.StdEncoding.AppendEncode(d.arena, b)
@@ -889,6 +981,16 @@ func (d *avroDecoder) base64(b []byte) any {
 }
 
 func (d *avroDecoder) decimal(b []byte, scale int) any {
+	if d.valueless {
+		d.canon = append(d.canon, '"')
+		if len(b) <= 8 && scale >= 0 && scale < 19 {
+			d.canon = appendScaled(d.canon, smallUnscaled(b), scale)
+		} else {
+			d.canon = append(d.canon, decimalString(b, scale)...)
+		}
+		d.canon = append(d.canon, '"')
+		return written
+	}
 	if len(b) <= 8 && scale >= 0 && scale < 19 {
 		d.reserve(48)
 		start := len(d.arena)
@@ -1018,15 +1120,16 @@ func absU(v int64) uint64 {
 
 func uuidString(b []byte) string {
 	var out [36]byte
-	j := 0
+	return string(appendUUID(out[:0], b))
+}
+
+// appendUUID writes 16 bytes as 8-4-4-4-12 lowercase hex.
+func appendUUID(out, b []byte) []byte {
 	for i, c := range b {
 		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
+			out = append(out, '-')
 		}
-		out[j] = hexDigits[c>>4]
-		out[j+1] = hexDigits[c&0xf]
-		j += 2
+		out = append(out, hexDigits[c>>4], hexDigits[c&0xf])
 	}
-	return string(out[:])
+	return out
 }

@@ -264,7 +264,7 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 		}
 		return v, nil
 	case sAvro:
-		return c.decodeAvro(ctx, topic, isKey, data, nil)
+		return c.decodeAvro(ctx, topic, isKey, data, nil, false)
 	}
 	return nil, derr("unknown serde", nil)
 }
@@ -276,7 +276,7 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 func (c *Codec) DecodeDigest(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, Digest, error) {
 	if len(data) > 0 && c.serdeFor(topic, isKey) == sAvro {
 		var dg Digest
-		v, err := c.decodeAvro(ctx, topic, isKey, data, &dg)
+		v, err := c.decodeAvro(ctx, topic, isKey, data, &dg, false)
 		if err != nil {
 			return nil, Digest{}, err
 		}
@@ -287,6 +287,25 @@ func (c *Codec) DecodeDigest(ctx context.Context, topic string, isKey bool, data
 		return nil, Digest{}, err
 	}
 	return v, DigestOf(v), nil
+}
+
+// DigestBytes returns the digest of what Decode returns for data, DigestOf
+// of the value, and Decode's error. For Avro it builds no value: it writes
+// the canonical JSON straight from the payload and allocates nothing for
+// most types, for callers that compare records and do not look inside.
+func (c *Codec) DigestBytes(ctx context.Context, topic string, isKey bool, data []byte) (Digest, error) {
+	if len(data) > 0 && c.serdeFor(topic, isKey) == sAvro {
+		var dg Digest
+		if _, err := c.decodeAvro(ctx, topic, isKey, data, &dg, true); err != nil {
+			return Digest{}, err
+		}
+		return dg, nil
+	}
+	v, err := c.Decode(ctx, topic, isKey, data)
+	if err != nil {
+		return Digest{}, err
+	}
+	return DigestOf(v), nil
 }
 
 func fixedNumber(s serde, data []byte, derr func(string, error) error) (audit.Value, error) {
@@ -342,8 +361,9 @@ func unmarshalNumber(data []byte, v *any) error {
 
 // decodeAvro decodes a Confluent-framed payload: magic byte 0, a 4-byte
 // big-endian schema id, then Avro binary (or JSON text for a schema of
-// type JSON). With a non-nil dg it sets *dg to the value's digest.
-func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data []byte, dg *Digest) (audit.Value, error) {
+// type JSON). With a non-nil dg it sets *dg to the value's digest, and
+// with valueless too it returns no value (but for a JSON schema).
+func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data []byte, dg *Digest, valueless bool) (audit.Value, error) {
 	derr := func(id int32, reason string, err error) error {
 		return &DecodeError{Topic: topic, IsKey: isKey, SchemaID: id, Reason: reason, Err: err}
 	}
@@ -382,8 +402,13 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		if dg != nil {
 			scratch = scratchPool.Get().(*digestScratch)
 			d.digest, d.canon, d.ends, d.entries = true, scratch.canon[:0], scratch.ends[:0], scratch.entries[:0]
+			d.valueless = valueless
 		}
-		d.setPayload(body, sch.node.strs)
+		if d.valueless {
+			d.viewPayload(body)
+		} else {
+			d.setPayload(body, sch.node.strs)
+		}
 		v := d.value(sch.node)
 		if dg != nil {
 			if d.err == nil {

@@ -12,8 +12,8 @@ import (
 )
 
 // checkDecodeDigest decodes data with Decode and with DecodeDigest and
-// fails unless both give the same value and DecodeDigest's digest is
-// DigestOf of it.
+// fails unless both give the same value and DecodeDigest's digest, and
+// DigestBytes', is DigestOf of it.
 func checkDecodeDigest(t *testing.T, c *Codec, data []byte) {
 	t.Helper()
 	v, err := c.Decode(context.Background(), "t", false, data)
@@ -27,8 +27,16 @@ func checkDecodeDigest(t *testing.T, c *Codec, data []byte) {
 	if !reflect.DeepEqual(v, fv) {
 		t.Fatalf("DecodeDigest value %s, Decode value %s", Text(fv), Text(v))
 	}
-	if want := DigestOf(v); fd != want {
+	want := DigestOf(v)
+	if fd != want {
 		t.Fatalf("DecodeDigest digest %s, DigestOf %s, of %s", fd, want, Text(v))
+	}
+	bd, err := c.DigestBytes(context.Background(), "t", false, data)
+	if err != nil {
+		t.Fatalf("DigestBytes: %v", err)
+	}
+	if bd != want {
+		t.Fatalf("DigestBytes digest %s, DigestOf %s, of %s", bd, want, Text(v))
 	}
 }
 

@@ -78,7 +78,10 @@
 // a digest compares values within one run and is never stored, and it does
 // not resist records crafted to collide. DecodeDigest decodes
 // and digests in one pass: for Avro it writes the canonical text while
-// decoding, so the digest needs no walk over the value's maps.
+// decoding, so the digest needs no walk over the value's maps. DigestBytes
+// writes only the canonical text, builds no value and, for most types,
+// allocates nothing; both give DigestOf of what Decode returns, and the
+// same errors.
 //
 // # Schema Registry
 //

@@ -18,8 +18,8 @@ var fuzzSchemas = map[int]string{
 // FuzzDecode feeds arbitrary payloads to every serde. Invariants: no
 // panic; a failure is a *DecodeError (the schemas are offline, so never a
 // registry error); a success has canonical JSON that re-parses to the same
-// canonical JSON; DecodeDigest fails alike or returns the same value and
-// DigestOf it.
+// canonical JSON; DecodeDigest and DigestBytes fail alike or return the
+// same value and DigestOf it.
 func FuzzDecode(f *testing.F) {
 	for id, schema := range fuzzSchemas {
 		switch id {
@@ -59,6 +59,10 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (ferr == nil) || err != nil && err.Error() != ferr.Error() {
 			t.Fatalf("Decode error %v, DecodeDigest error %v", err, ferr)
 		}
+		bd, berr := c.DigestBytes(context.Background(), "t", false, data)
+		if (err == nil) != (berr == nil) || err != nil && err.Error() != berr.Error() {
+			t.Fatalf("Decode error %v, DigestBytes error %v", err, berr)
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) {
@@ -69,8 +73,8 @@ func FuzzDecode(f *testing.F) {
 		if !reflect.DeepEqual(v, fv) {
 			t.Fatalf("DecodeDigest value %s, Decode value %s", Text(fv), Text(v))
 		}
-		if want := DigestOf(v); fd != want {
-			t.Fatalf("DecodeDigest digest %s, DigestOf %s, of %s", fd, want, Text(v))
+		if want := DigestOf(v); fd != want || bd != want {
+			t.Fatalf("DecodeDigest digest %s, DigestBytes %s, DigestOf %s, of %s", fd, bd, want, Text(v))
 		}
 		text := Canonical(v)
 		back, err := decodeJSON(text)
