@@ -89,7 +89,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	}
 	var found []audit.Finding
 	e2e := map[string]string{}
-	rdOut := r.read(ctx, tpsOf(j.Output, parts), "output", decodeAll)
+	rdOut := r.read(ctx, tpsOf(j.Output, parts), "output", decodeDigest)
 	defer rdOut.stop()
 	rdCl := make([]*reads, len(sides))
 	for i, ts := range sides {

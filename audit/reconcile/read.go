@@ -58,10 +58,18 @@ type reads struct {
 type decodeMode uint8
 
 const (
-	decodeNone decodeMode = iota // keyless audits
-	decodeKey                    // the key and its text only
-	decodeAll                    // key, value, the value's digest, and the key's text except for sources
+	decodeNone   decodeMode = iota // keyless audits
+	decodeKey                      // the key and its text only
+	decodeDigest                   // the key, its text and the value's digest: the value is not kept
+	decodeAll                      // key, value and the value's digest (sources, whose table key is selected from the value)
 )
+
+// digester is implemented by decoders that digest a value without a
+// second walk over it (codec.Codec), or without building it at all.
+type digester interface {
+	DecodeDigest(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, codec.Digest, error)
+	DigestBytes(ctx context.Context, topic string, isKey bool, data []byte) (codec.Digest, error)
+}
 
 // read starts reading tps (in this order) for role, decoding what mode
 // says. Call stop when done.
@@ -161,9 +169,7 @@ func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func
 	return l, nil
 }
 
-// decodeItem decodes what the role needs of one record: key and value,
-// the key's text (not for sources, whose table key is selected from the
-// value) and the value's digest.
+// decodeItem decodes what the mode says of one record.
 func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	rec := &it.Record
 	dec := rd.r.opts.Decoder
@@ -174,15 +180,25 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 			return
 		}
 	}
-	if rec.Value != nil && rd.decode == decodeAll {
-		if it.value, err = dec.Decode(ctx, rec.Topic, false, rec.Value); err != nil {
-			it.decErr, it.decWhat = err, "value"
-			return
-		}
-		it.digest = codec.DigestOf(it.value)
-	}
-	if rd.role != "source" || rd.decode == decodeKey {
+	if rd.decode != decodeAll {
 		it.keyText = codec.Text(it.key)
+	}
+	if rec.Value == nil || rd.decode == decodeKey {
+		return
+	}
+	dg, fast := dec.(digester)
+	switch {
+	case fast && rd.decode == decodeDigest:
+		it.digest, err = dg.DigestBytes(ctx, rec.Topic, false, rec.Value)
+	case fast:
+		it.value, it.digest, err = dg.DecodeDigest(ctx, rec.Topic, false, rec.Value)
+	default:
+		if it.value, err = dec.Decode(ctx, rec.Topic, false, rec.Value); err == nil {
+			it.digest = codec.DigestOf(it.value)
+		}
+	}
+	if err != nil {
+		it.value, it.decErr, it.decWhat = nil, err, "value"
 	}
 }
 
@@ -283,9 +299,9 @@ func (r *run) progress(role string, n int) {
 
 // mode is what the readers of a table's topics decode: nothing in a
 // keyless audit.
-func (r *run) mode() decodeMode {
+func (r *run) mode(m decodeMode) decodeMode {
 	if r.p.Keyless {
 		return decodeNone
 	}
-	return decodeAll
+	return m
 }

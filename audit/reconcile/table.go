@@ -234,7 +234,7 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		return true
 	}
 	ts.rParts = r.topics[ts.t.Repartition].Partitions
-	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", r.mode())
+	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", r.mode(decodeDigest))
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
@@ -312,7 +312,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 	if !ok {
 		return
 	}
-	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", decodeAll)
+	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", decodeDigest)
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
@@ -363,7 +363,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			}
 		}
 	}
-	rd := r.read(ctx, tpsOf(t.Source, parts), "source", r.mode())
+	rd := r.read(ctx, tpsOf(t.Source, parts), "source", r.mode(decodeAll))
 	rd.foreign = foreign
 	defer rd.stop()
 	for _, p := range parts {
