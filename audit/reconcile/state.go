@@ -43,8 +43,8 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 		return
 	}
 	ambiguous := 0
-	for _, key := range sortedKeys(ts.keys) {
-		ks := ts.keys[key]
+	for _, ks := range ts.sortedKeys() {
+		key := ks.key
 		if len(ks.inputs) == 0 {
 			continue
 		}
@@ -73,13 +73,22 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 	}
 }
 
+// sortedKeys returns the table's keys in order, for deterministic output.
+func (ts *tableState) sortedKeys() []*keyState {
+	out := make([]*keyState, 0, len(ts.keys))
+	for _, ks := range ts.keys {
+		out = append(out, ks)
+	}
+	slices.SortFunc(out, func(a, b *keyState) int { return strings.Compare(a.key, b.key) })
+	return out
+}
+
 // presenceOnly reports the inputs proven lost without a state check: no
 // copy where the copies of their neighbours are readable, or copies only in
 // aborted transactions.
 func (r *run) presenceOnly(ctx context.Context, ts *tableState) {
-	for _, key := range sortedKeys(ts.keys) {
-		ks := ts.keys[key]
-		for _, in := range ts.materialize(key, ks.inputs, ks.values) {
+	for _, ks := range ts.sortedKeys() {
+		for _, in := range ts.materialize(ks.key, ks.inputs, ks.values) {
 			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
 				r.attribute(ctx, ts, in)
 			}
@@ -357,6 +366,7 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	}
 	t := ts.t
 	in.loss = &loss{}
+	ts.copyOf(in)
 	r.reread(ctx, in)
 	var candidates []string
 	switch {

@@ -2,12 +2,13 @@ package reconcile
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -20,16 +21,14 @@ import (
 type fingerprint [16]byte
 
 func fingerprintOf(key string, value codec.Digest, ts int64) fingerprint {
-	h := sha256.New()
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write(value[:])
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(ts))
+	// a 128-bit non-cryptographic hash: fingerprints never leave the process
+	h := xxh3.New()
+	h.WriteString(key)
+	var b [25]byte // a 0 after the key, the value's digest, the timestamp
+	copy(b[1:], value[:])
+	binary.BigEndian.PutUint64(b[17:], uint64(ts))
 	h.Write(b[:])
-	var f fingerprint
-	copy(f[:], h.Sum(nil))
-	return f
+	return fingerprint(h.Sum128().Bytes())
 }
 
 // copyInfo is what the repartition topic holds of one fingerprint. It has
@@ -110,14 +109,19 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 		if i < len(values) {
 			in.value = values[i]
 		}
-		if ts.copies != nil && x.status != copyDirect {
-			if ci, ok := ts.copies[fingerprintOf(key, x.digest, x.ts)]; ok {
-				in.cpy = &ci
-			}
-		}
-		out[i] = in
+		out[i] = in // its copy, if any, is looked up when it is attributed (copyOf)
 	}
 	return out
+}
+
+// copyOf looks up what the repartition topic holds of an input.
+func (ts *tableState) copyOf(in *input) *copyInfo {
+	if in.cpy == nil && ts.copies != nil && in.status != copyDirect {
+		if ci, ok := ts.copies[fingerprintOf(in.key, in.digest, in.ts)]; ok {
+			in.cpy = &ci
+		}
+	}
+	return in.cpy
 }
 
 type clEntry struct {
