@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -43,8 +44,12 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 		return
 	}
 	ambiguous := 0
-	for _, ks := range ts.sortedKeys() {
-		key := ks.key
+	start := len(r.losses)
+	defer r.sortLosses(ts, start)
+	for key, ks := range ts.keys { // in any order: the notes and losses are sorted after
+		if err := ctx.Err(); err != nil {
+			return
+		}
 		if len(ks.inputs) == 0 {
 			continue
 		}
@@ -64,6 +69,10 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 			r.attribute(ctx, ts, in)
 		}
 	}
+	slices.Sort(ts.keyNotes)
+	for _, n := range ts.keyNotes {
+		r.note("%s", n)
+	}
 	if ts.deletedState > 0 {
 		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
 			t.Name, ts.deletedState, partList(ts.t.Source, ts.deletedFrom))
@@ -73,21 +82,22 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 	}
 }
 
-// sortedKeys returns the table's keys in order, for deterministic output.
-func (ts *tableState) sortedKeys() []*keyState {
-	out := make([]*keyState, 0, len(ts.keys))
-	for _, ks := range ts.keys {
-		out = append(out, ks)
-	}
-	slices.SortFunc(out, func(a, b *keyState) int { return strings.Compare(a.key, b.key) })
-	return out
+// sortLosses puts the table's vanished inputs found since start in the
+// order of their keys, partitions and offsets: the keys are checked in
+// map order, and the report's lineage samples the first ones.
+func (r *run) sortLosses(ts *tableState, start int) {
+	slices.SortFunc(r.losses[start:], func(a, b *input) int {
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.tp.Partition, b.tp.Partition), cmp.Compare(a.offset, b.offset))
+	})
 }
 
 // presenceOnly reports the inputs proven lost without a state check: no
 // copy where the copies of their neighbours are readable, or copies only in
 // aborted transactions.
 func (r *run) presenceOnly(ctx context.Context, ts *tableState) {
-	for _, ks := range ts.sortedKeys() {
+	start := len(r.losses)
+	defer r.sortLosses(ts, start)
+	for _, ks := range ts.keys { // in any order: the losses are sorted after
 		for _, in := range ts.materialize(ks.key, ks.inputs, ks.values) {
 			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
 				r.attribute(ctx, ts, in)
@@ -228,7 +238,7 @@ func (r *run) checkFold(ts *tableState, key string, inputs []*input, cl *clState
 	ins := foldOrder(inputs)
 	exp, err := r.fold(t, ins)
 	if err != nil {
-		r.note("table %s key %s: the reducer failed (%v); the key is not checked", t.Name, key, err)
+		ts.keyNotes = append(ts.keyNotes, fmt.Sprintf("table %s key %s: the reducer failed (%v); the key is not checked", t.Name, key, err))
 		return nil, false
 	}
 	final, present := cl.final()

@@ -176,7 +176,8 @@ type tableState struct {
 	// deletedFrom lists the source partitions whose oldest records are gone
 	// (retention, DeleteRecords): a store's state may be one of theirs.
 	deletedFrom  map[int32]bool
-	deletedState int // keys whose state may be a deleted input's, not judged
+	deletedState int      // keys whose state may be a deleted input's, not judged
+	keyNotes     []string // notes on single keys, sorted before they are added
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
