@@ -201,6 +201,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	}
 	if t.Changelog != "" {
 		r.readChangelog(ctx, ts)
+		ts.keys = make(map[string]*keyState, len(ts.changelog)) // about as many keys as the store holds
 	}
 	if err := r.readSource(ctx, ts); err != nil {
 		return err
