@@ -205,6 +205,18 @@ func LoadSpec(path string) (*Spec, error) {
 	return ParseSpec(path, data)
 }
 
+// unmarshalSpec decodes data strictly into s. goccy/go-yaml v1.19.2
+// panics on some malformed input (a tag with no value in a sequence, found
+// by FuzzParseSpec): that is a YAML error, not a crash.
+func unmarshalSpec(data []byte, s *Spec) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML could not be read (%v)", p)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, s, yaml.Strict())
+}
+
 // ParseSpec parses and validates a spec; name is the file name errors
 // cite. Unknown fields are errors, every expression is compiled once, and
 // every error is a *SpecError (several are joined with errors.Join).
@@ -221,7 +233,7 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 			return nil, &SpecError{File: name, Line: v.line, Msg: "YAML aliases are not supported in a spec: write the value out"}
 		}
 	}
-	if err := yaml.UnmarshalWithOptions(data, s, yaml.Strict()); err != nil {
+	if err := unmarshalSpec(data, s); err != nil {
 		se := yamlError(name, err)
 		if f := fieldAt(data, se.Line, se.col); f != "" {
 			se.Field = f
