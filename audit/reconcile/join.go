@@ -287,16 +287,7 @@ func (r *run) joinUnjudged(ctx context.Context, j *Join, parts []int32, unreadab
 // final states.
 func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, finals []map[string]clFinal, out map[string]outRecord) []audit.Finding {
 	var found []audit.Finding
-	outValue := func(o outRecord) string {
-		if o.null {
-			return "null"
-		}
-		v, err := r.opts.Decoder.Decode(ctx, j.Output, false, o.raw)
-		if err != nil {
-			return codec.RawText(o.raw)
-		}
-		return codec.Text(v)
-	}
+	outValue := func(o outRecord) string { return r.text(ctx, j.Output, false, o.raw) }
 	keys := map[string]bool{}
 	for k := range finals[0] {
 		keys[k] = true
@@ -378,11 +369,7 @@ func (r *run) endToEnd(ctx context.Context, j *Join, sides []*tableState, key st
 	var b strings.Builder
 	fmt.Fprintf(&b, "downstream: output %s", j.Output)
 	if o, have := out[key]; have && !o.null {
-		text := codec.RawText(o.raw)
-		if v, err := r.opts.Decoder.Decode(ctx, j.Output, false, o.raw); err == nil {
-			text = codec.Text(v)
-		}
-		fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, text, o.tp, o.offset)
+		fmt.Fprintf(&b, " key %s holds %s at %s@%d", key, r.text(ctx, j.Output, false, o.raw), o.tp, o.offset)
 	} else {
 		fmt.Fprintf(&b, " has no record for key %s", key)
 	}

@@ -290,6 +290,31 @@ func (r *run) decoded(it *item) bool {
 	return false
 }
 
+// recordAt reads the record at tp@offset again: the audit keeps no key
+// or value of records that end in no finding.
+func (r *run) recordAt(ctx context.Context, tp audit.TopicPartition, offset int64) (audit.Record, bool) {
+	for rec, err := range r.src.Records(ctx, tp, offset, offset+1) {
+		if err != nil || rec.Offset != offset {
+			break
+		}
+		return rec, true
+	}
+	return audit.Record{}, false
+}
+
+// text is a serialized key or value of topic as canonical text: "null"
+// for nil, and b64: and base64 when it cannot be decoded.
+func (r *run) text(ctx context.Context, topic string, isKey bool, b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	v, err := r.opts.Decoder.Decode(ctx, topic, isKey, b)
+	if err != nil {
+		return codec.RawText(b)
+	}
+	return codec.Text(v)
+}
+
 // progress tells Options.Progress that n more records of role were read.
 func (r *run) progress(role string, n int) {
 	if r.opts.Progress != nil && n > 0 {

@@ -428,11 +428,7 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	}
 	detail := []string{fmt.Sprintf("table %s", t.Name)}
 	if len(in.loss.rawKey) > 0 {
-		k := codec.RawText(in.loss.rawKey)
-		if v, err := r.opts.Decoder.Decode(ctx, in.tp.Topic, true, in.loss.rawKey); err == nil {
-			k = codec.Text(v)
-		}
-		detail = append(detail, "record key "+k)
+		detail = append(detail, "record key "+r.text(ctx, in.tp.Topic, true, in.loss.rawKey))
 	}
 	detail = append(detail, in.detail...)
 	if len(candidates) > 0 {
@@ -462,18 +458,13 @@ func (r *run) valueOf(ctx context.Context, in *input) audit.Value {
 // record reads an input's record again and decodes its value into
 // in.value if it is not there.
 func (r *run) record(ctx context.Context, in *input) (audit.Record, bool) {
-	for rec, err := range r.src.Records(ctx, in.tp, in.offset, in.offset+1) {
-		if err != nil || rec.Offset != in.offset {
-			break
+	rec, ok := r.recordAt(ctx, in.tp, in.offset)
+	if ok && in.value == nil && rec.Value != nil {
+		if v, err := r.opts.Decoder.Decode(ctx, rec.Topic, false, rec.Value); err == nil {
+			in.value = v
 		}
-		if in.value == nil && rec.Value != nil {
-			if v, err := r.opts.Decoder.Decode(ctx, rec.Topic, false, rec.Value); err == nil {
-				in.value = v
-			}
-		}
-		return rec, true
 	}
-	return audit.Record{}, false
+	return rec, ok
 }
 
 // expectedOf is a key's expected value in a table: where the inputs say

@@ -577,26 +577,13 @@ func (r *run) duplicates(ctx context.Context, ts *tableState) {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: ci.partition}
 		fd := audit.NewFinding(audit.StageRepartition, audit.CauseDuplicate, tp, ci.offset)
 		fd.Count = int64(ci.applied + ci.pending)
-		fd.Key = r.keyAt(ctx, tp, ci.offset)
+		if rec, ok := r.recordAt(ctx, tp, ci.offset); ok { // the audit keeps no key per copy
+			fd.Key = r.text(ctx, tp.Topic, true, rec.Key)
+		}
 		fd.Timestamp = ci.ts
 		fd.Detail = fmt.Sprintf("table %s: %d committed repartition copies of one input beyond the %d inputs that account for them", ts.t.Name, ci.applied+ci.pending, ci.matched)
 		r.add(fd)
 	}
-}
-
-// keyAt reads the record at tp@offset again for its key, as canonical
-// text ("" when it cannot): the audit keeps no key per copy.
-func (r *run) keyAt(ctx context.Context, tp audit.TopicPartition, offset int64) string {
-	for rec, err := range r.src.Records(ctx, tp, offset, offset+1) {
-		if err != nil || rec.Offset != offset || rec.Key == nil {
-			break
-		}
-		if k, err := r.opts.Decoder.Decode(ctx, tp.Topic, true, rec.Key); err == nil {
-			return codec.Text(k)
-		}
-		break
-	}
-	return ""
 }
 
 // keyBytes serializes a table key (canonical JSON text) the way the key
