@@ -249,17 +249,11 @@ func inGroup(key string, finals []map[string]clFinal, out map[string]outRecord) 
 // joinUnjudged reads the output for its cut and says why it is not
 // judged.
 func (r *run) joinUnjudged(ctx context.Context, j *Join, parts []int32, unreadable []audit.TopicPartition) error {
-	rd := r.read(ctx, tpsOf(j.Output, parts), "output", decodeNone)
-	defer rd.stop()
-	for _, tp := range tpsOf(j.Output, parts) {
-		if !r.walk(ctx, rd, tp, func(it *item) {
-			if it.Fate == audit.FateCommitted {
-				r.count("output", 1)
-			}
-		}) {
-			unreadable = append(unreadable, tp)
+	unreadable = append(unreadable, r.walkAll(ctx, tpsOf(j.Output, parts), "output", func(it *item) {
+		if it.Fate == audit.FateCommitted {
+			r.count("output", 1)
 		}
-	}
+	})...)
 	if err := ctx.Err(); err != nil {
 		return err
 	}

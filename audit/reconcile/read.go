@@ -202,6 +202,21 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	}
 }
 
+// walkAll walks tps for role without decoding (for their ledgers and
+// cut), calls fn for every data record, and returns the partitions that
+// could not be read.
+func (r *run) walkAll(ctx context.Context, tps []audit.TopicPartition, role string, fn func(*item)) []audit.TopicPartition {
+	rd := r.read(ctx, tps, role, decodeNone)
+	defer rd.stop()
+	var unreadable []audit.TopicPartition
+	for _, tp := range tps {
+		if !r.walk(ctx, rd, tp, fn) {
+			unreadable = append(unreadable, tp)
+		}
+	}
+	return unreadable
+}
+
 // walk reads one partition through the ledger, adds the ledger's findings
 // and the partition's cut, and calls fn for every data record. An
 // unreadable partition becomes an unreadable finding and false.
@@ -212,14 +227,18 @@ func (r *run) walk(ctx context.Context, rd *reads, tp audit.TopicPartition, fn f
 
 // walkLedger is walk that also returns the partition's ledger.
 func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition, fn func(*item)) (*ledger.Ledger, bool) {
+	consume := func(b []item) bool {
+		for i := range b {
+			fn(&b[i])
+		}
+		r.progress(rd.role, len(b))
+		return true
+	}
 	var l *ledger.Ledger
 	var err error
 	if s := rd.streams[tp]; s != nil {
 		for b := range s.batches {
-			for i := range b {
-				fn(&b[i])
-			}
-			r.progress(rd.role, len(b))
+			consume(b)
 		}
 		<-s.done
 		l, err = s.l, s.err
@@ -227,13 +246,7 @@ func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition
 			<-rd.slots
 		}
 	} else {
-		l, err = rd.produce(ctx, tp, func(b []item) bool {
-			for i := range b {
-				fn(&b[i])
-			}
-			r.progress(rd.role, len(b))
-			return true
-		})
+		l, err = rd.produce(ctx, tp, consume)
 	}
 	if err == nil && l == nil {
 		err = ctx.Err()

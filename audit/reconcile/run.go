@@ -97,12 +97,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	}
 	for _, o := range p.Outputs {
 		if parts, ok := r.partitionsOf(o, "output"); ok {
-			tps := tpsOf(o, parts)
-			rd := r.read(ctx, tps, "output", decodeNone)
-			for _, tp := range tps {
-				r.walk(ctx, rd, tp, func(*item) {})
-			}
-			rd.stop()
+			r.walkAll(ctx, tpsOf(o, parts), "output", func(*item) {})
 		}
 	}
 	if p.Keyless {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/ledger"
 )
 
 // fingerprint identifies one input record across hops: Streams passes the
@@ -246,7 +247,7 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
 		c := r.committed(tp)
 		var inFlight, inFlightOpen int64
-		ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
+		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
 			e := &it.Entry
 			if r.p.Keyless {
 				if e.Fate == audit.FateCommitted && (c < 0 || e.Record.Offset >= c) {
@@ -290,7 +291,6 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		if !ok {
 			continue
 		}
-		l := r.ledgers[tp]
 		if inFlight+inFlightOpen > 0 {
 			f := audit.NewFinding(audit.StageRepartition, audit.CausePending, tp, max(c, l.Offsets.LogStart))
 			f.Count = inFlight + inFlightOpen
@@ -379,7 +379,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		var lag int64
 		var nullKeys []int64
 		var nullCount int64
-		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
+		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
 			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
 				return
@@ -453,7 +453,6 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			}
 		})
 		if !ok {
-			ts.unreadable = append(ts.unreadable, tp)
 			ts.complete = false
 			continue
 		}
@@ -510,12 +509,12 @@ func (r *run) inShard(ts *tableState, key string) bool {
 
 // walkTable is walk for one of a table's topics; an unreadable partition
 // is remembered against the table.
-func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit.TopicPartition, fn func(*item)) bool {
-	if r.walk(ctx, rd, tp, fn) {
-		return true
+func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit.TopicPartition, fn func(*item)) (*ledger.Ledger, bool) {
+	l, ok := r.walkLedger(ctx, rd, tp, fn)
+	if !ok {
+		ts.unreadable = append(ts.unreadable, tp)
 	}
-	ts.unreadable = append(ts.unreadable, tp)
-	return false
+	return l, ok
 }
 
 // match finds the input's copy on the repartition topic.
@@ -642,12 +641,7 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 	}
 	if t.Changelog != "" {
 		if parts, ok := r.partitionsOf(t.Changelog, "changelog"); ok {
-			tps := tpsOf(t.Changelog, parts)
-			rd := r.read(ctx, tps, "changelog", decodeNone)
-			for _, tp := range tps {
-				r.walk(ctx, rd, tp, func(*item) {})
-			}
-			rd.stop()
+			r.walkAll(ctx, tpsOf(t.Changelog, parts), "changelog", func(*item) {})
 		}
 	}
 	if t.Source != "" {
