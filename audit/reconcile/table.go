@@ -23,13 +23,12 @@ type fingerprint [16]byte
 
 func fingerprintOf(key string, value codec.Digest, ts int64) fingerprint {
 	// a 128-bit non-cryptographic hash: fingerprints never leave the process
-	h := xxh3.New()
-	h.WriteString(key)
-	var b [25]byte // a 0 after the key, the value's digest, the timestamp
-	copy(b[1:], value[:])
-	binary.BigEndian.PutUint64(b[17:], uint64(ts))
-	h.Write(b[:])
-	return fingerprint(h.Sum128().Bytes())
+	var buf [128]byte // on the stack for keys up to 103 bytes: a hasher is a 1 KiB allocation
+	b := append(buf[:0], key...)
+	b = append(b, 0) // after the key, the value's digest and the timestamp
+	b = append(b, value[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(ts))
+	return fingerprint(xxh3.Hash128(b).Bytes())
 }
 
 // copyInfo is what the repartition topic holds of one fingerprint. It has
