@@ -138,3 +138,43 @@ func TestDeletedInputState(t *testing.T) {
 		t.Errorf("no note on the keys not judged: %q", rep.Summary.Notes)
 	}
 }
+
+// TestCleanSpreadShards: a clean app whose source records sit in other
+// partitions than their keys, with purged copies and retention past the
+// consumed records of one partition, stays clean whole and in every shard.
+func TestCleanSpreadShards(t *testing.T) {
+	s := audittest.SeedScenario("shop", 400)
+	s.SpreadSources = true
+	s.Purge = true
+	m := audittest.NewMemory(time.UnixMilli(s.Now))
+	b := audittest.NewMemoryBackend(m)
+	truth, err := audittest.Generate(s, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(truth.Findings) != 0 {
+		t.Fatalf("a clean scenario has ground truth %v", truth.Findings)
+	}
+	// retention: records the app consumed long ago are gone
+	if err := b.DeleteRecords(audit.TopicPartition{Topic: "payments-v1", Partition: 1}, 100); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parts := range [][]int32{nil, {0}, {1}, {2}} {
+		rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, Partitions: parts, MaxTxnTimeout: 15 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Summary.Verdict != audit.VerdictClean {
+			for _, f := range rep.Findings {
+				if f.Severity != audit.SeverityInfo {
+					t.Logf("  %s/%s %s/%d@%d %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+				}
+			}
+			t.Errorf("shard %v: verdict %s, missing %q", parts, rep.Summary.Verdict, rep.Summary.Missing)
+		}
+	}
+}
