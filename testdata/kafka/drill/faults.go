@@ -33,12 +33,32 @@ func scenarioClean(ctx context.Context, r *scRun) error {
 	}
 	prodErr := make(chan error, 1)
 	go func() { prodErr <- r.d.produce(ctx, recs, 8, 120*time.Millisecond) }()
-	for kill := 1; kill <= 2; kill++ {
+	// A kill lands between transactions when the one seen open commits before the signal
+	// arrives (EOS commits every 100 ms). Each kill is therefore checked: with the app dead, a
+	// transaction still open a second later is one the restart must abort. A kill that left
+	// none is repeated, up to maxKills in all; the scenario fails if two never land.
+	const maxKills = 10
+	for landed, kills := 0, 0; landed < 2; {
+		if kills == maxKills {
+			return fmt.Errorf("%d kill -9 left only %d transaction(s) hanging: the fault was not injected", kills, landed)
+		}
+		kills++
 		if err := r.waitOpenTxn(ctx, 60*time.Second, true); err != nil {
-			return fmt.Errorf("before kill %d: %w", kill, err)
+			return fmt.Errorf("before kill %d: %w", kills, err)
 		}
 		r.app.kill9()
 		r.app = nil
+		time.Sleep(time.Second)
+		s, err := r.d.observe(ctx)
+		if err != nil {
+			return fmt.Errorf("after kill %d: %w", kills, err)
+		}
+		if t, p, lso, hw, ok := s.openTxn(true); ok {
+			landed++
+			logf("kill %d left a transaction hanging on %s/%d (lso %d, hw %d)", kills, t, p, lso, hw)
+		} else {
+			logf("kill %d landed between transactions; the app is restarted and killed again", kills)
+		}
 		if err := r.startApp(ctx, o); err != nil {
 			return err
 		}
@@ -114,17 +134,9 @@ func (r *scRun) waitOpenTxn(ctx context.Context, timeout time.Duration, downstre
 	for time.Now().Before(deadline) {
 		s, err := r.d.observe(ctx)
 		if err == nil {
-			topics := append([]string{topicOutput}, s.internal...)
-			if downstream {
-				topics = append([]string{topicOutput}, s.changelogs()...)
-			}
-			for _, t := range topics {
-				for p, hw := range s.hw[t] {
-					if lso, _ := s.lso.get(t, p); lso < hw {
-						logf("open transaction on %s/%d (lso %d, hw %d)", t, p, lso, hw)
-						return nil
-					}
-				}
+			if t, p, lso, hw, ok := s.openTxn(downstream); ok {
+				logf("open transaction on %s/%d (lso %d, hw %d)", t, p, lso, hw)
+				return nil
 			}
 		}
 		if ctx.Err() != nil {
@@ -133,6 +145,23 @@ func (r *scRun) waitOpenTxn(ctx context.Context, timeout time.Duration, downstre
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("no open transaction seen within %s", timeout)
+}
+
+// openTxn finds a partition the app writes with an open transaction (LSO < HW). downstream:
+// only the output and changelog topics count.
+func (s state) openTxn(downstream bool) (topic string, p int32, lso, hw int64, ok bool) {
+	topics := append([]string{topicOutput}, s.internal...)
+	if downstream {
+		topics = append([]string{topicOutput}, s.changelogs()...)
+	}
+	for _, t := range topics {
+		for p, hw := range s.hw[t] {
+			if lso, _ := s.lso.get(t, p); lso < hw {
+				return t, p, lso, hw, true
+			}
+		}
+	}
+	return "", 0, 0, 0, false
 }
 
 // deleteRecords moves topic/p's log start to off with DeleteRecords.
