@@ -3,6 +3,7 @@ module github.com/kaudit/kaudit
 go 1.26.0
 
 require (
+	github.com/dustin/go-humanize v1.1.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/goccy/go-yaml v1.19.2
 	github.com/hamba/avro/v2 v2.31.0

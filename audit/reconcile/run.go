@@ -38,6 +38,16 @@ type Options struct {
 	// Progress, if set, is told how many records each role will read and
 	// has read.
 	Progress audit.Progress
+	// MemoryBudget bounds, in bytes, the per-record state a table keeps in
+	// memory while it is checked; a table whose source and repartition
+	// records would need more spills that state to files under SpillDir
+	// ("": the system's temporary directory) and is checked a bucket of
+	// keys at a time. 0: no bound. The report does not depend on it.
+	MemoryBudget int64
+	SpillDir     string
+	// Log, if set, is told what the audit does that is not evidence (a
+	// table spilled to disk).
+	Log func(msg string)
 }
 
 // run holds one audit's state.

@@ -93,6 +93,21 @@ func runScenario(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.
 	if !bytes.Equal(a, b) {
 		t.Errorf("the report with concurrency %d differs from the one read inline:\n%s\n%s", opts.Concurrency, a, b)
 	}
+	// Nor must spilling the tables to disk, in buckets of keys.
+	opts.MemoryBudget, opts.SpillDir = int64(1000)<<(s.Seed%5), t.TempDir()
+	spilled := 0
+	opts.Log = func(string) { spilled++ }
+	sp, err := reconcile.Run(t.Context(), m, pipelineOf(s), opts)
+	if err != nil {
+		t.Fatalf("run spilled: %v", err)
+	}
+	c, _ := json.Marshal(sp)
+	if !bytes.Equal(a, c) {
+		t.Errorf("the report spilled to disk (budget %d bytes) differs from the one in memory:\n%s\n%s", opts.MemoryBudget, a, c)
+	}
+	if spilled == 0 && len(s.Tables) > 0 {
+		t.Errorf("no table spilled with a budget of %d bytes", opts.MemoryBudget)
+	}
 	return rep, truth
 }
 

@@ -12,40 +12,92 @@ import (
 	"github.com/kaudit/kaudit/audit/codec"
 )
 
-// checkState compares each key's expected state with the changelog and
-// attributes the inputs whose effect is missing.
-func (r *run) checkState(ctx context.Context, ts *tableState) {
+// checkTable checks the table's inputs against its repartition copies
+// and its store, and attributes the inputs whose effect is missing. A
+// spilled table is walked twice, a bucket of keys at a time: first for
+// what the check needs of every key (duplicate copies, whether the keys
+// are the store's, which copies of each source partition are readable),
+// then for the check itself.
+func (r *run) checkTable(ctx context.Context, ts *tableState) error {
+	var st keyStats
+	var dups []copyInfo
+	err := r.eachBucket(ctx, ts, func() {
+		st.add(ts.keyStats())
+		dups = append(dups, ts.dups()...)
+	})
+	if err != nil {
+		return err
+	}
+	r.duplicates(ctx, ts, dups)
+	check := r.checkable(ctx, ts, st)
+	start := len(r.losses)
+	err = r.eachBucket(ctx, ts, func() {
+		switch check {
+		case checkKeys:
+			r.checkKeys(ctx, ts)
+		case checkPresence:
+			r.presenceOnly(ctx, ts)
+		}
+		r.countInputs(ts)
+	})
+	r.sortLosses(ts, start)
+	slices.Sort(ts.keyNotes)
+	for _, n := range ts.keyNotes {
+		r.note("%s", n)
+	}
+	if ts.deletedState > 0 {
+		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
+			ts.t.Name, ts.deletedState, partList(ts.t.Source, ts.deletedFrom))
+	}
+	if ts.ambiguous > 0 {
+		r.note("table %s: for %d keys inputs came from several source partitions and the reducer depends on order; any value that could be last under some interleaving was accepted", ts.t.Name, ts.ambiguous)
+	}
+	return err
+}
+
+// howChecked is what checkTable can judge of a table.
+type howChecked uint8
+
+const (
+	checkNone     howChecked = iota // nothing: the evidence or the spec cannot support it
+	checkPresence                   // only inputs proven lost without a state check
+	checkKeys                       // each key's state against its inputs
+)
+
+// checkable says how far the table can be judged, and why not further.
+func (r *run) checkable(ctx context.Context, ts *tableState, st keyStats) howChecked {
 	t := ts.t
 	if len(ts.unreadable) > 0 {
 		r.missing("table %s: %s could not be read, so no input of the table is judged (a conclusion could rest on what is missing)", t.Name, tpList(ts.unreadable))
-		return
+		return checkNone
 	}
 	if ts.unplaced {
 		r.missing("table %s: --partitions keeps the inputs whose keys the shard's partitions hold, but the key serde %q cannot place some keys in a partition, so the table is not judged (run without --partitions)", t.Name, r.p.KeySerde)
-		return
+		return checkNone
 	}
 	if t.Reduce == nil && !t.Latest {
 		r.skipped("table %s: no reducer in the spec, so its store is not checked; only inputs proven lost on the repartition topic are reported", t.Name)
-		r.presenceOnly(ctx, ts)
-		return
+		return checkPresence
 	}
 	if t.Changelog == "" {
 		r.skipped("table %s: no changelog topic known, so its store is not checked", t.Name)
-		r.presenceOnly(ctx, ts)
-		return
+		return checkPresence
 	}
-	if msg := keysMismatch(ts); msg != "" {
+	if msg := keysMismatch(ts, st); msg != "" {
 		r.missing("table %s: %s: the spec's select_key does not describe the app, so the table is not judged", t.Name, msg)
-		return
+		return checkNone
 	}
 	if !t.Latest && !ts.complete {
 		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", t.Name)
-		r.presenceOnly(ctx, ts)
-		return
+		return checkPresence
 	}
-	ambiguous := 0
-	start := len(r.losses)
-	defer r.sortLosses(ts, start)
+	return checkKeys
+}
+
+// checkKeys compares each key's expected state with the changelog and
+// attributes the inputs whose effect is missing.
+func (r *run) checkKeys(ctx context.Context, ts *tableState) {
+	t := ts.t
 	for key, ks := range ts.keys { // in any order: the notes and losses are sorted after
 		if err := ctx.Err(); err != nil {
 			return
@@ -63,22 +115,22 @@ func (r *run) checkState(ctx context.Context, ts *tableState) {
 			lost, amb = r.checkFold(ts, key, ins, cl)
 		}
 		if amb {
-			ambiguous++
+			ts.ambiguous++
 		}
 		for _, in := range lost {
 			r.attribute(ctx, ts, in)
 		}
 	}
-	slices.Sort(ts.keyNotes)
-	for _, n := range ts.keyNotes {
-		r.note("%s", n)
-	}
-	if ts.deletedState > 0 {
-		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
-			t.Name, ts.deletedState, partList(ts.t.Source, ts.deletedFrom))
-	}
-	if ambiguous > 0 {
-		r.note("table %s: for %d keys inputs came from several source partitions and the reducer depends on order; any value that could be last under some interleaving was accepted", t.Name, ambiguous)
+}
+
+// countInputs counts the inputs checked against the store, for the
+// report's lineage and timeline.
+func (r *run) countInputs(ts *tableState) {
+	for _, ks := range ts.keys {
+		ts.inputs += int64(len(ks.inputs))
+		for _, x := range ks.inputs {
+			r.produced[x.ts/60000*60000]++
+		}
 	}
 }
 
@@ -95,8 +147,6 @@ func (r *run) sortLosses(ts *tableState, start int) {
 // copy where the copies of their neighbours are readable, or copies only in
 // aborted transactions.
 func (r *run) presenceOnly(ctx context.Context, ts *tableState) {
-	start := len(r.losses)
-	defer r.sortLosses(ts, start)
 	for _, ks := range ts.keys { // in any order: the losses are sorted after
 		for _, in := range ts.materialize(ks.key, ks.inputs, ks.values) {
 			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
@@ -363,9 +413,8 @@ func (r *run) positionReadable(ts *tableState, in *input) bool {
 	if in.r < 0 {
 		return false
 	}
-	offs := ts.found[[2]int32{in.tp.Partition, in.r}]
-	i := sort.Search(len(offs), func(i int) bool { return offs[i] > in.offset })
-	return i > 0 && i < len(offs)
+	mm, ok := ts.found[[2]int32{in.tp.Partition, in.r}]
+	return ok && mm[0] < in.offset && in.offset < mm[1]
 }
 
 // attribute gives a vanished input its stage and cause from the evidence
@@ -620,28 +669,46 @@ func tpList(tps []audit.TopicPartition) string {
 	return strings.Join(out, ", ")
 }
 
-// keysMismatch says why the inputs' selected keys cannot be the store's
-// keys, or "": every consumed input has a null key while the store holds
-// keys, or no selected key is a key of the store.
-func keysMismatch(ts *tableState) string {
-	if len(ts.changelog) == 0 {
-		return ""
-	}
-	if ts.consumed > 0 && len(ts.keys) == 0 {
-		return fmt.Sprintf("select_key is null for all %d consumed inputs, yet the store holds %d keys", ts.consumed, len(ts.changelog))
-	}
-	applied := 0 // keys with inputs that are not in flight
+// keyStats is what keysMismatch needs to know of a table's keys.
+type keyStats struct {
+	keys    int  // keys with consumed inputs
+	applied int  // keys with inputs that are not in flight
+	inStore bool // one of those is a key of the store
+}
+
+func (a *keyStats) add(b keyStats) {
+	a.keys += b.keys
+	a.applied += b.applied
+	a.inStore = a.inStore || b.inStore
+}
+
+// keyStats counts the keys in ts.keys.
+func (ts *tableState) keyStats() keyStats {
+	st := keyStats{keys: len(ts.keys)}
 	for k, ks := range ts.keys {
 		if len(ks.inputs) == 0 {
 			continue
 		}
-		applied++
+		st.applied++
 		if _, ok := ts.changelog[k]; ok {
-			return ""
+			st.inStore = true
 		}
 	}
-	if applied == 0 {
+	return st
+}
+
+// keysMismatch says why the inputs' selected keys cannot be the store's
+// keys, or "": every consumed input has a null key while the store holds
+// keys, or no selected key is a key of the store.
+func keysMismatch(ts *tableState, st keyStats) string {
+	if len(ts.changelog) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", applied, len(ts.changelog))
+	if ts.consumed > 0 && st.keys == 0 {
+		return fmt.Sprintf("select_key is null for all %d consumed inputs, yet the store holds %d keys", ts.consumed, len(ts.changelog))
+	}
+	if st.inStore || st.applied == 0 {
+		return ""
+	}
+	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", st.applied, len(ts.changelog))
 }

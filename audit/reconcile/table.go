@@ -148,14 +148,18 @@ func (c *clState) final() (clEntry, bool) {
 }
 
 type tableState struct {
-	t         *Table
+	t *Table
+	// keys and copies hold the per-record state: the inputs by key and
+	// the repartition copies by fingerprint; for a table spilled to disk,
+	// those of one bucket of keys at a time (eachBucket).
 	keys      map[string]*keyState
-	changelog map[string]*clState
 	copies    map[fingerprint]copyInfo
+	spill     *spill
+	changelog map[string]*clState
 	aborts    map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
-	// found lists, per (source partition, repartition partition), the
-	// source offsets whose copies are readable, in order.
-	found       map[[2]int32][]int64
+	// found holds, per (source partition, repartition partition), the
+	// lowest and highest source offsets whose copies are readable.
+	found       map[[2]int32][2]int64
 	rParts      int32
 	purgedRange map[int32][2]int64 // repartition partition → [committed, log start) purged before commit
 	complete    bool               // every source partition's history is readable from offset 0
@@ -177,6 +181,7 @@ type tableState struct {
 	// (retention, DeleteRecords): a store's state may be one of theirs.
 	deletedFrom  map[int32]bool
 	deletedState int      // keys whose state may be a deleted input's, not judged
+	ambiguous    int      // keys whose inputs came from several partitions, under an order-dependent reducer
 	keyNotes     []string // notes on single keys, sorted before they are added
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
@@ -187,12 +192,18 @@ type tableState struct {
 // audit checks one table end to end.
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
-		found: map[[2]int32][]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
+		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
 		want: map[string][]int{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		reset: map[string]bool{}}
 	r.tables[t.Name] = ts
 	if r.p.Keyless {
 		return r.keyless(ctx, ts)
+	}
+	if err := r.planSpill(ctx, ts); err != nil {
+		return err
+	}
+	if ts.spill != nil {
+		defer ts.spill.close()
 	}
 	if t.Repartition != "" {
 		if !r.readRepartition(ctx, ts) {
@@ -201,13 +212,21 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	}
 	if t.Changelog != "" {
 		r.readChangelog(ctx, ts)
-		ts.keys = make(map[string]*keyState, len(ts.changelog)) // about as many keys as the store holds
+		if ts.spill == nil {
+			ts.keys = make(map[string]*keyState, len(ts.changelog)) // about as many keys as the store holds
+		}
 	}
 	if err := r.readSource(ctx, ts); err != nil {
 		return err
 	}
-	r.duplicates(ctx, ts)
-	r.checkState(ctx, ts)
+	if ts.spill != nil {
+		if err := ts.spill.finish(); err != nil {
+			return err
+		}
+	}
+	if err := r.checkTable(ctx, ts); err != nil {
+		return err
+	}
 	r.fillActuals(ctx, ts)
 	r.drop(ts)
 	return ctx.Err()
@@ -218,12 +237,6 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 // the store and the store's state of their keys stay for the join (which
 // reads the changelogs again, a partition at a time) and the report.
 func (r *run) drop(ts *tableState) {
-	for _, ks := range ts.keys {
-		ts.inputs += int64(len(ks.inputs))
-		for _, x := range ks.inputs {
-			r.produced[x.ts/60000*60000]++
-		}
-	}
 	ts.storeKeys = int64(len(ts.changelog))
 	kept := map[string]*clState{}
 	for _, in := range r.losses {
@@ -257,35 +270,28 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			if !r.decoded(it) {
 				return
 			}
-			f := fingerprintOf(it.keyText, it.digest, e.Record.Timestamp)
-			ci, seen := ts.copies[f]
-			if !seen {
-				ci = copyInfo{partition: p, offset: e.Record.Offset, abortedAt: -1, ts: e.Record.Timestamp}
-			}
+			ev := copyEvent{f: fingerprintOf(it.keyText, it.digest, e.Record.Timestamp), partition: p, offset: e.Record.Offset, ts: e.Record.Timestamp,
+				fate: e.Fate, applied: c >= 0 && e.Record.Offset < c}
 			switch e.Fate {
 			case audit.FateCommitted:
-				if ci.applied+ci.pending == 0 {
-					ci.offset, ci.partition = e.Record.Offset, p
-				}
-				if c >= 0 && e.Record.Offset < c {
-					ci.applied++
+				if ev.applied {
 					r.count("applied", 1)
 				} else {
-					ci.pending++
 					inFlight++
 				}
 				r.count("repartitioned", 1)
 			case audit.FateOpen:
-				ci.open++
 				inFlightOpen++
 			case audit.FateAborted:
-				ci.aborted++
-				if ci.abortedAt < 0 {
-					ci.abortedAt = e.Record.Offset
-					ts.aborts[f] = e.Txn
+				if _, ok := ts.aborts[ev.f]; !ok {
+					ts.aborts[ev.f] = e.Txn // the transaction of its first aborted copy
 				}
 			}
-			ts.copies[f] = ci
+			if ts.spill != nil {
+				ts.spill.addCopy(it.keyText, ev)
+			} else {
+				ts.addCopy(ev)
+			}
 		})
 		if !ok {
 			continue
@@ -310,6 +316,44 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		}
 	}
 	return true
+}
+
+// copyEvent is one record of a repartition topic, as the table keeps it.
+type copyEvent struct {
+	f         fingerprint
+	partition int32
+	offset    int64
+	ts        int64
+	fate      audit.Fate
+	applied   bool // committed below the group's committed offset
+}
+
+// addCopy adds one repartition record to what the table holds of its
+// fingerprint.
+func (ts *tableState) addCopy(ev copyEvent) {
+	ci, seen := ts.copies[ev.f]
+	if !seen {
+		ci = copyInfo{partition: ev.partition, offset: ev.offset, abortedAt: -1, ts: ev.ts}
+	}
+	switch ev.fate {
+	case audit.FateCommitted:
+		if ci.applied+ci.pending == 0 {
+			ci.offset, ci.partition = ev.offset, ev.partition
+		}
+		if ev.applied {
+			ci.applied++
+		} else {
+			ci.pending++
+		}
+	case audit.FateOpen:
+		ci.open++
+	case audit.FateAborted:
+		ci.aborted++
+		if ci.abortedAt < 0 {
+			ci.abortedAt = ev.offset
+		}
+	}
+	ts.copies[ev.f] = ci
 }
 
 func (r *run) readChangelog(ctx context.Context, ts *tableState) {
@@ -434,22 +478,16 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if shardByKey && !r.inShard(ts, text) {
 				return
 			}
-			ks := ts.keys[text]
-			if ks == nil {
-				ks = &keyState{key: text}
-				ts.keys[text] = ks
-			}
-			in := input{table: ts, tp: tp, offset: rec.Offset, ts: rec.Timestamp, key: ks.key, digest: it.digest, r: -1, idx: -1}
-			r.match(ts, &in)
-			x := inputRec{offset: in.offset, ts: in.ts, digest: in.digest, part: p, r: in.r, status: in.status}
-			if in.status == copyPending || in.status == copyOpen {
-				ks.pending = append(ks.pending, x) // in flight: not part of the expected state
+			x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: it.digest, part: p, r: -1}
+			if ts.spill != nil {
+				var raw []byte
+				if !t.Latest {
+					raw = rec.Value // decoded again when its bucket is checked
+				}
+				ts.spill.addInput(text, x, raw)
 				return
 			}
-			ks.inputs = append(ks.inputs, x)
-			if !t.Latest {
-				ks.values = append(ks.values, v) // folded by the state check
-			}
+			r.addInput(ts, text, x, v)
 		})
 		if !ok {
 			ts.complete = false
@@ -492,6 +530,27 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		r.aboveHW(tp, audit.StageSource, c, l.Offsets.HW)
 	}
 	return ctx.Err()
+}
+
+// addInput matches one consumed input with its copy and adds it to its
+// key's state; v is its decoded value, kept for folds only.
+func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
+	ks := ts.keys[key]
+	if ks == nil {
+		ks = &keyState{key: key}
+		ts.keys[key] = ks
+	}
+	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: -1, idx: -1}
+	r.match(ts, &in)
+	x.r, x.status = in.r, in.status
+	if in.status == copyPending || in.status == copyOpen {
+		ks.pending = append(ks.pending, x) // in flight: not part of the expected state
+		return
+	}
+	ks.inputs = append(ks.inputs, x)
+	if !ts.t.Latest {
+		ks.values = append(ks.values, v) // folded by the state check
+	}
 }
 
 // inShard reports whether a table key belongs to the audited shard: its
@@ -552,19 +611,28 @@ func (r *run) match(ts *tableState, in *input) {
 	if in.status == copyApplied || in.status == copyPending {
 		in.r = ci.partition
 		k := [2]int32{in.tp.Partition, ci.partition}
-		ts.found[k] = append(ts.found[k], in.offset)
+		if mm, ok := ts.found[k]; ok {
+			ts.found[k] = [2]int64{min(mm[0], in.offset), max(mm[1], in.offset)}
+		} else {
+			ts.found[k] = [2]int64{in.offset, in.offset}
+		}
 	}
 }
 
-// duplicates reports committed copies that no input accounts for, of
+// dups returns the committed copies that no input accounts for, of
 // fingerprints some input matched: one input applied twice.
-func (r *run) duplicates(ctx context.Context, ts *tableState) {
+func (ts *tableState) dups() []copyInfo {
 	var dups []copyInfo
 	for _, ci := range ts.copies {
 		if ci.applied+ci.pending > 0 && ci.matched > 0 {
 			dups = append(dups, ci)
 		}
 	}
+	return dups
+}
+
+// duplicates reports the duplicate copies dups found.
+func (r *run) duplicates(ctx context.Context, ts *tableState, dups []copyInfo) {
 	sort.Slice(dups, func(i, j int) bool {
 		if dups[i].partition != dups[j].partition {
 			return dups[i].partition < dups[j].partition

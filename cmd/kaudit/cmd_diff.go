@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
@@ -42,8 +45,12 @@ type diffOptions struct {
 	Partitions       []int32
 	CrossCheck       bool
 	Concurrency      int
-	// progress, if set, draws progress bars
+	MemoryBudget     int64  // bytes; 0: no bound
+	SpillDir         string // where tables over the budget spill
+	// progress, if set, draws progress bars; log, if set, tells the user
+	// what the audit does that is not evidence (a table spilled to disk)
 	progress audit.Progress
+	log      func(string)
 	// inspect, when set, sees the finished report (the demo checks it
 	// against its ground truth).
 	inspect func(*audit.Report)
@@ -68,6 +75,8 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
+		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
+		&cli.StringFlag{Name: "spill-dir", Usage: "where tables over --memory-budget spill (default: the system's temporary directory)", EnvVars: env("spill-dir")},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars on stderr (they are drawn only on a terminal)", EnvVars: env("quiet")},
 	)
 }
@@ -91,6 +100,10 @@ func diffCommand() *cli.Command {
 			defer src.close()
 			p, stop := newProgress(c.App.ErrWriter, c.Bool("quiet"))
 			o.progress = p
+			if !c.Bool("quiet") {
+				o.log = logTo(c.App.ErrWriter, p)
+			}
+			limitMemory(o.MemoryBudget)
 			err = runDiff(c.Context, o, src, c.App.Writer)
 			stop()
 			return err
@@ -102,7 +115,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
 		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
 		KafkaVersion: c.String("kafka-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
-		Concurrency: c.Int("concurrency")}
+		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir")}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
 	switch o.Format {
 	case "md", "table", "json", "csv", "prom":
@@ -122,10 +135,39 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	if o.Concurrency < 1 || o.Concurrency > 64 {
 		return o, usagef("--concurrency %d: want 1 to 64", o.Concurrency)
 	}
+	if o.MemoryBudget, err = parseSize(c.String("memory-budget")); err != nil {
+		return o, usagef("--memory-budget: %w", err)
+	}
 	if o.AppID == "" && o.SpecFile == "" {
 		return o, usagef("kaudit diff needs --app-id ID (or a --spec that names app_id)")
 	}
 	return o, nil
+}
+
+// tableShare is the part of --memory-budget one table's per-record
+// state may use in memory: the rest is for the store's keys, the readers'
+// buffers and the garbage collector's headroom.
+const tableShare = 4
+
+// parseSize reads a byte size: 512MiB, 8GiB, 2GB, 0.
+func parseSize(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt64 {
+		return 0, fmt.Errorf("%s is too large", s)
+	}
+	return int64(n), nil
+}
+
+// limitMemory sets the Go runtime's soft memory limit to the budget, so
+// that the garbage collector works harder rather than let the heap pass
+// it; an explicit GOMEMLIMIT wins.
+func limitMemory(budget int64) {
+	if budget > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(budget)
+	}
 }
 
 // parseWhen reads a duration ago or an RFC 3339 time; "" is zero.
@@ -278,7 +320,8 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		return err
 	}
 	rep, err := reconcile.Run(ctx, src.Source, pl.pipeline, reconcile.Options{Decoder: dec, MaxTxnTimeout: o.source.MaxTxnTimeout,
-		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.progress})
+		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.progress, Log: o.log,
+		MemoryBudget: o.MemoryBudget / tableShare, SpillDir: o.SpillDir})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,5 +41,30 @@ func TestCapturedIncident(t *testing.T) {
 	want := []string{`"o-w1-0007"`, `"o-w1-0042"`, `"o-w1-0100"`, `"o-w1-0151"`, `"o-w1-0299"`}
 	if !slices.Equal(keys, want) {
 		t.Errorf("dropped keys %v, want %v", keys, want)
+	}
+}
+
+// TestCapturedIncidentSpilled: with a memory budget the captured app's
+// tables do not fit, they spill to disk, the user is told, and the report
+// is the in-memory one byte for byte.
+func TestCapturedIncidentSpilled(t *testing.T) {
+	args := []string{"diff", "--snapshot", "../../testdata/incidents/dropped",
+		"--spec", "../../testdata/incidents/dropped.kaudit.yaml", "--format", "json"}
+	want, _, code := runCLI(t, args...)
+	if code != exitFindings {
+		t.Fatalf("exit %d, want %d", code, exitFindings)
+	}
+	got, errOut, code := runCLI(t, append(args, "--memory-budget", "64KiB", "--spill-dir", t.TempDir())...)
+	if code != exitFindings {
+		t.Fatalf("spilled: exit %d, want %d: %s", code, exitFindings, errOut)
+	}
+	if got != want {
+		t.Errorf("the spilled report differs from the one in memory:\n%s\n%s", got, want)
+	}
+	if n := strings.Count(errOut, "spilled to"); n != 3 {
+		t.Errorf("%d tables said they spilled, want 3:\n%s", n, errOut)
+	}
+	if _, _, code := runCLI(t, append(args, "--memory-budget", "lots")...); code != exitUsage {
+		t.Errorf("--memory-budget lots: exit %d, want %d", code, exitUsage)
 	}
 }

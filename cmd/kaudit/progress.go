@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -65,6 +66,15 @@ func (b *progressBars) Read(role string, n int64) {
 		bar.EwmaIncrInt64(n, now.Sub(b.last))
 	}
 	b.last = now
+}
+
+// logTo returns a logger that writes "kaudit: msg" lines to w, or above
+// the progress bars when p draws them.
+func logTo(w io.Writer, p audit.Progress) func(string) {
+	if b, ok := p.(*progressBars); ok {
+		w = b.p
+	}
+	return func(msg string) { fmt.Fprintf(w, "kaudit: %s\n", msg) }
 }
 
 // stop completes every bar and waits for the last frame.
