@@ -14,32 +14,52 @@ import (
 
 // checkTable checks the table's inputs against its repartition copies
 // and its store, and attributes the inputs whose effect is missing. A
-// spilled table is walked twice, a bucket of keys at a time: first for
-// what the check needs of every key (duplicate copies, whether the keys
-// are the store's, which copies of each source partition are readable),
-// then for the check itself.
+// spilled table is checked a bucket of keys at a time; what needs every
+// key waits until all are checked: the vanished inputs are attributed
+// after (whether the copies of an input's neighbours are readable depends
+// on them all), and the keys' findings stand only if some key is the
+// store's (keysMismatch).
 func (r *run) checkTable(ctx context.Context, ts *tableState) error {
+	check := r.checkable(ts)
+	if check == checkPresence && ts.spill != nil {
+		// presenceOnly picks inputs by their neighbours' copies: match every bucket first
+		if err := r.eachBucket(ctx, ts, func() {}); err != nil {
+			return err
+		}
+	}
 	var st keyStats
 	var dups []copyInfo
+	var lost []*input
 	err := r.eachBucket(ctx, ts, func() {
 		st.add(ts.keyStats())
 		dups = append(dups, ts.dups()...)
+		switch check {
+		case checkKeys:
+			lost = append(lost, r.checkKeys(ctx, ts)...)
+		case checkPresence:
+			lost = append(lost, r.presenceOnly(ts)...)
+		}
+		r.countInputs(ts)
 	})
 	if err != nil {
 		return err
 	}
 	r.duplicates(ctx, ts, dups)
-	check := r.checkable(ctx, ts, st)
-	start := len(r.losses)
-	err = r.eachBucket(ctx, ts, func() {
-		switch check {
-		case checkKeys:
-			r.checkKeys(ctx, ts)
-		case checkPresence:
-			r.presenceOnly(ctx, ts)
+	if msg := keysMismatch(ts, st); check == checkKeys && msg != "" {
+		r.missing("table %s: %s: the spec's select_key does not describe the app, so the table is not judged", ts.t.Name, msg)
+		ts.forget()
+		return nil
+	}
+	for _, d := range ts.diverged {
+		if d.want {
+			ts.wantActual(d.f.Key, len(r.rep.Findings))
 		}
-		r.countInputs(ts)
-	})
+		r.add(d.f)
+	}
+	start := len(r.losses)
+	for _, in := range lost {
+		r.attribute(ctx, ts, in)
+	}
 	r.sortLosses(ts, start)
 	slices.Sort(ts.keyNotes)
 	for _, n := range ts.keyNotes {
@@ -52,7 +72,16 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	if ts.ambiguous > 0 {
 		r.note("table %s: for %d keys inputs came from several source partitions and the reducer depends on order; any value that could be last under some interleaving was accepted", ts.t.Name, ts.ambiguous)
 	}
-	return err
+	return ctx.Err()
+}
+
+// forget drops what checking the keys concluded, when it turns out the
+// spec's keys are not the store's.
+func (ts *tableState) forget() {
+	ts.diverged, ts.keyNotes, ts.deletedState, ts.ambiguous = nil, nil, 0, 0
+	clear(ts.expected)
+	clear(ts.expIn)
+	clear(ts.reset)
 }
 
 // howChecked is what checkTable can judge of a table.
@@ -64,8 +93,9 @@ const (
 	checkKeys                       // each key's state against its inputs
 )
 
-// checkable says how far the table can be judged, and why not further.
-func (r *run) checkable(ctx context.Context, ts *tableState, st keyStats) howChecked {
+// checkable says how far the table can be judged, and why not further;
+// whether the keys are the store's is known only once all are read.
+func (r *run) checkable(ts *tableState) howChecked {
 	t := ts.t
 	if len(ts.unreadable) > 0 {
 		r.missing("table %s: %s could not be read, so no input of the table is judged (a conclusion could rest on what is missing)", t.Name, tpList(ts.unreadable))
@@ -83,10 +113,6 @@ func (r *run) checkable(ctx context.Context, ts *tableState, st keyStats) howChe
 		r.skipped("table %s: no changelog topic known, so its store is not checked", t.Name)
 		return checkPresence
 	}
-	if msg := keysMismatch(ts, st); msg != "" {
-		r.missing("table %s: %s: the spec's select_key does not describe the app, so the table is not judged", t.Name, msg)
-		return checkNone
-	}
 	if !t.Latest && !ts.complete {
 		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", t.Name)
 		return checkPresence
@@ -95,12 +121,13 @@ func (r *run) checkable(ctx context.Context, ts *tableState, st keyStats) howChe
 }
 
 // checkKeys compares each key's expected state with the changelog and
-// attributes the inputs whose effect is missing.
-func (r *run) checkKeys(ctx context.Context, ts *tableState) {
+// returns the inputs whose effect is missing, to be attributed.
+func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 	t := ts.t
+	var out []*input
 	for key, ks := range ts.keys { // in any order: the notes and losses are sorted after
 		if err := ctx.Err(); err != nil {
-			return
+			return out
 		}
 		if len(ks.inputs) == 0 {
 			continue
@@ -118,9 +145,11 @@ func (r *run) checkKeys(ctx context.Context, ts *tableState) {
 			ts.ambiguous++
 		}
 		for _, in := range lost {
-			r.attribute(ctx, ts, in)
+			ts.copyOf(in) // while the copies of its bucket are at hand
+			out = append(out, in)
 		}
 	}
+	return out
 }
 
 // countInputs counts the inputs checked against the store, for the
@@ -146,14 +175,17 @@ func (r *run) sortLosses(ts *tableState, start int) {
 // presenceOnly reports the inputs proven lost without a state check: no
 // copy where the copies of their neighbours are readable, or copies only in
 // aborted transactions.
-func (r *run) presenceOnly(ctx context.Context, ts *tableState) {
+func (r *run) presenceOnly(ts *tableState) []*input {
+	var out []*input
 	for _, ks := range ts.keys { // in any order: the losses are sorted after
 		for _, in := range ts.materialize(ks.key, ks.inputs, ks.values) {
 			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
-				r.attribute(ctx, ts, in)
+				ts.copyOf(in)
+				out = append(out, in)
 			}
 		}
 	}
+	return out
 }
 
 // lastPerPartition returns each source partition's last input.
@@ -343,10 +375,7 @@ func (r *run) checkFold(ts *tableState, key string, inputs []*input, cl *clState
 	f.Key = key
 	f.Expected = codec.Text(exp)
 	f.Detail = fmt.Sprintf("table %s: the store's final value differs from the fold of the key's %d consumed inputs and no set of inputs explains the difference", t.Name, len(ins))
-	if present {
-		ts.wantActual(key, len(r.rep.Findings))
-	}
-	r.add(f)
+	ts.diverged = append(ts.diverged, divergence{f: f, want: present})
 	return nil, false
 }
 

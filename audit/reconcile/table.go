@@ -75,6 +75,14 @@ type input struct {
 	detail []string
 }
 
+// divergence is a key whose state no set of inputs explains: its finding
+// is added once the table's keys are known to be the store's; want: the
+// store holds a state for it, to be named as the finding's Actual.
+type divergence struct {
+	f    audit.Finding
+	want bool
+}
+
 // loss is what attribution learned of a vanished input.
 type loss struct {
 	cause  audit.Cause
@@ -94,6 +102,7 @@ type inputRec struct {
 
 type keyState struct {
 	key     string        // the map's key, shared by the inputs
+	r       int32         // the key's repartition partition, -1 unknown
 	inputs  []inputRec    // consumed, not pending, in source partition then offset order
 	values  []audit.Value // the inputs' decoded values, for folds only
 	pending []inputRec    // consumed, with a copy still in flight
@@ -182,6 +191,7 @@ type tableState struct {
 	deletedFrom  map[int32]bool
 	deletedState int      // keys whose state may be a deleted input's, not judged
 	ambiguous    int      // keys whose inputs came from several partitions, under an order-dependent reducer
+	diverged     []divergence
 	keyNotes     []string // notes on single keys, sorted before they are added
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
@@ -537,10 +547,13 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
 	ks := ts.keys[key]
 	if ks == nil {
-		ks = &keyState{key: key}
+		ks = &keyState{key: key, r: -1}
+		if kb, ok := keyBytes(r.p.KeySerde, key); ok && ts.rParts > 0 {
+			ks.r = audit.DefaultPartition(kb, ts.rParts)
+		}
 		ts.keys[key] = ks
 	}
-	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: -1, idx: -1}
+	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, idx: -1}
 	r.match(ts, &in)
 	x.r, x.status = in.r, in.status
 	if in.status == copyPending || in.status == copyOpen {
@@ -575,14 +588,12 @@ func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit
 	return l, ok
 }
 
-// match finds the input's copy on the repartition topic.
+// match finds the input's copy on the repartition topic; in.r is the
+// partition its key hashes to, which a matched copy's replaces.
 func (r *run) match(ts *tableState, in *input) {
 	if ts.t.Repartition == "" {
 		in.status = copyDirect
 		return
-	}
-	if kb, ok := keyBytes(r.p.KeySerde, in.key); ok && ts.rParts > 0 {
-		in.r = audit.DefaultPartition(kb, ts.rParts)
 	}
 	f := fingerprintOf(in.key, in.digest, in.ts)
 	ci, ok := ts.copies[f]
