@@ -189,8 +189,8 @@ type tableState struct {
 	// deletedFrom lists the source partitions whose oldest records are gone
 	// (retention, DeleteRecords): a store's state may be one of theirs.
 	deletedFrom  map[int32]bool
-	deletedState int      // keys whose state may be a deleted input's, not judged
-	ambiguous    int      // keys whose inputs came from several partitions, under an order-dependent reducer
+	deletedState int // keys whose state may be a deleted input's, not judged
+	ambiguous    int // keys whose inputs came from several partitions, under an order-dependent reducer
 	diverged     []divergence
 	keyNotes     []string // notes on single keys, sorted before they are added
 	// unreadable lists partitions of the table's topics that could not be
