@@ -36,7 +36,9 @@ func TestShards(t *testing.T) {
 					t.Fatal(err)
 				}
 				run := func(parts []int32) map[string]bool {
-					rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, Partitions: parts, MaxTxnTimeout: 15 * time.Minute})
+					// odd seeds spill their tables to disk: a shard checks its keys' buckets
+					rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, Partitions: parts, MaxTxnTimeout: 15 * time.Minute,
+						MemoryBudget: int64(seed%2) * 2000, SpillDir: t.TempDir()})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -227,7 +227,7 @@ func (s *spill) close() {
 }
 
 // planSpill decides, from the offsets of the table's source and
-// repartition partitions, whether its per-record state fits
+// repartition partitions (those of the shard, with --partitions), whether its per-record state fits
 // Options.MemoryBudget; if not, the table spills to disk in as many
 // buckets as it takes for one bucket to fit.
 func (r *run) planSpill(ctx context.Context, ts *tableState) error {
@@ -242,6 +242,9 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 			continue
 		}
 		for p := range info.Partitions {
+			if r.opts.Partitions != nil && !containsPartition(r.opts.Partitions, p) {
+				continue // a shard keeps about its share of the inputs, read from every source partition
+			}
 			o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
 			if err != nil {
 				continue // the read reports it
@@ -260,7 +263,7 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 	}
 	ts.spill = s
 	if r.opts.Log != nil {
-		r.opts.Log(fmt.Sprintf("table %s: about %d MiB of per-record state for %d records is over the memory budget of %d MiB: spilled to %s, checked in %d buckets of keys",
+		r.opts.Log(fmt.Sprintf("table %s: about %d MiB of per-record state for %d records is over the table's memory budget of %d MiB: spilled to %s, checked in %d buckets of keys",
 			ts.t.Name, est>>20, records, budget>>20, s.dir, n))
 	}
 	return nil
