@@ -20,7 +20,7 @@ import (
 // on them all), and the keys' findings stand only if some key is the
 // store's (keysMismatch).
 func (r *run) checkTable(ctx context.Context, ts *tableState) error {
-	check := r.checkable(ts)
+	check, foldIncomplete := r.checkable(ts)
 	if check == checkPresence && ts.spill != nil {
 		// presenceOnly picks inputs by their neighbours' copies: match every bucket first
 		if err := r.eachBucket(ctx, ts, func() {}); err != nil {
@@ -45,10 +45,13 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		return err
 	}
 	r.duplicates(ctx, ts, dups)
-	if msg := keysMismatch(ts, st); check == checkKeys && msg != "" {
+	if msg := keysMismatch(ts, st); (check == checkKeys || foldIncomplete) && msg != "" {
 		r.missing("table %s: %s: the spec's select_key does not describe the app, so the table is not judged", ts.t.Name, msg)
 		ts.forget()
 		return nil
+	}
+	if foldIncomplete {
+		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", ts.t.Name)
 	}
 	for _, d := range ts.diverged {
 		if d.want {
@@ -95,29 +98,30 @@ const (
 
 // checkable says how far the table can be judged, and why not further;
 // whether the keys are the store's is known only once all are read.
-func (r *run) checkable(ts *tableState) howChecked {
+// foldIncomplete: only presence, because a fold's history is not all
+// readable (said once the keys are known to be the store's).
+func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 	t := ts.t
 	if len(ts.unreadable) > 0 {
 		r.missing("table %s: %s could not be read, so no input of the table is judged (a conclusion could rest on what is missing)", t.Name, tpList(ts.unreadable))
-		return checkNone
+		return checkNone, false
 	}
 	if ts.unplaced {
 		r.missing("table %s: --partitions keeps the inputs whose keys the shard's partitions hold, but the key serde %q cannot place some keys in a partition, so the table is not judged (run without --partitions)", t.Name, r.p.KeySerde)
-		return checkNone
+		return checkNone, false
 	}
 	if t.Reduce == nil && !t.Latest {
 		r.skipped("table %s: no reducer in the spec, so its store is not checked; only inputs proven lost on the repartition topic are reported", t.Name)
-		return checkPresence
+		return checkPresence, false
 	}
 	if t.Changelog == "" {
 		r.skipped("table %s: no changelog topic known, so its store is not checked", t.Name)
-		return checkPresence
+		return checkPresence, false
 	}
 	if !t.Latest && !ts.complete {
-		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", t.Name)
-		return checkPresence
+		return checkPresence, true
 	}
-	return checkKeys
+	return checkKeys, false
 }
 
 // checkKeys compares each key's expected state with the changelog and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,12 +91,22 @@ func TestSelectKeyMismatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Summary.Verdict != audit.VerdictIncomplete {
-				t.Errorf("verdict %s, want incomplete; missing %v", rep.Summary.Verdict, rep.Summary.Missing)
+			for _, budget := range []int64{0, 1000} { // in memory, and spilled: the keys are known only after every bucket
+				rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec, MemoryBudget: budget, SpillDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Summary.Verdict != audit.VerdictIncomplete {
+					t.Errorf("budget %d: verdict %s, want incomplete; missing %v", budget, rep.Summary.Verdict, rep.Summary.Missing)
+				}
+				if !slices.ContainsFunc(rep.Summary.Missing, func(m string) bool { return strings.Contains(m, "does not describe the app") }) {
+					t.Errorf("budget %d: no word of the spec not describing the app in %q", budget, rep.Summary.Missing)
+				}
+				for _, f := range rep.Findings {
+					if f.Severity == audit.SeverityLoss {
+						t.Errorf("budget %d: a loss judged from a spec that does not describe the app: %s/%s %s/%d@%d", budget, f.Stage, f.Cause, f.Topic, f.Partition, f.Offset)
+					}
+				}
 			}
 		})
 	}
