@@ -159,18 +159,23 @@ func (s *spill) eachCopy(b int, fn func(copyEvent)) error {
 	}
 }
 
-// eachInput calls fn for the inputs of bucket b, in read order; raw is
-// only valid during the call.
-func (s *spill) eachInput(b int, fn func(key string, x inputRec, raw []byte) error) error {
+// eachInput calls fn for the inputs of bucket b, in read order; key and
+// raw are only valid during the call.
+func (s *spill) eachInput(b int, fn func(key []byte, x inputRec, raw []byte) error) error {
 	sf := s.inputs[b]
 	rd, err := s.reader(sf)
 	if err != nil {
 		return err
 	}
 	corrupt := func(err error) error { return fmt.Errorf("read %s: %w", sf.f.Name(), err) }
+	st, err := sf.f.Stat()
+	if err != nil {
+		return corrupt(err)
+	}
+	size := uint64(st.Size()) // no key or value is longer than the file
+	tooLong := func(n uint64) error { return corrupt(fmt.Errorf("a length of %d bytes in a file of %d", n, size)) }
 	var key, raw []byte
 	var fixed [8 + 8 + 16 + 4]byte
-	keys := map[string]string{} // one string per key, shared by its inputs
 	for {
 		n, err := binary.ReadUvarint(rd)
 		if errors.Is(err, io.EOF) {
@@ -178,6 +183,9 @@ func (s *spill) eachInput(b int, fn func(key string, x inputRec, raw []byte) err
 		}
 		if err != nil {
 			return corrupt(err)
+		}
+		if n > size {
+			return tooLong(n)
 		}
 		key = grow(key, n)
 		if _, err := io.ReadFull(rd, key); err != nil {
@@ -189,6 +197,9 @@ func (s *spill) eachInput(b int, fn func(key string, x inputRec, raw []byte) err
 		if n, err = binary.ReadUvarint(rd); err != nil {
 			return corrupt(err)
 		}
+		if n > size {
+			return tooLong(n)
+		}
 		raw = grow(raw, max(n, 1)-1)
 		if _, err := io.ReadFull(rd, raw); err != nil {
 			return corrupt(err)
@@ -196,16 +207,14 @@ func (s *spill) eachInput(b int, fn func(key string, x inputRec, raw []byte) err
 		x := inputRec{offset: int64(binary.LittleEndian.Uint64(fixed[0:])), ts: int64(binary.LittleEndian.Uint64(fixed[8:])),
 			part: int32(binary.LittleEndian.Uint32(fixed[32:])), r: -1}
 		copy(x.digest[:], fixed[16:32])
-		k, ok := keys[string(key)]
-		if !ok {
-			k = string(key)
-			keys[k] = k
-		}
 		var v []byte
 		if n > 0 {
-			v = raw
+			v = raw[:len(raw):len(raw)]
+			if v == nil {
+				v = []byte{} // an empty value kept, not none
+			}
 		}
-		if err := fn(k, x, v); err != nil {
+		if err := fn(key, x, v); err != nil {
 			return err
 		}
 	}
@@ -283,7 +292,13 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, fn func()) error {
 		if err := ts.spill.eachCopy(b, ts.addCopy); err != nil {
 			return err
 		}
-		err := ts.spill.eachInput(b, func(key string, x inputRec, raw []byte) error {
+		err := ts.spill.eachInput(b, func(kb []byte, x inputRec, raw []byte) error {
+			var key string // one string per key: its later inputs share the state's
+			if ks := ts.keys[string(kb)]; ks != nil {
+				key = ks.key
+			} else {
+				key = string(kb)
+			}
 			var v audit.Value
 			if raw != nil {
 				var err error

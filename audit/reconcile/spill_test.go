@@ -1,0 +1,134 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+type spilledInput struct {
+	key string
+	x   inputRec
+	raw []byte
+}
+
+// TestSpillRoundTrip: what a bucket gives back is what was written to it,
+// in the order written, every key in one bucket, and a value kept empty
+// is not a value not kept.
+func TestSpillRoundTrip(t *testing.T) {
+	for _, n := range []int{1, 3, 16} {
+		s, err := newSpill(t.TempDir(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(n), 1))
+		wantCopies := make([][]copyEvent, n)
+		wantInputs := make([][]spilledInput, n)
+		for i := range 2000 {
+			key := []string{`"o-1"`, `"o-2"`, `"é"`, `""`, `{"a":1}`}[rng.IntN(5)] + string(rune('a'+i%7))
+			b := s.bucket(key)
+			ev := copyEvent{partition: rng.Int32N(12), offset: rng.Int64(), ts: -rng.Int64(), fate: audit.Fate(rng.IntN(4)), applied: rng.IntN(2) == 1}
+			binary.LittleEndian.PutUint64(ev.f[:], rng.Uint64())
+			binary.LittleEndian.PutUint64(ev.f[8:], rng.Uint64())
+			s.addCopy(key, ev)
+			wantCopies[b] = append(wantCopies[b], ev)
+			x := inputRec{offset: rng.Int64N(1 << 40), ts: rng.Int64(), part: rng.Int32N(12), r: -1}
+			binary.LittleEndian.PutUint64(x.digest[:], rng.Uint64())
+			binary.LittleEndian.PutUint64(x.digest[8:], rng.Uint64())
+			var raw []byte
+			switch i % 3 {
+			case 1:
+				raw = []byte{}
+			case 2:
+				raw = bytes.Repeat([]byte{byte(i)}, rng.IntN(300))
+			}
+			s.addInput(key, x, raw)
+			wantInputs[b] = append(wantInputs[b], spilledInput{key, x, raw})
+		}
+		if err := s.finish(); err != nil {
+			t.Fatal(err)
+		}
+		keyBucket := map[string]int{}
+		for b := range s.buckets() {
+			var copies []copyEvent
+			if err := s.eachCopy(b, func(ev copyEvent) { copies = append(copies, ev) }); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(copies, wantCopies[b]) {
+				t.Errorf("%d buckets: bucket %d gave back %d copies, not the %d written", n, b, len(copies), len(wantCopies[b]))
+			}
+			var inputs []spilledInput
+			err := s.eachInput(b, func(key []byte, x inputRec, raw []byte) error {
+				if prev, ok := keyBucket[string(key)]; ok && prev != b {
+					t.Errorf("key %s in buckets %d and %d", key, prev, b)
+				}
+				keyBucket[string(key)] = b
+				inputs = append(inputs, spilledInput{string(key), x, bytes.Clone(raw)})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(inputs) != len(wantInputs[b]) {
+				t.Fatalf("%d buckets: bucket %d gave back %d inputs, not the %d written", n, b, len(inputs), len(wantInputs[b]))
+			}
+			for i, got := range inputs {
+				want := wantInputs[b][i]
+				if got.key != want.key || got.x != want.x || !bytes.Equal(got.raw, want.raw) || (got.raw == nil) != (want.raw == nil) {
+					t.Errorf("%d buckets: bucket %d input %d is %+v, want %+v", n, b, i, got, want)
+				}
+			}
+		}
+		dir := s.dir
+		s.close()
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the spill directory is still there after close: %v", err)
+		}
+	}
+}
+
+// FuzzSpillInputs: a damaged spill file (a full disk, a truncated write)
+// is an error, never a panic or an endless read.
+func FuzzSpillInputs(f *testing.F) {
+	s, err := newSpill(f.TempDir(), 1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.addInput(`"o-1"`, inputRec{offset: 7, ts: 9, part: 2}, []byte("value"))
+	s.addInput(`"o-2"`, inputRec{offset: 8}, nil)
+	if err := s.finish(); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(s.inputs[0].f.Name())
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.close()
+	f.Add(good)
+	f.Add(good[:len(good)-3])
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := newSpill(t.TempDir(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.close()
+		s.write(s.inputs[0], data)
+		if err := s.finish(); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		_ = s.eachInput(0, func(key []byte, x inputRec, raw []byte) error {
+			n++
+			return nil
+		})
+		if n > len(data) {
+			t.Errorf("%d inputs read from %d bytes", n, len(data))
+		}
+	})
+}
