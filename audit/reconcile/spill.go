@@ -167,42 +167,52 @@ func (s *spill) eachInput(b int, fn func(key []byte, x inputRec, raw []byte) err
 	if err != nil {
 		return err
 	}
-	corrupt := func(err error) error { return fmt.Errorf("read %s: %w", sf.f.Name(), err) }
 	st, err := sf.f.Stat()
-	if err != nil {
-		return corrupt(err)
+	if err == nil {
+		err = readInputs(rd, uint64(st.Size()), fn)
 	}
-	size := uint64(st.Size()) // no key or value is longer than the file
-	tooLong := func(n uint64) error { return corrupt(fmt.Errorf("a length of %d bytes in a file of %d", n, size)) }
+	if err != nil {
+		return fmt.Errorf("read %s: %w", sf.f.Name(), err)
+	}
+	return nil
+}
+
+// readInputs parses a bucket's inputs, size bytes in all, and calls fn
+// for each; fn's error is returned as is.
+func readInputs(rd interface {
+	io.Reader
+	io.ByteReader
+}, size uint64, fn func(key []byte, x inputRec, raw []byte) error) error {
+	length := func() (uint64, error) {
+		n, err := binary.ReadUvarint(rd)
+		if err == nil && n > size { // no key or value is longer than the file
+			err = fmt.Errorf("a length of %d bytes in a file of %d", n, size)
+		}
+		return n, err
+	}
 	var key, raw []byte
 	var fixed [8 + 8 + 16 + 4]byte
 	for {
-		n, err := binary.ReadUvarint(rd)
+		n, err := length()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return corrupt(err)
-		}
-		if n > size {
-			return tooLong(n)
+			return err
 		}
 		key = grow(key, n)
 		if _, err := io.ReadFull(rd, key); err != nil {
-			return corrupt(err)
+			return err
 		}
 		if _, err := io.ReadFull(rd, fixed[:]); err != nil {
-			return corrupt(err)
+			return err
 		}
-		if n, err = binary.ReadUvarint(rd); err != nil {
-			return corrupt(err)
-		}
-		if n > size {
-			return tooLong(n)
+		if n, err = length(); err != nil {
+			return err
 		}
 		raw = grow(raw, max(n, 1)-1)
 		if _, err := io.ReadFull(rd, raw); err != nil {
-			return corrupt(err)
+			return err
 		}
 		x := inputRec{offset: int64(binary.LittleEndian.Uint64(fixed[0:])), ts: int64(binary.LittleEndian.Uint64(fixed[8:])),
 			part: int32(binary.LittleEndian.Uint32(fixed[32:])), r: -1}
