@@ -960,12 +960,7 @@ func appendDate(b []byte, days int64) []byte {
 		return time.Unix(days*86400, 0).UTC().AppendFormat(b, time.DateOnly)
 	}
 	var buf [10]byte
-	put2(buf[0:], uint32(y)/100)
-	put2(buf[2:], uint32(y)%100)
-	buf[4] = '-'
-	put2(buf[5:], uint32(m))
-	buf[7] = '-'
-	put2(buf[8:], uint32(dd))
+	putDate(buf[:], y, m, dd)
 	return append(b, buf[:]...)
 }
 

@@ -19,12 +19,7 @@ func appendTimestamp(b []byte, sec int64, nsec int64, local bool) []byte {
 		return t.AppendFormat(b, time.RFC3339Nano)
 	}
 	var buf [31]byte // 2006-01-02T15:04:05.999999999Z
-	put2(buf[0:], uint32(y)/100)
-	put2(buf[2:], uint32(y)%100)
-	buf[4] = '-'
-	put2(buf[5:], uint32(m))
-	buf[7] = '-'
-	put2(buf[8:], uint32(d))
+	putDate(buf[:], y, m, d)
 	buf[10] = 'T'
 	put2(buf[11:], secOfDay/3600)
 	buf[13] = ':'
@@ -58,6 +53,16 @@ func appendTimestamp(b []byte, sec int64, nsec int64, local bool) []byte {
 }
 
 // put2 writes v (below 100) as two digits.
+// putDate writes y-m-d (a year within 0000–9999) as 2006-01-02 into b[:10].
+func putDate(b []byte, y, m, d int64) {
+	put2(b[0:], uint32(y)/100)
+	put2(b[2:], uint32(y)%100)
+	b[4] = '-'
+	put2(b[5:], uint32(m))
+	b[7] = '-'
+	put2(b[8:], uint32(d))
+}
+
 func put2(b []byte, v uint32) {
 	b[0] = byte('0' + v/10)
 	b[1] = byte('0' + v%10)
