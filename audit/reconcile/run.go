@@ -221,13 +221,19 @@ func (r *run) partitionsOf(topic, role string) ([]int32, bool) {
 		r.missing("%s topic %q not found", role, topic)
 		return nil, false
 	}
+	return r.shardPartitions(t.Partitions), true
+}
+
+// shardPartitions returns the partitions of a topic of n that the audit
+// covers: all, or the shard's (--partitions).
+func (r *run) shardPartitions(n int32) []int32 {
 	var ps []int32
-	for p := range t.Partitions {
+	for p := range n {
 		if r.opts.Partitions == nil || containsPartition(r.opts.Partitions, p) {
 			ps = append(ps, p)
 		}
 	}
-	return ps, true
+	return ps
 }
 
 // tpsOf names the partitions parts of topic.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/zeebo/xxh3"
 
@@ -38,7 +39,8 @@ type spill struct {
 	dir    string
 	copies []*spillFile
 	inputs []*spillFile
-	err    error // the first write error
+	err    error  // the first write error
+	buf    []byte // addInput's record, reused
 }
 
 type spillFile struct {
@@ -104,8 +106,7 @@ func (s *spill) addCopy(key string, ev copyEvent) {
 // addInput writes one consumed input of key; raw is its serialized value
 // where the check folds it, else nil.
 func (s *spill) addInput(key string, x inputRec, raw []byte) {
-	b := make([]byte, 0, 64+len(key)+len(raw))
-	b = binary.AppendUvarint(b, uint64(len(key)))
+	b := binary.AppendUvarint(s.buf[:0], uint64(len(key)))
 	b = append(b, key...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.offset))
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.ts))
@@ -118,12 +119,16 @@ func (s *spill) addInput(key string, x inputRec, raw []byte) {
 		b = append(b, raw...)
 	}
 	s.write(s.inputs[s.bucket(key)], b)
+	s.buf = b
 }
+
+// files lists every bucket's files.
+func (s *spill) files() []*spillFile { return append(slices.Clip(s.copies), s.inputs...) }
 
 // finish flushes every bucket; the spill is then read with eachCopy and
 // eachInput.
 func (s *spill) finish() error {
-	for _, sf := range append(append([]*spillFile(nil), s.copies...), s.inputs...) {
+	for _, sf := range s.files() {
 		if err := sf.w.Flush(); err != nil && s.err == nil {
 			s.err = fmt.Errorf("write %s: %w", sf.f.Name(), err)
 		}
@@ -239,7 +244,7 @@ func grow(b []byte, n uint64) []byte {
 
 // close removes the spill's files.
 func (s *spill) close() {
-	for _, sf := range append(append([]*spillFile(nil), s.copies...), s.inputs...) {
+	for _, sf := range s.files() {
 		sf.f.Close()
 	}
 	os.RemoveAll(s.dir)
@@ -260,10 +265,8 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 		if topic == "" || !ok {
 			continue
 		}
-		for p := range info.Partitions {
-			if r.opts.Partitions != nil && !containsPartition(r.opts.Partitions, p) {
-				continue // a shard keeps about its share of the inputs, read from every source partition
-			}
+		// a shard keeps about its share of the inputs, read from every source partition
+		for _, p := range r.shardPartitions(info.Partitions) {
 			o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
 			if err != nil {
 				continue // the read reports it
