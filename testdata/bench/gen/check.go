@@ -6,6 +6,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/report"
 )
 
 // The harness's helpers, so that run.sh needs no JSON tool:
@@ -13,38 +16,21 @@ import (
 //	gen check REPORT.json [REPORT.json…]   every report says clean, all name the same findings
 //	gen records MANIFEST.json              the records a capture holds
 
-type report struct {
-	Summary struct {
-		Verdict string           `json:"verdict"`
-		ByCause map[string]int   `json:"by_cause"`
-		Records map[string]int64 `json:"records"`
-	} `json:"summary"`
-	Findings []struct {
-		Stage     string `json:"stage"`
-		Cause     string `json:"cause"`
-		Severity  string `json:"severity"`
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		Offset    int64  `json:"offset"`
-		Count     int64  `json:"count"`
-		Key       string `json:"key"`
-		Detail    string `json:"detail"`
-	} `json:"findings"`
-}
-
-func readReport(path string) (*report, error) {
-	b, err := os.ReadFile(path)
+func readReport(path string) (*audit.Report, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	var r report
-	if err := json.Unmarshal(b, &r); err != nil {
+	defer f.Close()
+	r, err := report.ReadJSON(f)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r, nil
+	return r, nil
 }
 
-func (r *report) names() []string {
+// names lists the report's findings, one line each, sorted.
+func names(r *audit.Report) []string {
 	out := make([]string, 0, len(r.Findings))
 	for _, f := range r.Findings {
 		out = append(out, fmt.Sprintf("%s/%s %s %s/%d@%d count=%d key=%s", f.Stage, f.Cause, f.Severity, f.Topic, f.Partition, f.Offset, f.Count, f.Key))
@@ -81,12 +67,12 @@ func check(paths []string) error {
 				fmt.Printf("  %s/%s %s %s/%d@%d key=%s: %s\n", f.Stage, f.Cause, f.Severity, f.Topic, f.Partition, f.Offset, f.Key, f.Detail)
 			}
 		}
-		names := r.names()
+		got := names(r)
 		if i == 0 {
-			first = names
+			first = got
 			continue
 		}
-		if d := diffNames(first, names); d != "" {
+		if d := diffNames(first, got); d != "" {
 			bad = append(bad, fmt.Sprintf("%s and %s name different findings:\n%s", paths[0], p, d))
 		}
 	}
