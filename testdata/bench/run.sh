@@ -183,6 +183,17 @@ measure() {
 # killer, or the RSS watchdog)
 exited() { ((RC == 0)) || echo " (exit $RC)"; }
 
+# kcat_all ID [KCAT ARGS…]: measure kcat reading every topic once, read_committed, with the
+# extra arguments; a failure is recorded in FAIL.
+kcat_all() {
+	local id=$1
+	shift
+	# shellcheck disable=SC2016
+	measure "$id-kcat" bash -c 'k=$1 bs=$2 n=$3; shift 3; x=("${@:1:n}"); shift "$n"; for t; do "$k" -b "$bs" -X isolation.level=read_committed "${x[@]}" -C -e -o beginning -q -t "$t" >/dev/null || exit; done' \
+		_ "$KCAT" "$BS" "$#" "$@" "${TOPICS[@]}"
+	((RC == 0)) || FAIL+=("kcat exited $RC (see $RUN/$id-kcat.err)")
+}
+
 ROWS=()
 # row STEP RECORDS [RATIOS]: one table row of the last measure; RATIOS says whether to add
 # its wall time over a's and a2's
@@ -232,10 +243,7 @@ for SIZE in "${sizes[@]}"; do
 
 	if step a; then
 		log "size $SIZE: a. kcat"
-		# shellcheck disable=SC2016
-		measure a-kcat bash -c 'k=$1 bs=$2; shift 2; for t; do "$k" -b "$bs" -X isolation.level=read_committed -C -e -o beginning -q -t "$t" >/dev/null || exit; done' \
-			_ "$KCAT" "$BS" "${TOPICS[@]}"
-		((RC == 0)) || FAIL+=("kcat exited $RC (see $RUN/a-kcat.err)")
+		kcat_all a
 		A_WALL=$WALL A_CPU=$CPU A_RSS=$RSS
 		row "a. kcat, every topic" "$TOTAL"
 	fi
@@ -244,10 +252,7 @@ for SIZE in "${sizes[@]}"; do
 		# kcat spends most of a's time waiting fetch.wait.max.ms (500 ms) at the end of each
 		# topic before -e sees end of partition; a2 is the same read without that wait
 		log "size $SIZE: a2. kcat, fetch.wait.max.ms=10"
-		# shellcheck disable=SC2016
-		measure a2-kcat bash -c 'k=$1 bs=$2; shift 2; for t; do "$k" -b "$bs" -X isolation.level=read_committed -X fetch.wait.max.ms=10 -C -e -o beginning -q -t "$t" >/dev/null || exit; done' \
-			_ "$KCAT" "$BS" "${TOPICS[@]}"
-		((RC == 0)) || FAIL+=("kcat exited $RC (see $RUN/a2-kcat.err)")
+		kcat_all a2 -X fetch.wait.max.ms=10
 		A2_WALL=$WALL A2_CPU=$CPU A2_RSS=$RSS
 		row "a2. kcat, every topic, fetch.wait.max.ms=10" "$TOTAL"
 	fi
