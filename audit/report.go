@@ -54,15 +54,18 @@ type PartitionCut struct {
 
 // Summary counts a report's findings.
 type Summary struct {
-	Verdict  Verdict          `json:"verdict"`
-	ByStage  map[Stage]int64  `json:"by_stage"`
-	ByCause  map[Cause]int64  `json:"by_cause"`
-	Vanished int64            `json:"vanished"` // input records with a loss finding (sum of counts)
-	Pending  int64            `json:"pending"`
-	Missing  []string         `json:"missing_evidence,omitempty"`
-	Skipped  []string         `json:"skipped_checks,omitempty"`
-	Notes    []string         `json:"notes,omitempty"`
-	Records  map[string]int64 `json:"records,omitempty"` // funnel counts by hop
+	Verdict  Verdict         `json:"verdict"`
+	ByStage  map[Stage]int64 `json:"by_stage"`
+	ByCause  map[Cause]int64 `json:"by_cause"`
+	Vanished int64           `json:"vanished"` // input records with a loss finding (sum of counts)
+	Pending  int64           `json:"pending"`
+	// Undecided counts keys whose state proves lost inputs the evidence
+	// cannot name: each has one unapplied finding listing the candidates.
+	Undecided int64            `json:"undecided_keys,omitempty"`
+	Missing   []string         `json:"missing_evidence,omitempty"`
+	Skipped   []string         `json:"skipped_checks,omitempty"`
+	Notes     []string         `json:"notes,omitempty"`
+	Records   map[string]int64 `json:"records,omitempty"` // funnel counts by hop
 }
 
 // Report is the result of one audit.

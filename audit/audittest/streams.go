@@ -126,7 +126,7 @@ func (g *gen) subtopology1() error {
 			ti int
 			rr *reprRec
 		}
-		var items []item
+		queues := make([][]*reprRec, len(s.Tables)) // per table, the records to apply in offset order
 		for ti := range s.Tables {
 			recs := g.repr[ti][p]
 			var live []*reprRec
@@ -136,9 +136,7 @@ func (g *gen) subtopology1() error {
 				}
 			}
 			cut := max(len(live)-s.Inflight, 0)
-			for _, rr := range live[:cut] {
-				items = append(items, item{ti, rr})
-			}
+			queues[ti] = live[:cut]
 			// committed offset of the repartition partition
 			tp := audit.TopicPartition{Topic: s.Repartition(s.Tables[ti]), Partition: p}
 			if cut > 0 {
@@ -150,7 +148,24 @@ func (g *gen) subtopology1() error {
 				rr.src.pending = true
 			}
 		}
-		sort.SliceStable(items, func(i, j int) bool { return items[i].rr.src.ts < items[j].rr.src.ts })
+		// A task applies each partition's records in offset order, and picks
+		// among its partitions the one whose next record has the lowest
+		// timestamp (Streams' PartitionGroup): a key's updates are applied in
+		// the order of their copies, not of their timestamps.
+		var items []item
+		for {
+			best := -1
+			for ti, q := range queues {
+				if len(q) > 0 && (best < 0 || q[0].src.ts < queues[best][0].src.ts) {
+					best = ti
+				}
+			}
+			if best < 0 {
+				break
+			}
+			items = append(items, item{best, queues[best][0]})
+			queues[best] = queues[best][1:]
+		}
 		stores := make([]map[string]*state, len(s.Tables))
 		for ti := range stores {
 			stores[ti] = map[string]*state{}

@@ -32,11 +32,14 @@ tables:
 	for _, tt := range []struct {
 		name     string
 		state    string
+		purged   bool // the copies, which fix the order, are purged
 		wantLoss int
 	}{
-		{"applied later input first", `{"orderId":"o1","id":"b","amount":12}`, 0},
-		{"applied in timestamp order", `{"orderId":"o1","id":"a","amount":12}`, 0},
-		{"one input missing", `{"orderId":"o1","id":"b","amount":7}`, 1},
+		{"applied later input first", `{"orderId":"o1","id":"b","amount":12}`, false, 0},
+		{"applied in timestamp order, copies purged", `{"orderId":"o1","id":"a","amount":12}`, true, 0},
+		{"applied against the readable copies' order", `{"orderId":"o1","id":"a","amount":12}`, false, 1},
+		{"one input missing", `{"orderId":"o1","id":"b","amount":7}`, false, 1},
+		{"one input missing, copies purged", `{"orderId":"o1","id":"b","amount":7}`, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := audittest.NewMemory(time.UnixMilli(10_000))
@@ -59,6 +62,9 @@ tables:
 				rp.Skip(1)
 			}
 			m.Append(recs...)
+			if tt.purged {
+				m.SetOffsets(audit.TopicPartition{Topic: "app-S-repartition", Partition: 0}, audit.PartitionOffsets{LogStart: 4, LSO: 4, HW: 4})
+			}
 			m.Writer(audit.TopicPartition{Topic: "app-S-changelog", Partition: 0}, 200).Plain(audittest.KV{Key: []byte("o1"), Value: []byte(tt.state)})
 			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
 				{Topic: "payments", Partition: 0}: 1, {Topic: "payments", Partition: 1}: 1, {Topic: "app-S-repartition", Partition: 0}: 2}})

@@ -21,8 +21,8 @@ import (
 // store's (keysMismatch).
 func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	check, foldIncomplete := r.checkable(ts)
-	if check == checkPresence && ts.spill != nil {
-		// presenceOnly picks inputs by their neighbours' copies: match every bucket first
+	if check != checkNone && ts.spill != nil {
+		// the checks pick inputs by their neighbours' copies: match every bucket first
 		if err := r.eachBucket(ctx, ts, func() {}); err != nil {
 			return err
 		}
@@ -53,6 +53,15 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	if foldIncomplete {
 		r.missing("table %s: its reducer folds every input, but the source history is not readable from offset 0 (retention or an unreadable partition), so its expected state cannot be rebuilt", ts.t.Name)
 	}
+	if ts.failed > 0 {
+		r.missing("table %s: the reducer failed on the inputs of %d keys (%s), so the table is not judged", ts.t.Name, ts.failed, strings.Join(ts.failedKeys, "; "))
+		ts.forget()
+		return nil
+	}
+	for _, f := range ts.undecided {
+		r.add(f)
+		r.rep.Summary.Undecided++
+	}
 	for _, d := range ts.diverged {
 		if d.want {
 			ts.wantActual(d.f.Key, len(r.rep.Findings))
@@ -72,8 +81,8 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
 			ts.t.Name, ts.deletedState, partList(ts.t.Source, ts.deletedFrom))
 	}
-	if ts.ambiguous > 0 {
-		r.note("table %s: for %d keys inputs came from several source partitions and the reducer depends on order; any value that could be last under some interleaving was accepted", ts.t.Name, ts.ambiguous)
+	if ts.bounded > 0 {
+		r.note("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
 	}
 	return ctx.Err()
 }
@@ -81,10 +90,9 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 // forget drops what checking the keys concluded, when it turns out the
 // spec's keys are not the store's.
 func (ts *tableState) forget() {
-	ts.diverged, ts.keyNotes, ts.deletedState, ts.ambiguous = nil, nil, 0, 0
+	ts.diverged, ts.keyNotes, ts.deletedState, ts.undecided, ts.bounded = nil, nil, 0, nil, 0
 	clear(ts.expected)
 	clear(ts.expIn)
-	clear(ts.reset)
 }
 
 // howChecked is what checkTable can judge of a table.
@@ -124,10 +132,9 @@ func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 	return checkKeys, false
 }
 
-// checkKeys compares each key's expected state with the changelog and
-// returns the inputs whose effect is missing, to be attributed.
+// checkKeys judges each key's state against its inputs and returns the
+// inputs whose effect is missing, to be attributed.
 func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
-	t := ts.t
 	var out []*input
 	for key, ks := range ts.keys { // in any order: the notes and losses are sorted after
 		if err := ctx.Err(); err != nil {
@@ -136,19 +143,7 @@ func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 		if len(ks.inputs) == 0 {
 			continue
 		}
-		cl := ts.changelog[key]
-		ins := ts.materialize(key, ks.inputs, ks.values)
-		var lost []*input
-		var amb bool
-		if t.Latest {
-			lost, amb = r.checkLatest(ts, key, ins, ts.materialize(key, ks.pending, nil), cl)
-		} else {
-			lost, amb = r.checkFold(ts, key, ins, cl)
-		}
-		if amb {
-			ts.ambiguous++
-		}
-		for _, in := range lost {
+		for _, in := range r.judgeKey(ts, key, ks) {
 			ts.copyOf(in) // while the copies of its bucket are at hand
 			out = append(out, in)
 		}
@@ -192,100 +187,6 @@ func (r *run) presenceOnly(ts *tableState) []*input {
 	return out
 }
 
-// lastPerPartition returns each source partition's last input.
-func lastPerPartition(ins []*input) map[int32]*input {
-	m := map[int32]*input{}
-	for _, in := range ins {
-		m[in.tp.Partition] = in
-	}
-	return m
-}
-
-// checkLatest: the final state must be the last input of one of the
-// key's source partitions. If it is an earlier input, the inputs after it
-// in its partition were never applied; if it is none, each partition's
-// last input is missing.
-func (r *run) checkLatest(ts *tableState, key string, inputs, pending []*input, cl *clState) (lost []*input, ambiguous bool) {
-	lasts := lastPerPartition(inputs)
-	final, present := cl.final()
-	parts := sortedParts(lasts)
-	distinct := map[codec.Digest]bool{}
-	for _, p := range parts {
-		distinct[lasts[p].digest] = true
-	}
-	ambiguous = len(distinct) > 1
-	// expected value for the join: the actual one when feasible, else the
-	// latest of the feasible last values by timestamp
-	exp := lasts[parts[0]]
-	for _, p := range parts {
-		if lasts[p].ts > exp.ts {
-			exp = lasts[p]
-		}
-	}
-	if present {
-		for _, p := range parts {
-			if lasts[p].digest == final.digest {
-				return nil, ambiguous
-			}
-		}
-		ts.expIn[key] = exp
-		for i := len(inputs) - 1; i >= 0; i-- {
-			x := inputs[i]
-			if x.digest != final.digest {
-				continue
-			}
-			for _, y := range inputs[i+1:] {
-				if y.tp.Partition == x.tp.Partition {
-					y.detail = append(y.detail, fmt.Sprintf("the store's final value for key %s is that of the earlier input %s@%d (changelog %s/%d@%d): this input's value never replaced it",
-						key, x.tp, x.offset, ts.t.Changelog, cl.partition, final.offset))
-					lost = append(lost, y)
-				}
-			}
-			return lost, ambiguous
-		}
-		for _, x := range pending {
-			if x.digest == final.digest {
-				// applied through an earlier copy that is purged now (a
-				// duplicate whose second copy is still in flight)
-				delete(ts.expIn, key)
-				return nil, ambiguous
-			}
-		}
-		// The state may be an input that retention deleted from a source
-		// partition that holds no readable input of the key: applied after
-		// the others, it is the rightful last. Where the key has readable
-		// inputs in every such partition, a deleted input would precede
-		// them, and the state proves a loss.
-		for p := range ts.deletedFrom {
-			if lasts[p] == nil {
-				delete(ts.expIn, key)
-				ts.deletedState++
-				return nil, ambiguous
-			}
-		}
-	}
-	ts.expIn[key] = exp
-	for _, p := range parts {
-		y := lasts[p]
-		if present {
-			y.detail = append(y.detail, fmt.Sprintf("the store's final value for key %s (changelog %s/%d@%d) is not the value of any input of the key", key, ts.t.Changelog, cl.partition, final.offset))
-		} else {
-			y.detail = append(y.detail, fmt.Sprintf("the store holds no value for key %s", key))
-		}
-		lost = append(lost, y)
-	}
-	return lost, ambiguous
-}
-
-func sortedParts(m map[int32]*input) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
-
 // foldOrder sorts inputs the way a single repartition partition most
 // likely interleaved them: by timestamp, then source partition and offset.
 func foldOrder(ins []*input) []*input {
@@ -301,141 +202,6 @@ func foldOrder(ins []*input) []*input {
 		return a.tp.Partition < b.tp.Partition
 	})
 	return out
-}
-
-func (r *run) fold(t *Table, ins []*input) (audit.Value, error) {
-	var agg audit.Value
-	for i, in := range ins {
-		v, err := t.Reduce(agg, in.value, i == 0)
-		if err != nil {
-			return nil, err
-		}
-		agg = v
-	}
-	return agg, nil
-}
-
-// checkFold: the final state must equal the fold of the key's inputs. The
-// missing inputs are those with no applied copy when leaving them out
-// explains the state, or those folded before a reset the changelog history
-// shows.
-func (r *run) checkFold(ts *tableState, key string, inputs []*input, cl *clState) (lost []*input, ambiguous bool) {
-	t := ts.t
-	ins := foldOrder(inputs)
-	exp, err := r.fold(t, ins)
-	if err != nil {
-		ts.keyNotes = append(ts.keyNotes, fmt.Sprintf("table %s key %s: the reducer failed (%v); the key is not checked", t.Name, key, err))
-		return nil, false
-	}
-	final, present := cl.final()
-	if present && codec.DigestOf(exp) == final.digest {
-		return nil, false
-	}
-	multi := t.OrderDependent && len(lastPerPartition(ins)) > 1
-	if multi && present {
-		// Streams applied the partitions' inputs in some interleaving the
-		// evidence does not fix: accept the state if any gives it.
-		ok, exhaustive := r.anyOrder(t, ins, final.digest)
-		if ok || !exhaustive {
-			return nil, true
-		}
-	}
-	ts.expected[key] = exp
-	// Leave out the inputs with no applied copy.
-	var kept, cand []*input
-	for _, in := range ins {
-		if in.status == copyApplied || in.status == copyDirect {
-			kept = append(kept, in)
-		} else {
-			cand = append(cand, in)
-		}
-	}
-	if len(cand) > 0 {
-		explains := len(kept) == 0 && !present
-		if !explains && present && len(kept) > 0 {
-			if multi {
-				explains, _ = r.anyOrder(t, kept, final.digest)
-			} else if v, err := r.fold(t, kept); err == nil {
-				explains = codec.DigestOf(v) == final.digest
-			}
-		}
-		if explains {
-			return cand, false
-		}
-	}
-	// A reset: a changelog state that equals a fold restarted at input s.
-	if cl != nil {
-		if s := resetPoint(r, t, ins, cl); s > 0 {
-			ts.reset[key] = true
-			for _, in := range ins[:s] {
-				in.detail = append(in.detail, fmt.Sprintf("the changelog history of key %s restarts from the raw input %s@%d instead of continuing the aggregate (the KAFKA-16017 signature): the %d inputs folded before it are gone from the state",
-					key, ins[s].tp, ins[s].offset, s))
-			}
-			return ins[:s], false
-		}
-	}
-	// Unexplained: one finding for the key.
-	f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, audit.TopicPartition{Topic: t.Changelog, Partition: keyPartition(cl)}, finalOffset(cl))
-	f.Key = key
-	f.Expected = codec.Text(exp)
-	f.Detail = fmt.Sprintf("table %s: the store's final value differs from the fold of the key's %d consumed inputs and no set of inputs explains the difference", t.Name, len(ins))
-	ts.diverged = append(ts.diverged, divergence{f: f, want: present})
-	return nil, false
-}
-
-func keyPartition(cl *clState) int32 {
-	if cl == nil {
-		return -1
-	}
-	return cl.partition
-}
-
-func finalOffset(cl *clState) int64 {
-	if cl == nil || len(cl.history) == 0 {
-		return -1
-	}
-	return cl.history[len(cl.history)-1].offset
-}
-
-// resetPoint walks the changelog history: every state must be the fold of
-// a prefix of the inputs. It returns the index s of the input a state
-// restarted from (the fold of inputs[s:j] for some j), or 0 when the
-// history shows no reset.
-func resetPoint(r *run, t *Table, ins []*input, cl *clState) int {
-	j := 0 // inputs folded so far by the matched prefix
-	for _, st := range cl.history {
-		if st.null {
-			continue
-		}
-		matched := false
-		for k := j; k <= len(ins); k++ {
-			if k == 0 {
-				continue
-			}
-			v, err := r.fold(t, ins[:k])
-			if err == nil && codec.DigestOf(v) == st.digest {
-				j, matched = k, true
-				break
-			}
-		}
-		if matched {
-			continue
-		}
-		for s := max(j, 1); s < len(ins); s++ {
-			for k := s + 1; k <= len(ins); k++ {
-				v, err := r.fold(t, ins[s:k])
-				if err == nil && codec.DigestOf(v) == st.digest {
-					// the rest of the history must continue from the restart
-					final, _ := cl.final()
-					if v2, err := r.fold(t, ins[s:]); err == nil && codec.DigestOf(v2) == final.digest {
-						return s
-					}
-				}
-			}
-		}
-		return 0
-	}
-	return 0
 }
 
 // positionReadable reports whether the repartition topic still holds
@@ -461,9 +227,10 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	ts.copyOf(in)
 	r.reread(ctx, in)
 	var candidates []string
+	pr, purged := ts.purgedRange[in.r]
 	switch {
-	case ts.reset[in.key]:
-		// the changelog history proves the state was wiped after these
+	case in.how == lostReset:
+		// the changelog history proves the state was lost after these
 		// inputs were applied, whatever is left of their copies
 		in.loss.stage, in.loss.cause = audit.StageStore, audit.CauseStateReset
 	case in.status == copyApplied:
@@ -478,23 +245,21 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 		in.loss.stage = audit.StageRepartition
 		in.loss.cause = audit.CauseAbortedNotReplayed
 		in.detail = append(in.detail, fmt.Sprintf("its only repartition copy %s/%d@%d is in an aborted transaction and no committed copy exists", t.Repartition, in.cpy.partition, in.cpy.abortedAt))
+	case r.positionReadable(ts, in):
+		in.loss.stage, in.loss.cause = audit.StageRepartition, audit.CauseDropped
+		in.detail = append(in.detail, fmt.Sprintf("no copy of it exists on %s, where the copies of earlier and later inputs of %s are readable in partition %d: it was dropped before the repartition sink", t.Repartition, in.tp, in.r))
+	case ts.neverPurged(in.r):
+		in.loss.stage, in.loss.cause = audit.StageRepartition, audit.CauseDropped
+		in.detail = append(in.detail, fmt.Sprintf("no copy of it exists on %s partition %d, which holds every record written to it (log start 0): it was dropped before the repartition sink", t.Repartition, in.r))
+	case purged:
+		in.loss.stage, in.loss.cause = audit.StageRepartition, audit.CausePurgedBeforeCommit
+		in.detail = append(in.detail, fmt.Sprintf("repartition partition %s/%d was purged to offset %d above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them",
+			t.Repartition, in.r, pr[1], pr[0], pr[0], pr[1]-1))
 	default:
-		in.loss.stage = audit.StageRepartition
-		pr, purged := ts.purgedRange[in.r]
-		switch {
-		case r.positionReadable(ts, in):
-			in.loss.cause = audit.CauseDropped
-			in.detail = append(in.detail, fmt.Sprintf("no copy of it exists on %s, where the copies of earlier and later inputs of %s are readable in partition %d: it was dropped before the repartition sink", t.Repartition, in.tp, in.r))
-		case purged:
-			in.loss.cause = audit.CausePurgedBeforeCommit
-			in.detail = append(in.detail, fmt.Sprintf("repartition partition %s/%d was purged to offset %d above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them",
-				t.Repartition, in.r, pr[1], pr[0], pr[0], pr[1]-1))
-		default:
-			in.loss.cause = audit.CauseUnapplied
-			candidates = []string{"dropped before the repartition sink", "its repartition copy was purged before it was applied"}
-			if in.r >= 0 {
-				in.detail = append(in.detail, fmt.Sprintf("no copy of it is readable on %s; the range of partition %d that would hold it is purged", t.Repartition, in.r))
-			}
+		in.loss.stage, in.loss.cause = audit.StageRepartition, audit.CauseUnapplied
+		candidates = []string{"dropped before the repartition sink", "its copy was purged after it was applied and its effect lost from the store"}
+		if in.r >= 0 {
+			in.detail = append(in.detail, fmt.Sprintf("no copy of it is readable on %s; the range of partition %d that would hold it is purged", t.Repartition, in.r))
 		}
 	}
 	f := audit.NewFinding(in.loss.stage, in.loss.cause, in.tp, in.offset)
@@ -630,55 +395,6 @@ func (r *run) inWindow(ts int64) bool {
 		return false
 	}
 	return true
-}
-
-// maxInterleavings bounds the search of anyOrder.
-const maxInterleavings = 50_000
-
-// anyOrder reports whether some interleaving of the inputs' source
-// partitions (each partition's inputs keep their order) folds to want.
-// exhaustive is false when the search gave up before trying them all.
-func (r *run) anyOrder(t *Table, ins []*input, want codec.Digest) (ok, exhaustive bool) {
-	var seqs [][]*input
-	idx := map[int32]int{}
-	for _, in := range ins {
-		i, seen := idx[in.tp.Partition]
-		if !seen {
-			i = len(seqs)
-			idx[in.tp.Partition] = i
-			seqs = append(seqs, nil)
-		}
-		seqs[i] = append(seqs[i], in)
-	}
-	pos := make([]int, len(seqs))
-	budget := maxInterleavings
-	var walk func(agg audit.Value, n int) bool
-	walk = func(agg audit.Value, n int) bool {
-		if n == len(ins) {
-			return codec.DigestOf(agg) == want
-		}
-		for i, seq := range seqs {
-			if pos[i] == len(seq) {
-				continue
-			}
-			if budget--; budget < 0 {
-				return false
-			}
-			v, err := t.Reduce(agg, seq[pos[i]].value, n == 0)
-			if err != nil {
-				continue
-			}
-			pos[i]++
-			found := walk(v, n+1)
-			pos[i]--
-			if found {
-				return true
-			}
-		}
-		return false
-	}
-	ok = walk(nil, 0)
-	return ok, budget >= 0
 }
 
 // partList names the partitions of topic in set, in order.

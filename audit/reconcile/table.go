@@ -73,6 +73,8 @@ type input struct {
 	idx    int32 // finding index once reported, else -1
 	loss   *loss // set once attributed
 	detail []string
+	how    lostHow  // how the key's explanation lost it
+	kind   elemKind // what the evidence allowed of it
 }
 
 // divergence is a key whose state no set of inputs explains: its finding
@@ -106,6 +108,7 @@ type keyState struct {
 	inputs  []inputRec    // consumed, not pending, in source partition then offset order
 	values  []audit.Value // the inputs' decoded values, for folds only
 	pending []inputRec    // consumed, with a copy still in flight
+	pvalues []audit.Value // the pending inputs' values, for folds only
 }
 
 // materialize makes the inputs the check works with from what the table
@@ -181,7 +184,6 @@ type tableState struct {
 	// state; finals holds those states, decoded, for the report.
 	want      map[string][]int
 	finals    map[string]audit.Value
-	reset     map[string]bool
 	consumed  int64 // consumed inputs, null keys included
 	inputs    int64 // inputs checked against the store, counted before they are dropped
 	storeKeys int64 // keys in the store
@@ -190,9 +192,13 @@ type tableState struct {
 	// (retention, DeleteRecords): a store's state may be one of theirs.
 	deletedFrom  map[int32]bool
 	deletedState int // keys whose state may be a deleted input's, not judged
-	ambiguous    int // keys whose inputs came from several partitions, under an order-dependent reducer
 	diverged     []divergence
-	keyNotes     []string // notes on single keys, sorted before they are added
+	undecided    []audit.Finding // keys that lost inputs the evidence cannot name
+	failed       int             // keys whose inputs the reducer failed on
+	failedKeys   []string
+	bounded      int             // keys whose explanation search gave up
+	rLogStart    map[int32]int64 // repartition partition → its log start
+	keyNotes     []string        // notes on single keys, sorted before they are added
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -204,7 +210,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
 		want: map[string][]int{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
-		reset: map[string]bool{}}
+		rLogStart: map[int32]int64{}}
 	r.tables[t.Name] = ts
 	if r.p.Keyless {
 		return r.keyless(ctx, ts)
@@ -315,7 +321,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			}
 			r.add(f)
 		}
-		if logStart := r.clusterLogStart(tp, l.Offsets.LogStart); c >= 0 && logStart > c {
+		logStart := r.clusterLogStart(tp, l.Offsets.LogStart)
+		ts.rLogStart[p] = logStart
+		if c >= 0 && logStart > c {
 			ts.purgedRange[p] = [2]int64{c, logStart}
 		}
 		if r.uncaptured(tp, l.Offsets.LogStart, c) {
@@ -393,10 +401,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			if !ent.null {
 				ent.digest = it.digest
 			}
-			if ts.t.Latest {
-				cs.history = cs.history[:0] // only the final state is checked; folds walk the history for resets
-			}
-			cs.history = append(cs.history, ent)
+			cs.history = append(cs.history, ent) // the key's states, in order: the judge explains them
 		})
 	}
 }
@@ -558,6 +563,9 @@ func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
 	x.r, x.status = in.r, in.status
 	if in.status == copyPending || in.status == copyOpen {
 		ks.pending = append(ks.pending, x) // in flight: not part of the expected state
+		if !ts.t.Latest {
+			ks.pvalues = append(ks.pvalues, v)
+		}
 		return
 	}
 	ks.inputs = append(ks.inputs, x)

@@ -1,0 +1,410 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+)
+
+// judgeKey judges one key of a table against the store: it builds what the
+// evidence allows of each input (explain.go), explains the changelog
+// history, and returns the inputs lost for certain, each with how
+// (in.how) and what it was (in.kind). A loss proven without knowing which
+// input it is becomes an undecided finding of the key; a state no input
+// explains, a divergence of the key.
+func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
+	t := ts.t
+	cl := ts.changelog[key]
+	ins := ts.materialize(key, ks.inputs, ks.values)
+	pend := ts.materialize(key, ks.pending, ks.pvalues)
+	x := &explainer{t: t, latest: t.Latest}
+	if cl != nil {
+		x.hist = cl.history
+	}
+	x.final, x.present = cl.final()
+	els := r.elements(ts, x, ins, pend)
+	// An input deleted from the source by retention may be the state: for
+	// latest tables, one such input per partition with deletions may be
+	// applied (first in its partition), and only the final state binds.
+	if t.Latest && len(ts.deletedFrom) > 0 {
+		for _, p := range sortedSet(ts.deletedFrom) {
+			if !x.present {
+				break
+			}
+			e := &elem{kind: elemOptional, digest: x.final.digest, ts: x.final.ts, id: len(els)}
+			els = append(els, e)
+			idx := slices.IndexFunc(x.seqs, func(seq []*elem) bool { return len(seq) > 0 && seq[0].in != nil && seq[0].in.tp.Partition == p })
+			if idx < 0 {
+				x.seqs = append(x.seqs, []*elem{e})
+			} else {
+				x.seqs[idx] = append([]*elem{e}, x.seqs[idx]...)
+			}
+		}
+		if x.present {
+			x.hist = []clEntry{x.final}
+		}
+	}
+	r.expectation(ts, key, x, ins)
+	if r.natural(x) {
+		ts.noteDeleted(x, els)
+		return nil
+	}
+	v := x.judge()
+	if x.failed != nil {
+		ts.failed++
+		if len(ts.failedKeys) < 3 {
+			ts.failedKeys = append(ts.failedKeys, fmt.Sprintf("key %s: %v", key, x.failed))
+		}
+		return nil
+	}
+	if !v.explained {
+		if v.bounded {
+			ts.bounded++
+			return r.provenWithout(ts, x, els)
+		}
+		if t.Latest && x.present && ts.maybeDeleted(x) {
+			ts.deletedState++
+			return nil
+		}
+		f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, audit.TopicPartition{Topic: t.Changelog, Partition: keyPartition(cl)}, finalOffset(cl))
+		f.Key = key
+		f.Detail = fmt.Sprintf("table %s: no order of the key's %d consumed inputs, with any of them left out, gives the store's history (%d states) and final state", t.Name, len(ins), len(x.hist))
+		if !t.Latest {
+			f.Expected = codec.Text(ts.expected[key])
+		}
+		ts.diverged = append(ts.diverged, divergence{f: f, want: x.present})
+		return nil
+	}
+	if v.ok {
+		ts.noteDeleted(x, els)
+		return nil
+	}
+	// Under latest, an input that a later consumed input of its source
+	// partition would have overwritten anyway is not a loss: its effect is missing
+	// from no state.
+	lastOf := map[int32]int64{}
+	for _, e := range els {
+		if e.in != nil && e.kind != elemOptional {
+			lastOf[e.in.tp.Partition] = max(lastOf[e.in.tp.Partition], e.in.offset)
+		}
+	}
+	var lost []*input
+	for _, e := range els {
+		how, ok := v.certain[e.id]
+		if !ok || e.in == nil {
+			continue
+		}
+		if t.Latest && how == lostSkipped && e.in.offset < lastOf[e.in.tp.Partition] {
+			continue
+		}
+		e.in.how, e.in.kind = how, e.kind
+		if how == lostReset && v.reset != nil {
+			e.in.detail = append(e.in.detail, resetText(t, key, cl, v.reset))
+		}
+		lost = append(lost, e.in)
+	}
+	if len(v.undecided) > 0 && v.missing > 0 {
+		ts.undecided = append(ts.undecided, r.undecidedFinding(ts, key, v))
+	}
+	return lost
+}
+
+// elements makes the elements of an explanation from a key's inputs.
+func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem {
+	var els []*elem
+	seqIdx := map[int32]int{}
+	add := func(e *elem) {
+		e.id = len(els)
+		els = append(els, e)
+	}
+	firstFixed := map[int32]int64{} // source partition → offset of its first input with a readable copy
+	for _, in := range ins {
+		if in.status == copyApplied {
+			if o, ok := firstFixed[in.tp.Partition]; !ok || in.offset < o {
+				firstFixed[in.tp.Partition] = in.offset
+			}
+		}
+	}
+	seq := func(p int32) int {
+		i, ok := seqIdx[p]
+		if !ok {
+			i = len(x.seqs)
+			seqIdx[p] = i
+			x.seqs = append(x.seqs, nil)
+		}
+		return i
+	}
+	handled := map[fingerprint]bool{}
+	for _, in := range ins {
+		e := &elem{in: in, digest: in.digest, ts: in.ts, value: in.value}
+		ff, hasFixed := firstFixed[in.tp.Partition]
+		switch {
+		case in.status == copyApplied:
+			e.kind = elemFixed
+			if ci := ts.copyOf(in); ci != nil {
+				e.pos = ci.offset
+				add(e)
+				x.fixed = append(x.fixed, e)
+				// copies beyond those the inputs account for: applied again
+				if fp := fingerprintOf(in.key, in.digest, in.ts); ci.applied > 0 && !handled[fp] {
+					handled[fp] = true
+					for range ci.applied {
+						d := &elem{in: in, kind: elemOptional, digest: in.digest, ts: in.ts, value: in.value, pos: ci.offset}
+						add(d)
+						x.fixed = append(x.fixed, d)
+					}
+				}
+				continue
+			}
+			e.kind = elemFree
+		case in.status == copyAborted:
+			e.kind = elemBlocked
+		case in.status == copyNone && (r.positionReadable(ts, in) || ts.neverPurged(in.r)):
+			e.kind = elemBlocked
+		case hasFixed && in.offset > ff:
+			// its copy would follow a readable copy of its partition's: readable too
+			e.kind = elemBlocked
+		default:
+			e.kind = elemFree
+		}
+		add(e)
+		if e.kind == elemBlocked {
+			x.blocked = append(x.blocked, e)
+			continue
+		}
+		i := seq(in.tp.Partition)
+		x.seqs[i] = append(x.seqs[i], e)
+	}
+	// in flight, yet maybe applied through an earlier copy that is purged now
+	for _, in := range pend {
+		if ff, ok := firstFixed[in.tp.Partition]; ok && in.offset > ff {
+			continue
+		}
+		e := &elem{in: in, kind: elemOptional, digest: in.digest, ts: in.ts, value: in.value}
+		add(e)
+		i := seq(in.tp.Partition)
+		x.seqs[i] = append(x.seqs[i], e)
+	}
+	for _, s := range x.seqs {
+		slices.SortStableFunc(s, func(a, b *elem) int { return int(a.in.offset - b.in.offset) })
+	}
+	slices.SortStableFunc(x.fixed, func(a, b *elem) int { return int(a.pos - b.pos) })
+	return els
+}
+
+// natural reports whether applying every input that can have been applied,
+// in the likeliest order, gives the state at the cut: nothing of the key
+// was lost.
+func (r *run) natural(x *explainer) bool {
+	if len(x.blocked) > 0 || !x.present {
+		return len(x.blocked) == 0 && len(x.seqs) == 0 && len(x.fixed) == 0 && !x.present
+	}
+	var free []*elem
+	for _, s := range x.seqs {
+		for _, e := range s {
+			if e.kind == elemFree {
+				free = append(free, e)
+			}
+		}
+	}
+	var fixed []*elem
+	for _, e := range x.fixed {
+		if e.kind == elemFixed {
+			fixed = append(fixed, e)
+		}
+	}
+	slices.SortStableFunc(free, func(a, b *elem) int {
+		if a.in.tp.Partition == b.in.tp.Partition {
+			return int(a.in.offset - b.in.offset)
+		}
+		if a.ts != b.ts {
+			return int(a.ts - b.ts)
+		}
+		return int(a.in.tp.Partition - b.in.tp.Partition)
+	})
+	if len(free)+len(fixed) == 0 {
+		return false
+	}
+	maxTs := int64(-1 << 63)
+	for _, e := range append(append([]*elem(nil), free...), fixed...) {
+		maxTs = max(maxTs, e.ts)
+	}
+	if x.latest {
+		if maxTs != x.final.ts {
+			return false
+		}
+		if len(fixed) > 0 {
+			return fixed[len(fixed)-1].digest == x.final.digest
+		}
+		for _, s := range x.seqs {
+			for i := len(s) - 1; i >= 0; i-- {
+				if s[i].kind == elemFree {
+					if s[i].digest == x.final.digest {
+						return true
+					}
+					break
+				}
+			}
+		}
+		return false
+	}
+	var a aggState
+	for _, e := range append(free, fixed...) {
+		var ok bool
+		if a, ok = x.apply(a, e); !ok {
+			return false
+		}
+	}
+	return x.finalOK(a)
+}
+
+// expectation records the key's expected final value (every input
+// applied, in the likeliest order) for the join's end-to-end detail.
+func (r *run) expectation(ts *tableState, key string, x *explainer, ins []*input) {
+	if len(ins) == 0 {
+		return
+	}
+	order := foldOrder(ins)
+	if ts.t.Latest {
+		exp := order[len(order)-1]
+		for _, in := range ins {
+			if in.ts > exp.ts {
+				exp = in
+			}
+		}
+		ts.expIn[key] = exp
+		return
+	}
+	var a aggState
+	for _, in := range order {
+		var ok bool
+		if a, ok = x.apply(a, &elem{value: in.value, ts: in.ts, digest: in.digest}); !ok {
+			return
+		}
+	}
+	x.failed = nil
+	ts.expected[key] = a.value
+}
+
+// provenWithout returns the losses the evidence proves without an
+// explanation (the search gave up): inputs that cannot have been applied,
+// and inputs newer than the state (the timestamp rule).
+func (r *run) provenWithout(ts *tableState, x *explainer, els []*elem) []*input {
+	var out []*input
+	for _, e := range els {
+		if e.in == nil || e.kind == elemOptional {
+			continue
+		}
+		if e.kind == elemBlocked || (x.present && e.ts > x.final.ts && e.kind == elemFree) {
+			e.in.how, e.in.kind = lostSkipped, e.kind
+			out = append(out, e.in)
+		}
+	}
+	return out
+}
+
+// maybeDeleted reports whether the state may be that of an input retention
+// deleted, from a source partition that holds no readable input of the key.
+func (ts *tableState) maybeDeleted(x *explainer) bool {
+	for p := range ts.deletedFrom {
+		has := false
+		for _, s := range x.seqs {
+			for _, e := range s {
+				has = has || e.in != nil && e.in.tp.Partition == p
+			}
+		}
+		if !has {
+			return true
+		}
+	}
+	return false
+}
+
+// neverPurged reports whether repartition partition p still holds every
+// record ever written to it: an input with no copy there never had one.
+func (ts *tableState) neverPurged(p int32) bool {
+	ls, ok := ts.rLogStart[p]
+	return ok && ls == 0
+}
+
+func resetText(t *Table, key string, cl *clState, ri *resetInfo) string {
+	from := "an empty store"
+	if ri.toState >= 0 {
+		from = fmt.Sprintf("its earlier state at changelog offset %d", ri.toState)
+	}
+	lostStates := ""
+	if ri.lostStates[0] >= 0 {
+		lostStates = fmt.Sprintf(" (the states at %s/%d offsets %d-%d are gone from the store)", t.Changelog, keyPartition(cl), ri.lostStates[0], ri.lostStates[1])
+	}
+	return fmt.Sprintf("the changelog history of key %s shows the aggregate continuing, then restarting from %s%s: the inputs applied in between are gone from the state (the KAFKA-16017 signature)", key, from, lostStates)
+}
+
+// undecidedFinding is the finding of a key that lost inputs the evidence
+// cannot name: the candidates and how many of them are missing.
+func (r *run) undecidedFinding(ts *tableState, key string, v verdict) audit.Finding {
+	first := v.undecided[0]
+	for _, e := range v.undecided {
+		if e.in != nil && (first.in == nil || e.in.tp.Partition < first.in.tp.Partition || e.in.tp.Partition == first.in.tp.Partition && e.in.offset < first.in.offset) {
+			first = e
+		}
+	}
+	stage := audit.StageRepartition
+	var cands []string
+	for _, e := range v.undecided {
+		if e.in == nil {
+			continue
+		}
+		cands = append(cands, fmt.Sprintf("%s@%d", e.in.tp, e.in.offset))
+		if e.kind == elemFixed {
+			stage = audit.StageStore
+		}
+	}
+	slices.Sort(cands)
+	f := audit.NewFinding(stage, audit.CauseUnapplied, first.in.tp, first.in.offset)
+	f.Key = key
+	f.Count = int64(v.missing)
+	f.Timestamp = first.in.ts
+	f.Detail = fmt.Sprintf("table %s: undecided: %d of the key's inputs %s are missing from its state and the evidence cannot tell which (several orders and choices explain the changelog history equally well)",
+		ts.t.Name, v.missing, strings.Join(cands, ", "))
+	return f
+}
+
+func sortedSet(m map[int32]bool) []int32 {
+	out := make([]int32, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func keyPartition(cl *clState) int32 {
+	if cl == nil {
+		return -1
+	}
+	return cl.partition
+}
+
+func finalOffset(cl *clState) int64 {
+	if cl == nil || len(cl.history) == 0 {
+		return -1
+	}
+	return cl.history[len(cl.history)-1].offset
+}
+
+// noteDeleted counts a key whose state no readable input has, explained by
+// an input retention deleted.
+func (ts *tableState) noteDeleted(x *explainer, els []*elem) {
+	if !ts.t.Latest || len(ts.deletedFrom) == 0 || !x.present {
+		return
+	}
+	for _, e := range els {
+		if e.in != nil && e.digest == x.final.digest {
+			return
+		}
+	}
+	ts.deletedState++
+}
