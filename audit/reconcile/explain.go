@@ -467,5 +467,3 @@ func (x *explainer) elems() map[int]*elem {
 	}
 	return out
 }
-
-

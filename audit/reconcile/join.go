@@ -31,6 +31,13 @@ type side struct {
 // tables (a join-stage finding when they disagree), and notes in each
 // vanished input's detail what the output should have held end to end.
 func (r *run) join(ctx context.Context, j *Join) error {
+	if j.Unjudged != "" {
+		r.missing("join into %s is not judged: %s", j.Output, j.Unjudged)
+		if parts, ok := r.partitionsOf(j.Output, "output"); ok {
+			return r.joinUnjudged(ctx, j, parts, nil)
+		}
+		return nil
+	}
 	left := r.tables[j.Left]
 	if left == nil {
 		r.skipped("join into %s: its left table %s is not in the spec", j.Output, j.Left)
@@ -88,6 +95,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		lossByKey[in.key] = append(lossByKey[in.key], in)
 	}
 	var found []audit.Finding
+	var failed []string // keys the joiner failed on
 	e2e := map[string]string{}
 	rdOut := r.read(ctx, tpsOf(j.Output, parts), "output", decodeDigest)
 	defer rdOut.stop()
@@ -145,7 +153,8 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			}
 			return side{}
 		}
-		found = append(found, r.judgeJoin(ctx, j, sides, finals, out)...)
+		fs, fails := r.judgeJoin(ctx, j, sides, finals, out)
+		found, failed = append(found, fs...), append(failed, fails...)
 		for key := range lossByKey {
 			if _, done := e2e[key]; done || !inGroup(key, finals, out) {
 				continue
@@ -158,6 +167,12 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	}
 	if len(unreadable) > 0 {
 		r.missing("join into %s: %s could not be read, so the output is not judged", j.Output, tpList(unreadable))
+		return nil
+	}
+	if len(failed) > 0 {
+		// a joiner that fails on the data judges nothing: any key could be wrong
+		slices.Sort(failed)
+		r.missing("join into %s: the joiner failed for %d keys (%s), so the output is not judged", j.Output, len(failed), strings.Join(head(failed, 3), "; "))
 		return nil
 	}
 	r.rep.Findings = append(r.rep.Findings, found...)
@@ -279,8 +294,7 @@ func (r *run) joinUnjudged(ctx context.Context, j *Join, parts []int32, unreadab
 
 // judgeJoin checks one group's output against the joiner over the tables'
 // final states.
-func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, finals []map[string]clFinal, out map[string]outRecord) []audit.Finding {
-	var found []audit.Finding
+func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, finals []map[string]clFinal, out map[string]outRecord) (found []audit.Finding, failed []string) {
 	outValue := func(o outRecord) string { return r.text(ctx, j.Output, false, o.raw) }
 	keys := map[string]bool{}
 	for k := range finals[0] {
@@ -306,7 +320,7 @@ func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, final
 		}
 		want, wantPresent, err := r.joined(j, l, rs)
 		if err != nil {
-			r.note("join into %s key %s: the joiner failed (%v); the key is not checked", j.Output, key, err)
+			failed = append(failed, fmt.Sprintf("key %s: %v", key, err))
 			continue
 		}
 		o, have := out[key]
@@ -345,7 +359,14 @@ func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, final
 			found = append(found, f)
 		}
 	}
-	return found
+	return found, failed
+}
+
+func head(l []string, n int) []string {
+	if len(l) > n {
+		return append(l[:n:n], fmt.Sprintf("and %d more", len(l)-n))
+	}
+	return l
 }
 
 // endToEnd says what the output holds for a vanished input's key and what

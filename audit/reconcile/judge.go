@@ -82,13 +82,17 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		ts.noteDeleted(x, els)
 		return nil
 	}
-	// Under latest, an input that a later consumed input of its source
-	// partition would have overwritten anyway is not a loss: its effect is missing
-	// from no state.
-	lastOf := map[int32]int64{}
+	// Under latest, an input that a later input of its source partition
+	// overwrote (applied in the explanation) is not a loss: its effect is
+	// missing from no state.
+	undecided := map[int]bool{}
+	for _, e := range v.undecided {
+		undecided[e.id] = true
+	}
+	lastKept := map[int32]int64{}
 	for _, e := range els {
-		if e.in != nil && e.kind != elemOptional {
-			lastOf[e.in.tp.Partition] = max(lastOf[e.in.tp.Partition], e.in.offset)
+		if _, lost := v.certain[e.id]; e.in != nil && e.kind != elemOptional && !lost && !undecided[e.id] {
+			lastKept[e.in.tp.Partition] = max(lastKept[e.in.tp.Partition], e.in.offset+1)
 		}
 	}
 	var lost []*input
@@ -97,7 +101,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		if !ok || e.in == nil {
 			continue
 		}
-		if t.Latest && how == lostSkipped && e.in.offset < lastOf[e.in.tp.Partition] {
+		if t.Latest && how == lostSkipped && e.in.offset < lastKept[e.in.tp.Partition] {
 			continue
 		}
 		e.in.how, e.in.kind = how, e.kind

@@ -27,9 +27,13 @@ type Table struct {
 	// OrderDependent is true for reducers whose result depends on the order
 	// of inputs (latest, expressions): any feasible order is accepted.
 	OrderDependent bool
-	// Latest is true for the latest-wins reducer, which the engine checks
-	// by feasible last values rather than by folding.
+	// Latest is true for the latest-wins reducer, whose state is the last
+	// input applied (the engine compares digests, not folds).
 	Latest bool
+	// Unjudged says why the table is not judged ("" judges it): the spec
+	// check found the spec does not describe it. The reason goes to the
+	// report's missing evidence.
+	Unjudged string
 }
 
 // Join is t1.join(t2).join(t3)… written to an output topic.
@@ -41,6 +45,8 @@ type Join struct {
 	// Value computes the joined value from the left and right values (nil
 	// for an absent side); nil checks presence and timestamps only.
 	Value func(left audit.Value, rights []audit.Value) (audit.Value, error)
+	// Unjudged says why the join is not judged ("" judges it).
+	Unjudged string
 }
 
 // Pipeline is what the app does, as far as an audit needs to know.

@@ -154,6 +154,11 @@ func (r *run) discover(ctx context.Context) error {
 	switch {
 	case err == nil:
 		r.group, r.haveCut = g, true
+		if len(g.Offsets) == 0 && !r.p.Keyless {
+			// the group exists and has committed nothing (expired, deleted
+			// offsets): every record would look pending
+			r.missing("consumer group %q has no committed offsets: there is no committed cut, so nothing can be judged consumed", r.p.AppID)
+		}
 	case errors.Is(err, audit.ErrGroupNotFound):
 		r.missing("consumer group %q not found: there is no committed cut, so nothing can be judged consumed", r.p.AppID)
 	default:

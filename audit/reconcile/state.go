@@ -110,6 +110,14 @@ const (
 // readable (said once the keys are known to be the store's).
 func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 	t := ts.t
+	if t.Unjudged != "" {
+		r.missing("table %s is not judged: %s", t.Name, t.Unjudged)
+		return checkNone, false
+	}
+	if len(ts.absent) > 0 {
+		r.missing("table %s: its topic %s is not visible (deleted, or hidden from this client), so no input of the table is judged", t.Name, strings.Join(ts.absent, ", "))
+		return checkNone, false
+	}
 	if len(ts.unreadable) > 0 {
 		r.missing("table %s: %s could not be read, so no input of the table is judged (a conclusion could rest on what is missing)", t.Name, tpList(ts.unreadable))
 		return checkNone, false

@@ -203,6 +203,9 @@ type tableState struct {
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
 	unreadable []audit.TopicPartition
+	// absent lists the table's topics the source does not show (deleted,
+	// or hidden by an ACL): an empty store or topic is not evidence.
+	absent []string
 }
 
 // audit checks one table end to end.
@@ -266,6 +269,7 @@ func (r *run) drop(ts *tableState) {
 func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 	parts, ok := r.partitionsOf(ts.t.Repartition, "repartition")
 	if !ok {
+		ts.absent = append(ts.absent, ts.t.Repartition)
 		return true
 	}
 	ts.rParts = r.topics[ts.t.Repartition].Partitions
@@ -320,6 +324,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 				f.Detail += fmt.Sprintf("; %d more wait in open transactions", inFlightOpen)
 			}
 			r.add(f)
+			if c < 0 && !r.p.Keyless && len(r.group.Offsets) > 0 {
+				r.missing("%s: the group has no committed offset for this partition, which holds %d records: whether the app applied them cannot be judged", tp, inFlight+inFlightOpen)
+			}
 		}
 		logStart := r.clusterLogStart(tp, l.Offsets.LogStart)
 		ts.rLogStart[p] = logStart
@@ -377,6 +384,7 @@ func (ts *tableState) addCopy(ev copyEvent) {
 func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 	parts, ok := r.partitionsOf(ts.t.Changelog, "changelog")
 	if !ok {
+		ts.absent = append(ts.absent, ts.t.Changelog)
 		return
 	}
 	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", decodeDigest)
@@ -524,6 +532,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			f.Detail = fmt.Sprintf("%d committed records at or above the group's committed offset %d are not consumed yet (lag)", lag, c)
 			if c < 0 {
 				f.Detail = fmt.Sprintf("the group has no committed offset for this partition: its %d committed records are not consumed yet", lag)
+				if len(r.group.Offsets) > 0 {
+					r.missing("%s: the group has no committed offset for this partition, which holds %d committed records: whether the app consumed them cannot be judged", tp, lag)
+				}
 			}
 			r.add(f)
 		}
