@@ -131,6 +131,10 @@ type Finding struct {
 	Expected        string   `json:"expected"`
 	Actual          string   `json:"actual"`
 	Detail          string   `json:"detail"`
+	// Candidates lists, for an undecided loss (Count of these inputs are
+	// missing, the evidence cannot tell which), the candidate inputs as
+	// topic/partition@offset, separated by ", ". It is not a CSV column.
+	Candidates string `json:"candidates,omitempty"`
 }
 
 // NewFinding returns a finding for cause with its severity set and the

@@ -39,7 +39,15 @@ type Reducer string
 const (
 	ReduceLatest Reducer = "latest"
 	ReduceCount  Reducer = "count"
+	ReduceSum    Reducer = "sum(amount)" // the first value, its amount summed: order-dependent in its other fields
+	ReduceExpr   Reducer = "expr"        // ExprReducer: the latest value's fields, the amounts summed
 )
+
+// ExprReducer is ReduceExpr's expression, as a spec writes it.
+const ExprReducer = `{"orderId": value.orderId, "seq": value.seq, "table": value.table, "amount": agg.amount + value.amount}`
+
+// Reducers lists every reducer a scenario's table can have.
+var Reducers = []Reducer{ReduceLatest, ReduceCount, ReduceSum, ReduceExpr}
 
 // FaultKind is one injectable fault.
 type FaultKind string
@@ -132,6 +140,16 @@ type Expected struct {
 	Partition int32
 	Offset    int64
 	Key       string
+	// Evident is false for a loss the evidence may not prove on its own
+	// (a latest input another partition's input may have preceded, a
+	// fold's input the copies no longer name): an audit must report it, or
+	// the key's undecided finding must list it, or (latest only) it may
+	// stay silent. It is not part of String.
+	Evident bool `json:"-"`
+	// Flagged: reported, or listed among the candidates of the key's
+	// undecided finding (a fold's input whose copy is purged: the state
+	// proves a loss, not always which input).
+	Flagged bool `json:"-"`
 }
 
 func (e Expected) String() string {
@@ -142,6 +160,9 @@ func (e Expected) String() string {
 type Truth struct {
 	Findings []Expected // loss and anomaly findings, exactly
 	Inputs   int        // source records written
+	// Doubled names the keys ("source topic" + " " + key) a fold applied an
+	// input twice with its copies purged: a duplicate the state may show.
+	Doubled map[string]bool
 }
 
 type srcRec struct {
@@ -157,6 +178,7 @@ type srcRec struct {
 	purged  bool
 	pending bool
 	wiped   bool // applied, then lost when the store was wiped
+	order   int  // when it was applied, across the run (0: never)
 }
 
 type reprRec struct {
@@ -186,6 +208,11 @@ type gen struct {
 	// joinMissingKey is the key the join never emits (FaultJoinMissing).
 	joinMissingKey string
 	purgedRepr     []audit.TopicPartition
+	applied        int // inputs applied so far, across tasks
+	// what the topics hold at the end: each table's last changelog state
+	// (its timestamp) per key, and the output's last record per key
+	lastCl  []map[string]int64
+	lastOut map[string]outRec
 }
 
 func (g *gen) run() (*Truth, error) {

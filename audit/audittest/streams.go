@@ -189,24 +189,27 @@ func (g *gen) subtopology1() error {
 						stores[it.ti] = map[string]*state{}
 						resetDone = true
 						for _, q := range g.srcs[it.ti] {
-							if q.tp.Partition == p && q.shown && q.key != "" {
+							// the task's store holds the keys of its repartition partition
+							if q.key != "" && q.shown && audit.DefaultPartition([]byte(q.key), s.Partitions) == p {
 								q.wiped = true
 							}
 						}
 					}
 				}
 				r.shown = true
+				g.applied++
+				r.order = g.applied
 				st := stores[it.ti][r.key]
 				if st == nil {
 					st = &state{}
 					stores[it.ti][r.key] = st
 				}
-				st.value = r.value
+				st.value = reduce(s.Tables[it.ti].Reducer, st, r.value)
 				st.count++
 				st.ts = max(st.ts, r.ts)
 				dirty[it.ti][r.key] = true
 			}
-			err := g.txn(prod, false, func(bool) error { return g.flush(p, prod, stores, dirty) })
+			err := g.txn(prod, false, func(commit bool) error { return g.flush(p, prod, stores, dirty, commit) })
 			if err != nil {
 				return err
 			}
@@ -249,7 +252,7 @@ func (g *gen) logStart(tp audit.TopicPartition, off int64) {
 
 // flush writes each dirty key's state to its changelog and, for keys the
 // left table holds, the joined record to the output.
-func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []map[string]bool) error {
+func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []map[string]bool, commit bool) error {
 	s := g.s
 	keys := map[string]bool{}
 	for ti, d := range dirty {
@@ -266,6 +269,9 @@ func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []ma
 			tp := audit.TopicPartition{Topic: s.Changelog(t), Partition: p}
 			if _, err := g.b.TxnProduce(prod, tp, []Out{{Key: []byte(k), Value: val, Timestamp: st.ts}}); err != nil {
 				return err
+			}
+			if commit {
+				g.lastState(ti)[k] = st.ts
 			}
 			keys[k] = true
 		}
@@ -291,8 +297,15 @@ func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []ma
 		if s.OutputPartitions > 0 {
 			tp.Partition = audit.DefaultPartition([]byte(k), s.OutputPartitions)
 		}
-		if _, err := g.b.TxnProduce(prod, tp, []Out{{Key: []byte(k), Value: val, Timestamp: ts}}); err != nil {
+		offs, err := g.b.TxnProduce(prod, tp, []Out{{Key: []byte(k), Value: val, Timestamp: ts}})
+		if err != nil {
 			return err
+		}
+		if commit {
+			if g.lastOut == nil {
+				g.lastOut = map[string]outRec{}
+			}
+			g.lastOut[k] = outRec{tp: tp, offset: offs[0], ts: ts}
 		}
 	}
 	return nil
@@ -316,4 +329,50 @@ func sortedSet(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// reduce is what the table's reducer makes of the state and a new value.
+func reduce(red Reducer, st *state, v map[string]any) map[string]any {
+	if st.count == 0 || red == ReduceLatest || red == ReduceCount {
+		return v
+	}
+	amount := func(m map[string]any) int {
+		switch n := m["amount"].(type) {
+		case int:
+			return n
+		case float64:
+			return int(n)
+		}
+		return 0
+	}
+	switch red {
+	case ReduceSum:
+		out := make(map[string]any, len(st.value))
+		for k, x := range st.value {
+			out[k] = x
+		}
+		out["amount"] = amount(st.value) + amount(v)
+		return out
+	case ReduceExpr:
+		return map[string]any{"orderId": v["orderId"], "seq": v["seq"], "table": v["table"], "amount": amount(st.value) + amount(v)}
+	}
+	return v
+}
+
+// outRec is the output's last committed record of a key.
+type outRec struct {
+	tp     audit.TopicPartition
+	offset int64
+	ts     int64
+}
+
+// lastState is table ti's last committed changelog timestamp per key.
+func (g *gen) lastState(ti int) map[string]int64 {
+	if g.lastCl == nil {
+		g.lastCl = make([]map[string]int64, len(g.s.Tables))
+	}
+	if g.lastCl[ti] == nil {
+		g.lastCl[ti] = map[string]int64{}
+	}
+	return g.lastCl[ti]
 }

@@ -20,7 +20,7 @@ func (g *gen) postFaults() error {
 			return err
 		}
 		g.logStart(tp, c+int64(max(s.Lag, 1)))
-		g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageSource, Cause: audit.CauseRetentionGap, Topic: tp.Topic, Partition: tp.Partition, Offset: c})
+		g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageSource, Cause: audit.CauseRetentionGap, Topic: tp.Topic, Partition: tp.Partition, Offset: c, Evident: true})
 	}
 	for _, f := range g.faultOf[FaultPurgeBeforeCommit] {
 		t := s.Tables[f.Table]
@@ -51,7 +51,7 @@ func (g *gen) postFaults() error {
 		if err != nil {
 			return err
 		}
-		g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageTransactions, Cause: audit.CauseHangingTransaction, Topic: tp.Topic, Partition: 0, Offset: offs[0]})
+		g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageTransactions, Cause: audit.CauseHangingTransaction, Topic: tp.Topic, Partition: 0, Offset: offs[0], Evident: true})
 	}
 	return nil
 }
@@ -131,29 +131,46 @@ func (g *gen) groundTruth() {
 				byKey[r.key] = append(byKey[r.key], r)
 			}
 		}
+		latest := t.Reducer == ReduceLatest
+		// a fold whose source lost consumed records to retention cannot be
+		// rebuilt: only the losses its copies prove are judged
+		partial := false
+		for _, f := range g.faultOf[FaultRetentionGap] {
+			partial = partial || (f.Table == ti && !latest)
+		}
 		resetKeys := map[string]bool{}
-		for k, rs := range byKey {
-			wiped, after := false, false
-			for _, r := range rs {
-				if r.wiped {
-					wiped = true
-				} else if wiped && r.shown {
-					after = true
+		if !latest {
+			for k, rs := range byKey {
+				// wiped, then an input applied after the wipe shows it
+				lastWiped := 0
+				for _, r := range rs {
+					if r.wiped {
+						lastWiped = max(lastWiped, r.order)
+					}
 				}
-			}
-			if wiped && after {
-				resetKeys[k] = true
+				for _, r := range rs {
+					if lastWiped > 0 && r.shown && !r.wiped && r.order > lastWiped {
+						resetKeys[k] = true
+					}
+				}
 			}
 		}
 		for _, k := range sortedKeysOf(byKey) {
 			rs := byKey[k]
-			lastShown := -1
-			for i, r := range rs {
-				if r.shown && !r.wiped {
-					lastShown = i
+			rp := audit.DefaultPartition([]byte(k), s.Partitions)
+			rtp := audit.TopicPartition{Topic: rtopic, Partition: rp}
+			// kept: applied and still in the state; the state's timestamp is
+			// the largest of theirs
+			kept := func(r *srcRec) bool { return r.shown && !(r.wiped && resetKeys[k]) }
+			finalTs := int64(-1)
+			parts := map[int32]bool{}
+			for _, r := range rs {
+				parts[r.tp.Partition] = true
+				if kept(r) && !r.wiped {
+					finalTs = max(finalTs, r.ts)
 				}
 			}
-			for i, r := range rs {
+			for _, r := range rs {
 				if r.pending && !r.purged || r.offset < g.starts[r.tp] {
 					continue // in flight, or deleted from the source: nothing to judge
 				}
@@ -161,28 +178,40 @@ func (g *gen) groundTruth() {
 				if !lost {
 					continue
 				}
-				if r.wiped && !resetKeys[k] {
-					continue // the changelog never showed the wipe for this key
+				if latest {
+					// overwritten anyway by a later input of its partition
+					overwritten := false
+					for _, y := range rs {
+						overwritten = overwritten || y.tp.Partition == r.tp.Partition && y.offset > r.offset && kept(y) && !(y.pending && !y.purged)
+					}
+					if overwritten {
+						continue
+					}
 				}
-				if t.Reducer == ReduceLatest && i < lastShown {
-					continue // a later input overwrote it anyway
-				}
-				rp := audit.DefaultPartition([]byte(r.key), s.Partitions)
-				e := Expected{Topic: r.tp.Topic, Partition: r.tp.Partition, Offset: r.offset, Key: jsonText(k)}
+				e := Expected{Topic: r.tp.Topic, Partition: r.tp.Partition, Offset: r.offset, Key: jsonText(k), Evident: true}
 				offs := committed[r]
 				switch {
-				case resetKeys[k]:
+				case resetKeys[k] && r.wiped:
 					e.Stage, e.Cause = audit.StageStore, audit.CauseStateReset
+					// the history may explain the restart as well as an
+					// input left out: reported, or a candidate
+					e.Evident, e.Flagged = false, true
 				case r.applied && !r.shown && len(offs) > 0 && readable(rp, offs[0]):
 					e.Stage, e.Cause = audit.StageStore, audit.CauseStateDiverged
 				case len(offs) == 0 && r.fault == FaultAbortNotReplayed && readable(rp, aborted[r]):
 					e.Stage, e.Cause = audit.StageRepartition, audit.CauseAbortedNotReplayed
-				case posReadable(r, rp):
+				case len(offs) == 0 && (posReadable(r, rp) || g.starts[rtp] == 0):
 					e.Stage, e.Cause = audit.StageRepartition, audit.CauseDropped
-				case purged[audit.TopicPartition{Topic: rtopic, Partition: rp}]:
+				case purged[rtp]:
 					e.Stage, e.Cause = audit.StageRepartition, audit.CausePurgedBeforeCommit
 				default:
 					e.Stage, e.Cause = audit.StageRepartition, audit.CauseUnapplied
+					// no copy names it: the state alone must prove it
+					e.Evident = latest && (r.ts > finalTs || len(parts) == 1)
+					e.Flagged = !latest
+				}
+				if partial && e.Cause != audit.CauseDropped && e.Cause != audit.CauseAbortedNotReplayed {
+					e.Evident, e.Flagged = false, false
 				}
 				g.truth.Findings = append(g.truth.Findings, e)
 			}
@@ -195,17 +224,37 @@ func (g *gen) groundTruth() {
 			rp := audit.DefaultPartition([]byte(r.key), s.Partitions)
 			if len(offs) == 2 && readable(rp, offs[0]) {
 				g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageRepartition, Cause: audit.CauseDuplicate,
-					Topic: rtopic, Partition: rp, Offset: offs[0], Key: jsonText(r.key)})
+					Topic: rtopic, Partition: rp, Offset: offs[0], Key: jsonText(r.key), Evident: true})
+			} else if t.Reducer != ReduceLatest {
+				// applied twice with its copies purged: the state may show it
+				if g.truth.Doubled == nil {
+					g.truth.Doubled = map[string]bool{}
+				}
+				g.truth.Doubled[t.Source+" "+jsonText(r.key)] = true
 			}
 		}
 	}
-	held := false // the left table holds the key at the cut
-	for _, r := range g.srcs[0] {
-		held = held || (r.key == g.joinMissingKey && r.shown && !r.wiped)
-	}
-	if k := g.joinMissingKey; k != "" && held {
-		g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageJoin, Cause: audit.CauseJoinMissing, Topic: s.Output,
-			Partition: audit.DefaultPartition([]byte(k), s.outputPartitions()), Offset: -1, Key: jsonText(k)})
+	// The join, judged from what the topics hold: for each key the left
+	// table's changelog holds, the output's last record must carry the
+	// tables' latest timestamp (the joiner is not in the spec). A store
+	// wiped under its changelog (a restart) leaves the output stale, or
+	// without the key, when the app's next emits read the empty store.
+	for _, k := range sortedKeysOf(g.lastState(0)) {
+		want := int64(-1)
+		for ti := range s.Tables {
+			if ts, ok := g.lastState(ti)[k]; ok {
+				want = max(want, ts)
+			}
+		}
+		o, ok := g.lastOut[k]
+		switch {
+		case !ok:
+			g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageJoin, Cause: audit.CauseJoinMissing, Topic: s.Output,
+				Partition: audit.DefaultPartition([]byte(k), s.outputPartitions()), Offset: -1, Key: jsonText(k), Evident: true})
+		case o.ts != want:
+			g.truth.Findings = append(g.truth.Findings, Expected{Stage: audit.StageJoin, Cause: audit.CauseJoinStale, Topic: o.tp.Topic,
+				Partition: o.tp.Partition, Offset: o.offset, Key: jsonText(k), Evident: true})
+		}
 	}
 	sort.Slice(g.truth.Findings, func(i, j int) bool { return g.truth.Findings[i].String() < g.truth.Findings[j].String() })
 }

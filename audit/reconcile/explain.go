@@ -49,6 +49,7 @@ const (
 	elemFree                     // no readable copy, the copy may have been purged: applied before the readable copies, or lost
 	elemBlocked                  // cannot have been applied (only aborted copies, or no copy where its neighbours' are readable): lost
 	elemOptional                 // in flight, an extra copy, or an input retention deleted: applied or not, never a loss
+	elemTwin                     // a second application of the element before it, whose copies are purged: a duplicate if applied
 )
 
 // elem is one possible application of an input.
@@ -68,6 +69,7 @@ type lostHow uint8
 const (
 	lostSkipped lostHow = iota + 1 // never applied (or never reflected, for fixed elements)
 	lostReset                      // applied, then lost when the state restarted
+	lostDoubled                    // applied twice (a twin applied): a duplicate, not a loss
 )
 
 // agg is a fold state.
@@ -109,6 +111,7 @@ type explainer struct {
 	// search state
 	allowReset bool
 	forbid     map[int]bool // elements that must not be left out (checking whether a loss is certain)
+	mustLose   int          // an element that must be left out (finding the candidates), -1 none
 	memo       map[string]int
 	best       *explanation
 	bound      int
@@ -190,7 +193,12 @@ func (x *explainer) finalOK(a aggState) bool {
 // search finds the explanations of least cost; it returns the best, or
 // nil when none exists within the budget.
 func (x *explainer) search(allowReset bool, forbid map[int]bool, bound int) *explanation {
-	x.allowReset, x.forbid, x.bound = allowReset, forbid, bound
+	return x.searchLosing(allowReset, forbid, -1, bound)
+}
+
+// searchLosing is search with element lose left out.
+func (x *explainer) searchLosing(allowReset bool, forbid map[int]bool, lose, bound int) *explanation {
+	x.allowReset, x.forbid, x.bound, x.mustLose = allowReset, forbid, bound, lose
 	x.memo = map[string]int{}
 	x.best = nil
 	pos := make([]int, len(x.seqs))
@@ -299,8 +307,14 @@ func (x *explainer) walk(f frame, pos []int, cost int, lost map[int]lostHow) {
 		done = false
 		e := seq[pos[p]]
 		pos[p]++
-		if nf, ok := x.step(f, e); ok {
-			x.walk(nf, pos, cost, lost)
+		if nf, ok := x.step(f, e); ok && e.id != x.mustLose {
+			if e.kind == elemTwin {
+				lost[e.id] = lostDoubled
+				x.walk(nf, pos, cost+resetCost, lost)
+				delete(lost, e.id)
+			} else {
+				x.walk(nf, pos, cost, lost)
+			}
 			if x.allowReset && nf.reset == nil && nf.hi > f.hi {
 				x.restarts(nf, func(rf frame, n int, lostEls []*elem) {
 					for _, le := range lostEls {
@@ -313,9 +327,10 @@ func (x *explainer) walk(f frame, pos []int, cost int, lost map[int]lostHow) {
 				})
 			}
 		}
-		if e.kind == elemOptional {
+		switch {
+		case e.kind == elemOptional || e.kind == elemTwin:
 			x.walk(f, pos, cost, lost)
-		} else if !x.forbid[e.id] {
+		case !x.forbid[e.id]:
 			lost[e.id] = lostSkipped
 			x.walk(f, pos, cost+skipCost, lost)
 			delete(lost, e.id)
@@ -342,7 +357,7 @@ func (x *explainer) walkFixed(f frame, pos []int, i, cost int, lost map[int]lost
 		return
 	}
 	e := x.fixed[i]
-	if nf, ok := x.step(f, e); ok {
+	if nf, ok := x.step(f, e); ok && e.id != x.mustLose {
 		x.walkFixed(nf, pos, i+1, cost, lost)
 		if x.allowReset && nf.reset == nil && nf.hi > f.hi {
 			x.restarts(nf, func(rf frame, n int, lostEls []*elem) {
@@ -404,8 +419,9 @@ type verdict struct {
 	undecided []*elem         // lost in some least explanations only
 	missing   int             // losses among undecided
 	reset     *resetInfo
-	explained bool // some explanation exists
-	bounded   bool // the search gave up
+	explained bool    // some explanation exists
+	bounded   bool    // the search gave up
+	doubled   []*elem // inputs the explanation applies twice
 }
 
 // judge explains the key.
@@ -421,14 +437,26 @@ func (x *explainer) judge() verdict {
 	} else {
 		x.allowReset = false
 	}
+	if ex == nil && x.twin() {
+		// an input applied twice with its copies purged (a duplicate the
+		// state shows): a third try lets each be applied again
+		if dx := x.search(false, nil, -1); dx != nil {
+			ex = dx
+		}
+	}
 	if ex == nil {
 		return verdict{bounded: x.exhausted}
 	}
 	v := verdict{explained: true, certain: map[int]lostHow{}, reset: ex.reset}
-	allowReset := ex.reset != nil
+	// an explanation as good may restart the state where this one does not
+	allowReset := true
 	byID := x.elems()
 	seen := map[int]bool{}
 	for id, how := range ex.lost {
+		if how == lostDoubled {
+			v.doubled = append(v.doubled, byID[id])
+			continue
+		}
 		// is there an explanation as good in which id is not lost?
 		alt := x.search(allowReset, map[int]bool{id: true}, ex.cost)
 		if alt == nil || alt.cost > ex.cost {
@@ -446,7 +474,21 @@ func (x *explainer) judge() verdict {
 			v.undecided = append(v.undecided, byID[id])
 		}
 	}
+	if len(v.undecided) > 0 {
+		// every input some explanation as good leaves out is a candidate
+		for id, e := range byID {
+			if _, lost := ex.lost[id]; lost || seen[id] || e.kind == elemOptional || e.kind == elemTwin || e.in == nil {
+				continue
+			}
+			if alt := x.searchLosing(allowReset, nil, id, ex.cost); alt != nil && alt.cost <= ex.cost {
+				seen[id] = true
+				v.undecided = append(v.undecided, e)
+			}
+		}
+	}
 	v.missing = lossesOf(ex.cost) - len(v.certain)
+	v.ok = lossesOf(ex.cost) == 0
+	slices.SortFunc(v.doubled, func(a, b *elem) int { return a.id - b.id })
 	v.bounded = x.exhausted
 	slices.SortFunc(v.undecided, func(a, b *elem) int { return a.id - b.id })
 	return v
@@ -466,4 +508,24 @@ func (x *explainer) elems() map[int]*elem {
 		out[e.id] = e
 	}
 	return out
+}
+
+// twin adds, after each element with no readable copy, its second
+// application; it reports whether it added any.
+func (x *explainer) twin() bool {
+	n := len(x.elems())
+	added := false
+	for i, seq := range x.seqs {
+		var out []*elem
+		for _, e := range seq {
+			out = append(out, e)
+			if e.kind == elemFree {
+				out = append(out, &elem{in: e.in, kind: elemTwin, digest: e.digest, ts: e.ts, value: e.value, id: n})
+				n++
+				added = true
+			}
+		}
+		x.seqs[i] = out
+	}
+	return added
 }

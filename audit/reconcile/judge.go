@@ -35,11 +35,18 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 				break
 			}
 			e := &elem{kind: elemOptional, digest: x.final.digest, ts: x.final.ts, id: len(els)}
+			has := slices.ContainsFunc(els, func(o *elem) bool { return o.in != nil && o.in.tp.Partition == p })
 			els = append(els, e)
 			idx := slices.IndexFunc(x.seqs, func(seq []*elem) bool { return len(seq) > 0 && seq[0].in != nil && seq[0].in.tp.Partition == p })
-			if idx < 0 {
+			switch {
+			case !has:
+				// no readable input of the key there: its copy, readable or
+				// not, may come after every other
+				e.pos = 1<<63 - 1
+				x.fixed = append(x.fixed, e)
+			case idx < 0:
 				x.seqs = append(x.seqs, []*elem{e})
-			} else {
+			default:
 				x.seqs[idx] = append([]*elem{e}, x.seqs[idx]...)
 			}
 		}
@@ -77,6 +84,9 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		}
 		ts.diverged = append(ts.diverged, divergence{f: f, want: x.present})
 		return nil
+	}
+	if len(v.doubled) > 0 {
+		ts.doubled = append(ts.doubled, r.doubledFinding(ts, key, v.doubled))
 	}
 	if v.ok {
 		ts.noteDeleted(x, els)
@@ -370,6 +380,7 @@ func (r *run) undecidedFinding(ts *tableState, key string, v verdict) audit.Find
 	f := audit.NewFinding(stage, audit.CauseUnapplied, first.in.tp, first.in.offset)
 	f.Key = key
 	f.Count = int64(v.missing)
+	f.Candidates = strings.Join(cands, ", ")
 	f.Timestamp = first.in.ts
 	f.Detail = fmt.Sprintf("table %s: undecided: %d of the key's inputs %s are missing from its state and the evidence cannot tell which (several orders and choices explain the changelog history equally well)",
 		ts.t.Name, v.missing, strings.Join(cands, ", "))
@@ -411,4 +422,17 @@ func (ts *tableState) noteDeleted(x *explainer, els []*elem) {
 		}
 	}
 	ts.deletedState++
+}
+
+// doubledFinding is the duplicate a fold's state shows: an input applied
+// twice whose copies are purged.
+func (r *run) doubledFinding(ts *tableState, key string, doubled []*elem) audit.Finding {
+	in := doubled[0].in
+	f := audit.NewFinding(audit.StageStore, audit.CauseDuplicate, in.tp, in.offset)
+	f.Key, f.Timestamp = key, in.ts
+	f.Detail = fmt.Sprintf("table %s: the store's state counts the input %s@%d twice (its repartition copies are purged): only applying it again explains the key's history", ts.t.Name, in.tp, in.offset)
+	if len(doubled) > 1 {
+		f.Detail += fmt.Sprintf(", with %d more inputs applied twice", len(doubled)-1)
+	}
+	return f
 }

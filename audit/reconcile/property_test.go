@@ -11,13 +11,13 @@ import (
 // TestRandomScenarios: random apps with random injected faults; the
 // engine must find exactly the ground truth (recall and precision 100 %).
 func TestRandomScenarios(t *testing.T) {
-	seeds := 40
+	seeds := 80
 	if testing.Short() {
-		seeds = 10
+		seeds = 16
 	}
 	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
 		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultJoinMissing, audittest.FaultHangingTransaction,
-		audittest.FaultDuplicate}
+		audittest.FaultDuplicate, audittest.FaultStateReset}
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
 		s := audittest.SeedScenario("prop", 120+rng.IntN(300))
@@ -30,8 +30,17 @@ func TestRandomScenarios(t *testing.T) {
 		s.Purge = rng.IntN(2) == 0
 		s.NullKeys = rng.IntN(3)
 		s.Keys = max(s.Inputs/(1+rng.IntN(6)), 2)
+		// production conditions in every combination: keys spread over
+		// source partitions, copies purged to the cut, every reducer
+		s.SpreadSources = rng.IntN(2) == 0
+		for i := range s.Tables {
+			s.Tables[i].Reducer = audittest.Reducers[rng.IntN(len(audittest.Reducers))]
+		}
 		for range 1 + rng.IntN(4) {
 			f := audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
+			if f.Kind == audittest.FaultStateReset && s.Tables[f.Table].Reducer == audittest.ReduceLatest {
+				continue // a restart of a latest state is overwritten by the next input
+			}
 			s.Faults = append(s.Faults, f)
 		}
 		if rng.IntN(3) == 0 {

@@ -62,6 +62,9 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.add(f)
 		r.rep.Summary.Undecided++
 	}
+	for _, f := range ts.doubled {
+		r.add(f)
+	}
 	for _, d := range ts.diverged {
 		if d.want {
 			ts.wantActual(d.f.Key, len(r.rep.Findings))
@@ -90,7 +93,7 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 // forget drops what checking the keys concluded, when it turns out the
 // spec's keys are not the store's.
 func (ts *tableState) forget() {
-	ts.diverged, ts.keyNotes, ts.deletedState, ts.undecided, ts.bounded = nil, nil, 0, nil, 0
+	ts.diverged, ts.keyNotes, ts.deletedState, ts.undecided, ts.doubled, ts.bounded = nil, nil, 0, nil, nil, 0
 	clear(ts.expected)
 	clear(ts.expIn)
 }
@@ -186,7 +189,7 @@ func (r *run) presenceOnly(ts *tableState) []*input {
 	var out []*input
 	for _, ks := range ts.keys { // in any order: the losses are sorted after
 		for _, in := range ts.materialize(ks.key, ks.inputs, ks.values) {
-			if in.status == copyAborted || (in.status == copyNone && r.positionReadable(ts, in)) {
+			if in.status == copyAborted || (in.status == copyNone && (r.positionReadable(ts, in) || ts.neverPurged(in.r))) {
 				ts.copyOf(in)
 				out = append(out, in)
 			}

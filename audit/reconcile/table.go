@@ -194,6 +194,7 @@ type tableState struct {
 	deletedState int // keys whose state may be a deleted input's, not judged
 	diverged     []divergence
 	undecided    []audit.Finding // keys that lost inputs the evidence cannot name
+	doubled      []audit.Finding // duplicates a fold's state shows
 	failed       int             // keys whose inputs the reducer failed on
 	failedKeys   []string
 	bounded      int             // keys whose explanation search gave up
