@@ -262,8 +262,9 @@ func (x *explainer) visit(f *frame, pos []int, fixedAt, cost int) bool {
 		return false
 	}
 	// a state whose timestamp passed the next history state's (or the
-	// final one's) can never reach it: timestamps only grow without a restart
-	if f.reset == nil && !x.allowReset && f.agg.has {
+	// final one's) can never reach it: timestamps only grow, and a restart
+	// happens only right after a history state is matched
+	if f.agg.has {
 		if f.hi < len(x.hist) && !x.hist[f.hi].null && f.agg.ts > x.hist[f.hi].ts {
 			return false
 		}
