@@ -199,6 +199,7 @@ func (x *explainer) search(allowReset bool, forbid map[int]bool, bound int) *exp
 // searchLosing is search with element lose left out.
 func (x *explainer) searchLosing(allowReset bool, forbid map[int]bool, lose, bound int) *explanation {
 	x.allowReset, x.forbid, x.bound, x.mustLose = allowReset, forbid, bound, lose
+	x.budget = maxNodes // each search its own budget: a fruitless one must not starve the next
 	x.memo = map[string]int{}
 	x.best = nil
 	pos := make([]int, len(x.seqs))
@@ -268,7 +269,9 @@ func (x *explainer) visit(f *frame, pos []int, fixedAt, cost int) bool {
 		if f.hi < len(x.hist) && !x.hist[f.hi].null && f.agg.ts > x.hist[f.hi].ts {
 			return false
 		}
-		if x.present && f.agg.ts > x.final.ts {
+		// (the final state's, once no restart can come: one may still
+		// bring the timestamp down)
+		if x.present && f.agg.ts > x.final.ts && (!x.allowReset || f.reset != nil) {
 			return false
 		}
 	}
@@ -427,7 +430,6 @@ type verdict struct {
 
 // judge explains the key.
 func (x *explainer) judge() verdict {
-	x.budget = maxNodes
 	ex := x.search(false, nil, -1)
 	if ex != nil && ex.cost == 0 {
 		return verdict{ok: true, explained: true}
