@@ -35,9 +35,10 @@ var (
 )
 
 // Dir is one or several brokers' log dirs read offline. It serves
-// audit.Source: records, offsets and topics come from the partition dirs;
-// group offsets, transactions and producers are not in log dirs and return
-// errors wrapping audit.ErrNotSupported. When several dirs hold the same
+// audit.Source: records and offsets come from the partition dirs, topics
+// and configs from the KRaft metadata log (metadata.go), group offsets from
+// __consumer_offsets (groups.go), transactions from __transaction_state
+// (txnlog.go). When several dirs hold the same
 // partition (one per broker), the replica with the latest leader epoch and
 // then the longest log is read, and Divergence compares the others with it.
 type Dir struct {
@@ -600,38 +601,6 @@ func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from
 		}
 	}
 	return true
-}
-
-// Topics lists the topics found in the log dirs. Configs are unknown: log
-// dirs do not hold them. ReplicationFactor is the most replicas found for
-// one partition.
-func (d *Dir) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
-	var out []audit.TopicInfo
-	for name, ps := range d.topics {
-		ti := audit.TopicInfo{Name: name, Partitions: ps[len(ps)-1] + 1}
-		for _, p := range ps {
-			ti.ReplicationFactor = max(ti.ReplicationFactor, int16(len(d.replicas[audit.TopicPartition{Topic: name, Partition: p}])))
-		}
-		out = append(out, ti)
-	}
-	slices.SortFunc(out, func(a, b audit.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-// GroupOffsets is not in log dirs.
-func (d *Dir) GroupOffsets(ctx context.Context, group string) (audit.GroupOffsets, error) {
-	return audit.GroupOffsets{}, fmt.Errorf("group offsets of %s from log dirs: %w", group, audit.ErrNotSupported)
-}
-
-// Transactions is not in log dirs.
-func (d *Dir) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
-	return nil, fmt.Errorf("transactions from log dirs: %w", audit.ErrNotSupported)
-}
-
-// Producers is not answered from log dirs: producer .snapshot files are
-// only as recent as their offset (see ProducerSnapshot).
-func (d *Dir) Producers(ctx context.Context, tps []audit.TopicPartition) (map[audit.TopicPartition][]audit.Producer, error) {
-	return nil, fmt.Errorf("producers from log dirs: %w", audit.ErrNotSupported)
 }
 
 // Describe names the log dirs.

@@ -1,0 +1,317 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// TestCoordinatorPartition checks Kafka's hash against values Java
+// computed (String.hashCode, Utils.abs, % n), a MinInt32 hash and
+// characters outside the BMP (UTF-16 surrogates) included.
+func TestCoordinatorPartition(t *testing.T) {
+	for _, tc := range []struct {
+		id       string
+		n50, n4  int32
+		javaHash int32
+	}{
+		{"", 0, 0, 0},
+		{"a", 47, 1, 97},
+		{"gen-app", 12, 0, -81832412},
+		{"polygenelubricants", 0, 0, -2147483648},
+		{"orders-app", 5, 1, 772757305},
+		{"kaudit-ref", 14, 2, 639544214},
+		{"app-😀-é", 3, 1, -1473111253},
+		{"zzzzzzzzzzzzzzzzzzzzzzz", 36, 2, -558825286},
+	} {
+		if got := CoordinatorPartition(tc.id, 50); got != tc.n50 {
+			t.Errorf("CoordinatorPartition(%q, 50) = %d, Java says %d (hash %d)", tc.id, got, tc.n50, tc.javaHash)
+		}
+		if got := CoordinatorPartition(tc.id, 4); got != tc.n4 {
+			t.Errorf("CoordinatorPartition(%q, 4) = %d, Java says %d", tc.id, got, tc.n4)
+		}
+	}
+	if got := CoordinatorPartition("x", 0); got != -1 {
+		t.Errorf("CoordinatorPartition with no partitions = %d, want -1", got)
+	}
+}
+
+func offsetKey(v int16, group, topic string, p int32) []byte {
+	k := kmsg.OffsetCommitKey{Version: v, Group: group, Topic: topic, Partition: p}
+	return k.AppendTo(nil)
+}
+
+func offsetValue(v int16, off int64, meta string) []byte {
+	val := kmsg.NewOffsetCommitValue()
+	val.Version, val.Offset, val.Metadata, val.LeaderEpoch, val.CommitTimestamp = v, off, meta, 3, 1000
+	return val.AppendTo(nil)
+}
+
+// TestParseOffsetsRecord covers every key type and value version the
+// decoder accepts, and the corrupt inputs it rejects.
+func TestParseOffsetsRecord(t *testing.T) {
+	tp := audit.TopicPartition{Topic: "t", Partition: 2}
+	member := func(typ int16, g, m string) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(typ))
+		b = binary.BigEndian.AppendUint16(b, uint16(len(g)))
+		b = append(b, g...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(m)))
+		return append(b, m...)
+	}
+	gm := kmsg.NewGroupMetadataValue()
+	gm.Version, gm.ProtocolType, gm.Members = 4, "consumer", []kmsg.GroupMetadataValueMember{{MemberID: "m1"}, {MemberID: "m2"}}
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		want       OffsetsRecord
+		err        error
+	}{
+		{"commit key v0 value v0", offsetKey(0, "g", "t", 2), offsetValue(0, 5, "a"), OffsetsRecord{Kind: OffsetsCommit, KeyType: 0, Group: "g", TP: tp}, nil},
+		{"commit key v1 value v1", offsetKey(1, "g", "t", 2), offsetValue(1, 5, "a"), OffsetsRecord{Kind: OffsetsCommit, KeyType: 1, Group: "g", TP: tp}, nil},
+		{"value v2", offsetKey(1, "g", "t", 2), offsetValue(2, 5, "a"), OffsetsRecord{Kind: OffsetsCommit, KeyType: 1, Group: "g", TP: tp}, nil},
+		{"value v3", offsetKey(1, "g", "t", 2), offsetValue(3, 5, "a"), OffsetsRecord{Kind: OffsetsCommit, KeyType: 1, Group: "g", TP: tp}, nil},
+		{"value v4 (flexible, 4.1)", offsetKey(1, "g", "t", 2), offsetValue(4, 5, "a"), OffsetsRecord{Kind: OffsetsCommit, KeyType: 1, Group: "g", TP: tp}, nil},
+		{"tombstone", offsetKey(1, "g", "t", 2), nil, OffsetsRecord{Kind: OffsetsCommit, KeyType: 1, Group: "g", TP: tp, Tombstone: true}, nil},
+		{"group metadata v4", (&kmsg.GroupMetadataKey{Version: 2, Group: "g"}).AppendTo(nil), gm.AppendTo(nil), OffsetsRecord{Kind: OffsetsGroup, KeyType: 2, Group: "g"}, nil},
+		{"group deleted", (&kmsg.GroupMetadataKey{Version: 2, Group: "g"}).AppendTo(nil), nil, OffsetsRecord{Kind: OffsetsGroup, KeyType: 2, Group: "g", Tombstone: true}, nil},
+		{"consumer group member (4.x)", member(5, "g", "m1"), []byte{0, 0}, OffsetsRecord{Kind: OffsetsMember, KeyType: 5, Group: "g", Member: "m1"}, nil},
+		{"streams group member left", member(19, "g", "m1"), nil, OffsetsRecord{Kind: OffsetsMember, KeyType: 19, Group: "g", Member: "m1", Tombstone: true}, nil},
+		{"consumer group metadata", member(3, "g", ""), []byte{0, 0}, OffsetsRecord{Kind: OffsetsGroup, KeyType: 3, Group: "g"}, nil},
+		{"share group record", member(11, "g", ""), []byte{0, 0}, OffsetsRecord{Kind: OffsetsOther, KeyType: 11, Group: "g"}, nil},
+		{"value v5", offsetKey(1, "g", "t", 2), offsetValue(5, 5, "a"), OffsetsRecord{}, audit.ErrCorrupt},
+		{"short key", []byte{0}, nil, OffsetsRecord{}, ErrTruncated},
+		{"negative key type", []byte{0xff, 0xff, 0, 0}, nil, OffsetsRecord{}, audit.ErrCorrupt},
+		{"key cut short", offsetKey(1, "g", "t", 2)[:6], nil, OffsetsRecord{}, audit.ErrCorrupt},
+		{"value cut short", offsetKey(1, "g", "t", 2), offsetValue(3, 5, "a")[:9], OffsetsRecord{}, audit.ErrCorrupt},
+		{"negative partition", offsetKey(1, "g", "t", -1), nil, OffsetsRecord{}, audit.ErrCorrupt},
+		{"member key without member", member(5, "g", "")[:6], nil, OffsetsRecord{}, ErrTruncated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseOffsetsRecord(tc.key, tc.value)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("error %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Kind == OffsetsCommit && !got.Tombstone && (got.Commit == nil || got.Commit.Offset != 5 || got.Commit.Metadata != "a") {
+				t.Errorf("commit %+v", got.Commit)
+			}
+			if got.KeyType == 2 && !got.Tombstone && (got.Meta == nil || len(got.Meta.Members) != 2) {
+				t.Errorf("group metadata %+v", got.Meta)
+			}
+			got.Commit, got.Meta = nil, nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseTxnLogRecord(t *testing.T) {
+	key := (&kmsg.TxnMetadataKey{TransactionalID: "app-0_1"}).AppendTo(nil)
+	v := kmsg.NewTxnMetadataValue()
+	v.Version, v.ProducerID, v.ProducerEpoch, v.State, v.TimeoutMillis = 1, 7, 2, 1, 60000
+	v.Topics = []kmsg.TxnMetadataValueTopic{{Topic: "out", Partitions: []int32{0, 3}}}
+	v0 := v
+	v0.Version = 0
+	bad := v
+	bad.State = 9
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		err        error
+	}{
+		{"v0", key, v0.AppendTo(nil), nil},
+		{"v1 (flexible, tagged fields)", key, v.AppendTo(nil), nil},
+		{"tombstone", key, nil, nil},
+		{"v2", key, append([]byte{0, 2}, v.AppendTo(nil)[2:]...), audit.ErrCorrupt},
+		{"key v1", append([]byte{0, 1}, key[2:]...), nil, audit.ErrCorrupt},
+		{"short key", key[:1], nil, ErrTruncated},
+		{"value cut short", key, v.AppendTo(nil)[:12], audit.ErrCorrupt},
+		{"unknown state", key, bad.AppendTo(nil), audit.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseTxnLogRecord(tc.key, tc.value)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("error %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got.TransactionalID != "app-0_1" {
+				t.Fatalf("%+v, %v", got, err)
+			}
+			if tc.value != nil && (got.Value == nil || got.Value.ProducerID != 7 || !reflect.DeepEqual(got.Value.Topics[0].Partitions, []int32{0, 3})) {
+				t.Errorf("value %+v", got.Value)
+			}
+		})
+	}
+}
+
+// metaRecord frames a metadata record body: frame version 1, apiKey,
+// version.
+func metaRecord(key, version uint64, body ...byte) []byte {
+	b := binary.AppendUvarint(nil, 1)
+	b = binary.AppendUvarint(b, key)
+	b = binary.AppendUvarint(b, version)
+	return append(b, body...)
+}
+
+func compactStr(s string) []byte { return append(binary.AppendUvarint(nil, uint64(len(s)+1)), s...) }
+
+func TestParseMetadataRecord(t *testing.T) {
+	id := make([]byte, 16)
+	id[15] = 1
+	cat := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	i32 := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+	arr := func(vs ...int32) []byte {
+		b := binary.AppendUvarint(nil, uint64(len(vs)+1))
+		for _, v := range vs {
+			b = append(b, i32(v)...)
+		}
+		return b
+	}
+	partition := func(version uint64) []byte {
+		body := cat(i32(1), id, arr(1, 2, 3), arr(1, 2), arr(), arr(), i32(2), i32(5), i32(9))
+		if version >= 1 {
+			body = append(body, arr()...) // no directories
+		}
+		return metaRecord(3, version, append(body, 0)...)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want MetadataRecord
+		err  error
+	}{
+		{"topic", metaRecord(2, 0, cat(compactStr("orders"), id, []byte{0})...), MetadataRecord{APIKey: 2, TopicID: "00000000000000000000000000000001", Name: "orders", Partition: -1, Leader: -2, LeaderEpoch: -1}, nil},
+		{"partition v0", partition(0), MetadataRecord{APIKey: 3, TopicID: "00000000000000000000000000000001", Partition: 1, Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5}, nil},
+		{"partition v1", partition(1), MetadataRecord{APIKey: 3, Version: 1, TopicID: "00000000000000000000000000000001", Partition: 1, Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5}, nil},
+		{"partition v2", partition(2), MetadataRecord{APIKey: 3, Version: 2, TopicID: "00000000000000000000000000000001", Partition: 1, Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5}, nil},
+		{"partition change: leader", metaRecord(5, 0, cat(i32(0), id, []byte{1, 1, 4}, i32(3))...), MetadataRecord{APIKey: 5, TopicID: "00000000000000000000000000000001", Partition: 0, Leader: 3, LeaderEpoch: -1}, nil},
+		{"config", metaRecord(4, 0, cat([]byte{2}, compactStr("orders"), compactStr("retention.ms"), compactStr("1000"), []byte{0})...), MetadataRecord{APIKey: 4, Partition: -1, Leader: -2, LeaderEpoch: -1, ResourceType: 2, ResourceName: "orders", ConfigName: "retention.ms", ConfigValue: new("1000")}, nil},
+		{"config deleted", metaRecord(4, 0, cat([]byte{2}, compactStr("orders"), compactStr("retention.ms"), []byte{0}, []byte{0})...), MetadataRecord{APIKey: 4, Partition: -1, Leader: -2, LeaderEpoch: -1, ResourceType: 2, ResourceName: "orders", ConfigName: "retention.ms"}, nil},
+		{"remove topic", metaRecord(9, 0, cat(id, []byte{0})...), MetadataRecord{APIKey: 9, TopicID: "00000000000000000000000000000001", Partition: -1, Leader: -2, LeaderEpoch: -1}, nil},
+		{"other type", metaRecord(12, 3, 1, 2, 3), MetadataRecord{APIKey: 12, Version: 3, Partition: -1, Leader: -2, LeaderEpoch: -1}, nil},
+		{"frame version 2", append([]byte{2}, metaRecord(9, 0, cat(id, []byte{0})...)[1:]...), MetadataRecord{}, audit.ErrCorrupt},
+		{"partition v3", metaRecord(3, 3), MetadataRecord{}, audit.ErrNotSupported},
+		{"cut short", partition(1)[:20], MetadataRecord{}, ErrTruncated},
+		{"trailing bytes", append(metaRecord(9, 0, cat(id, []byte{0})...), 7), MetadataRecord{}, audit.ErrCorrupt},
+		{"empty", nil, MetadataRecord{}, audit.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseMetadataRecord(tc.b)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("error %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// realInternalRecords returns the key and value of every record of the
+// real fixtures' internal topic, as fuzz seeds.
+func realInternalRecords(f *testing.F, topic string) [][2][]byte {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "real", "kafka-*-logdir"))
+	var out [][2][]byte
+	for _, dir := range dirs {
+		d, err := OpenDirs(dir)
+		if err != nil {
+			f.Fatal(err)
+		}
+		n, err := d.Partitions(f.Context(), topic)
+		if err != nil {
+			continue
+		}
+		for p := range n {
+			for rec, err := range d.Records(f.Context(), audit.TopicPartition{Topic: topic, Partition: p}, 0, 1<<62) {
+				if err != nil {
+					f.Fatal(err)
+				}
+				if !rec.Batch.Control {
+					out = append(out, [2][]byte{rec.Key, rec.Value})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// FuzzParseOffsetsRecord: no panic, and a commit or group value that
+// decodes re-encodes to the same value.
+func FuzzParseOffsetsRecord(f *testing.F) {
+	for _, kv := range realInternalRecords(f, ConsumerOffsetsTopic) {
+		f.Add(kv[0], kv[1])
+	}
+	f.Add(offsetKey(0, "g", "t", 0), offsetValue(1, 1, "m"))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		r, err := ParseOffsetsRecord(key, value)
+		if err != nil {
+			return
+		}
+		if r.Commit != nil {
+			var again kmsg.OffsetCommitValue
+			if err := again.ReadFrom(r.Commit.AppendTo(nil)); err != nil || again.Offset != r.Commit.Offset || again.Metadata != r.Commit.Metadata {
+				t.Fatalf("commit %+v re-encodes to %+v, %v", r.Commit, again, err)
+			}
+		}
+		if r.Kind == OffsetsCommit && r.TP.Partition < 0 {
+			t.Fatalf("negative partition accepted: %+v", r)
+		}
+	})
+}
+
+// FuzzParseTxnLogRecord: no panic, and a decoded state is one Kafka has.
+func FuzzParseTxnLogRecord(f *testing.F) {
+	for _, kv := range realInternalRecords(f, TransactionStateTopic) {
+		f.Add(kv[0], kv[1])
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		r, err := ParseTxnLogRecord(key, value)
+		if err == nil && r.Value != nil && (r.Value.State < 0 || r.Value.State > 7) {
+			t.Fatalf("state %d accepted", r.Value.State)
+		}
+	})
+}
+
+// FuzzParseMetadataRecord: no panic, and what decodes decodes the same
+// way twice.
+func FuzzParseMetadataRecord(f *testing.F) {
+	for _, kv := range realInternalRecords(f, ClusterMetadataTopic) {
+		f.Add(kv[1])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseMetadataRecord(b)
+		if err != nil {
+			return
+		}
+		again, _ := ParseMetadataRecord(b)
+		if !reflect.DeepEqual(r, again) {
+			t.Fatalf("two decodes differ: %+v, %+v", r, again)
+		}
+	})
+}
