@@ -174,6 +174,12 @@ func TestRealLogDirAnswers(t *testing.T) {
 					t.Errorf("%s configs %v, want the overrides %v", ti.Name, ti.Configs, wantOverrides[ti.Name])
 				}
 			}
+			// the clock: when the broker stopped (gen sleeps 7 s after its
+			// last transaction, then the broker shuts down)
+			lastStart := slices.MaxFunc(live.Transactions, func(a, b audit.Transaction) int { return cmp.Compare(a.StartTimestamp, b.StartTimestamp) }).StartTimestamp
+			if now := d.Now().UnixMilli(); now < lastStart+7000 || now > lastStart+60000 {
+				t.Errorf("Now() = %v, %d ms after the last transaction started; want when the broker stopped, 7-60 s after", d.Now(), now-lastStart)
+			}
 			if m, err := d.Metadata(ctx); err != nil || m == nil || m.Snapshot == "" {
 				t.Errorf("Metadata: %+v, %v; want a replay from a snapshot", m, err)
 			}
