@@ -3,13 +3,16 @@ package segment
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/segment/segmenttest"
 )
 
 // TestCoordinatorPartition checks Kafka's hash against values Java
@@ -314,4 +317,27 @@ func FuzzParseMetadataRecord(f *testing.F) {
 			t.Fatalf("two decodes differ: %+v, %+v", r, again)
 		}
 	})
+}
+
+// TestUnknowns: a ZooKeeper-era dir says its configs were in ZooKeeper; a
+// KRaft dir says only static broker settings are unknown.
+func TestUnknowns(t *testing.T) {
+	root := t.TempDir()
+	writeLogDir(t, root, segmenttest.Fixture())
+	if err := os.WriteFile(filepath.Join(root, "meta.properties"), []byte("#\nversion=0\nbroker.id=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, root)
+	if u := d.Unknowns(t.Context()); len(u) != 1 || !strings.Contains(u[0], "ZooKeeper") || !strings.Contains(u[0], "config-risk checks did not run") {
+		t.Errorf("ZooKeeper-era dir: %q", u)
+	}
+	ts, err := d.Topics(t.Context())
+	if err != nil || len(ts) == 0 || ts[0].Configs != nil {
+		t.Errorf("ZooKeeper-era topics %+v, %v: want the dirs' topics with no configs", ts, err)
+	}
+	for _, dir := range realLogDirs(t) {
+		if u := mustOpen(t, dir).Unknowns(t.Context()); len(u) != 1 || !strings.Contains(u[0], "server.properties") {
+			t.Errorf("%s: %q", dir, u)
+		}
+	}
 }

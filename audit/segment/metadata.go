@@ -570,3 +570,38 @@ func (d *Dir) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 func internalTopic(name string) bool {
 	return name == ConsumerOffsetsTopic || name == TransactionStateTopic || strings.HasPrefix(name, ClusterMetadataTopic)
 }
+
+// Unknowns says what an audit of the dirs cannot know, for a report's
+// notes: configs that no log dir holds, and, without a KRaft metadata log
+// (ZooKeeper-era dirs), the configs and layout ZooKeeper held.
+func (d *Dir) Unknowns(ctx context.Context) []string {
+	m, err := d.Metadata(ctx)
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("topic configs and layout: the metadata log cannot be read (%v): configs are unknown and replication factors are the replicas found", err)}
+	case m == nil:
+		where := "no KRaft metadata log (__cluster_metadata-0) in the log dirs"
+		if d.zkEra() {
+			where = "ZooKeeper-era log dirs (meta.properties version 0): topic configs, replica assignments and the partition leaders were in ZooKeeper, not in the log dirs"
+		}
+		return []string{where + ": topic configs are unknown, so the config-risk checks did not run; replication factors are the replicas found in the dirs; partition counts are one more than the highest partition dir found"}
+	}
+	return []string{"topic configs from the KRaft metadata log: each topic's overrides and the cluster-wide dynamic defaults; a setting made only in a broker's server.properties is in no log dir and is not known"}
+}
+
+// zkEra reports whether a log dir's meta.properties is version 0 (a
+// ZooKeeper-mode broker's).
+func (d *Dir) zkEra() bool {
+	for _, root := range d.dirs {
+		b, err := os.ReadFile(filepath.Join(root, "meta.properties"))
+		if err != nil {
+			continue
+		}
+		for l := range strings.Lines(string(b)) {
+			if strings.TrimSpace(l) == "version=0" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -26,6 +26,7 @@ const maxPartitions = 1 << 20
 type openedSource struct {
 	audit.Source
 	problems []audit.Finding
+	notes    []string // what the source cannot know, for the report
 	close    func()
 }
 
@@ -94,7 +95,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 			}
 			problems = append(problems, div...)
 		}
-		return &openedSource{Source: d, problems: problems, close: func() {}}, nil
+		return &openedSource{Source: d, problems: problems, notes: d.Unknowns(ctx), close: func() {}}, nil
 	}
 	props, err := properties(o)
 	if err != nil {
