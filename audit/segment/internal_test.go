@@ -3,6 +3,8 @@ package segment
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -339,5 +341,108 @@ func TestUnknowns(t *testing.T) {
 		if u := mustOpen(t, dir).Unknowns(t.Context()); len(u) != 1 || !strings.Contains(u[0], "server.properties") {
 			t.Errorf("%s: %q", dir, u)
 		}
+	}
+}
+
+// internalLog builds records of one partition, one batch each, in order.
+type internalLog struct {
+	tp   audit.TopicPartition
+	recs []audit.Record
+}
+
+func (l *internalLog) add(key, value []byte, pid int64, txn bool) {
+	off := int64(len(l.recs))
+	b := audit.Batch{BaseOffset: off, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Compression: "none", MaxTimestamp: 1000 + off}
+	if pid >= 0 {
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Transactional = pid, 0, 0, txn
+	}
+	l.recs = append(l.recs, audit.Record{Topic: l.tp.Topic, Partition: l.tp.Partition, Offset: off, Key: key, Value: value, Timestamp: 1000 + off, Batch: b})
+}
+
+func (l *internalLog) marker(pid int64, typ audit.MarkerType) {
+	off := int64(len(l.recs))
+	b := audit.Batch{BaseOffset: off, ProducerID: pid, ProducerEpoch: 0, BaseSequence: -1, Transactional: true, Control: true, Compression: "none", MaxTimestamp: 1000 + off}
+	l.recs = append(l.recs, audit.Record{Topic: l.tp.Topic, Partition: l.tp.Partition, Offset: off, Timestamp: 1000 + off, Batch: b, Marker: &audit.Marker{Type: typ, CoordinatorEpoch: 0}})
+}
+
+// TestGroupReplay checks the coordinator's load rules on a synthetic
+// __consumer_offsets partition: a plain commit after a transactional one
+// that commits later wins (log position decides), an aborted commit never
+// counts, a tombstone inside a transaction drops that pending commit, a
+// commit whose transaction has no marker counts only when
+// __transaction_state says PrepareCommit, and other groups' records are
+// ignored.
+func TestGroupReplay(t *testing.T) {
+	const g = "app"
+	tp := func(p int32) audit.TopicPartition { return audit.TopicPartition{Topic: "in", Partition: p} }
+	co := &internalLog{tp: audit.TopicPartition{Topic: ConsumerOffsetsTopic, Partition: CoordinatorPartition(g, 1)}}
+	commit := func(p int32, off int64, pid int64) {
+		co.add(offsetKey(1, g, "in", p), offsetValue(3, off, fmt.Sprint(off)), pid, pid >= 0)
+	}
+	commit(0, 10, -1)                                                        // plain
+	commit(0, 20, 7)                                                         // txn 7 …
+	commit(0, 15, -1)                                                        // … a later plain commit
+	co.marker(7, audit.MarkerCommit)                                         // txn 7 commits: 15 stays (later record)
+	commit(1, 30, 8)                                                         // txn 8 …
+	co.marker(8, audit.MarkerAbort)                                          // … aborted
+	commit(2, 40, 9)                                                         // txn 9 …
+	co.add(offsetKey(1, g, "in", 2), nil, 9, true)                           // … drops it again
+	co.marker(9, audit.MarkerCommit)                                         //
+	commit(3, 50, 11)                                                        // txn 11, PrepareCommit in the txn log
+	commit(4, 60, 12)                                                        // txn 12, Ongoing
+	co.add(offsetKey(1, "other", "in", 5), offsetValue(3, 1, ""), -1, false) // another group
+	commit(6, 70, -1)                                                        //
+	co.add(offsetKey(1, g, "in", 6), nil, -1, false)                         // deleted
+	ts := &internalLog{tp: audit.TopicPartition{Topic: TransactionStateTopic, Partition: 0}}
+	txnValue := func(pid int64, state int8) []byte {
+		v := kmsg.NewTxnMetadataValue()
+		v.ProducerID, v.State = pid, kmsg.TransactionState(state)
+		return v.AppendTo(nil)
+	}
+	ts.add((&kmsg.TxnMetadataKey{TransactionalID: "app-0_0"}).AppendTo(nil), txnValue(11, 1), -1, false)
+	ts.add((&kmsg.TxnMetadataKey{TransactionalID: "app-0_0"}).AppendTo(nil), txnValue(11, 2), -1, false) // PrepareCommit
+	ts.add((&kmsg.TxnMetadataKey{TransactionalID: "app-0_1"}).AppendTo(nil), txnValue(12, 1), -1, false) // Ongoing
+	ts.add((&kmsg.TxnMetadataKey{TransactionalID: "gone"}).AppendTo(nil), txnValue(13, 4), -1, false)
+	ts.add((&kmsg.TxnMetadataKey{TransactionalID: "gone"}).AppendTo(nil), nil, -1, false) // expired
+	root := t.TempDir()
+	writeLogDir(t, root, append(co.recs, ts.recs...))
+	d := mustOpen(t, root)
+	gl, err := d.GroupLog(t.Context(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[audit.TopicPartition]int64{tp(0): 15, tp(3): 50}
+	if !maps.Equal(gl.Offsets, want) {
+		t.Errorf("offsets %v, want %v", gl.Offsets, want)
+	}
+	if gl.Metadata[tp(0)] != "15" {
+		t.Errorf("metadata %v", gl.Metadata)
+	}
+	wantPending := []PendingCommit{{TP: tp(3), Offset: 50, ProducerID: 11, At: 9, Committed: true}, {TP: tp(4), Offset: 60, ProducerID: 12, At: 10, Committed: false}}
+	if !reflect.DeepEqual(gl.Pending, wantPending) {
+		t.Errorf("pending %+v, want %+v", gl.Pending, wantPending)
+	}
+	txns, err := d.Transactions(t.Context(), "")
+	if err != nil || len(txns) != 2 || txns[0].State != "PrepareCommit" || txns[1].State != "Ongoing" {
+		t.Errorf("transactions %+v, %v; want app-0_0 PrepareCommit, app-0_1 Ongoing, the expired id gone", txns, err)
+	}
+	if _, err := d.GroupOffsets(t.Context(), "nobody"); !errors.Is(err, audit.ErrGroupNotFound) {
+		t.Errorf("GroupOffsets(nobody) = %v", err)
+	}
+	if o, err := d.GroupOffsets(t.Context(), "other"); err != nil || o.Offsets[tp(5)] != 1 {
+		t.Errorf("GroupOffsets(other) = %+v, %v", o, err)
+	}
+	// a group whose partition no dir holds: not supported (evidence
+	// missing), not "not found" (no cut)
+	root2 := t.TempDir()
+	one := &internalLog{tp: audit.TopicPartition{Topic: ConsumerOffsetsTopic, Partition: 1}}
+	one.add(offsetKey(1, "a", "in", 0), offsetValue(3, 1, ""), -1, false)
+	writeLogDir(t, root2, one.recs)
+	d2 := mustOpen(t, root2)
+	if o, err := d2.GroupOffsets(t.Context(), "a"); err != nil || o.Offsets[tp(0)] != 1 {
+		t.Errorf("GroupOffsets(a) = %+v, %v; want its offset from partition 1 of 2", o, err)
+	}
+	if _, err := d2.GroupOffsets(t.Context(), "b"); !errors.Is(err, audit.ErrNotSupported) || errors.Is(err, audit.ErrGroupNotFound) {
+		t.Errorf("GroupOffsets(b), in partition 0 that no dir holds = %v; want ErrNotSupported", err)
 	}
 }

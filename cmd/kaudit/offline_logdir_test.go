@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,7 @@ func TestOfflineLogDirAudit(t *testing.T) {
 				Summary struct {
 					Verdict string   `json:"verdict"`
 					Missing []string `json:"missing"`
+					Notes   []string `json:"notes"`
 				} `json:"summary"`
 				Findings []struct {
 					Cause string `json:"cause"`
@@ -52,6 +54,11 @@ func TestOfflineLogDirAudit(t *testing.T) {
 			}
 			if rep.Summary.Verdict != "clean" || len(rep.Summary.Missing) != 0 {
 				t.Errorf("verdict %s, missing %v; want clean with nothing missing", rep.Summary.Verdict, rep.Summary.Missing)
+			}
+			if !slices.ContainsFunc(rep.Summary.Notes, func(n string) bool {
+				return strings.Contains(n, "offset commit of gen.orders/0 to 8 by producer 3") && strings.Contains(n, "not counted")
+			}) {
+				t.Errorf("no note about the open transaction's offset commit: %q", rep.Summary.Notes)
 			}
 			cut := map[string]int64{}
 			for _, c := range rep.Cut {
