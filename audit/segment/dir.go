@@ -76,6 +76,7 @@ type replica struct {
 	logEnd   int64
 	epochs   []EpochEntry
 	topicID  string
+	broker   int32 // the node id of the log dir's meta.properties, or -1
 	err      error // set when the partition's files cannot be read
 
 	stateMu  sync.Mutex
@@ -137,6 +138,7 @@ func (d *Dir) openLogDir(root string) error {
 	if err != nil {
 		return err
 	}
+	broker := BrokerID(root)
 	for _, e := range entries {
 		m := partitionDirRe.FindStringSubmatch(e.Name())
 		if !e.IsDir() || m == nil {
@@ -152,7 +154,7 @@ func (d *Dir) openLogDir(root string) error {
 			continue
 		}
 		tp := audit.TopicPartition{Topic: m[1], Partition: int32(p)}
-		r := &replica{tp: tp, path: filepath.Join(root, e.Name())}
+		r := &replica{tp: tp, path: filepath.Join(root, e.Name()), broker: broker}
 		if err := r.open(d, logStarts, hws); err != nil {
 			r.err = err
 		}

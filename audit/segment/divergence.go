@@ -93,15 +93,16 @@ func compareReplicas(ctx context.Context, ref, other *replica) ([]audit.Finding,
 		span := fmt.Sprintf("offsets %d-%d (%d records)", cur.first.Offset, cur.last, cur.count)
 		switch cur.kind {
 		case onlyInRef:
-			f.Detail = fmt.Sprintf("replica %s lacks %s that replica %s holds", other.path, span, ref.path)
+			f.Detail = fmt.Sprintf("%s lacks %s that %s holds", other.label(), span, ref.label())
 		case onlyInOther:
-			f.Detail = fmt.Sprintf("replica %s lacks %s that replica %s holds", ref.path, span, other.path)
+			f.Detail = fmt.Sprintf("%s lacks %s that %s holds", ref.label(), span, other.label())
 		case different:
-			f.Detail = fmt.Sprintf("replicas %s and %s hold different records at %s", ref.path, other.path, span)
+			f.Detail = fmt.Sprintf("replicas %s and %s hold different records at %s", ref.short(), other.short(), span)
 		}
 		if hw := max(ref.hw, other.hw); cur.first.Offset >= hw {
 			f.Detail += fmt.Sprintf("; above the high watermark %d", hw)
 		}
+		f.Detail += fmt.Sprintf("; the audit reads %s (leader epoch %d, log end %d: the last leader's by the leader-epoch history)", ref.label(), ref.lastEpoch(), ref.logEnd)
 		out = append(out, f)
 		cur = nil
 	}
