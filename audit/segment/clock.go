@@ -11,8 +11,6 @@ import (
 
 var _ audit.Clock = (*Dir)(nil)
 
-var clocks sync.Map // *Dir → *clockCache
-
 type clockCache struct {
 	once sync.Once
 	t    time.Time
@@ -27,8 +25,7 @@ type clockCache struct {
 // An open transaction is then judged hanging by its age when the cluster
 // stopped, not by when the audit runs.
 func (d *Dir) Now() time.Time {
-	c, _ := clocks.LoadOrStore(d, &clockCache{})
-	cc := c.(*clockCache)
+	cc := &d.offline.clock
 	cc.once.Do(func() { cc.t = d.stopTime() })
 	return cc.t
 }

@@ -49,6 +49,8 @@ type Dir struct {
 
 	mu   sync.Mutex
 	torn map[string]TornTail
+
+	offline offlineState // what the internal topics say, replayed once (metadata.go, clock.go)
 }
 
 var (

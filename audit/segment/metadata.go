@@ -383,23 +383,36 @@ func (s *metadataState) result() *ClusterMetadata {
 
 var checkpointFileRe = regexp.MustCompile(`^([0-9]{20})-([0-9]{10})\.checkpoint$`)
 
-// metadataCache holds the replay, done once per Dir.
+// metadataCache holds the replay, done once per Dir (a cancelled replay
+// is not kept).
 type metadataCache struct {
-	once sync.Once
+	mu   sync.Mutex
+	done bool
 	m    *ClusterMetadata
 	err  error
 }
 
-var metadataCaches sync.Map // *Dir → *metadataCache
+// offlineState is what a Dir replays once from its internal topics.
+type offlineState struct {
+	meta  metadataCache
+	clock clockCache
+}
 
 // Metadata replays the KRaft metadata log of the dirs (the
 // __cluster_metadata-0 replica read first: latest epoch, longest log). It
 // returns nil and no error when no dir holds one (ZooKeeper-era log dirs,
 // or brokers whose metadata.log.dir is elsewhere).
 func (d *Dir) Metadata(ctx context.Context) (*ClusterMetadata, error) {
-	c, _ := metadataCaches.LoadOrStore(d, &metadataCache{})
-	mc := c.(*metadataCache)
-	mc.once.Do(func() { mc.m, mc.err = d.replayMetadata(ctx) })
+	mc := &d.offline.meta
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if !mc.done {
+		m, err := d.replayMetadata(ctx)
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
+		mc.m, mc.err, mc.done = m, err, true
+	}
 	return mc.m, mc.err
 }
 
