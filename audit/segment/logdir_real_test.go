@@ -33,6 +33,12 @@ type liveAnswers struct {
 	Topics       []audit.TopicInfo                 `json:"topics"`
 	Partitions   map[string]audit.PartitionOffsets `json:"partition_offsets"`
 	Pending      map[string]int64                  `json:"pending"`
+	Groups       map[string]struct {
+		State    string            `json:"state"`
+		Members  int               `json:"members"`
+		Offsets  map[string]int64  `json:"offsets"`
+		Metadata map[string]string `json:"metadata"`
+	} `json:"groups"`
 }
 
 func realLogDirs(t *testing.T) []string {
@@ -107,6 +113,25 @@ func TestRealLogDirAnswers(t *testing.T) {
 			if want := tpKeys(t, live.Pending); !maps.Equal(pending, want) {
 				t.Errorf("pending commits %v, want %v", pending, want)
 			}
+			// a GroupTransactSession's group (offsets committed in
+			// transactions by a member, as Streams does) and, on 4.x, a
+			// KIP-848 consumer group whose member was in it at the stop
+			if len(live.Groups) == 0 {
+				t.Error("live.json has no other groups (regenerate with gen.sh)")
+			}
+			for g, want := range live.Groups {
+				got, err := d.GroupOffsets(ctx, g)
+				if err != nil {
+					t.Errorf("GroupOffsets(%s): %v", g, err)
+					continue
+				}
+				if !maps.Equal(got.Offsets, tpKeys(t, want.Offsets)) || !maps.Equal(got.Metadata, tpKeys(t, want.Metadata)) {
+					t.Errorf("%s: offsets %v %q, the broker said %v %q", g, got.Offsets, got.Metadata, want.Offsets, want.Metadata)
+				}
+				if got.State != want.State || got.Members != want.Members {
+					t.Errorf("%s: state %s with %d members, the broker said %s with %d", g, got.State, got.Members, want.State, want.Members)
+				}
+			}
 			if _, err := d.GroupOffsets(ctx, "no-such-group"); !errors.Is(err, audit.ErrGroupNotFound) {
 				t.Errorf("GroupOffsets(no-such-group) = %v, want ErrGroupNotFound", err)
 			}
@@ -161,6 +186,7 @@ func TestRealLogDirAnswers(t *testing.T) {
 				"gen.orders":              {"cleanup.policy": "delete", "retention.ms": "172800000", "unclean.leader.election.enable": "true"},
 				"gen-app-store-changelog": {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.bytes": "1048576"},
 				"gen.out":                 {},
+				"gen.eos-out":             {},
 			}
 			if live.Version >= "4" {
 				// Kafka 4 writes min.insync.replicas as a cluster-wide

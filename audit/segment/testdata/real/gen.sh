@@ -83,6 +83,6 @@ mkdir -p "$OUT"
 cp -a "$W/data/." "$OUT/"
 rm -f "$OUT/.lock"
 # a deleted topic's dir awaiting removal holds 10 MiB preallocated indexes: its name is evidence enough
-for d in "$OUT"/*-delete; do [[ -d $d ]] && rm -f "$d"/*.index "$d"/*.timeindex; done
+find "$OUT" -path '*-delete/*' \( -name '*.index' -o -name '*.timeindex' \) -delete
 cp "$W/live.json" "$OUT/live.json"
 echo "gen.sh: wrote $OUT ($(du -sh "$OUT" | cut -f1))"

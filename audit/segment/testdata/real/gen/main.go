@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -29,8 +30,19 @@ const (
 	orders    = "gen.orders"
 	changelog = "gen-app-store-changelog"
 	out       = "gen.out"
+	eosOut    = "gen.eos-out"
 	doomed    = "gen.doomed"
+	eosGroup  = "gen-eos" // a GroupTransactSession: offsets committed in transactions by a member
+	nextGroup = "gen-848" // 4.x: a KIP-848 consumer group, its member still in it at the stop
 )
+
+// GroupLive is what the live broker said about one more group.
+type GroupLive struct {
+	State    string            `json:"state"`
+	Members  int               `json:"members"`
+	Offsets  map[string]int64  `json:"offsets"`
+	Metadata map[string]string `json:"metadata"`
+}
 
 func must(err error) {
 	if err != nil {
@@ -51,6 +63,7 @@ type Expected struct {
 	Offsets2     map[string]audit.PartitionOffsets `json:"partition_offsets"`
 	Pending      map[string]int64                  `json:"pending"` // offsets committed in the open transaction
 	Notes        []string                          `json:"notes"`
+	Groups       map[string]GroupLive              `json:"groups"`
 }
 
 var bs string
@@ -81,6 +94,8 @@ func main() {
 	_, err = adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": str("compact"), "min.compaction.lag.ms": str("0"), "segment.bytes": str("1048576")}, changelog)
 	must(err)
 	_, err = adm.CreateTopic(ctx, 1, 1, nil, out)
+	must(err)
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, eosOut)
 	must(err)
 	_, err = adm.CreateTopic(ctx, 1, 1, nil, doomed)
 	must(err)
@@ -144,6 +159,12 @@ func main() {
 	must(err)
 	must(dor.Error())
 
+	eos(ctx)
+	var next *kgo.Client
+	if strings.HasPrefix(*version, "4.") {
+		next = nextGen(ctx)
+	}
+
 	// transactional offset commits: one committed, one aborted, one left open
 	txn(ctx, group+"-0_0", map[int32]int64{1: 7}, true, "committed")
 	txn(ctx, group+"-0_1", map[int32]int64{0: 99}, false, "aborted")
@@ -162,6 +183,30 @@ func main() {
 	dg, err := adm.DescribeGroups(ctx, group)
 	must(err)
 	exp.GroupState = dg[group].State
+	exp.Groups = map[string]GroupLive{}
+	for _, g := range []string{eosGroup, nextGroup} {
+		if g == nextGroup && next == nil {
+			continue
+		}
+		gl := GroupLive{Offsets: map[string]int64{}, Metadata: map[string]string{}}
+		fo, err := adm.FetchOffsets(ctx, g)
+		must(err)
+		must(fo.Error())
+		fo.Each(func(o kadm.OffsetResponse) {
+			gl.Offsets[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.At
+			gl.Metadata[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.Metadata
+		})
+		if g == nextGroup {
+			cg, err := adm.DescribeConsumerGroups(ctx, g)
+			must(err)
+			gl.State, gl.Members = cg[g].State, len(cg[g].Members)
+		} else {
+			dg, err := adm.DescribeGroups(ctx, g)
+			must(err)
+			gl.State, gl.Members = dg[g].State, len(dg[g].Members)
+		}
+		exp.Groups[g] = gl
+	}
 	src, err := kafka.Open(ctx, kafka.Config{Bootstrap: []string{bs}, Timeout: 10 * time.Second})
 	must(err)
 	if _, err := src.GroupOffsets(ctx, group); err != nil {
@@ -169,7 +214,7 @@ func main() {
 	}
 	exp.Transactions, err = src.Transactions(ctx, "")
 	must(err)
-	tps := []audit.TopicPartition{{Topic: orders, Partition: 0}, {Topic: orders, Partition: 1}, {Topic: out, Partition: 0}, {Topic: changelog, Partition: 0}}
+	tps := []audit.TopicPartition{{Topic: orders, Partition: 0}, {Topic: orders, Partition: 1}, {Topic: out, Partition: 0}, {Topic: eosOut, Partition: 0}, {Topic: changelog, Partition: 0}}
 	prods, err := src.Producers(ctx, tps)
 	must(err)
 	for tp, ps := range prods {
@@ -191,7 +236,58 @@ func main() {
 	// let the metadata snapshot interval pass so the metadata log has a snapshot
 	time.Sleep(7 * time.Second)
 	_ = open // the open transaction stays open: the process exits without ending it
+	_ = next // and the KIP-848 member stays in its group
 	os.Exit(0)
+}
+
+// eos consumes gen.orders in group gen-eos with a GroupTransactSession
+// (offsets committed in each transaction by a member of the group, as
+// Kafka Streams does), copying to gen.eos-out: two committed transactions
+// and an aborted one, then it leaves.
+func eos(ctx context.Context) {
+	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bs), kgo.TransactionalID(eosGroup+"-0"), kgo.ConsumerGroup(eosGroup),
+		kgo.ConsumeTopics(orders), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(10*time.Minute), kgo.FetchMaxWait(200*time.Millisecond))
+	must(err)
+	consumed, rounds := 0, 0
+	for consumed < 18 && rounds < 100 { // gen.orders holds 10 + 8 records
+		rounds++
+		fs := s.PollRecords(ctx, 5)
+		must(fs.Err())
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		must(s.Begin())
+		var rs []*kgo.Record
+		fs.EachRecord(func(r *kgo.Record) {
+			rs = append(rs, &kgo.Record{Topic: eosOut, Partition: 0, Key: r.Key, Value: r.Value})
+		})
+		must(s.ProduceSync(ctx, rs...).FirstErr())
+		commit := kgo.TryCommit
+		if rounds == 2 {
+			commit = kgo.TryAbort // replayed from the last commit by the session
+		} else {
+			consumed += fs.NumRecords()
+		}
+		_, err := s.End(ctx, commit)
+		must(err)
+	}
+	s.Close()
+}
+
+// nextGen joins a KIP-848 consumer group (Kafka 4), commits, and stays.
+func nextGen(ctx context.Context) *kgo.Client {
+	c, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.ConsumerGroup(nextGroup), kgo.ConsumeTopics(orders), kgo.DisableAutoCommit(),
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+	must(err)
+	got := 0
+	for got < 2 {
+		fs := c.PollFetches(ctx)
+		must(fs.Err())
+		got += fs.NumRecords()
+	}
+	must(c.CommitUncommittedOffsets(ctx))
+	return c
 }
 
 // txn runs one transaction of id: a record to gen.out, the offsets of
