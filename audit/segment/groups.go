@@ -229,6 +229,9 @@ type GroupLog struct {
 func (d *Dir) GroupLog(ctx context.Context, group string) (GroupLog, error) {
 	gl := GroupLog{GroupOffsets: audit.GroupOffsets{Group: group, Offsets: map[audit.TopicPartition]int64{}, Metadata: map[audit.TopicPartition]string{}}, Partition: -1}
 	n, err := d.internalPartitions(ctx, ConsumerOffsetsTopic)
+	if errors.Is(err, errNeverCreated) {
+		return gl, fmt.Errorf("group offsets of %s from log dirs: %w: %w", group, err, audit.ErrGroupNotFound)
+	}
 	if err != nil {
 		return gl, fmt.Errorf("group offsets of %s from log dirs: %w", group, err)
 	}
@@ -363,18 +366,28 @@ func (d *Dir) GroupOffsets(ctx context.Context, group string) (audit.GroupOffset
 	return gl.GroupOffsets, nil
 }
 
+// errNeverCreated says the metadata log has no such internal topic: the
+// cluster never created it (no group committed, no transaction began).
+var errNeverCreated = errors.New("the metadata log has no such topic: the cluster never created it")
+
 // internalPartitions is the partition count of an internal topic: the
 // metadata log's when it holds the topic, else one more than the highest
-// partition dir found. It wraps audit.ErrNotSupported when neither knows.
+// partition dir found. It wraps errNeverCreated when the metadata log was
+// read and lacks the topic and no dir holds it, and audit.ErrNotSupported
+// when neither knows it.
 func (d *Dir) internalPartitions(ctx context.Context, topic string) (int32, error) {
-	if m, err := d.Metadata(ctx); err == nil && m != nil {
+	m, err := d.Metadata(ctx)
+	if err == nil && m != nil {
 		if t, ok := m.Topic(topic); ok && t.Partitions > 0 {
 			return t.Partitions, nil
 		}
 	}
-	n, err := d.Partitions(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("no %s partition in the log dirs and no metadata log naming its partition count: %w", topic, audit.ErrNotSupported)
+	n, perr := d.Partitions(ctx, topic)
+	switch {
+	case perr == nil:
+		return n, nil
+	case err == nil && m != nil:
+		return 0, fmt.Errorf("%s: %w", topic, errNeverCreated)
 	}
-	return n, nil
+	return 0, fmt.Errorf("no %s partition in the log dirs and no metadata log naming its partition count: %w", topic, audit.ErrNotSupported)
 }

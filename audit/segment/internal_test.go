@@ -446,3 +446,73 @@ func TestGroupReplay(t *testing.T) {
 		t.Errorf("GroupOffsets(b), in partition 0 that no dir holds = %v; want ErrNotSupported", err)
 	}
 }
+
+// TestMetadataReplay replays a synthetic metadata log: a topic deleted
+// and created again under a new id keeps only the new one's partitions and
+// configs, a deleted config falls back to the cluster-wide dynamic
+// default, a partition change moves the replicas; a cluster whose metadata
+// log never created __consumer_offsets has no group (not missing
+// evidence), and no transactions.
+func TestMetadataReplay(t *testing.T) {
+	id := func(b byte) []byte { u := make([]byte, 16); u[15] = b; return u }
+	i32 := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+	arr := func(vs ...int32) []byte {
+		b := binary.AppendUvarint(nil, uint64(len(vs)+1))
+		for _, v := range vs {
+			b = append(b, i32(v)...)
+		}
+		return b
+	}
+	cat := func(parts ...[]byte) []byte {
+		var out []byte
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	topic := func(name string, u []byte) []byte { return metaRecord(2, 0, cat(compactStr(name), u, []byte{0})...) }
+	part := func(u []byte, p int32, replicas ...int32) []byte {
+		return metaRecord(3, 1, cat(i32(p), u, arr(replicas...), arr(replicas...), arr(), arr(), i32(replicas[0]), i32(0), i32(0), arr(), []byte{0})...)
+	}
+	config := func(typ byte, res, name string, value *string) []byte {
+		v := []byte{0}
+		if value != nil {
+			v = compactStr(*value)
+		}
+		return metaRecord(4, 0, cat([]byte{typ}, compactStr(res), compactStr(name), v, []byte{0})...)
+	}
+	s := func(v string) *string { return &v }
+	ml := &internalLog{tp: audit.TopicPartition{Topic: ClusterMetadataTopic, Partition: 0}}
+	for _, v := range [][]byte{
+		topic("orders", id(1)), part(id(1), 0, 1, 2, 3), part(id(1), 1, 2, 3, 1),
+		config(2, "orders", "cleanup.policy", s("compact")),
+		metaRecord(9, 0, cat(id(1), []byte{0})...), // deleted
+		topic("orders", id(2)), part(id(2), 0, 1, 2),
+		config(2, "orders", "retention.ms", s("1000")),
+		config(2, "orders", "retention.ms", nil), // deleted: the default stands
+		config(4, "", "log.retention.ms", s("5000")),
+		config(4, "", "min.insync.replicas", s("2")),
+		config(4, "1", "min.insync.replicas", s("1")),                           // one broker's: not a cluster default
+		metaRecord(5, 0, cat(i32(0), id(2), []byte{1, 2, 13}, arr(1, 2, 3))...), // partition change: 3 replicas
+		metaRecord(12, 0, 0),                                                    // a no-op record
+	} {
+		ml.add(nil, v, -1, false)
+	}
+	root := t.TempDir()
+	writeLogDir(t, root, ml.recs)
+	d := mustOpen(t, root)
+	ts, err := d.Topics(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []audit.TopicInfo{{Name: "orders", Partitions: 1, ReplicationFactor: 3, Configs: map[string]string{"retention.ms": "5000", "min.insync.replicas": "2"}}}
+	if !reflect.DeepEqual(ts, want) {
+		t.Errorf("topics %+v, want %+v", ts, want)
+	}
+	if _, err := d.GroupOffsets(t.Context(), "app"); !errors.Is(err, audit.ErrGroupNotFound) {
+		t.Errorf("GroupOffsets with no __consumer_offsets ever = %v, want ErrGroupNotFound", err)
+	}
+	if txns, err := d.Transactions(t.Context(), ""); err != nil || len(txns) != 0 {
+		t.Errorf("Transactions with no __transaction_state ever = %+v, %v", txns, err)
+	}
+}

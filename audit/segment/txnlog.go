@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,6 +58,9 @@ func ParseTxnLogRecord(key, value []byte) (TxnLogRecord, error) {
 // ids are unknown).
 func (d *Dir) TxnStates(ctx context.Context) (map[string]*kmsg.TxnMetadataValue, []int32, error) {
 	n, err := d.internalPartitions(ctx, TransactionStateTopic)
+	if errors.Is(err, errNeverCreated) {
+		return map[string]*kmsg.TxnMetadataValue{}, nil, nil // no transaction ever began
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("transactions from log dirs: %w", err)
 	}
