@@ -77,3 +77,75 @@ func TestUncleanElectionReplicas(t *testing.T) {
 		t.Error("BrokerID of a dir without meta.properties")
 	}
 }
+
+// TestRealReplicas reads two copies of a real broker's log dir as two
+// brokers: broker 2's gen.orders-0 lost its last batch (a follower that had
+// not fetched it). Every answer still comes from the dirs (the internal
+// topics are held twice), and the divergence names broker 2 and the
+// offsets it lacks.
+func TestRealReplicas(t *testing.T) {
+	src := filepath.Join("testdata", "real", "kafka-4.1.1-logdir")
+	b1, b2 := filepath.Join(t.TempDir(), "n1"), filepath.Join(t.TempDir(), "n2")
+	for _, dst := range []string{b1, b2} {
+		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta, err := os.ReadFile(filepath.Join(b2, "meta.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeMeta(t, b2, strings.Replace(string(meta), "node.id=1", "node.id=2", 1))
+	// cut broker 2's gen.orders-0 before its last batch
+	seg := filepath.Join(b2, "gen.orders-0", "00000000000000000000.log")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := audit.TopicPartition{Topic: "gen.orders", Partition: 0}
+	last, lastBase := 0, int64(0)
+	for pos := 0; pos < len(b); {
+		h, _, n, err := DecodeBatch(b[pos:], tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, lastBase = pos, h.BaseOffset
+		pos += n
+	}
+	if err := os.WriteFile(seg, b[:last], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// its checkpoints say what it had: the HW it acknowledged is its end
+	cp := filepath.Join(b2, ReplicationCheckpoint)
+	cb, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, []byte(strings.Replace(string(cb), "gen.orders 0 10", fmt.Sprintf("gen.orders 0 %d", lastBase), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, b2, b1)
+	ctx := t.Context()
+	if got := d.Replicas(tp); len(got) != 2 || !strings.HasPrefix(got[0], b1) {
+		t.Fatalf("replicas %v, want broker 1's (the longer log at the same epoch) first", got)
+	}
+	fs, err := d.Divergence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 1 || fs[0].Topic != tp.Topic || fs[0].Partition != 0 || fs[0].Offset != lastBase || fs[0].Cause != audit.CauseTruncated {
+		t.Fatalf("divergence %+v, want one truncated finding on gen.orders/0 at %d", fs, lastBase)
+	}
+	if want := "(broker 2) lacks offsets " + fmt.Sprint(lastBase); !strings.Contains(fs[0].Detail, want) || !strings.Contains(fs[0].Detail, "(broker 1) holds") {
+		t.Errorf("detail %q, want %q and broker 1", fs[0].Detail, want)
+	}
+	if g, err := d.GroupOffsets(ctx, "gen-app"); err != nil || g.Offsets[tp] != 6 {
+		t.Errorf("GroupOffsets over two brokers' dirs = %+v, %v", g, err)
+	}
+	if txns, err := d.Transactions(ctx, "gen-app-"); err != nil || len(txns) != 3 {
+		t.Errorf("Transactions over two brokers' dirs = %+v, %v", txns, err)
+	}
+	if ts, err := d.Topics(ctx); err != nil || len(ts) != 4 {
+		t.Errorf("Topics over two brokers' dirs = %+v, %v", ts, err)
+	}
+}
