@@ -149,3 +149,32 @@ func TestRealReplicas(t *testing.T) {
 		t.Errorf("Topics over two brokers' dirs = %+v, %v", ts, err)
 	}
 }
+
+// TestRealTornOffsetsTail: a broker killed mid-write leaves half a batch
+// at the end of __consumer_offsets-0. The group's offsets are those before
+// it, and the torn tail is listed (kaudit reports it as unreadable).
+func TestRealTornOffsetsTail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "real", "kafka-3.6.2-logdir"))); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "__consumer_offsets-0", "00000000000000000000.log")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(b)
+	// the first 40 bytes of the partition's first batch, again, at the end
+	if err := os.WriteFile(seg, append(b, b[:40]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, dir)
+	tt := d.TornTails()
+	if len(tt) != 1 || tt[0].File != seg || tt[0].Pos != int64(size) || tt[0].Bytes != 40 {
+		t.Fatalf("torn tails %+v, want 40 bytes at %d of %s", tt, size, seg)
+	}
+	g, err := d.GroupOffsets(t.Context(), "gen-app")
+	if err != nil || g.Offsets[audit.TopicPartition{Topic: "gen.orders", Partition: 0}] != 6 || g.Offsets[audit.TopicPartition{Topic: "gen.orders", Partition: 1}] != 7 {
+		t.Errorf("GroupOffsets before the torn tail = %+v, %v", g, err)
+	}
+}
