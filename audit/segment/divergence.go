@@ -18,10 +18,16 @@ import (
 // offset, gives one truncated finding per contiguous run of offsets, with
 // the replicas named in the detail. A replica whose files cannot be read
 // gives an unreadable finding.
+//
+// Internal topics are not compared: a broker's copy of the KRaft metadata
+// log trails the controller's by design (it is a Raft log its observers
+// fetch), and the coordinators' topics hold no app record, only the state
+// the audit reads from the replica read first (the leader's), as the
+// coordinator loads it on restart.
 func (d *Dir) Divergence(ctx context.Context) ([]audit.Finding, error) {
 	tps := make([]audit.TopicPartition, 0, len(d.replicas))
 	for tp, rs := range d.replicas {
-		if len(rs) > 1 {
+		if len(rs) > 1 && !internalTopic(tp.Topic) {
 			tps = append(tps, tp)
 		}
 	}

@@ -148,6 +148,27 @@ func TestRealReplicas(t *testing.T) {
 	if ts, err := d.Topics(ctx); err != nil || len(ts) != 4 {
 		t.Errorf("Topics over two brokers' dirs = %+v, %v", ts, err)
 	}
+	// a broker's metadata log trailing the controller's is no divergence
+	mseg := filepath.Join(b2, "__cluster_metadata-0", "00000000000000000000.log")
+	mb, err := os.ReadFile(mseg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlast := 0
+	for pos := 0; pos < len(mb); {
+		_, _, n, err := DecodeBatch(mb[pos:], audit.TopicPartition{Topic: ClusterMetadataTopic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mlast = pos
+		pos += n
+	}
+	if err := os.WriteFile(mseg, mb[:mlast], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := mustOpen(t, b2, b1).Divergence(ctx); err != nil || len(fs) != 1 {
+		t.Errorf("divergence with broker 2's metadata log one batch behind: %+v, %v; want only gen.orders/0's", fs, err)
+	}
 }
 
 // TestRealTornOffsetsTail: a broker killed mid-write leaves half a batch
