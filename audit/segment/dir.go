@@ -447,6 +447,9 @@ func (d *Dir) LeaderEpochs(tp audit.TopicPartition) ([]EpochEntry, error) {
 func (d *Dir) primary(tp audit.TopicPartition) (*replica, error) {
 	rs := d.replicas[tp]
 	if len(rs) == 0 {
+		if err := d.placedElsewhere(tp); err != nil {
+			return nil, err
+		}
 		if _, ok := d.topics[tp.Topic]; !ok {
 			return nil, fmt.Errorf("read %s: %w: %w", tp, audit.ErrPartitionNotFound, audit.ErrTopicNotFound)
 		}

@@ -618,3 +618,22 @@ func (d *Dir) zkEra() bool {
 	}
 	return false
 }
+
+// placedElsewhere explains a partition no dir holds when the metadata log
+// (if already replayed) lists it: the topic exists, its replicas are on
+// brokers whose log dirs were not given. It returns nil otherwise.
+func (d *Dir) placedElsewhere(tp audit.TopicPartition) error {
+	mc := &d.offline.meta
+	if !mc.mu.TryLock() {
+		return nil // the replay itself is asking
+	}
+	defer mc.mu.Unlock()
+	if !mc.done || mc.m == nil {
+		return nil
+	}
+	t, ok := mc.m.Topic(tp.Topic)
+	if !ok || tp.Partition < 0 || tp.Partition >= t.Partitions {
+		return nil
+	}
+	return fmt.Errorf("read %s: in none of the log dirs; the metadata log places its replicas on brokers %v (add their log dirs): %w", tp, t.Replicas[tp.Partition], audit.ErrPartitionNotFound)
+}

@@ -1,9 +1,11 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,5 +199,27 @@ func TestRealTornOffsetsTail(t *testing.T) {
 	g, err := d.GroupOffsets(t.Context(), "gen-app")
 	if err != nil || g.Offsets[audit.TopicPartition{Topic: "gen.orders", Partition: 0}] != 6 || g.Offsets[audit.TopicPartition{Topic: "gen.orders", Partition: 1}] != 7 {
 		t.Errorf("GroupOffsets before the torn tail = %+v, %v", g, err)
+	}
+}
+
+// TestPartitionElsewhere: a partition the metadata log places on a broker
+// whose dir was not given is missing evidence naming that broker, not a
+// topic that does not exist.
+func TestPartitionElsewhere(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "real", "kafka-3.6.2-logdir"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "gen.out-0")); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, dir)
+	ts, err := d.Topics(t.Context())
+	if err != nil || !slices.ContainsFunc(ts, func(ti audit.TopicInfo) bool { return ti.Name == "gen.out" && ti.Partitions == 1 }) {
+		t.Fatalf("Topics = %+v, %v; want gen.out from the metadata log", ts, err)
+	}
+	_, err = d.Offsets(t.Context(), audit.TopicPartition{Topic: "gen.out", Partition: 0})
+	if !errors.Is(err, audit.ErrPartitionNotFound) || errors.Is(err, audit.ErrTopicNotFound) || !strings.Contains(err.Error(), "brokers [1]") {
+		t.Errorf("Offsets(gen.out/0) = %v; want partition not found, on broker 1", err)
 	}
 }
