@@ -461,9 +461,13 @@ func (d *Dir) primary(tp audit.TopicPartition) (*replica, error) {
 	return rs[0], nil
 }
 
-// Partitions returns the topic's partition count: one more than the highest
-// partition dir found.
+// Partitions returns the topic's partition count: the KRaft metadata
+// log's when it lists the topic (metadata.go), else one more than the
+// highest partition dir found.
 func (d *Dir) Partitions(ctx context.Context, topic string) (int32, error) {
+	if n, ok := d.metadataPartitions(ctx, topic); ok {
+		return n, nil
+	}
 	ps, ok := d.topics[topic]
 	if !ok {
 		return 0, fmt.Errorf("partitions of %s: %w", topic, audit.ErrTopicNotFound)

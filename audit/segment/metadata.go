@@ -637,3 +637,17 @@ func (d *Dir) placedElsewhere(tp audit.TopicPartition) error {
 	}
 	return fmt.Errorf("read %s: in none of the log dirs; the metadata log places its replicas on brokers %v (add their log dirs): %w", tp, t.Replicas[tp.Partition], audit.ErrPartitionNotFound)
 }
+
+// metadataPartitions is the topic's partition count in the metadata log,
+// when the dirs hold one that lists it.
+func (d *Dir) metadataPartitions(ctx context.Context, topic string) (int32, bool) {
+	m, err := d.Metadata(ctx)
+	if err != nil || m == nil {
+		return 0, false
+	}
+	t, ok := m.Topic(topic)
+	if !ok || t.Partitions <= 0 {
+		return 0, false
+	}
+	return t.Partitions, true
+}

@@ -218,6 +218,9 @@ func TestPartitionElsewhere(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(ts, func(ti audit.TopicInfo) bool { return ti.Name == "gen.out" && ti.Partitions == 1 }) {
 		t.Fatalf("Topics = %+v, %v; want gen.out from the metadata log", ts, err)
 	}
+	if n, err := d.Partitions(t.Context(), "gen.out"); err != nil || n != 1 {
+		t.Errorf("Partitions(gen.out) = %d, %v; want 1 from the metadata log", n, err)
+	}
 	_, err = d.Offsets(t.Context(), audit.TopicPartition{Topic: "gen.out", Partition: 0})
 	if !errors.Is(err, audit.ErrPartitionNotFound) || errors.Is(err, audit.ErrTopicNotFound) || !strings.Contains(err.Error(), "brokers [1]") {
 		t.Errorf("Offsets(gen.out/0) = %v; want partition not found, on broker 1", err)
