@@ -174,6 +174,12 @@ func readOffsetCheckpoint(path string) (map[audit.TopicPartition]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
+	if len(b) == 0 {
+		// Kafka creates its checkpoint files empty at startup and reads an
+		// empty one as no entries: a broker killed before its first flush
+		// leaves them so
+		return nil, nil
+	}
 	m, err := ParseOffsetCheckpoint(b)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -213,6 +219,9 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return fmt.Errorf("read leader epochs: %w", err)
+			}
+			if len(b) == 0 {
+				continue // created empty, never flushed: no entries (as Kafka reads it)
 			}
 			if r.epochs, err = ParseLeaderEpochCheckpoint(b); err != nil {
 				return fmt.Errorf("read %s: %w", path, err)

@@ -226,3 +226,76 @@ func TestPartitionElsewhere(t *testing.T) {
 		t.Errorf("Offsets(gen.out/0) = %v; want partition not found, on broker 1", err)
 	}
 }
+
+// TestRealUncleanElection reads the dirs a real unclean election left
+// (testdata/real/gen-unclean.sh, Kafka 3.6.2): broker 1 held offsets 5-8
+// alone when it was killed; broker 2, out of sync, was elected uncleanly at
+// a later epoch and wrote offsets 5-6 anew. The audit reads broker 2's log
+// (the leader-epoch history's last leader, although shorter), and the
+// divergence names both brokers: different records at 5-6, and 7-8 that
+// broker 2 lacks.
+func TestRealUncleanElection(t *testing.T) {
+	root := filepath.Join("testdata", "real", "kafka-3.6.2-unclean")
+	n1, n2, n100 := filepath.Join(root, "n1"), filepath.Join(root, "n2"), filepath.Join(root, "n100")
+	d := mustOpen(t, n1, n2, n100)
+	ctx := t.Context()
+	tp := audit.TopicPartition{Topic: "u.orders", Partition: 0}
+	if got := d.Replicas(tp); len(got) != 2 || !strings.HasPrefix(got[0], n2) {
+		t.Fatalf("replicas %v, want broker 2's first", got)
+	}
+	recs := collectAll(t, d, tp, 0, -1)
+	if len(recs) != 7 || string(recs[5].Value) != "wave 3 #0" {
+		t.Fatalf("read %d records, offset 5 %q; want broker 2's 7, offset 5 from wave 3", len(recs), recs[min(5, len(recs)-1)].Value)
+	}
+	fs, err := d.Divergence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 2 {
+		t.Fatalf("divergence %+v, want 2 findings", fs)
+	}
+	r1, r2 := filepath.Join(n1, "u.orders-0"), filepath.Join(n2, "u.orders-0")
+	want := []struct {
+		offset, count int64
+		detail        string
+	}{
+		{5, 2, "replicas " + r2 + " (broker 2) and " + r1 + " (broker 1) hold different records at offsets 5-6"},
+		{7, 2, "replica " + r2 + " (broker 2) lacks offsets 7-8 (2 records) that replica " + r1 + " (broker 1) holds"},
+	}
+	for i, w := range want {
+		f := fs[i]
+		if f.Cause != audit.CauseTruncated || f.Topic != tp.Topic || f.Offset != w.offset || f.Count != w.count || !strings.Contains(f.Detail, w.detail) {
+			t.Errorf("finding %d: %+v; want truncated at %d (%d) %q", i, f, w.offset, w.count, w.detail)
+		}
+		if !strings.Contains(f.Detail, "the audit reads replica "+r2+" (broker 2) (leader epoch 3") {
+			t.Errorf("finding %d does not say the audit reads broker 2's replica: %q", i, f.Detail)
+		}
+	}
+	ts, err := d.Topics(ctx)
+	if err != nil || len(ts) != 1 || ts[0].ReplicationFactor != 2 || ts[0].Configs["unclean.leader.election.enable"] != "false" {
+		t.Errorf("topics %+v, %v; want u.orders with RF 2 and its overrides from the controller's metadata log", ts, err)
+	}
+	if _, err := d.GroupOffsets(ctx, "any"); !errors.Is(err, audit.ErrGroupNotFound) {
+		t.Errorf("GroupOffsets on a cluster that never had a group = %v", err)
+	}
+}
+
+// TestEmptyCheckpoints: Kafka creates its checkpoint files empty and a
+// broker killed before its first flush leaves them so; they read as no
+// entries, as Kafka reads them.
+func TestEmptyCheckpoints(t *testing.T) {
+	root := t.TempDir()
+	writeLogDir(t, root, segmenttest.Fixture())
+	for _, p := range []string{LogStartCheckpoint, ReplicationCheckpoint, filepath.Join(tp0.Topic+"-0", LeaderEpochCheckpoint)} {
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := mustOpen(t, root)
+	if p := d.Problems(); len(p) != 0 {
+		t.Errorf("problems %+v", p)
+	}
+	if e, err := d.LeaderEpochs(tp0); err != nil || len(e) != 0 {
+		t.Errorf("leader epochs %+v, %v", e, err)
+	}
+}
