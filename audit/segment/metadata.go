@@ -599,7 +599,38 @@ func (d *Dir) Unknowns(ctx context.Context) []string {
 		}
 		return []string{where + ": topic configs are unknown, so the config-risk checks did not run; replication factors are the replicas found in the dirs; partition counts are one more than the highest partition dir found"}
 	}
-	return []string{"topic configs from the KRaft metadata log: each topic's overrides and the cluster-wide dynamic defaults; a setting made only in a broker's server.properties is in no log dir and is not known"}
+	return append([]string{"topic configs from the KRaft metadata log: each topic's overrides and the cluster-wide dynamic defaults; a setting made only in a broker's server.properties is in no log dir and is not known"}, d.staleHWs()...)
+}
+
+// CleanShutdownFile is the marker a broker leaves in a log dir it shut
+// down cleanly.
+const CleanShutdownFile = ".kafka_cleanshutdown"
+
+// staleHWs says, for each log dir a broker did not shut down cleanly, on
+// how many partitions read from it the checkpointed high watermark is
+// below the log end: the checkpoint is flushed every
+// replica.high.watermark.checkpoint.interval.ms (5 s by default), so the
+// records written since are read as above the HW.
+func (d *Dir) staleHWs() []string {
+	var out []string
+	for _, root := range d.dirs {
+		if _, err := os.Stat(filepath.Join(root, CleanShutdownFile)); err == nil {
+			continue
+		}
+		parts, recs := 0, int64(0)
+		for _, rs := range d.replicas {
+			r := rs[0]
+			if r.err != nil || filepath.Dir(r.path) != filepath.Clean(root) || r.hw >= r.logEnd {
+				continue
+			}
+			parts++
+			recs += r.logEnd - r.hw
+		}
+		if parts > 0 {
+			out = append(out, fmt.Sprintf("log dir %s was not shut down cleanly (no %s): on %d partitions read from it, %d offsets lie between the high watermark of its last checkpoint and the log end; they are read as above the high watermark, though the broker may have acknowledged them after that checkpoint", root, CleanShutdownFile, parts, recs))
+		}
+	}
+	return out
 }
 
 // zkEra reports whether a log dir's meta.properties is version 0 (a

@@ -278,6 +278,14 @@ func TestRealUncleanElection(t *testing.T) {
 	if _, err := d.GroupOffsets(ctx, "any"); !errors.Is(err, audit.ErrGroupNotFound) {
 		t.Errorf("GroupOffsets on a cluster that never had a group = %v", err)
 	}
+	// broker 1, killed, alone: its checkpointed HW (5) trails its log (9)
+	u := mustOpen(t, n1).Unknowns(ctx)
+	if len(u) != 2 || !strings.Contains(u[1], "log dir "+n1+" was not shut down cleanly") || !strings.Contains(u[1], "on 1 partitions read from it, 4 offsets") {
+		t.Errorf("unknowns of the killed broker's dir: %q", u)
+	}
+	if u := d.Unknowns(ctx); len(u) != 1 {
+		t.Errorf("unknowns with broker 2's log read: %q", u)
+	}
 }
 
 // TestEmptyCheckpoints: Kafka creates its checkpoint files empty and a
