@@ -35,9 +35,10 @@ var (
 )
 
 // Dir is one or several brokers' log dirs read offline. It serves
-// audit.Source: records, offsets and topics come from the partition dirs;
-// group offsets, transactions and producers are not in log dirs and return
-// errors wrapping audit.ErrNotSupported. When several dirs hold the same
+// audit.Source: records and offsets come from the partition dirs, topics
+// and configs from the KRaft metadata log (metadata.go), group offsets from
+// __consumer_offsets (groups.go), transactions from __transaction_state
+// (txnlog.go). When several dirs hold the same
 // partition (one per broker), the replica with the latest leader epoch and
 // then the longest log is read, and Divergence compares the others with it.
 type Dir struct {
@@ -48,6 +49,8 @@ type Dir struct {
 
 	mu   sync.Mutex
 	torn map[string]TornTail
+
+	offline offlineState // what the internal topics say, replayed once (metadata.go, clock.go)
 }
 
 var (
@@ -75,6 +78,7 @@ type replica struct {
 	logEnd   int64
 	epochs   []EpochEntry
 	topicID  string
+	broker   int32 // the node id of the log dir's meta.properties, or -1
 	err      error // set when the partition's files cannot be read
 
 	stateMu  sync.Mutex
@@ -136,6 +140,7 @@ func (d *Dir) openLogDir(root string) error {
 	if err != nil {
 		return err
 	}
+	broker := BrokerID(root)
 	for _, e := range entries {
 		m := partitionDirRe.FindStringSubmatch(e.Name())
 		if !e.IsDir() || m == nil {
@@ -151,7 +156,7 @@ func (d *Dir) openLogDir(root string) error {
 			continue
 		}
 		tp := audit.TopicPartition{Topic: m[1], Partition: int32(p)}
-		r := &replica{tp: tp, path: filepath.Join(root, e.Name())}
+		r := &replica{tp: tp, path: filepath.Join(root, e.Name()), broker: broker}
 		if err := r.open(d, logStarts, hws); err != nil {
 			r.err = err
 		}
@@ -168,6 +173,12 @@ func readOffsetCheckpoint(path string) (map[audit.TopicPartition]int64, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	if len(b) == 0 {
+		// Kafka creates its checkpoint files empty at startup and reads an
+		// empty one as no entries: a broker killed before its first flush
+		// leaves them so
+		return nil, nil
 	}
 	m, err := ParseOffsetCheckpoint(b)
 	if err != nil {
@@ -208,6 +219,9 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return fmt.Errorf("read leader epochs: %w", err)
+			}
+			if len(b) == 0 {
+				continue // created empty, never flushed: no entries (as Kafka reads it)
 			}
 			if r.epochs, err = ParseLeaderEpochCheckpoint(b); err != nil {
 				return fmt.Errorf("read %s: %w", path, err)
@@ -442,6 +456,9 @@ func (d *Dir) LeaderEpochs(tp audit.TopicPartition) ([]EpochEntry, error) {
 func (d *Dir) primary(tp audit.TopicPartition) (*replica, error) {
 	rs := d.replicas[tp]
 	if len(rs) == 0 {
+		if err := d.placedElsewhere(tp); err != nil {
+			return nil, err
+		}
 		if _, ok := d.topics[tp.Topic]; !ok {
 			return nil, fmt.Errorf("read %s: %w: %w", tp, audit.ErrPartitionNotFound, audit.ErrTopicNotFound)
 		}
@@ -453,9 +470,13 @@ func (d *Dir) primary(tp audit.TopicPartition) (*replica, error) {
 	return rs[0], nil
 }
 
-// Partitions returns the topic's partition count: one more than the highest
-// partition dir found.
+// Partitions returns the topic's partition count: the KRaft metadata
+// log's when it lists the topic (metadata.go), else one more than the
+// highest partition dir found.
 func (d *Dir) Partitions(ctx context.Context, topic string) (int32, error) {
+	if n, ok := d.metadataPartitions(ctx, topic); ok {
+		return n, nil
+	}
 	ps, ok := d.topics[topic]
 	if !ok {
 		return 0, fmt.Errorf("partitions of %s: %w", topic, audit.ErrTopicNotFound)
@@ -600,38 +621,6 @@ func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from
 		}
 	}
 	return true
-}
-
-// Topics lists the topics found in the log dirs. Configs are unknown: log
-// dirs do not hold them. ReplicationFactor is the most replicas found for
-// one partition.
-func (d *Dir) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
-	var out []audit.TopicInfo
-	for name, ps := range d.topics {
-		ti := audit.TopicInfo{Name: name, Partitions: ps[len(ps)-1] + 1}
-		for _, p := range ps {
-			ti.ReplicationFactor = max(ti.ReplicationFactor, int16(len(d.replicas[audit.TopicPartition{Topic: name, Partition: p}])))
-		}
-		out = append(out, ti)
-	}
-	slices.SortFunc(out, func(a, b audit.TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-// GroupOffsets is not in log dirs.
-func (d *Dir) GroupOffsets(ctx context.Context, group string) (audit.GroupOffsets, error) {
-	return audit.GroupOffsets{}, fmt.Errorf("group offsets of %s from log dirs: %w", group, audit.ErrNotSupported)
-}
-
-// Transactions is not in log dirs.
-func (d *Dir) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
-	return nil, fmt.Errorf("transactions from log dirs: %w", audit.ErrNotSupported)
-}
-
-// Producers is not answered from log dirs: producer .snapshot files are
-// only as recent as their offset (see ProducerSnapshot).
-func (d *Dir) Producers(ctx context.Context, tps []audit.TopicPartition) (map[audit.TopicPartition][]audit.Producer, error) {
-	return nil, fmt.Errorf("producers from log dirs: %w", audit.ErrNotSupported)
 }
 
 // Describe names the log dirs.

@@ -18,10 +18,16 @@ import (
 // offset, gives one truncated finding per contiguous run of offsets, with
 // the replicas named in the detail. A replica whose files cannot be read
 // gives an unreadable finding.
+//
+// Internal topics are not compared: a broker's copy of the KRaft metadata
+// log trails the controller's by design (it is a Raft log its observers
+// fetch), and the coordinators' topics hold no app record, only the state
+// the audit reads from the replica read first (the leader's), as the
+// coordinator loads it on restart.
 func (d *Dir) Divergence(ctx context.Context) ([]audit.Finding, error) {
 	tps := make([]audit.TopicPartition, 0, len(d.replicas))
 	for tp, rs := range d.replicas {
-		if len(rs) > 1 {
+		if len(rs) > 1 && !internalTopic(tp.Topic) {
 			tps = append(tps, tp)
 		}
 	}
@@ -93,15 +99,16 @@ func compareReplicas(ctx context.Context, ref, other *replica) ([]audit.Finding,
 		span := fmt.Sprintf("offsets %d-%d (%d records)", cur.first.Offset, cur.last, cur.count)
 		switch cur.kind {
 		case onlyInRef:
-			f.Detail = fmt.Sprintf("replica %s lacks %s that replica %s holds", other.path, span, ref.path)
+			f.Detail = fmt.Sprintf("%s lacks %s that %s holds", other.label(), span, ref.label())
 		case onlyInOther:
-			f.Detail = fmt.Sprintf("replica %s lacks %s that replica %s holds", ref.path, span, other.path)
+			f.Detail = fmt.Sprintf("%s lacks %s that %s holds", ref.label(), span, other.label())
 		case different:
-			f.Detail = fmt.Sprintf("replicas %s and %s hold different records at %s", ref.path, other.path, span)
+			f.Detail = fmt.Sprintf("replicas %s and %s hold different records at %s", ref.short(), other.short(), span)
 		}
 		if hw := max(ref.hw, other.hw); cur.first.Offset >= hw {
 			f.Detail += fmt.Sprintf("; above the high watermark %d", hw)
 		}
+		f.Detail += fmt.Sprintf("; the audit reads %s (leader epoch %d, log end %d: the last leader's by the leader-epoch history)", ref.label(), ref.lastEpoch(), ref.logEnd)
 		out = append(out, f)
 		cur = nil
 	}

@@ -334,6 +334,8 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		rep.Summary.Notes = append(rep.Summary.Notes, u)
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, pl.warnings...)
+	rep.Summary.Notes = append(rep.Summary.Notes, src.notes...)
+	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, src, o.AppID)...)
 	if o.StateDir != "" {
 		if err := checkStateDir(o, rep); err != nil {
 			return err

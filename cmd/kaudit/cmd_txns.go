@@ -56,7 +56,7 @@ func txnsCommand() *cli.Command {
 				return err
 			}
 			defer src.close()
-			return runTxns(c.Context, o, src, c.App.Writer)
+			return runTxns(c.Context, o, src.Source, c.App.Writer) // the source itself: a snapshot or log dirs is its own clock
 		},
 	}
 }

@@ -26,6 +26,7 @@ const maxPartitions = 1 << 20
 type openedSource struct {
 	audit.Source
 	problems []audit.Finding
+	notes    []string // what the source cannot know, for the report
 	close    func()
 }
 
@@ -94,7 +95,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 			}
 			problems = append(problems, div...)
 		}
-		return &openedSource{Source: d, problems: problems, close: func() {}}, nil
+		return &openedSource{Source: d, problems: problems, notes: d.Unknowns(ctx), close: func() {}}, nil
 	}
 	props, err := properties(o)
 	if err != nil {
@@ -110,6 +111,29 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 		return nil, ctx.Err()
 	}
 	return nil, incompleteError{err}
+}
+
+// groupNotes says, for log dirs, which transactional offset commits of
+// the group had no marker when the log stopped, and whether they count.
+func groupNotes(ctx context.Context, src *openedSource, group string) []string {
+	d, ok := src.Source.(*segment.Dir)
+	if !ok || group == "" {
+		return nil
+	}
+	gl, err := d.GroupLog(ctx, group)
+	if err != nil {
+		return nil // GroupOffsets already said why
+	}
+	var out []string
+	for _, p := range gl.Pending {
+		how := "its transaction had not been decided when the cluster stopped (a coordinator aborts it on restart): not counted in the cut"
+		if p.Committed {
+			how = "__transaction_state says its coordinator had decided to commit: counted in the cut"
+		}
+		out = append(out, fmt.Sprintf("group %s: a transactional offset commit of %s to %d by producer %d (%s offset %d) has no marker in the log dirs; %s",
+			group, p.TP, p.Offset, p.ProducerID, segment.ConsumerOffsetsTopic, p.At, how))
+	}
+	return out
 }
 
 // openCliSource is openSource from a command's flags.
