@@ -29,7 +29,8 @@ type Table struct {
 	OrderDependent bool
 	// Latest is true for the latest-wins reducer, which the engine checks
 	// by feasible last values rather than by folding.
-	Latest bool
+	Latest   bool
+	Unjudged string // why the table is not judged; "" judges it
 }
 
 // Join is t1.join(t2).join(t3)… written to an output topic.
@@ -40,7 +41,8 @@ type Join struct {
 	Type   string // left, inner, outer
 	// Value computes the joined value from the left and right values (nil
 	// for an absent side); nil checks presence and timestamps only.
-	Value func(left audit.Value, rights []audit.Value) (audit.Value, error)
+	Value    func(left audit.Value, rights []audit.Value) (audit.Value, error)
+	Unjudged string // why the join is not judged; "" judges it
 }
 
 // Pipeline is what the app does, as far as an audit needs to know.

@@ -1,0 +1,126 @@
+package infer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+const bundle = "../../testdata/incidents/dropped"
+
+// openBundle opens the incident bundle with a decoder of its own schemas.
+func openBundle(t *testing.T) (*snapshot.Snapshot, *codec.Codec) {
+	t.Helper()
+	s, err := snapshot.Open(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for id, text := range s.Schemas() {
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "avro", SchemasDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+// bundleSpec is the incident's hand-written spec with edit applied.
+func bundleSpec(t *testing.T, s *snapshot.Snapshot, edit func(string) string) (*topology.Spec, *topology.Plan) {
+	t.Helper()
+	data, err := os.ReadFile(bundle + ".kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if edit != nil {
+		text = edit(text)
+	}
+	spec, err := topology.ParseSpec("dropped.kaudit.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.ParseString(s.Topology())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := topology.Resolve(spec, topo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, plan
+}
+
+func TestBundleChecks(t *testing.T) {
+	ctx := context.Background()
+	s, dec := openBundle(t)
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		fieldErr string // a spec error naming this
+		unjudged string // the table or join not judged
+	}{
+		{name: "hand-written"},
+		{name: "sum typo", old: "sum(amount)", new: "sum(amont)", fieldErr: `:14: tables[1].reduce: value.amont in sum(amont): no field "amont"`},
+		{name: "join typo", old: "r2?.carrier", new: "r2?.carier", fieldErr: `:24: joins[0].value: r2.carier in`},
+		{name: "select_key typo", old: "select_key: value.orderId       #", new: "select_key: value.orderID       #", fieldErr: `:13: tables[1].select_key: value.orderID in value.orderID: no field "orderID"`},
+		{name: "latest for a sum", old: "sum(amount)", new: "latest", unjudged: "payments"},
+		{name: "count for latest", old: "select_key: value.orderId\n    reduce: latest  ", new: "select_key: value.orderId\n    reduce: count   ", unjudged: "orders"},
+		{name: "join value swapped", old: `"paid": r1?.amount`, new: `"paid": left.amount`, unjudged: "order-status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, plan := bundleSpec(t, s, func(text string) string {
+				if tc.old == "" {
+					return text
+				}
+				if !strings.Contains(text, tc.old) {
+					t.Fatalf("spec has no %q", tc.old)
+				}
+				return strings.Replace(text, tc.old, tc.new, 1)
+			})
+			ev, err := Load(ctx, s, dec, plan, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = CheckFields(spec, plan, ev)
+			if tc.fieldErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fieldErr) {
+					t.Fatalf("CheckFields: %v, want an error with %q", err, tc.fieldErr)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var unjudged []string
+			for _, pt := range plan.Tables {
+				v := CheckTable(pt, ev)
+				t.Logf("table %s: %s %s", pt.Name, v.Summary(), v.Unjudged)
+				if v.Unjudged != "" {
+					unjudged = append(unjudged, pt.Name)
+				}
+			}
+			for _, pj := range plan.Joins {
+				v := CheckJoin(pj, plan, ev, nil)
+				t.Logf("join %s: %s %s", pj.Output, v.Summary(), v.Unjudged)
+				if v.Unjudged != "" {
+					unjudged = append(unjudged, pj.Output)
+				}
+			}
+			if got := strings.Join(unjudged, ","); got != tc.unjudged {
+				t.Errorf("unjudged %q, want %q", got, tc.unjudged)
+			}
+		})
+	}
+}

@@ -1,0 +1,388 @@
+package infer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// Evidence is what the checks read: topics by name, decoded.
+type Evidence struct {
+	Topics map[string]*Topic
+}
+
+// MaxRecords bounds the records Load reads of one repartition, changelog or
+// output topic: it reads the partitions 0, 1, … that fit (at least one),
+// the same numbers in every topic, so a key's copies, states and output
+// are read together.
+const MaxRecords = 500_000
+
+// Load reads the evidence the checks of plan need: the first records of
+// each source (their fields), and the repartition, changelog and output
+// topics of its tables and joins, bounded by max records a topic (0:
+// MaxRecords).
+func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *topology.Plan, max int) (*Evidence, error) {
+	if max <= 0 {
+		max = MaxRecords
+	}
+	ev := &Evidence{Topics: map[string]*Topic{}}
+	var hops []string
+	for _, t := range plan.Tables {
+		if t.Repartition == "" {
+			hops = append(hops, t.Source)
+		} else {
+			hops = append(hops, t.Repartition)
+		}
+		hops = append(hops, t.Changelog)
+	}
+	for _, j := range plan.Joins {
+		hops = append(hops, j.Output)
+	}
+	parts, err := partitionsFitting(ctx, src, hops, max)
+	if err != nil {
+		return nil, err
+	}
+	read := func(topic string, o ReadOptions) error {
+		if topic == "" || ev.Topics[topic] != nil {
+			return nil
+		}
+		t, err := Read(ctx, src, dec, topic, o)
+		if err != nil {
+			if errors.Is(err, audit.ErrTopicNotFound) {
+				return nil
+			}
+			return err
+		}
+		ev.Topics[topic] = t
+		return nil
+	}
+	for _, topic := range hops {
+		if err := read(topic, ReadOptions{Partitions: parts}); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range plan.Tables {
+		if err := read(t.Source, ReadOptions{PerPartition: fieldSample}); err != nil {
+			return nil, err
+		}
+	}
+	return ev, nil
+}
+
+// partitionsFitting picks the partitions 0…k whose records, summed over
+// the topics, stay under max per topic; nil (all) when every topic fits.
+func partitionsFitting(ctx context.Context, src audit.RecordSource, topics []string, max int) ([]int32, error) {
+	var counts [][]int64
+	for _, topic := range topics {
+		n, err := src.Partitions(ctx, topic)
+		if errors.Is(err, audit.ErrTopicNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("count the records of %s: %w", topic, err)
+		}
+		c := make([]int64, n)
+		for p := range n {
+			offs, err := src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
+			if err != nil {
+				return nil, fmt.Errorf("count the records of %s/%d: %w", topic, p, err)
+			}
+			c[p] = offs.HW - offs.LogStart
+		}
+		counts = append(counts, c)
+	}
+	var parts []int32
+	for p := int32(0); ; p++ {
+		fits, any := true, false
+		for _, c := range counts {
+			if int(p) >= len(c) {
+				continue
+			}
+			any = true
+			var sum int64
+			for _, q := range parts {
+				if int(q) < len(c) {
+					sum += c[q]
+				}
+			}
+			if sum+c[p] > int64(max) {
+				fits = false
+			}
+		}
+		if !any {
+			return nil, nil // every partition fits
+		}
+		if !fits && len(parts) > 0 {
+			return parts, nil
+		}
+		parts = append(parts, p)
+	}
+}
+
+// Rule: the minimum sample and margin by which an alternative must
+// explain more keys than the spec's reducer (or join value) for the table
+// (join) not to be judged.
+const (
+	// MinKeys is the fewest keys with complete evidence a check needs.
+	MinKeys = 5
+	// MinMargin is how many more keys an alternative must explain.
+	MinMargin = 3
+)
+
+// Verdict is the outcome of checking one table's reducer or one join's
+// value against the evidence.
+type Verdict struct {
+	Name string // the table, or the join's output
+	// Keys is how many keys had the evidence to check.
+	Keys int
+	// Spec is what the spec says (latest, sum(amount), the join's value).
+	Spec string
+	// Explained is how many of Keys each candidate explains, by name;
+	// Order lists the candidates, best first.
+	Explained map[string]int
+	Order     []string
+	// Unjudged says why the table (join) must not be judged; "" judges it.
+	Unjudged string
+	// Note says what the check could not do (too few keys).
+	Note string
+	// of is what a key's evidence is: "keys' histories", "output keys".
+	of string
+}
+
+// Summary says, in one line, how the spec and the best alternatives
+// explain the evidence.
+func (v Verdict) Summary() string {
+	if v.Keys == 0 {
+		return v.Note
+	}
+	parts := []string{fmt.Sprintf("%s explains %d of %d %s", v.Spec, v.Explained[v.Spec], v.Keys, cmp.Or(v.of, "keys' histories"))}
+	for _, c := range v.Order {
+		if c == v.Spec || len(parts) >= 3 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s explains %d", c, v.Explained[c]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// decide applies the rule to a verdict whose counts are filled in.
+func (v *Verdict) decide(what string) {
+	v.Order = v.Order[:0]
+	for c := range v.Explained {
+		v.Order = append(v.Order, c)
+	}
+	sort.Slice(v.Order, func(i, j int) bool {
+		a, b := v.Order[i], v.Order[j]
+		if v.Explained[a] != v.Explained[b] {
+			return v.Explained[a] > v.Explained[b]
+		}
+		if (a == v.Spec) != (b == v.Spec) {
+			return a == v.Spec
+		}
+		return a < b
+	})
+	if v.Keys < MinKeys {
+		v.Note = fmt.Sprintf("%s %s not checked against the evidence: %d keys have complete evidence (want %d)", what, v.Name, v.Keys, MinKeys)
+		return
+	}
+	best := v.Order[0]
+	e, b := v.Explained[v.Spec], v.Explained[best]
+	if best != v.Spec && b > e && (b-e >= MinMargin || 2*e < b) {
+		v.Unjudged = fmt.Sprintf("%s %s is not judged: the spec does not describe the app: %s", what, v.Name, v.Summary())
+	}
+}
+
+// history is one key's inputs in apply order and its changelog states.
+type history struct {
+	inputs []any
+	states []any
+}
+
+// tableHistories groups a table's copies (the repartition topic's, or the
+// source's when nothing repartitions) and its changelog states by key,
+// for the keys whose copies were read whole.
+func tableHistories(pt topology.PlannedTable, ev *Evidence) (map[string]*history, []string) {
+	copies := ev.Topics[cmp.Or(pt.Repartition, pt.Source)]
+	changelog := ev.Topics[pt.Changelog]
+	if copies == nil || changelog == nil {
+		return nil, nil
+	}
+	hs := map[string]*history{}
+	var keys []string
+	for p, rs := range copies.Parts {
+		if !copies.Whole[p] {
+			continue
+		}
+		for _, r := range rs {
+			if r.Undecodable || r.Key == nil || r.Value == nil {
+				continue // Streams skips null values in reduce
+			}
+			k := keyOf(r.Key)
+			h := hs[k]
+			if h == nil {
+				h = &history{}
+				hs[k] = h
+				keys = append(keys, k)
+			}
+			h.inputs = append(h.inputs, r.Value)
+		}
+	}
+	for _, rs := range changelog.Parts {
+		for _, r := range rs {
+			if r.Undecodable || r.Key == nil || r.Value == nil {
+				continue
+			}
+			if h := hs[keyOf(r.Key)]; h != nil {
+				h.states = append(h.states, r.Value)
+			}
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if len(hs[k].states) > 0 {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return hs, out
+}
+
+// explains reports whether folding inputs with t gives states as a
+// subsequence of its states (caching and compaction skip states, never
+// reorder them); err when the reducer fails on an input.
+func explains(t *topology.Table, h *history) (bool, error) {
+	var agg any
+	j := 0
+	for i, in := range h.inputs {
+		next, err := t.Reduce(agg, in, i == 0)
+		if err != nil {
+			return false, err
+		}
+		agg = next
+		for j < len(h.states) && same(h.states[j], agg) {
+			j++
+		}
+	}
+	return j == len(h.states), nil
+}
+
+// Candidates lists the reducers the evidence is tried with: latest,
+// count and sum(F) for each numeric field F of the inputs.
+func Candidates(inputs []any) []string {
+	out := []string{"latest", "count"}
+	nums := map[string]bool{}
+	for _, v := range inputs {
+		m, ok := v.(map[string]any)
+		if !ok {
+			if isNumber(v) {
+				nums[""] = true
+			}
+			continue
+		}
+		for k, x := range m {
+			if isNumber(x) && isIdent(k) {
+				nums[k] = true
+			}
+		}
+	}
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range nums {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if k == "" {
+			out = append(out, "sum")
+		} else {
+			out = append(out, "sum("+k+")")
+		}
+	}
+	return out
+}
+
+// CheckTable measures how many keys' histories the table's reducer and
+// each candidate explain. A reducer that fails on the data, or that an
+// alternative beats by the rule (MinMargin more keys, or twice as many),
+// leaves the table unjudged.
+func CheckTable(pt topology.PlannedTable, ev *Evidence) Verdict {
+	v := Verdict{Name: pt.Name, Explained: map[string]int{}}
+	if pt.Spec != nil {
+		v.Spec = pt.Spec.Reducer.String()
+	}
+	hs, keys := tableHistories(pt, ev)
+	v.Keys = len(keys)
+	var inputs []any
+	for _, k := range keys {
+		inputs = append(inputs, hs[k].inputs...)
+	}
+	cands := Candidates(inputs)
+	if v.Spec != "" && !slices.Contains(cands, v.Spec) {
+		cands = append(cands, v.Spec)
+	}
+	for _, c := range cands {
+		var r topology.Reducer
+		var err error
+		if c == v.Spec && pt.Spec != nil {
+			r = pt.Spec.Reducer
+		} else if r, err = topology.ParseReducer(c); err != nil {
+			continue
+		}
+		t := &topology.Table{Name: pt.Name, Reducer: r}
+		n := 0
+		var failed error
+		for _, k := range keys {
+			ok, err := explains(t, hs[k])
+			if err != nil {
+				failed = err
+				continue
+			}
+			if ok {
+				n++
+			}
+		}
+		if failed != nil && c != v.Spec {
+			continue // a candidate that does not fit the data is no candidate
+		}
+		v.Explained[c] = n
+		if failed != nil && c == v.Spec {
+			v.Unjudged = fmt.Sprintf("table %s is not judged: its reducer %s fails on the data: %v", pt.Name, c, failed)
+		}
+	}
+	if v.Spec == "" {
+		v.Spec = "?"
+	}
+	u := v.Unjudged
+	v.decide("table")
+	if u != "" {
+		v.Unjudged = u + " (" + v.Summary() + ")"
+	}
+	return v
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case interface{ Int64() (int64, error) }, int, int64, float64:
+		return true
+	}
+	return false
+}
+
+func isIdent(s string) bool {
+	for i, c := range s {
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return s != ""
+}

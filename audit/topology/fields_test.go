@@ -1,0 +1,30 @@
+package topology
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestFieldPaths(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want string
+	}{
+		{"value.orderId", "[value.orderId]"},
+		{"value.customer.id", "[value.customer.id]"},
+		{`value["order"].id + key`, "[value.order.id]"},
+		{`{"a": left.orderId, "b": r1?.amount, "c": r2?.carier}`, "[left.orderId r1.amount r2.carier]"},
+		{"agg.amount + value.amount", "[agg.amount value.amount]"},
+		{"value.a.b + value.a.c", "[value.a.b value.a.c]"},
+		{"value", "[]"},
+		{"len(value.items) > 0 ? value.items[0].sku : key", "[value.items]"},
+	} {
+		ps, err := FieldPaths(tc.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if got := fmt.Sprint(ps); got != tc.want {
+			t.Errorf("FieldPaths(%s) = %s, want %s", tc.src, got, tc.want)
+		}
+	}
+}
