@@ -1,0 +1,174 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/infer"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// inferred is what kaudit init learned from the evidence.
+type inferred struct {
+	keySerde, valueSerde infer.Guess
+	ev                   *infer.Evidence
+	plan                 *topology.Plan // the drafted tables, for the join checks
+	dec                  *codec.Codec
+	notes                []string
+}
+
+// inferTables reads the evidence of the drafted tables and fills in what
+// it shows: the serdes, each table's source, select_key and reducer.
+func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []draftTable, outputs []string) (*inferred, error) {
+	inf := &inferred{}
+	var topics []string
+	add := func(t string) {
+		if t != "" && !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	for _, t := range tables {
+		add(t.repartition)
+		add(t.changelog)
+	}
+	for _, out := range outputs {
+		add(out)
+	}
+	var sources []string
+	for _, t := range tables {
+		if t.source != "" && !slices.Contains(sources, t.source) {
+			sources = append(sources, t.source)
+		}
+		for _, c := range t.candidates {
+			if !slices.Contains(sources, c) {
+				sources = append(sources, c)
+			}
+		}
+	}
+	ev := &infer.Evidence{Topics: map[string]*infer.Topic{}}
+	read := func(topic string) error {
+		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: infer.MaxRecords})
+		switch {
+		case errors.Is(err, audit.ErrTopicNotFound):
+			inf.notes = append(inf.notes, "topic "+topic+" does not exist")
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return err
+		case err != nil:
+			inf.notes = append(inf.notes, "not read: "+err.Error())
+			return nil
+		}
+		ev.Topics[topic] = t
+		return nil
+	}
+	for _, topic := range append(slices.Clone(topics), sources...) {
+		if err := read(topic); err != nil {
+			return nil, fmt.Errorf("read the evidence: %w", err)
+		}
+	}
+	if len(ev.Topics) == 0 {
+		return nil, nil // nothing to infer from
+	}
+	inf.ev = ev
+	// serdes: the keys of the app's own topics (sources may be keyed
+	// otherwise), the values of all
+	var keys, vals [][]byte
+	for name, t := range ev.Topics {
+		for _, r := range t.Records() {
+			if !slices.Contains(sources, name) {
+				keys = append(keys, r.RawKey)
+			}
+			vals = append(vals, r.RawValue)
+		}
+	}
+	inf.keySerde, inf.valueSerde = infer.GuessSerde(keys, nil), infer.GuessSerde(vals, nil)
+	if o.KeySerde != "" {
+		inf.keySerde = infer.Guess{Value: o.KeySerde, Evidence: "--key-serde"}
+	}
+	if o.ValueSerde != "" {
+		inf.valueSerde = infer.Guess{Value: o.ValueSerde, Evidence: "--value-serde"}
+	}
+	props, err := properties(o.source)
+	if err != nil {
+		return nil, err
+	}
+	var schemas map[int32]string
+	if s, ok := src.(interface{ Schemas() map[int32]string }); ok {
+		schemas = s.Schemas()
+	}
+	dec, _, err := openDecoderTopics(o.source, cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes"), nil, props, schemas)
+	if err != nil {
+		return nil, err
+	}
+	inf.dec = dec
+	for _, t := range ev.Topics {
+		t.Decode(ctx, dec)
+		if t.Undecodable > 0 {
+			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
+		}
+	}
+	inf.plan = &topology.Plan{AppID: o.AppID}
+	for i := range tables {
+		t := &tables[i]
+		inferTable(t, ev)
+		inf.plan.Tables = append(inf.plan.Tables, topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
+	}
+	slices.Sort(inf.notes)
+	return inf, nil
+}
+
+// inferTable fills in one table's source, select_key and reducer.
+func inferTable(t *draftTable, ev *infer.Evidence) {
+	copies := ev.Topics[t.repartition]
+	if t.repartition != "" && copies != nil && copies.Count() > 0 {
+		cands := t.candidates
+		if t.source != "" {
+			cands = []string{t.source}
+		}
+		var best []infer.Pair
+		bestSrc := ""
+		var counts []string
+		for _, c := range cands {
+			st := ev.Topics[c]
+			if st == nil {
+				continue
+			}
+			pairs := infer.MatchCopies(st, copies)
+			counts = append(counts, fmt.Sprintf("%s %d", c, len(pairs)))
+			if len(pairs) > len(best) {
+				best, bestSrc = pairs, c
+			}
+		}
+		n := copies.Count()
+		switch {
+		case bestSrc != "" && t.source == "":
+			t.source = bestSrc
+			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, shortTopic(t.repartition), strings.Join(counts, ", "))
+		case bestSrc != "":
+			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, shortTopic(t.repartition))
+		}
+		if t.rekeyed || t.repartition != "" {
+			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
+		}
+	}
+	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
+		return
+	}
+	g := infer.GuessReducer(topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev)
+	t.reduce = &g
+}
+
+// shortTopic drops nothing: topic names are cited whole.
+func shortTopic(s string) string { return s }
+
+// inferJoin guesses a drafted join's type and value.
+func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights []string) infer.JoinGuess {
+	pj := topology.PlannedJoin{Output: output, Left: left, Right: rights}
+	return infer.InferJoin(pj, inf.plan, inf.ev, outputOrder(ctx, inf.ev.Topics[output], inf.dec))
+}

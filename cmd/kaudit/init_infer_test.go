@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// specShape is what a spec says of an app, by source topic: what
+// inference must recover. Names and store overrides are left out.
+func specShape(t *testing.T, name string, text []byte) []string {
+	t.Helper()
+	s, err := topology.ParseSpec(name, text)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, text)
+	}
+	source := map[string]string{}
+	out := []string{fmt.Sprintf("serdes %s/%s", s.Serdes.Key, s.Serdes.Value)}
+	for _, tb := range s.Tables {
+		source[tb.Name] = tb.Source
+		out = append(out, fmt.Sprintf("table %s: select_key %q reduce %s", tb.Source, tb.SelectKeyExpr, tb.Reducer.String()))
+	}
+	for _, j := range s.Joins {
+		var rights []string
+		for _, r := range j.Right {
+			rights = append(rights, source[r])
+		}
+		out = append(out, fmt.Sprintf("join %s: %s ⋈ %v %s: %s", j.Output, source[j.Left], rights, j.Type, j.Value))
+	}
+	return out
+}
+
+func sameShape(t *testing.T, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("drafted spec:\n  %s\nwant the hand-written:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestInitInfersTheBundle: from the incident bundle alone (real Kafka
+// Streams 3.6.2 data; no spec, no --topology), kaudit init drafts exactly
+// the hand-written spec, and diff with the draft finds what diff with
+// the hand-written spec finds.
+func TestInitInfersTheBundle(t *testing.T) {
+	out, errOut, code := runCLI(t, "init", "--app-id", "kaudit-drill", "--snapshot", "../../testdata/incidents/dropped")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	checkGolden(t, "init-dropped.yaml", []byte(out))
+	want, err := os.ReadFile("../../testdata/incidents/dropped.kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameShape(t, specShape(t, "drafted", []byte(out)), specShape(t, "hand-written", want))
+
+	drafted := filepath.Join(t.TempDir(), "kaudit.yaml")
+	if err := os.WriteFile(drafted, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	findings := func(spec string) []string {
+		out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", spec, "--format", "json")
+		if code != exitFindings {
+			t.Fatalf("diff --spec %s: exit %d: %s", spec, code, errOut)
+		}
+		var rep audit.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var fs []string
+		for _, f := range rep.Findings {
+			fs = append(fs, fmt.Sprintf("%s %s %s/%d@%d %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Key))
+		}
+		return fs
+	}
+	if got, want := findings(drafted), findings("../../testdata/incidents/dropped.kaudit.yaml"); !slices.Equal(got, want) {
+		t.Errorf("diff with the drafted spec finds\n%v\nwith the hand-written\n%v", got, want)
+	}
+}
+
+// TestInitInfersTheDemo: from the demo's cluster (with its seven faults)
+// and its describe() text, kaudit init drafts exactly the demo's
+// hand-written spec.
+func TestInitInfersTheDemo(t *testing.T) {
+	reg := registrytest.New()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: reg, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // closed below
+	defer srv.Close()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+		return net.Listen(network, "127.0.0.1:0")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	enc, err := audittest.NewAvroEncoder(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := demoScenario(600)
+	s.Now = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMilli()
+	s.Encode = enc.Encode
+	b, err := audittest.NewKafkaBackend(t.Context(), cluster.ListenAddrs()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := audittest.Generate(s, b); err != nil {
+		t.Fatal(err)
+	}
+	regURL := "http://" + ln.Addr().String()
+	out, errOut, code := runCLI(t, "init", "--app-id", "shop", "--bootstrap-server", cluster.ListenAddrs()[0],
+		"--schema-registry-url", regURL, "--topology", "demo/topology.txt")
+	if code != exitClean {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	out = strings.ReplaceAll(out, cluster.ListenAddrs()[0], "BROKER")
+	checkGolden(t, "init-demo.yaml", []byte(out))
+	want, err := demoFiles.ReadFile("demo/kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameShape(t, specShape(t, "drafted", []byte(out)), specShape(t, "hand-written", want))
+}
