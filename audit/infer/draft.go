@@ -182,7 +182,7 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 	}
 	ev := fmt.Sprintf("equals the key of %d/%d copies matched to source records", counts[best], n)
 	if best == "key" && rekeyed && len(ties) == 1 {
-		return Guess{Value: ties[0], Evidence: ev + " (as does the record key, but the topology changes the key)"}
+		return Guess{Value: ties[0], Evidence: ev + " (as does the record key, but the app repartitions by a new key)"}
 	}
 	if len(ties) > 0 {
 		if best == "key" {

@@ -228,9 +228,19 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 		}
 		b.WriteString(all)
 	}
-	if d != nil && len(d.Unknown) > 0 {
-		b.WriteString("# Not known from the evidence:\n")
+	var unknown []string
+	if d != nil {
+		sourced := !slices.ContainsFunc(tables, func(t draftTable) bool { return t.source == "" })
 		for _, u := range d.Unknown {
+			if inf != nil && sourced && strings.HasPrefix(u, "which source topic feeds") {
+				continue // inferred from the copies
+			}
+			unknown = append(unknown, u)
+		}
+	}
+	if len(unknown) > 0 {
+		b.WriteString("# Not known from the evidence:\n")
+		for _, u := range unknown {
 			b.WriteString("#   - " + u + "\n")
 		}
 	}

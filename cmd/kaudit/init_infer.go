@@ -114,9 +114,18 @@ func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []
 		}
 	}
 	inf.plan = &topology.Plan{AppID: o.AppID}
+	names := map[string]bool{}
+	for _, t := range tables {
+		names[t.name] = true
+	}
 	for i := range tables {
 		t := &tables[i]
 		inferTable(t, ev)
+		if t.name == t.store && t.source != "" && !names[t.source] {
+			// named after its source, as with a topology
+			delete(names, t.name)
+			t.name, names[t.source] = t.source, true
+		}
 		inf.plan.Tables = append(inf.plan.Tables, topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
 	}
 	slices.Sort(inf.notes)

@@ -17,6 +17,7 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -138,4 +139,41 @@ func TestInitInfersTheDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameShape(t, specShape(t, "drafted", []byte(out)), specShape(t, "hand-written", want))
+}
+
+// noTopology hides a snapshot's describe() text, keeping its schemas.
+type noTopology struct {
+	audit.Source
+	schemas map[int32]string
+}
+
+func (n noTopology) Schemas() map[int32]string { return n.schemas }
+
+// TestInitInfersWithoutTopology: with neither --topology nor the
+// bundle's own, the stores come from the topic names and each table's
+// source from matching its repartition copies to the source records.
+func TestInitInfersWithoutTopology(t *testing.T) {
+	s, err := snapshot.Open("../../testdata/incidents/dropped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := runInit(t.Context(), initOptions{AppID: "kaudit-drill"}, noTopology{s, s.Schemas()}, &out); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "init-dropped-no-topology.yaml", []byte(out.String()))
+	spec, err := topology.ParseSpec("drafted", []byte(out.String()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	want := map[string]string{"orders": "value.orderId latest", "payments": "value.orderId sum(amount)", "shipments": "value.orderId latest"}
+	for _, tb := range spec.Tables {
+		if got := tb.SelectKeyExpr + " " + tb.Reducer.String(); got != want[tb.Source] {
+			t.Errorf("table %s (source %s): %s, want %s", tb.Name, tb.Source, got, want[tb.Source])
+		}
+		delete(want, tb.Source)
+	}
+	if len(want) > 0 {
+		t.Errorf("no table of %v", want)
+	}
 }
