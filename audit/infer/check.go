@@ -386,3 +386,51 @@ func isIdent(s string) bool {
 	}
 	return s != ""
 }
+
+// CheckSelectKey measures how many repartition copies the table's
+// select_key explains (it gives the copy's key from the source record the
+// copy matches), against the expression the evidence suggests. A
+// select_key that fails on the data, or that the suggestion beats by the
+// rule, leaves the table unjudged.
+func CheckSelectKey(pt topology.PlannedTable, ev *Evidence) Verdict {
+	v := Verdict{Name: pt.Name, Explained: map[string]int{}, of: "repartition copies matched to source records"}
+	if pt.Spec == nil || pt.Repartition == "" || ev.Topics[pt.Source] == nil || ev.Topics[pt.Repartition] == nil {
+		return v
+	}
+	v.Spec = cmp.Or(pt.Spec.SelectKeyExpr, "key")
+	pairs := MatchCopies(ev.Topics[pt.Source], ev.Topics[pt.Repartition])
+	v.Keys = len(pairs)
+	var fail error
+	for _, p := range pairs {
+		k, err := pt.Spec.SelectKey(topology.RecordEnv{Key: p.Src.Key, Value: p.Src.Value, Timestamp: p.Src.Timestamp})
+		if err != nil {
+			fail = err
+			continue
+		}
+		if same(k, p.Copy.Key) {
+			v.Explained[v.Spec]++
+		}
+	}
+	if g := GuessSelectKey(pairs, true); g.Value != "" && g.Value != v.Spec {
+		n := 0
+		for _, p := range pairs {
+			var k any
+			if g.Value == "key" {
+				k = p.Src.Key
+			} else {
+				k = walk(p.Src.Value, strings.Split(strings.TrimPrefix(g.Value, "value."), "."))
+			}
+			if same(k, p.Copy.Key) {
+				n++
+			}
+		}
+		v.Explained[g.Value] = n
+	} else if _, ok := v.Explained[v.Spec]; !ok {
+		v.Explained[v.Spec] = 0
+	}
+	v.decide("table")
+	if fail != nil {
+		v.Unjudged = fmt.Sprintf("table %s is not judged: its select_key fails on the data: %v (%s)", pt.Name, fail, v.Summary())
+	}
+	return v
+}

@@ -29,6 +29,7 @@ func TestSpecTypos(t *testing.T) {
 		{"select_key field", "select_key: value.orderId       #", "select_key: value.orderID       #", exitUsage, `:13: tables[1].select_key: value.orderID`, ""},
 		{"reducer kind", "sum(amount)", "latest", exitFindings, "", "table payments is not judged: the spec does not describe the app: latest explains 162 of 222 keys' histories; sum(amount) explains 222"},
 		{"join value", `"paid": r1?.amount`, `"paid": r1?.seq`, exitFindings, "", "join order-status is not judged"},
+		{"select_key", "select_key: value.orderId       #", "select_key: value.paymentId     #", exitFindings, "", "table payments is not judged: the spec does not describe the app: value.paymentId explains 0 of 282 repartition copies matched to source records; value.orderId explains 282"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(string(data), tc.old) {
@@ -65,6 +66,35 @@ func TestSpecTypos(t *testing.T) {
 			if losses != 5 {
 				t.Errorf("%d losses, want the 5 dropped orders", losses)
 			}
+		})
+	}
+}
+
+// TestSpecCheck: kaudit spec check says how well each expression of a
+// spec explains the evidence, and what it would change.
+func TestSpecCheck(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/incidents/dropped.kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := filepath.Join(t.TempDir(), "kaudit.yaml")
+	if err := os.WriteFile(wrong, []byte(strings.Replace(string(data), "sum(amount)", "latest", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, spec, golden string
+		code               int
+	}{
+		{"hand-written", "../../testdata/incidents/dropped.kaudit.yaml", "spec-check-dropped.txt", exitClean},
+		{"latest for a sum", wrong, "spec-check-dropped-latest.txt", exitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "spec", "check", "--snapshot", "../../testdata/incidents/dropped", "--spec", tc.spec)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut)
+			}
+			out = strings.ReplaceAll(out, tc.spec, "SPEC")
+			checkGolden(t, tc.golden, []byte(out))
 		})
 	}
 }
