@@ -124,3 +124,33 @@ func TestBundleChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleSampled: with a bound below the topics' sizes, Load keeps a
+// sample of the keys, the same in every topic: the checks see whole
+// histories of fewer keys and still find the spec explains them all.
+func TestBundleSampled(t *testing.T) {
+	ctx := context.Background()
+	s, dec := openBundle(t)
+	_, plan := bundleSpec(t, s, nil)
+	ev, err := Load(ctx, s, dec, plan, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range plan.Tables {
+		v := CheckTable(pt, ev)
+		if v.Unjudged != "" || v.Keys == 0 || v.Explained[v.Spec] != v.Keys {
+			t.Errorf("table %s: %s %s", pt.Name, v.Summary(), v.Unjudged)
+		}
+		if n := ev.Topics[pt.Changelog].Count(); n > 150 {
+			t.Errorf("table %s: %d changelog records kept for a bound of 60", pt.Name, n)
+		}
+		t.Logf("table %s: %s", pt.Name, v.Summary())
+	}
+	for _, pj := range plan.Joins {
+		v := CheckJoin(pj, plan, ev, nil)
+		if v.Unjudged != "" || v.Keys == 0 || v.Explained[v.Spec] != v.Keys {
+			t.Errorf("join %s: %s %s", pj.Output, v.Summary(), v.Unjudged)
+		}
+		t.Logf("join %s: %s", pj.Output, v.Summary())
+	}
+}

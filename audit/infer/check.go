@@ -18,22 +18,19 @@ type Evidence struct {
 	Topics map[string]*Topic
 }
 
-// MaxRecords bounds the records Load reads of one repartition, changelog or
-// output topic: it reads the partitions 0, 1, … that fit (at least one),
-// the same numbers in every topic, so a key's copies, states and output
-// are read together.
-const MaxRecords = 500_000
+// MaxRecords bounds the records Load keeps of one repartition, changelog
+// or output topic: it reads the partitions 0, 1, … that fit (at least
+// one), the same numbers in every topic, and where one partition holds
+// more, a sample of the keys (the same in every topic), so a key's
+// copies, states and output are kept together.
+const MaxRecords = 50_000
 
 // Load reads the evidence the checks of plan need: the first records of
 // each source (their fields), and the repartition, changelog and output
 // topics of its tables and joins, bounded by max records a topic (0:
 // MaxRecords).
 func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *topology.Plan, max int) (*Evidence, error) {
-	if max <= 0 {
-		max = MaxRecords
-	}
-	ev := &Evidence{Topics: map[string]*Topic{}}
-	var hops []string
+	var hops, sources []string
 	for _, t := range plan.Tables {
 		if t.Repartition == "" {
 			hops = append(hops, t.Source)
@@ -41,11 +38,24 @@ func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *
 			hops = append(hops, t.Repartition)
 		}
 		hops = append(hops, t.Changelog)
+		sources = append(sources, t.Source)
 	}
 	for _, j := range plan.Joins {
 		hops = append(hops, j.Output)
 	}
-	parts, err := partitionsFitting(ctx, src, hops, max)
+	return LoadTopics(ctx, src, dec, hops, sources, max, fieldSample)
+}
+
+// LoadTopics reads hops (topics keyed by the tables' keys: repartition,
+// changelog, output) bounded by max records each as Load does, and the
+// first perSource records of each partition of sources. Topics that do
+// not exist are left out.
+func LoadTopics(ctx context.Context, src audit.RecordSource, dec audit.Decoder, hops, sources []string, max, perSource int) (*Evidence, error) {
+	if max <= 0 {
+		max = MaxRecords
+	}
+	ev := &Evidence{Topics: map[string]*Topic{}}
+	parts, mod, err := partitionsFitting(ctx, src, hops, max)
 	if err != nil {
 		return nil, err
 	}
@@ -64,12 +74,12 @@ func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *
 		return nil
 	}
 	for _, topic := range hops {
-		if err := read(topic, ReadOptions{Partitions: parts}); err != nil {
+		if err := read(topic, ReadOptions{Partitions: parts, KeyMod: mod}); err != nil {
 			return nil, err
 		}
 	}
-	for _, t := range plan.Tables {
-		if err := read(t.Source, ReadOptions{PerPartition: fieldSample}); err != nil {
+	for _, topic := range sources {
+		if err := read(topic, ReadOptions{PerPartition: perSource}); err != nil {
 			return nil, err
 		}
 	}
@@ -77,8 +87,10 @@ func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *
 }
 
 // partitionsFitting picks the partitions 0…k whose records, summed over
-// the topics, stay under max per topic; nil (all) when every topic fits.
-func partitionsFitting(ctx context.Context, src audit.RecordSource, topics []string, max int) ([]int32, error) {
+// the topics, stay under max per topic (at least partition 0), and the
+// key sample (KeyMod) that brings the largest topic's records in them
+// under max; nil partitions when every one fits.
+func partitionsFitting(ctx context.Context, src audit.RecordSource, topics []string, max int) ([]int32, uint64, error) {
 	var counts [][]int64
 	for _, topic := range topics {
 		n, err := src.Partitions(ctx, topic)
@@ -86,19 +98,29 @@ func partitionsFitting(ctx context.Context, src audit.RecordSource, topics []str
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("count the records of %s: %w", topic, err)
+			return nil, 0, fmt.Errorf("count the records of %s: %w", topic, err)
 		}
 		c := make([]int64, n)
 		for p := range n {
 			offs, err := src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
 			if err != nil {
-				return nil, fmt.Errorf("count the records of %s/%d: %w", topic, p, err)
+				return nil, 0, fmt.Errorf("count the records of %s/%d: %w", topic, p, err)
 			}
 			c[p] = offs.HW - offs.LogStart
 		}
 		counts = append(counts, c)
 	}
+	sumOf := func(c []int64, parts []int32) int64 {
+		var sum int64
+		for _, q := range parts {
+			if int(q) < len(c) {
+				sum += c[q]
+			}
+		}
+		return sum
+	}
 	var parts []int32
+	all := false
 	for p := int32(0); ; p++ {
 		fits, any := true, false
 		for _, c := range counts {
@@ -106,24 +128,41 @@ func partitionsFitting(ctx context.Context, src audit.RecordSource, topics []str
 				continue
 			}
 			any = true
-			var sum int64
-			for _, q := range parts {
-				if int(q) < len(c) {
-					sum += c[q]
-				}
-			}
-			if sum+c[p] > int64(max) {
+			if sumOf(c, parts)+c[p] > int64(max) {
 				fits = false
 			}
 		}
 		if !any {
-			return nil, nil // every partition fits
+			all = true
+			break
 		}
 		if !fits && len(parts) > 0 {
-			return parts, nil
+			break
 		}
 		parts = append(parts, p)
+		if !fits {
+			break
+		}
 	}
+	var biggest int64
+	for _, c := range counts {
+		biggest = maxOf(biggest, sumOf(c, parts))
+	}
+	mod := uint64(1)
+	if biggest > int64(max) {
+		mod = uint64((biggest + int64(max) - 1) / int64(max))
+	}
+	if all {
+		parts = nil
+	}
+	return parts, mod, nil
+}
+
+func maxOf(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // Rule: the minimum sample and margin by which an alternative must

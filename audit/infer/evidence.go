@@ -2,6 +2,7 @@ package infer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -66,6 +67,10 @@ type ReadOptions struct {
 	Partitions []int32
 	// PerPartition bounds the records kept per partition (0: all).
 	PerPartition int
+	// KeyMod, when above 1, keeps only the records whose decoded key's
+	// digest is 0 modulo KeyMod (with a decoder): a sample of the keys
+	// that is the same in every topic with the same keys.
+	KeyMod uint64
 }
 
 // Read reads the committed data records of a topic (aborted and open
@@ -103,6 +108,11 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 				continue
 			}
 			r := Rec{Partition: p, Offset: e.Record.Offset, RawKey: e.Record.Key, RawValue: e.Record.Value, Timestamp: e.Record.Timestamp}
+			if dec != nil {
+				if !t.decode(ctx, dec, &r, o.KeyMod) {
+					continue
+				}
+			}
 			recs = append(recs, r)
 			if o.PerPartition > 0 && len(recs) >= o.PerPartition {
 				break walk
@@ -111,10 +121,39 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		t.Parts[p] = recs
 		t.Whole[p] = offs.LogStart == 0
 	}
-	if dec != nil {
-		t.Decode(ctx, dec)
-	}
 	return t, nil
+}
+
+// decode decodes r's key, and its value when the key is in the sample;
+// false when it is not.
+func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64) bool {
+	var errs []error
+	if r.RawKey != nil {
+		k, err := dec.Decode(ctx, t.Name, true, r.RawKey)
+		r.Key = k
+		errs = append(errs, err)
+	}
+	if keyMod > 1 {
+		if r.Key == nil {
+			return false
+		}
+		if d := codec.DigestOf(r.Key); binary.BigEndian.Uint64(d[:8])%keyMod != 0 {
+			return false
+		}
+	}
+	if r.RawValue != nil {
+		v, err := dec.Decode(ctx, t.Name, false, r.RawValue)
+		r.Value = v
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.Undecodable = true
+		t.Undecodable++
+		if t.FirstError == nil {
+			t.FirstError = err
+		}
+	}
+	return true
 }
 
 // Decode decodes every record's key and value with dec.
@@ -124,24 +163,7 @@ func (t *Topic) Decode(ctx context.Context, dec audit.Decoder) {
 		for i := range rs {
 			r := &rs[i]
 			r.Key, r.Value, r.Undecodable = nil, nil, false
-			var errs []error
-			if r.RawKey != nil {
-				k, err := dec.Decode(ctx, t.Name, true, r.RawKey)
-				r.Key = k
-				errs = append(errs, err)
-			}
-			if r.RawValue != nil {
-				v, err := dec.Decode(ctx, t.Name, false, r.RawValue)
-				r.Value = v
-				errs = append(errs, err)
-			}
-			if err := errors.Join(errs...); err != nil {
-				r.Undecodable = true
-				t.Undecodable++
-				if t.FirstError == nil {
-					t.FirstError = err
-				}
-			}
+			t.decode(ctx, dec, r, 0)
 		}
 		t.Parts[p] = rs
 	}

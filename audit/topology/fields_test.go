@@ -28,3 +28,22 @@ func TestFieldPaths(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFieldPaths: any expression gives paths or an error, never a panic,
+// and every path starts from a name.
+func FuzzFieldPaths(f *testing.F) {
+	for _, s := range []string{"value.orderId", `{"a": left.x, "b": r2?.y}`, `value["a"].b`, "agg.amount + value.amount", "1 +"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		ps, err := FieldPaths(src)
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			if len(p) < 2 {
+				t.Fatalf("%q: path %v has no field", src, p)
+			}
+		}
+	})
+}

@@ -14,6 +14,10 @@ import (
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
+// initRecords bounds the records kaudit init keeps of each topic (a
+// sample of the keys beyond, as the spec check does).
+const initRecords = 200_000
+
 // inferred is what kaudit init learned from the evidence.
 type inferred struct {
 	keySerde, valueSerde infer.Guess
@@ -51,41 +55,32 @@ func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []
 			}
 		}
 	}
-	ev := &infer.Evidence{Topics: map[string]*infer.Topic{}}
-	read := func(topic string) error {
-		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: infer.MaxRecords})
+	// serdes, from the first records of every topic: the keys of the
+	// app's own topics (sources may be keyed otherwise), the values of all
+	var keys, vals [][]byte
+	read := 0
+	for _, topic := range append(slices.Clone(topics), sources...) {
+		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
 		switch {
 		case errors.Is(err, audit.ErrTopicNotFound):
 			inf.notes = append(inf.notes, "topic "+topic+" does not exist")
-			return nil
+			continue
 		case err != nil && ctx.Err() != nil:
-			return err
+			return nil, err
 		case err != nil:
 			inf.notes = append(inf.notes, "not read: "+err.Error())
-			return nil
+			continue
 		}
-		ev.Topics[topic] = t
-		return nil
-	}
-	for _, topic := range append(slices.Clone(topics), sources...) {
-		if err := read(topic); err != nil {
-			return nil, fmt.Errorf("read the evidence: %w", err)
-		}
-	}
-	if len(ev.Topics) == 0 {
-		return nil, nil // nothing to infer from
-	}
-	inf.ev = ev
-	// serdes: the keys of the app's own topics (sources may be keyed
-	// otherwise), the values of all
-	var keys, vals [][]byte
-	for name, t := range ev.Topics {
+		read++
 		for _, r := range t.Records() {
-			if !slices.Contains(sources, name) {
+			if !slices.Contains(sources, topic) {
 				keys = append(keys, r.RawKey)
 			}
 			vals = append(vals, r.RawValue)
 		}
+	}
+	if read == 0 {
+		return nil, nil // nothing to infer from
 	}
 	inf.keySerde, inf.valueSerde = infer.GuessSerde(keys, nil), infer.GuessSerde(vals, nil)
 	if o.KeySerde != "" {
@@ -107,8 +102,16 @@ func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []
 		return nil, err
 	}
 	inf.dec = dec
+	ev, err := infer.LoadTopics(ctx, src, dec, topics, sources, initRecords, initRecords)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		inf.notes = append(inf.notes, "the evidence was not read: "+err.Error())
+		return inf, nil
+	}
+	inf.ev = ev
 	for _, t := range ev.Topics {
-		t.Decode(ctx, dec)
 		if t.Undecodable > 0 {
 			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
 		}
@@ -178,6 +181,9 @@ func shortTopic(s string) string { return s }
 
 // inferJoin guesses a drafted join's type and value.
 func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights []string) infer.JoinGuess {
+	if inf.ev == nil || inf.plan == nil {
+		return infer.JoinGuess{}
+	}
 	pj := topology.PlannedJoin{Output: output, Left: left, Right: rights}
 	return infer.InferJoin(pj, inf.plan, inf.ev, outputOrder(ctx, inf.ev.Topics[output], inf.dec))
 }
