@@ -90,8 +90,22 @@ func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes 
 			for depth := 1; depth < len(p); depth++ {
 				names, objects := fieldsAt(vals, p[1:depth])
 				if objects == 0 {
+					hint := "check serdes"
+					if depth == 1 {
+						var raws [][]byte
+						for _, r := range t.Records() {
+							if isKey {
+								raws = append(raws, r.RawKey)
+							} else {
+								raws = append(raws, r.RawValue)
+							}
+						}
+						if g := GuessSerde(raws, nil); g.Value != "" {
+							hint = fmt.Sprintf("check serdes: the bytes look like %s (%s)", g.Value, g.Evidence)
+						}
+					}
 					errs = append(errs, &topology.SpecError{File: spec.File, Line: x.Line, Field: x.Field,
-						Msg: fmt.Sprintf("%s in %s: %s of topic %s holds no record with fields (its values are %s): check serdes", p, x.Src, strings.Join(p[:depth], "."), topic, kindOf(vals))})
+						Msg: fmt.Sprintf("%s in %s: %s of topic %s holds no record with fields (its values decode as %s): %s", p, x.Src, strings.Join(p[:depth], "."), topic, kindOf(vals), hint)})
 					break
 				}
 				if !slices.Contains(names, p[depth]) {

@@ -24,6 +24,7 @@ func TestSpecTypos(t *testing.T) {
 		stderr         string // for a spec error
 		missing        string // for an unjudged table or join
 	}{
+		{"no serdes", "serdes: {key: string, value: avro}\n", "", exitUsage, `:8: tables[0].select_key: value.orderId in value.orderId: value of topic orders holds no record with fields (its values decode as strings): check serdes: the bytes look like avro`, ""},
 		{"sum field", "sum(amount)", "sum(amont)", exitUsage, `:14: tables[1].reduce: value.amont in sum(amont): no field "amont"`, ""},
 		{"join value field", "r2?.carrier", "r2?.carier", exitUsage, `:24: joins[0].value: r2.carier in`, ""},
 		{"select_key field", "select_key: value.orderId       #", "select_key: value.orderID       #", exitUsage, `:13: tables[1].select_key: value.orderID`, ""},
