@@ -242,6 +242,7 @@ func (v *Verdict) decide(what string) {
 type history struct {
 	inputs []any
 	states []any
+	parts  map[int32][]any // inputs per source partition (from the source)
 }
 
 // tableHistories groups a table's copies (the repartition topic's, or the
@@ -350,13 +351,42 @@ func Candidates(inputs []any) []string {
 // CheckTable measures how many keys' histories the table's reducer and
 // each candidate explain. A reducer that fails on the data, or that an
 // alternative beats by the rule (MinMargin more keys, or twice as many),
-// leaves the table unjudged.
+// leaves the table unjudged. Where the repartition copies were purged,
+// the keys' final states are checked against their inputs on the source
+// instead, when the source was read whole.
 func CheckTable(pt topology.PlannedTable, ev *Evidence) Verdict {
+	var sel func(Rec) (any, error)
+	if pt.Spec != nil {
+		sel = func(r Rec) (any, error) {
+			return pt.Spec.SelectKey(topology.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		}
+	}
+	return checkTable(pt, ev, sel)
+}
+
+// SelectPath returns the select function of a guessed select_key: the
+// record key, or a value path.
+func SelectPath(expr string) func(Rec) (any, error) {
+	if expr == "" || expr == "key" {
+		return func(r Rec) (any, error) { return r.Key, nil }
+	}
+	path := strings.Split(strings.TrimPrefix(expr, "value."), ".")
+	return func(r Rec) (any, error) { return walk(r.Value, path), nil }
+}
+
+func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) Verdict {
 	v := Verdict{Name: pt.Name, Explained: map[string]int{}}
 	if pt.Spec != nil {
 		v.Spec = pt.Spec.Reducer.String()
 	}
 	hs, keys := tableHistories(pt, ev)
+	explain := explains
+	if len(keys) < MinKeys && sel != nil {
+		if fs, fkeys := sourceHistories(pt, ev, sel); len(fkeys) > len(keys) {
+			hs, keys, explain = fs, fkeys, explainsFinal
+			v.of = "keys' final states (from the source: the repartition topic was purged)"
+		}
+	}
 	v.Keys = len(keys)
 	var inputs []any
 	for _, k := range keys {
@@ -378,7 +408,7 @@ func CheckTable(pt topology.PlannedTable, ev *Evidence) Verdict {
 		n := 0
 		var failed error
 		for _, k := range keys {
-			ok, err := explains(t, hs[k])
+			ok, err := explain(t, hs[k])
 			if err != nil {
 				failed = err
 				continue
@@ -404,6 +434,110 @@ func CheckTable(pt topology.PlannedTable, ev *Evidence) Verdict {
 		v.Unjudged = u + " (" + v.Summary() + ")"
 	}
 	return v
+}
+
+// sourceHistories gives each key its inputs read from the source (per
+// source partition, in offset order: parts) and its final changelog
+// state, when every source partition was read whole and to its end.
+func sourceHistories(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) (map[string]*history, []string) {
+	source, changelog := ev.Topics[pt.Source], ev.Topics[pt.Changelog]
+	if source == nil || changelog == nil || source.Partitions == 0 {
+		return nil, nil
+	}
+	for p := range source.Partitions {
+		if !source.Whole[p] || !source.Full[p] {
+			return nil, nil
+		}
+	}
+	final := finalStates(changelog)
+	hs := map[string]*history{}
+	for p := range source.Partitions {
+		for _, r := range source.Parts[p] {
+			if r.Undecodable || r.Value == nil {
+				continue
+			}
+			k, err := sel(r)
+			if err != nil || k == nil {
+				continue
+			}
+			key := keyOf(k)
+			if _, ok := final[key]; !ok {
+				continue // a key outside the sample, or never applied
+			}
+			h := hs[key]
+			if h == nil {
+				h = &history{parts: map[int32][]any{}}
+				hs[key] = h
+			}
+			h.inputs = append(h.inputs, r.Value)
+			h.parts[p] = append(h.parts[p], r.Value)
+		}
+	}
+	var keys []string
+	for k, h := range hs {
+		if f := final[k]; f != nil {
+			h.states = []any{f}
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return hs, keys
+}
+
+// explainsFinal reports whether a key's final state is what its inputs
+// (whose order across source partitions is unknown) fold to: for latest,
+// the last input of one partition; for the others, the fold in partition
+// order, with sum(F) compared on F and otherwise with any input's fields
+// (the first input's stay in the aggregate).
+func explainsFinal(t *topology.Table, h *history) (bool, error) {
+	final := h.states[0]
+	switch t.Reducer.Kind {
+	case topology.ReduceLatest:
+		for _, in := range h.parts {
+			if same(in[len(in)-1], final) {
+				return true, nil
+			}
+		}
+		return false, nil
+	case topology.ReduceExpr:
+		return explains(t, h)
+	}
+	var agg any
+	for i, in := range h.inputs {
+		next, err := t.Reduce(agg, in, i == 0)
+		if err != nil {
+			return false, err
+		}
+		agg = next
+	}
+	if t.Reducer.Kind != topology.ReduceSum || t.Reducer.Field == "" {
+		return same(agg, final), nil
+	}
+	path := strings.Split(t.Reducer.Field, ".")
+	if !same(walk(agg, path), walk(final, path)) {
+		return false, nil
+	}
+	for _, in := range h.inputs {
+		if same(without(in, path[0]), without(final, path[0])) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// without is a record value without one field.
+func without(v any, field string) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		if k != field {
+			out[k] = x
+		}
+	}
+	return out
 }
 
 func isNumber(v any) bool {

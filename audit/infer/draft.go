@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -198,9 +199,11 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 // explains the most keys' histories (CheckTable's). Where several explain
 // every key alike (no key has two inputs that tell them apart) and latest
 // is one, latest is taken: on this evidence they predict the same states.
-func GuessReducer(pt topology.PlannedTable, ev *Evidence) Guess {
+// selectKey is the table's guessed select_key ("" or "key": unchanged),
+// used where the repartition copies were purged.
+func GuessReducer(pt topology.PlannedTable, ev *Evidence, selectKey string) Guess {
 	pt.Spec = nil
-	v := CheckTable(pt, ev)
+	v := checkTable(pt, ev, SelectPath(selectKey))
 	if v.Keys == 0 {
 		return Guess{Evidence: "no key's copies and changelog history were read whole (repartition purged?)", Candidates: Candidates(nil)}
 	}
@@ -224,7 +227,7 @@ func GuessReducer(pt topology.PlannedTable, ev *Evidence) Guess {
 			others = append(others, c)
 		}
 	}
-	ev2 := fmt.Sprintf("explains %d/%d keys' histories", v.Explained[best], v.Keys)
+	ev2 := fmt.Sprintf("explains %d/%d %s", v.Explained[best], v.Keys, cmp.Or(v.of, "keys' histories"))
 	if len(others) > 0 {
 		ev2 += "; " + summary(others)
 	}
@@ -238,4 +241,79 @@ func GuessReducer(pt topology.PlannedTable, ev *Evidence) Guess {
 		return Guess{Value: "latest", Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys: no key's inputs tell them apart"}
 	}
 	return Guess{Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys", Candidates: ties}
+}
+
+// GuessSelectKeyFromStates guesses select_key where no repartition copy
+// is left (Streams purges them): the record key or the value field whose
+// values are keys of the table's changelog for the most source records
+// (at least 90 % of those where it is not null, and n the count).
+func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, int) {
+	if source == nil || changelog == nil {
+		return Guess{Evidence: "no source or changelog record"}, 0
+	}
+	keys := map[string]bool{}
+	for _, r := range changelog.Records() {
+		if r.Key != nil && !r.Undecodable {
+			keys[keyOf(r.Key)] = true
+		}
+	}
+	if len(keys) == 0 {
+		return Guess{Evidence: "no changelog record"}, 0
+	}
+	mod := max(changelog.KeyMod, 1)
+	hit, seen := map[string]int{}, map[string]int{}
+	for _, r := range source.Records() {
+		if r.Undecodable || r.Value == nil {
+			continue
+		}
+		try := func(name string, v any) {
+			if v == nil {
+				return
+			}
+			seen[name]++
+			if keys[keyOf(v)] {
+				hit[name]++
+			}
+		}
+		try("key", r.Key)
+		var paths [][]string
+		leafPaths(r.Value, nil, &paths)
+		for _, path := range paths {
+			try("value."+strings.Join(path, "."), walk(r.Value, path))
+		}
+	}
+	var cands []string
+	for c := range hit {
+		// a sample of the keys holds 1/mod of them
+		if uint64(hit[c])*10*mod >= uint64(seen[c])*9 && hit[c] > 0 {
+			cands = append(cands, c)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if hit[a] != hit[b] {
+			return hit[a] > hit[b]
+		}
+		return a < b
+	})
+	if len(cands) == 0 {
+		return Guess{Evidence: "no field of the source's values is a key of the changelog for 90 % of the records"}, 0
+	}
+	best := cands[0]
+	ev := fmt.Sprintf("a key of the changelog for %d/%d source records (no repartition copy left)", hit[best], seen[best])
+	var ties []string
+	for _, c := range cands[1:] {
+		if hit[c] == hit[best] {
+			ties = append(ties, c)
+		}
+	}
+	switch {
+	case len(ties) == 0:
+		return Guess{Value: best, Evidence: ev}, hit[best]
+	case best == "key" && rekeyed && len(ties) == 1:
+		return Guess{Value: ties[0], Evidence: ev + " (as is the record key, but the app repartitions by a new key)"}, hit[best]
+	case best == "key":
+		return Guess{Value: "key", Evidence: ev}, hit[best]
+	}
+	return Guess{Evidence: ev + " for each of " + strings.Join(append([]string{best}, ties...), ", "), Candidates: append([]string{best}, ties...)}, hit[best]
 }

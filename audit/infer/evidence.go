@@ -35,6 +35,11 @@ type Topic struct {
 	// Whole says, per partition read, that it was read from offset 0 (no
 	// record was purged or deleted before the log start).
 	Whole map[int32]bool
+	// Full says, per partition read, that it was read to its end (no
+	// bound stopped the read).
+	Full map[int32]bool
+	// KeyMod is the key sample kept (ReadOptions.KeyMod; 0 or 1: all).
+	KeyMod uint64
 	// Partitions is the topic's partition count.
 	Partitions int32
 	// Undecodable counts the records that could not be decoded.
@@ -81,7 +86,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 	if err != nil {
 		return nil, fmt.Errorf("read topic %s: %w", topic, err)
 	}
-	t := &Topic{Name: topic, Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Partitions: n}
+	t := &Topic{Name: topic, Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Full: map[int32]bool{}, Partitions: n, KeyMod: o.KeyMod}
 	parts := o.Partitions
 	if parts == nil {
 		for p := range n {
@@ -99,6 +104,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		}
 		var recs []Rec
 		var l *ledger.Ledger
+		full := true
 	walk:
 		for e, err := range ledger.Walk(ctx, src, tp, ledger.Options{}, &l) {
 			if err != nil {
@@ -115,11 +121,13 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 			}
 			recs = append(recs, r)
 			if o.PerPartition > 0 && len(recs) >= o.PerPartition {
+				full = false
 				break walk
 			}
 		}
 		t.Parts[p] = recs
 		t.Whole[p] = offs.LogStart == 0
+		t.Full[p] = full
 	}
 	return t, nil
 }

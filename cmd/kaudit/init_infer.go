@@ -169,10 +169,28 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
 		}
 	}
+	if t.repartition != "" && (copies == nil || copies.Count() == 0) && ev.Topics[t.changelog] != nil {
+		// the copies were purged: the source whose records' field is a
+		// key of the changelog
+		cands := t.candidates
+		if t.source != "" {
+			cands = []string{t.source}
+		}
+		bestN := 0
+		for _, c := range cands {
+			g, n := infer.GuessSelectKeyFromStates(ev.Topics[c], ev.Topics[t.changelog], true)
+			if n > bestN || (bestN == 0 && c == t.source) {
+				bestN, t.selectKey = n, g
+				if t.source == "" && g.Value != "" {
+					t.source, t.sourceNote = c, "its records' "+g.Value+" are keys of the changelog"
+				}
+			}
+		}
+	}
 	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
 		return
 	}
-	g := infer.GuessReducer(topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev)
+	g := infer.GuessReducer(topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
 	t.reduce = &g
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"os"
@@ -176,4 +178,51 @@ func TestInitInfersWithoutTopology(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no table of %v", want)
 	}
+}
+
+// purgedRepartitions is a source whose repartition topics hold nothing:
+// what real Streams leaves once it has purged them.
+type purgedRepartitions struct{ audit.Source }
+
+func (p purgedRepartitions) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.PartitionOffsets, error) {
+	o, err := p.Source.Offsets(ctx, tp)
+	if err == nil && strings.HasSuffix(tp.Topic, "-repartition") {
+		o.LogStart = o.HW
+	}
+	return o, err
+}
+
+func (p purgedRepartitions) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	if strings.HasSuffix(tp.Topic, "-repartition") {
+		return func(func(audit.Record, error) bool) {}
+	}
+	return p.Source.Records(ctx, tp, from, to)
+}
+
+func (p purgedRepartitions) Topology() string {
+	return p.Source.(interface{ Topology() string }).Topology()
+}
+
+func (p purgedRepartitions) Schemas() map[int32]string {
+	return p.Source.(interface{ Schemas() map[int32]string }).Schemas()
+}
+
+// TestInitInfersPurged: with every repartition record purged, select_key
+// comes from the source fields that are keys of the changelog and the
+// reducer from the keys' final states: still the hand-written spec.
+func TestInitInfersPurged(t *testing.T) {
+	s, err := snapshot.Open("../../testdata/incidents/dropped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := runInit(t.Context(), initOptions{AppID: "kaudit-drill"}, purgedRepartitions{s}, &out); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "init-dropped-purged.yaml", []byte(out.String()))
+	want, err := os.ReadFile("../../testdata/incidents/dropped.kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameShape(t, specShape(t, "drafted", []byte(out.String())), specShape(t, "hand-written", want))
 }
