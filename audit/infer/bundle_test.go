@@ -1,13 +1,14 @@
 package infer
 
 import (
+	"encoding/json"
 	"iter"
+	"strconv"
 
 	"context"
 	"github.com/kaudit/kaudit/audit"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -207,5 +208,62 @@ func TestBundlePurged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResetIsNotAWrongSpec: a store reset (KAFKA-16017: a key's sum
+// restarts from a raw input) makes latest explain the reset keys, yet it
+// does not make a sum table unjudged; a latest table written as a sum
+// still is.
+func TestResetIsNotAWrongSpec(t *testing.T) {
+	n := func(i int) any { return map[string]any{"amount": json.Number(strconv.Itoa(i)), "id": "x"} }
+	sumOf := func(is ...int) any {
+		t := 0
+		for _, i := range is {
+			t += i
+		}
+		return n(t)
+	}
+	copies := &Topic{Name: "rep", Parts: map[int32][]Rec{}, Whole: map[int32]bool{0: true}, Partitions: 1}
+	changelog := &Topic{Name: "cl", Parts: map[int32][]Rec{}, Whole: map[int32]bool{0: true}, Partitions: 1}
+	add := func(tp *Topic, key string, v any) { tp.Parts[0] = append(tp.Parts[0], Rec{Key: key, Value: v}) }
+	for k := range 10 { // keys summed, then reset once: [1, 1+2, 3]
+		key := "r" + strconv.Itoa(k)
+		for _, i := range []int{1, 2, 3} {
+			add(copies, key, n(i))
+		}
+		add(changelog, key, n(1))
+		add(changelog, key, sumOf(1, 2))
+		add(changelog, key, n(3))
+	}
+	for k := range 3 { // keys summed, no reset
+		key := "s" + strconv.Itoa(k)
+		add(copies, key, n(1))
+		add(copies, key, n(2))
+		add(changelog, key, n(1))
+		add(changelog, key, sumOf(1, 2))
+	}
+	ev := &Evidence{Topics: map[string]*Topic{"rep": copies, "cl": changelog}}
+	spec := func(reduce string) topology.PlannedTable {
+		r, err := topology.ParseReducer(reduce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return topology.PlannedTable{Name: "t", Repartition: "rep", Changelog: "cl", Spec: &topology.Table{Name: "t", Reducer: r}}
+	}
+	if v := CheckTable(spec("sum(amount)"), ev); v.Unjudged != "" {
+		t.Errorf("a reset store leaves the sum table unjudged: %s", v.Unjudged)
+	}
+	// a latest table: every state is the last input
+	latestCL := &Topic{Name: "cl", Parts: map[int32][]Rec{}, Whole: map[int32]bool{0: true}, Partitions: 1}
+	for k := range 10 {
+		key := "r" + strconv.Itoa(k)
+		for _, i := range []int{1, 2, 3} {
+			add(latestCL, key, n(i))
+		}
+	}
+	ev.Topics["cl"] = latestCL
+	if v := CheckTable(spec("sum(amount)"), ev); v.Unjudged == "" {
+		t.Errorf("sum(amount) for a latest table is judged: %s", v.Summary())
 	}
 }
