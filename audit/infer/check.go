@@ -193,9 +193,6 @@ type Verdict struct {
 	Note string
 	// of is what a key's evidence is: "keys' histories", "output keys".
 	of string
-	// weakLatest: the keys' final states were checked, not their
-	// histories, and latest explaining more is no proof (see decide).
-	weakLatest bool
 	// twoRestarts counts the keys whose history the spec's reducer
 	// explains with no fewer than two restarts from a raw input.
 	twoRestarts int
@@ -239,12 +236,11 @@ func (v *Verdict) decide(what string) {
 	}
 	best := v.Order[0]
 	e, b := v.Explained[v.Spec], v.Explained[best]
-	if best == "latest" && v.Spec != "latest" && (v.weakLatest || v.twoRestarts < MinMargin) {
+	if best == "latest" && v.Spec != "latest" && v.twoRestarts < MinMargin {
 		// a store reset (KAFKA-16017) restarts a key's fold from a raw
 		// input, which looks like latest: that latest explains more keys
-		// proves the spec wrong only where the spec's reducer needs two
-		// restarts or more in one key's history (a reset makes one); on
-		// final states it proves nothing
+		// proves the spec wrong only where keys' histories restart from a
+		// raw input twice or more (a reset makes one restart)
 		return
 	}
 	if best != v.Spec && b > e && (b-e >= MinMargin || 2*e < b) {
@@ -257,6 +253,26 @@ type history struct {
 	inputs []any
 	states []any
 	parts  map[int32][]any // inputs per source partition (from the source)
+	// all is every changelog state, when states holds only the final one
+	all []any
+}
+
+// rawStates counts the states after a key's first that equal one of its
+// inputs as is.
+func rawStates(h *history) int {
+	n := 0
+	for i, st := range h.all {
+		if i == 0 {
+			continue
+		}
+		for _, in := range h.inputs {
+			if same(st, in) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // tableHistories groups a table's copies (the repartition topic's, or the
@@ -417,11 +433,12 @@ func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, erro
 	}
 	hs, keys := tableHistories(pt, ev)
 	explain := explains
+	final := false
 	if len(keys) < MinKeys && sel != nil {
 		if fs, fkeys := sourceHistories(pt, ev, sel); len(fkeys) > len(keys) {
 			hs, keys, explain = fs, fkeys, explainsFinal
 			v.of = "keys' final states (from the source: the repartition topic was purged)"
-			v.weakLatest = true
+			final = true
 		}
 	}
 	v.Keys = len(keys)
@@ -458,9 +475,15 @@ func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, erro
 			continue // a candidate that does not fit the data is no candidate
 		}
 		v.Explained[c] = n
-		if c == v.Spec && !v.weakLatest {
+		if c == v.Spec {
 			for _, k := range keys {
-				if ok, _ := explainsRestarting(t, hs[k], 1); !ok {
+				if final {
+					// inputs' order unknown: states after the first that are
+					// raw inputs, twice or more
+					if rawStates(hs[k]) >= 2 {
+						v.twoRestarts++
+					}
+				} else if ok, _ := explainsRestarting(t, hs[k], 1); !ok {
 					v.twoRestarts++
 				}
 			}
@@ -494,6 +517,14 @@ func sourceHistories(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any,
 		}
 	}
 	final := finalStates(changelog)
+	all := map[string][]any{}
+	for _, rs := range changelog.Parts {
+		for _, r := range rs {
+			if r.Key != nil && r.Value != nil && !r.Undecodable {
+				all[keyOf(r.Key)] = append(all[keyOf(r.Key)], r.Value)
+			}
+		}
+	}
 	hs := map[string]*history{}
 	for p := range source.Partitions {
 		for _, r := range source.Parts[p] {
@@ -520,7 +551,7 @@ func sourceHistories(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any,
 	var keys []string
 	for k, h := range hs {
 		if f := final[k]; f != nil {
-			h.states = []any{f}
+			h.states, h.all = []any{f}, all[k]
 			keys = append(keys, k)
 		}
 	}

@@ -125,6 +125,20 @@ func TestFaultsDoNotTripTheCheck(t *testing.T) {
 					t.Errorf("join %s: %s", pj.Output, v.Unjudged)
 				}
 			}
+			// a wrong reducer kind is caught wherever keys tell them apart
+			for i, pt := range plan.Tables {
+				wrong := map[audittest.Reducer]string{audittest.ReduceLatest: "count", audittest.ReduceCount: "latest"}[s.Tables[i].Reducer]
+				r, err := topology.ParseReducer(wrong)
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec := *pt.Spec
+				spec.Reducer = r
+				pt.Spec = &spec
+				if v := CheckTable(pt, ev); v.Keys >= MinKeys && v.Unjudged == "" {
+					t.Errorf("table %s: %s for a %s table is judged: %s", pt.Name, wrong, s.Tables[i].Reducer, v.Summary())
+				}
+			}
 		})
 	}
 }
