@@ -361,3 +361,25 @@ func FieldOrder(raw []byte, schema func(id int32) (string, bool)) []string {
 	}
 	return out
 }
+
+// KeyCoverage counts the keys of out (with a value) that are keys of
+// changelog, and out's keys.
+func KeyCoverage(out, changelog *Topic) (covered, total int) {
+	states := finalStates(changelog)
+	seen := map[string]bool{}
+	for _, r := range out.Records() {
+		if r.Key == nil || r.Value == nil || r.Undecodable {
+			continue
+		}
+		k := keyOf(r.Key)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		total++
+		if _, ok := states[k]; ok {
+			covered++
+		}
+	}
+	return covered, total
+}

@@ -217,6 +217,12 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 	}
 	joins := draftJoins(lay, tables, guess)
 	switch {
+	case topo == nil && inf != nil && d != nil:
+		js := inf.joinsWithoutTopology(ctx, src, d, tables)
+		b.WriteString(js)
+		if strings.HasPrefix(js, "joins:") {
+			inf.foundJoins = true
+		}
 	case topo == nil:
 		b.WriteString("# joins: not known without a topology (--topology)\n")
 	case len(joins) > 0:
@@ -234,6 +240,9 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 		for _, u := range d.Unknown {
 			if inf != nil && sourced && strings.HasPrefix(u, "which source topic feeds") {
 				continue // inferred from the copies
+			}
+			if inf != nil && inf.foundJoins && (strings.HasPrefix(u, "output topics:") || strings.HasPrefix(u, "joins and the stores")) {
+				continue // inferred from the output's keys and values
 			}
 			unknown = append(unknown, u)
 		}

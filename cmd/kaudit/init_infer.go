@@ -25,6 +25,7 @@ type inferred struct {
 	plan                 *topology.Plan // the drafted tables, for the join checks
 	dec                  *codec.Codec
 	notes                []string
+	foundJoins           bool // joins found without a topology
 }
 
 // inferTables reads the evidence of the drafted tables and fills in what
@@ -204,4 +205,101 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 	}
 	pj := topology.PlannedJoin{Output: output, Left: left, Right: rights}
 	return infer.InferJoin(pj, inf.plan, inf.ev, outputOrder(ctx, inf.ev.Topics[output], inf.dec))
+}
+
+// maxOutputCandidates bounds the topics read as possible join outputs
+// without a topology.
+const maxOutputCandidates = 50
+
+// joinsWithoutTopology finds the join outputs among the topics the app
+// neither reads nor owns: those whose keys are a table's keys (its left
+// table: the one holding 90 % of them), and drafts each one's join over
+// the tables whose fields its values hold.
+func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *topology.Discovery, tables []draftTable) string {
+	if inf == nil || inf.ev == nil || len(tables) == 0 {
+		return ""
+	}
+	infos, err := src.Topics(ctx)
+	if err != nil {
+		return ""
+	}
+	known := map[string]bool{}
+	for _, t := range d.Topics {
+		known[t.Name] = true
+	}
+	for _, t := range tables {
+		known[t.source] = true
+		for _, c := range t.candidates {
+			known[c] = true
+		}
+	}
+	var cands []string
+	for _, t := range infos {
+		if !known[t.Name] && !strings.HasPrefix(t.Name, "_") && !strings.HasPrefix(t.Name, d.AppID+"-") {
+			cands = append(cands, t.Name)
+		}
+	}
+	slices.Sort(cands)
+	if len(cands) > maxOutputCandidates {
+		return fmt.Sprintf("# joins: not inferred: %d topics could be outputs (more than %d); give --topology\n", len(cands), maxOutputCandidates)
+	}
+	var mod uint64
+	if cl := inf.ev.Topics[tables[0].changelog]; cl != nil {
+		mod = cl.KeyMod
+	}
+	var b strings.Builder
+	for _, name := range cands {
+		out, err := infer.Read(ctx, src, inf.dec, name, infer.ReadOptions{KeyMod: mod})
+		if err != nil || out.Count() == 0 {
+			continue
+		}
+		left, leftN, total := "", 0, 0
+		for _, t := range tables {
+			cl := inf.ev.Topics[t.changelog]
+			if cl == nil {
+				continue
+			}
+			n, tot := infer.KeyCoverage(out, cl)
+			if n > leftN {
+				left, leftN, total = t.name, n, tot
+			}
+		}
+		if left == "" || leftN*10 < total*9 {
+			continue // not keyed by the tables' keys
+		}
+		inf.ev.Topics[name] = out
+		var rights []string
+		for _, t := range tables {
+			if t.name != left {
+				rights = append(rights, t.name)
+			}
+		}
+		g := inf.inferJoin(ctx, name, left, rights)
+		// keep the right tables the value reads
+		var used []string
+		for i, r := range rights {
+			if strings.Contains(g.Value, fmt.Sprintf("r%d?.", i+1)) || strings.Contains(g.Value, fmt.Sprintf("r%d.", i+1)) {
+				used = append(used, r)
+			}
+		}
+		if len(used) == 0 || g.Value == "" {
+			continue
+		}
+		if len(used) < len(rights) {
+			rights = used
+			g = inf.inferJoin(ctx, name, left, rights)
+		}
+		fmt.Fprintf(&b, "  - output: %s   # keyed by table %s's keys: %d/%d (found without a topology)\n", yamlScalar(name), left, leftN, total)
+		fmt.Fprintf(&b, "    left: %s\n", yamlScalar(left))
+		quoted := make([]string, len(rights))
+		for i, r := range rights {
+			quoted[i] = yamlScalar(r)
+		}
+		fmt.Fprintf(&b, "    right: [%s]   # the order of the chain is not known without a topology: check it\n", strings.Join(quoted, ", "))
+		writeJoinGuess(&b, &g)
+	}
+	if b.Len() == 0 {
+		return "# joins: none found without a topology (--topology)\n"
+	}
+	return "joins:\n" + b.String()
 }
