@@ -162,9 +162,9 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 		switch {
 		case bestSrc != "" && t.source == "":
 			t.source = bestSrc
-			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, shortTopic(t.repartition), strings.Join(counts, ", "))
+			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
 		case bestSrc != "":
-			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, shortTopic(t.repartition))
+			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, t.repartition)
 		}
 		if t.rekeyed || t.repartition != "" {
 			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
@@ -194,9 +194,6 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 	g := infer.GuessReducer(topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
 	t.reduce = &g
 }
-
-// shortTopic drops nothing: topic names are cited whole.
-func shortTopic(s string) string { return s }
 
 // inferJoin guesses a drafted join's type and value.
 func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights []string) infer.JoinGuess {
