@@ -23,7 +23,7 @@ type Evidence struct {
 // one), the same numbers in every topic, and where one partition holds
 // more, a sample of the keys (the same in every topic), so a key's
 // copies, states and output are kept together.
-const MaxRecords = 50_000
+const MaxRecords = 20_000
 
 // Load reads the evidence the checks of plan need: the first records of
 // each source (their fields), and the repartition, changelog and output

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -119,6 +120,9 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 					continue
 				}
 			}
+			// a copy: the record's bytes may share a fetch buffer that a
+			// kept slice would pin whole
+			r.RawKey, r.RawValue = bytes.Clone(r.RawKey), bytes.Clone(r.RawValue)
 			recs = append(recs, r)
 			if o.PerPartition > 0 && len(recs) >= o.PerPartition {
 				full = false
