@@ -1,7 +1,11 @@
 package infer
 
 import (
+	"fmt"
+	"time"
+
 	"encoding/json"
+	"github.com/kaudit/kaudit/audit/audittest"
 	"iter"
 	"strconv"
 
@@ -265,5 +269,37 @@ func TestResetIsNotAWrongSpec(t *testing.T) {
 	ev.Topics["cl"] = latestCL
 	if v := CheckTable(spec("sum(amount)"), ev); v.Unjudged == "" {
 		t.Errorf("sum(amount) for a latest table is judged: %s", v.Summary())
+	}
+}
+
+func TestPartitionsFitting(t *testing.T) {
+	m := audittest.NewMemory(time.Now())
+	set := func(topic string, sizes ...int64) {
+		m.AddTopic(audit.TopicInfo{Name: topic, Partitions: int32(len(sizes))})
+		for p, n := range sizes {
+			m.SetOffsets(audit.TopicPartition{Topic: topic, Partition: int32(p)}, audit.PartitionOffsets{HW: n, LSO: n})
+		}
+	}
+	set("a", 10, 10, 10)
+	set("b", 20, 20, 20)
+	set("c", 5, 5, 5, 5, 5)
+	for _, tc := range []struct {
+		topics []string
+		max    int
+		parts  string
+		mod    uint64
+	}{
+		{[]string{"a", "b"}, 1000, "[]", 1},  // all fit
+		{[]string{"a", "b"}, 45, "[0 1]", 1}, // b's partitions 0 and 1: 40
+		{[]string{"a", "b"}, 10, "[0]", 2},   // one partition of b is 20: half its keys
+		{[]string{"a", "c"}, 10, "[]", 3},    // not co-partitioned: all partitions, a third of the keys
+	} {
+		parts, mod, err := partitionsFitting(t.Context(), m, tc.topics, tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(parts); got != tc.parts || mod != tc.mod {
+			t.Errorf("%v max %d: parts %s mod %d, want %s %d", tc.topics, tc.max, got, mod, tc.parts, tc.mod)
+		}
 	}
 }

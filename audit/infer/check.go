@@ -121,7 +121,24 @@ func partitionsFitting(ctx context.Context, src audit.RecordSource, topics []str
 	}
 	var parts []int32
 	all := false
-	for p := int32(0); ; p++ {
+	for _, c := range counts {
+		if len(c) != len(counts[0]) {
+			// not co-partitioned: partition p holds other keys in each
+			// topic, so only a sample of keys keeps them together
+			all = true
+			n := 0
+			for _, d := range counts {
+				if len(d) > n {
+					n = len(d)
+				}
+			}
+			for p := range n {
+				parts = append(parts, int32(p))
+			}
+			break
+		}
+	}
+	for p := int32(0); !all; p++ {
 		fits, any := true, false
 		for _, c := range counts {
 			if int(p) >= len(c) {
