@@ -21,6 +21,7 @@ type specCheck struct {
 	tables   []infer.Verdict // reducers, per table
 	joins    []infer.Verdict
 	unjudged []string
+	unread   error // the evidence could not be read
 }
 
 // checkSpecEvidence reads the evidence a resolved spec needs and checks
@@ -33,7 +34,7 @@ func checkSpecEvidence(ctx context.Context, spec *topology.Spec, rp *topology.Pl
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return &specCheck{notes: []string{"the spec was not checked against the evidence: " + err.Error()}}, nil
+		return &specCheck{notes: []string{"the spec was not checked against the evidence: " + err.Error()}, unread: err}, nil
 	}
 	c := &specCheck{}
 	notes, err := infer.CheckFields(spec, rp, ev)
@@ -159,7 +160,7 @@ func specCommand() *cli.Command {
 				return usagef("kaudit spec check needs --spec FILE")
 			}
 			o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec")}
-			src, err := openCliSource(c)
+			src, err := openSource(c.Context, "spec check", readSourceOptions(c))
 			if err != nil {
 				return err
 			}
@@ -187,6 +188,9 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 	c, err := checkSpecEvidence(ctx, pl.spec, pl.resolved, src, dec)
 	if err != nil {
 		return err
+	}
+	if c.unread != nil {
+		return incompleteError{fmt.Errorf("read the evidence: %w", c.unread)}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kaudit spec check: %s against %s\n", pl.spec.File, src.Describe())
