@@ -218,6 +218,9 @@ type plan struct {
 	valSerde  string
 	topics    map[string]codec.TopicSerdes
 	warnings  []string
+	spec      *topology.Spec // nil without --spec
+	resolved  *topology.Plan
+	unjudged  []string // why tables and joins are not judged (checkSpec)
 }
 
 // buildPlan resolves the spec (or, without one, the keyless checks) on
@@ -300,6 +303,7 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 		}
 	}
 	pl.pipeline = reconcile.FromPlan(rp, pl.keySerde)
+	pl.spec, pl.resolved = spec, rp
 	return pl, nil
 }
 
@@ -319,6 +323,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := checkSpec(ctx, pl, src, dec, o.log); err != nil {
+		return err
+	}
 	rep, err := reconcile.Run(ctx, src.Source, pl.pipeline, reconcile.Options{Decoder: dec, MaxTxnTimeout: o.source.MaxTxnTimeout,
 		Since: o.Since, Until: o.Until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.progress, Log: o.log,
 		MemoryBudget: o.MemoryBudget / tableShare, SpillDir: o.SpillDir})
@@ -329,6 +336,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		return incompleteError{err}
 	}
 	rep.Findings = append(rep.Findings, src.problems...)
+	addUnjudged(rep, pl.unjudged)
 	rep.Findings = append(rep.Findings, topology.ConfigRisksFor(pl.discovery, o.Outage)...)
 	for _, u := range pl.discovery.Unknown {
 		rep.Summary.Notes = append(rep.Summary.Notes, u)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/infer"
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -20,6 +22,7 @@ type initOptions struct {
 	TopologyFile string
 	KeySerde     string
 	ValueSerde   string
+	source       sourceOptions // the registry and client settings, to decode
 }
 
 func initCommand() *cli.Command {
@@ -28,14 +31,18 @@ func initCommand() *cli.Command {
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "key-serde", Usage: "key serde to write into the draft: string, long, int, bytes, json, avro", EnvVars: env("key-serde")},
 		&cli.StringFlag{Name: "value-serde", Usage: "value serde to write into the draft: string, long, int, bytes, json, avro", EnvVars: env("value-serde")},
+		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL`, to decode Avro values", EnvVars: env("schema-registry-url")},
+		&cli.StringFlag{Name: "schemas", Usage: "offline schema `DIR` of <id>.avsc files or a schemas.json map", EnvVars: env("schemas")},
 	}
 	return &cli.Command{
 		Name:      "init",
 		Usage:     "write a draft kaudit.yaml from discovery",
 		UsageText: "kaudit init --app-id ID [source] [--topology FILE] > kaudit.yaml",
-		Description: "Drafts a spec from the topology and, with a source, from discovery. Only select_key,\n" +
-			"reduce and value are left as TODO: what the Java lambdas do cannot be read from topics.\n" +
-			"Once they are filled in, the spec loads (kaudit diff --spec kaudit.yaml).\n\n" + exitStatusHelp,
+		Description: "Drafts a spec from the topology and, with a source, from the evidence: the serdes, each\n" +
+			"table's source, select_key and reducer, and each join's type and value are inferred from what\n" +
+			"the app wrote, each with its evidence as a comment. What the evidence cannot settle stays a\n" +
+			"TODO listing the candidates. Without a source, select_key, reduce and value are TODO.\n" +
+			"Check a spec against the evidence with kaudit spec check.\n\n" + exitStatusHelp,
 		Flags: append(flags, sourceFlags()...),
 		Action: func(c *cli.Context) error {
 			o := initOptions{
@@ -43,6 +50,7 @@ func initCommand() *cli.Command {
 				TopologyFile: c.String("topology"),
 				KeySerde:     c.String("key-serde"),
 				ValueSerde:   c.String("value-serde"),
+				source:       readSourceOptions(c),
 			}
 			src, _, closeSrc, err := topologySource(c)
 			if err != nil {
@@ -63,6 +71,10 @@ type draftTable struct {
 	repartition  string
 	rekeyed      bool
 	tableSource  bool // builder.table() or toTable(): no reducer to decide
+	// inferred from the evidence (kaudit init with a source)
+	sourceNote string
+	selectKey  infer.Guess
+	reduce     *infer.Guess
 }
 
 // runInit writes a draft spec; src may be nil.
@@ -74,11 +86,19 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 		return usagef("kaudit init needs --topology FILE or a source (--bootstrap-server, --snapshot, --log-dir)")
 	}
 	var topo *topology.Topology
+	topoFrom := o.TopologyFile
 	if o.TopologyFile != "" {
 		var err error
 		if topo, err = loadTopology(o.TopologyFile); err != nil {
 			return err
 		}
+	} else if s, ok := src.(interface{ Topology() string }); ok && s.Topology() != "" {
+		// a capture carries the app's describe() text
+		t, err := topology.ParseString(s.Topology())
+		if err != nil {
+			return incompleteError{fmt.Errorf("parse the snapshot's topology: %w", err)}
+		}
+		topo, topoFrom = t, "the snapshot's topology"
 	}
 	var d *topology.Discovery
 	if src != nil {
@@ -95,23 +115,52 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 		lay = d.NamingLayout()
 	}
 	tables := draftTables(lay, topo != nil, d)
+	var inf *inferred
+	if src != nil && len(tables) > 0 {
+		var outputs []string
+		for _, u := range lay.Topics {
+			if u.Role == topology.RoleOutput && !u.Pattern {
+				outputs = append(outputs, u.Name)
+			}
+		}
+		var err error
+		if inf, err = inferTables(ctx, o, src, tables, outputs); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var ue usageError
+			if errors.As(err, &ue) {
+				return err
+			}
+			return incompleteError{err}
+		}
+	}
 	var b strings.Builder
 	b.WriteString("# kaudit spec, drafted by kaudit init")
-	if o.TopologyFile != "" {
-		b.WriteString(" from " + o.TopologyFile)
+	if topoFrom != "" {
+		b.WriteString(" from " + topoFrom)
 	}
 	if src != nil {
 		b.WriteString(" and " + src.Describe())
 	}
-	b.WriteString(".\n# Fill in every TODO (select_key, reduce, value: what the app's Java lambdas do),\n")
-	b.WriteString("# then audit with: kaudit diff --spec kaudit.yaml\n")
+	if inf != nil {
+		b.WriteString(".\n# Each guess from the evidence says what it rests on; fill in every TODO,\n")
+		b.WriteString("# check with: kaudit spec check --spec kaudit.yaml, then audit with: kaudit diff --spec kaudit.yaml\n")
+	} else {
+		b.WriteString(".\n# Fill in every TODO (select_key, reduce, value: what the app's Java lambdas do),\n")
+		b.WriteString("# then audit with: kaudit diff --spec kaudit.yaml\n")
+	}
 	b.WriteString("app_id: " + yamlScalar(o.AppID) + "\n")
 	if o.TopologyFile != "" {
 		b.WriteString("topology: " + yamlScalar(o.TopologyFile) + "\n")
 	}
-	if o.KeySerde != "" || o.ValueSerde != "" {
+	switch {
+	case inf != nil && inf.keySerde.Value != "" && inf.valueSerde.Value != "":
+		fmt.Fprintf(&b, "serdes: {key: %s, value: %s}   # keys: %s; values: %s\n", yamlScalar(inf.keySerde.Value), yamlScalar(inf.valueSerde.Value),
+			inf.keySerde.Evidence, inf.valueSerde.Evidence)
+	case o.KeySerde != "" || o.ValueSerde != "":
 		fmt.Fprintf(&b, "serdes: {key: %s, value: %s}\n", yamlScalar(o.KeySerde), yamlScalar(o.ValueSerde))
-	} else {
+	default:
 		b.WriteString("# serdes: {key: string, value: avro}   # else --key-serde/--value-serde apply\n")
 	}
 	b.WriteString("tables:\n")
@@ -125,7 +174,7 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 	for _, t := range tables {
 		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
 		if t.source != "" {
-			fmt.Fprintf(&b, "    source: %s\n", yamlScalar(t.source))
+			fmt.Fprintf(&b, "    source: %s%s\n", yamlScalar(t.source), comment(t.sourceNote))
 		} else {
 			hint := "which source topic feeds store " + t.store
 			if len(t.candidates) > 0 {
@@ -133,12 +182,25 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 			}
 			fmt.Fprintf(&b, "    source: %s\n", yamlScalar("TODO: "+hint))
 		}
-		if t.rekeyed {
-			fmt.Fprintf(&b, "    select_key: %s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId; remove the line if the key is unchanged"))
+		g := t.selectKey
+		switch {
+		case g.Value == "key":
+			fmt.Fprintf(&b, "    # select_key: none, the key is unchanged: %s\n", g.Evidence)
+		case g.Value != "":
+			fmt.Fprintf(&b, "    select_key: %s%s\n", yamlScalar(g.Value), comment(g.Evidence))
+		case len(g.Candidates) > 0:
+			fmt.Fprintf(&b, "    select_key: %s\n", yamlScalar("TODO: one of "+strings.Join(g.Candidates, ", ")+" ("+g.Evidence+")"))
+		case t.rekeyed:
+			fmt.Fprintf(&b, "    select_key: %s%s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId; remove the line if the key is unchanged"), comment(g.Evidence))
 		}
-		if t.tableSource {
+		switch {
+		case t.tableSource:
 			b.WriteString("    reduce: latest   # a table read from its topic: the latest value per key\n")
-		} else {
+		case t.reduce != nil && t.reduce.Value != "":
+			fmt.Fprintf(&b, "    reduce: %s%s\n", yamlScalar(t.reduce.Value), comment(t.reduce.Evidence))
+		case t.reduce != nil:
+			fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: one of "+strings.Join(t.reduce.Candidates, ", ")+", or {expr: \"…agg…value…\"} ("+t.reduce.Evidence+")"))
+		default:
 			fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"))
 		}
 		fmt.Fprintf(&b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
@@ -146,8 +208,21 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 			fmt.Fprintf(&b, "    repartition: %s\n", yamlScalar(t.repartition))
 		}
 	}
-	joins := draftJoins(lay, tables)
+	var guess func(output, left string, rights []string) *infer.JoinGuess
+	if inf != nil {
+		guess = func(output, left string, rights []string) *infer.JoinGuess {
+			g := inf.inferJoin(ctx, output, left, rights)
+			return &g
+		}
+	}
+	joins := draftJoins(lay, tables, guess)
 	switch {
+	case topo == nil && inf != nil && d != nil:
+		js := inf.joinsWithoutTopology(ctx, src, d, tables)
+		b.WriteString(js)
+		if strings.HasPrefix(js, "joins:") {
+			inf.foundJoins = true
+		}
 	case topo == nil:
 		b.WriteString("# joins: not known without a topology (--topology)\n")
 	case len(joins) > 0:
@@ -159,10 +234,29 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 		}
 		b.WriteString(all)
 	}
-	if d != nil && len(d.Unknown) > 0 {
-		b.WriteString("# Not known from the evidence:\n")
+	var unknown []string
+	if d != nil {
+		sourced := !slices.ContainsFunc(tables, func(t draftTable) bool { return t.source == "" })
 		for _, u := range d.Unknown {
+			if inf != nil && sourced && strings.HasPrefix(u, "which source topic feeds") {
+				continue // inferred from the copies
+			}
+			if inf != nil && inf.foundJoins && (strings.HasPrefix(u, "output topics:") || strings.HasPrefix(u, "joins and the stores")) {
+				continue // inferred from the output's keys and values
+			}
+			unknown = append(unknown, u)
+		}
+	}
+	if len(unknown) > 0 {
+		b.WriteString("# Not known from the evidence:\n")
+		for _, u := range unknown {
 			b.WriteString("#   - " + u + "\n")
+		}
+	}
+	if inf != nil && len(inf.notes) > 0 {
+		b.WriteString("# Read from the evidence:\n")
+		for _, n := range inf.notes {
+			b.WriteString("#   - " + n + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -208,8 +302,18 @@ func draftTables(lay *topology.Layout, haveTopology bool, d *topology.Discovery)
 			if len(lay.StoresFedBy(u.Name)) > 1 {
 				name = s.Name
 			}
+			var reps []string
+			for _, r := range s.Repartitions {
+				if strings.HasSuffix(r, "-repartition") {
+					reps = append(reps, r)
+				}
+			}
+			rep := ""
+			if len(reps) == 1 {
+				rep = reps[0]
+			}
 			out = append(out, draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog,
-				rekeyed: s.Rekeyed, tableSource: fromTableSource(s)})
+				repartition: rep, rekeyed: s.Rekeyed, tableSource: fromTableSource(s)})
 		}
 	}
 	return out
@@ -241,7 +345,7 @@ func tableStore(s topology.StoreUse) bool {
 
 // draftJoins writes one join entry per chain of table-table joins: the
 // left table of the first join, the right table of each, the output.
-func draftJoins(lay *topology.Layout, tables []draftTable) []string {
+func draftJoins(lay *topology.Layout, tables []draftTable, guess func(output, left string, rights []string) *infer.JoinGuess) []string {
 	byStore := map[string]string{}
 	for _, t := range tables {
 		byStore[t.store] = t.name
@@ -288,6 +392,12 @@ func draftJoins(lay *topology.Layout, tables []draftTable) []string {
 				quoted[i] = yamlScalar(r)
 			}
 			fmt.Fprintf(&b, "    right: [%s]\n", strings.Join(quoted, ", "))
+			if guess != nil && !strings.HasPrefix(left, "TODO") && !slices.ContainsFunc(rights, func(r string) bool { return strings.HasPrefix(r, "TODO") }) {
+				if g := guess(output, left, rights); g.Keys > 0 {
+					writeJoinGuess(&b, g)
+					continue
+				}
+			}
 			b.WriteString("    type: left   # left | inner | outer: describe() does not say which; check the code\n")
 			var vars []string
 			vars = append(vars, "left")
@@ -327,3 +437,32 @@ func yamlScalar(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// comment is a YAML end-of-line comment, "" for no text.
+func comment(text string) string {
+	if text == "" {
+		return ""
+	}
+	return "   # " + text
+}
+
+// writeJoinGuess writes a join's inferred type and value, the evidence of
+// each output field as comments.
+func writeJoinGuess(b *strings.Builder, g *infer.JoinGuess) {
+	if strings.HasPrefix(g.TypeNote, "TODO") {
+		fmt.Fprintf(b, "    type: left   # %s\n", g.TypeNote)
+	} else {
+		fmt.Fprintf(b, "    type: %s%s\n", g.Type, comment(g.TypeNote))
+	}
+	for _, f := range g.Fields {
+		fmt.Fprintf(b, "    # %s\n", f)
+	}
+	if g.Value != "" {
+		fmt.Fprintf(b, "    value: %s\n", singleQuoted(g.Value))
+		return
+	}
+	fmt.Fprintf(b, "    value: %s\n", yamlScalar("TODO: "+strings.Join(g.TODO, "; ")+"; or remove this line to check presence only"))
+}
+
+// singleQuoted writes s as a single-quoted YAML scalar.
+func singleQuoted(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -67,6 +67,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			topologyCommand(),
 			txnsCommand(),
 			initCommand(),
+			specCommand(),
 			demoCommand(),
 			mergeCommand(),
 		},

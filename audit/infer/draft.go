@@ -1,0 +1,319 @@
+package infer
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// Guess is one inferred spec field: its value, the evidence it rests on
+// (for a YAML comment), or, when the evidence cannot settle it, the
+// candidates (Value is then "").
+type Guess struct {
+	Value      string
+	Evidence   string
+	Candidates []string
+}
+
+// GuessSerde guesses the serde of a topic's keys or values from their
+// bytes: Confluent framing with a schema id known to the registry or the
+// bundle (known) is avro; text that parses as JSON objects or arrays is
+// json; 8 bytes that are not text are long; UTF-8 text is string; else
+// bytes.
+func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
+	n, framed, ids, jsonObj, text, eight := 0, 0, map[int32]bool{}, 0, 0, 0
+	for _, b := range raws {
+		if b == nil {
+			continue
+		}
+		n++
+		if id, ok := codec.SchemaID(b); ok && (known == nil || known(id)) {
+			framed++
+			ids[id] = true
+		}
+		t := bytes.TrimSpace(b)
+		if len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+			jsonObj++
+		}
+		if utf8.Valid(b) && !bytes.ContainsAny(b, "\x00") {
+			text++
+		}
+		if len(b) == 8 {
+			eight++
+		}
+	}
+	if n == 0 {
+		return Guess{Evidence: "no record to tell the serde"}
+	}
+	switch {
+	case framed == n:
+		var s []string
+		for id := range ids {
+			s = append(s, fmt.Sprint(id))
+		}
+		sort.Strings(s)
+		return Guess{Value: "avro", Evidence: fmt.Sprintf("%d/%d Confluent-framed, schema ids %s", framed, n, strings.Join(s, ", "))}
+	case jsonObj == n:
+		return Guess{Value: "json", Evidence: fmt.Sprintf("%d/%d JSON", jsonObj, n)}
+	case eight == n && text < n:
+		return Guess{Value: "long", Evidence: fmt.Sprintf("%d/%d 8-byte binary", eight, n)}
+	case text == n:
+		return Guess{Value: "string", Evidence: fmt.Sprintf("%d/%d UTF-8 text", text, n)}
+	}
+	return Guess{Value: "bytes", Evidence: fmt.Sprintf("%d records neither framed, JSON nor text", n),
+		Candidates: []string{"avro", "json", "string", "bytes"}}
+}
+
+// Pair is a source record and its repartition copy.
+type Pair struct{ Src, Copy Rec }
+
+// MatchCopies pairs repartition copies with the source records they copy:
+// Streams passes value and timestamp through (the value compared decoded:
+// the copy may carry another schema id).
+func MatchCopies(source, copies *Topic) []Pair {
+	type fp struct {
+		d  codec.Digest
+		ts int64
+	}
+	idx := map[fp][]Rec{}
+	for _, rs := range copies.Parts {
+		for _, r := range rs {
+			if r.Value == nil || r.Undecodable {
+				continue
+			}
+			k := fp{codec.DigestOf(r.Value), r.Timestamp}
+			idx[k] = append(idx[k], r)
+		}
+	}
+	var out []Pair
+	for _, r := range source.Records() {
+		if r.Value == nil || r.Undecodable {
+			continue
+		}
+		k := fp{codec.DigestOf(r.Value), r.Timestamp}
+		if cs := idx[k]; len(cs) > 0 {
+			out = append(out, Pair{Src: r, Copy: cs[0]})
+			idx[k] = cs[1:]
+		}
+	}
+	return out
+}
+
+// leafPaths lists the paths to a value's scalar fields, to depth 3.
+func leafPaths(v any, prefix []string, out *[][]string) {
+	m, ok := v.(map[string]any)
+	if !ok || len(prefix) >= 3 {
+		if len(prefix) > 0 {
+			*out = append(*out, slices.Clone(prefix))
+		}
+		return
+	}
+	for k, x := range m {
+		if isIdent(k) {
+			leafPaths(x, append(prefix, k), out)
+		}
+	}
+}
+
+func walk(v any, path []string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+// GuessSelectKey finds the expression whose value is each copy's key:
+// the record key (unchanged; no select_key) or a value field path. Where
+// the key and a value field both equal it, rekeyed (the topology has a
+// key-changing operation) takes the field.
+func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
+	if len(pairs) == 0 {
+		return Guess{Evidence: "no repartition copy matched a source record"}
+	}
+	counts := map[string]int{}
+	for _, p := range pairs {
+		if same(p.Src.Key, p.Copy.Key) {
+			counts["key"]++
+		}
+		var paths [][]string
+		leafPaths(p.Src.Value, nil, &paths)
+		for _, path := range paths {
+			if same(walk(p.Src.Value, path), p.Copy.Key) {
+				counts["value."+strings.Join(path, ".")]++
+			}
+		}
+	}
+	var cands []string
+	for c := range counts {
+		cands = append(cands, c)
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if counts[a] != counts[b] {
+			return counts[a] > counts[b]
+		}
+		return a < b
+	})
+	n := len(pairs)
+	if len(cands) == 0 || counts[cands[0]]*10 < n*9 {
+		g := Guess{Evidence: fmt.Sprintf("no field equals the copies' keys for 90%% of %d copies", n)}
+		for _, c := range cands[:min(3, len(cands))] {
+			g.Candidates = append(g.Candidates, fmt.Sprintf("%s %d/%d", c, counts[c], n))
+		}
+		return g
+	}
+	best := cands[0]
+	var ties []string
+	for _, c := range cands[1:] {
+		if counts[c] == counts[best] {
+			ties = append(ties, c)
+		}
+	}
+	ev := fmt.Sprintf("equals the key of %d/%d copies matched to source records", counts[best], n)
+	if best == "key" && rekeyed && len(ties) == 1 {
+		return Guess{Value: ties[0], Evidence: ev + " (as does the record key, but the app repartitions by a new key)"}
+	}
+	if len(ties) > 0 {
+		if best == "key" {
+			// the key is unchanged; fields that equal it too say nothing
+			return Guess{Value: "key", Evidence: ev + " (so do " + strings.Join(ties, ", ") + ")"}
+		}
+		return Guess{Evidence: ev + " for each of " + strings.Join(append([]string{best}, ties...), ", "), Candidates: append([]string{best}, ties...)}
+	}
+	return Guess{Value: best, Evidence: ev}
+}
+
+// GuessReducer finds the reducer among latest, count and sum(F) that
+// explains the most keys' histories (CheckTable's). Where several explain
+// every key alike (no key has two inputs that tell them apart) and latest
+// is one, latest is taken: on this evidence they predict the same states.
+// selectKey is the table's guessed select_key ("" or "key": unchanged),
+// used where the repartition copies were purged.
+func GuessReducer(pt topology.PlannedTable, ev *Evidence, selectKey string) Guess {
+	pt.Spec = nil
+	v := checkTable(pt, ev, SelectPath(selectKey))
+	if v.Keys == 0 {
+		return Guess{Evidence: "no key's copies and changelog history were read whole (repartition purged?)", Candidates: Candidates(nil)}
+	}
+	best := v.Order[0]
+	var ties []string
+	for _, c := range v.Order {
+		if v.Explained[c] == v.Explained[best] {
+			ties = append(ties, c)
+		}
+	}
+	summary := func(list []string) string {
+		var s []string
+		for _, c := range list {
+			s = append(s, fmt.Sprintf("%s %d", c, v.Explained[c]))
+		}
+		return strings.Join(s, ", ")
+	}
+	var others []string
+	for _, c := range v.Order {
+		if !slices.Contains(ties, c) && len(others) < 2 {
+			others = append(others, c)
+		}
+	}
+	ev2 := fmt.Sprintf("explains %d/%d %s", v.Explained[best], v.Keys, cmp.Or(v.of, "keys' histories"))
+	if len(others) > 0 {
+		ev2 += "; " + summary(others)
+	}
+	if len(ties) == 1 {
+		if v.Explained[best]*2 < v.Keys {
+			return Guess{Evidence: ev2 + ": none explains most keys", Candidates: v.Order[:min(3, len(v.Order))]}
+		}
+		return Guess{Value: best, Evidence: ev2}
+	}
+	if slices.Contains(ties, "latest") && v.Explained["latest"]*10 >= v.Keys*9 {
+		return Guess{Value: "latest", Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys: no key's inputs tell them apart"}
+	}
+	return Guess{Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys", Candidates: ties}
+}
+
+// GuessSelectKeyFromStates guesses select_key where no repartition copy
+// is left (Streams purges them): the record key or the value field whose
+// values are keys of the table's changelog for the most source records
+// (at least 90 % of those where it is not null, and n the count).
+func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, int) {
+	if source == nil || changelog == nil {
+		return Guess{Evidence: "no source or changelog record"}, 0
+	}
+	keys := map[string]bool{}
+	for _, r := range changelog.Records() {
+		if r.Key != nil && !r.Undecodable {
+			keys[keyOf(r.Key)] = true
+		}
+	}
+	if len(keys) == 0 {
+		return Guess{Evidence: "no changelog record"}, 0
+	}
+	mod := max(changelog.KeyMod, 1)
+	hit, seen := map[string]int{}, map[string]int{}
+	for _, r := range source.Records() {
+		if r.Undecodable || r.Value == nil {
+			continue
+		}
+		try := func(name string, v any) {
+			if v == nil {
+				return
+			}
+			seen[name]++
+			if keys[keyOf(v)] {
+				hit[name]++
+			}
+		}
+		try("key", r.Key)
+		var paths [][]string
+		leafPaths(r.Value, nil, &paths)
+		for _, path := range paths {
+			try("value."+strings.Join(path, "."), walk(r.Value, path))
+		}
+	}
+	var cands []string
+	for c := range hit {
+		// a sample of the keys holds 1/mod of them
+		if uint64(hit[c])*10*mod >= uint64(seen[c])*9 && hit[c] > 0 {
+			cands = append(cands, c)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if hit[a] != hit[b] {
+			return hit[a] > hit[b]
+		}
+		return a < b
+	})
+	if len(cands) == 0 {
+		return Guess{Evidence: "no field of the source's values is a key of the changelog for 90 % of the records"}, 0
+	}
+	best := cands[0]
+	ev := fmt.Sprintf("a key of the changelog for %d/%d source records (no repartition copy left)", hit[best], seen[best])
+	var ties []string
+	for _, c := range cands[1:] {
+		if hit[c] == hit[best] {
+			ties = append(ties, c)
+		}
+	}
+	switch {
+	case len(ties) == 0:
+		return Guess{Value: best, Evidence: ev}, hit[best]
+	case best == "key" && rekeyed && len(ties) == 1:
+		return Guess{Value: ties[0], Evidence: ev + " (as is the record key, but the app repartitions by a new key)"}, hit[best]
+	case best == "key":
+		return Guess{Value: "key", Evidence: ev}, hit[best]
+	}
+	return Guess{Evidence: ev + " for each of " + strings.Join(append([]string{best}, ties...), ", "), Candidates: append([]string{best}, ties...)}, hit[best]
+}

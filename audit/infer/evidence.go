@@ -1,0 +1,193 @@
+package infer
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/ledger"
+)
+
+// Rec is one committed data record of a topic, with its decoded key and
+// value (nil when null or not decoded).
+type Rec struct {
+	Partition int32
+	Offset    int64
+	RawKey    []byte
+	RawValue  []byte
+	Key       any
+	Value     any
+	Timestamp int64
+	// Undecodable is set when the key or value could not be decoded.
+	Undecodable bool
+}
+
+// Topic is what was read of one topic: its committed records, per
+// partition in offset order.
+type Topic struct {
+	Name string
+	// Parts holds the partitions read, by partition number; a partition
+	// not read is absent.
+	Parts map[int32][]Rec
+	// Whole says, per partition read, that it was read from offset 0 (no
+	// record was purged or deleted before the log start).
+	Whole map[int32]bool
+	// Full says, per partition read, that it was read to its end (no
+	// bound stopped the read).
+	Full map[int32]bool
+	// KeyMod is the key sample kept (ReadOptions.KeyMod; 0 or 1: all).
+	KeyMod uint64
+	// Partitions is the topic's partition count.
+	Partitions int32
+	// Undecodable counts the records that could not be decoded.
+	Undecodable int
+	// FirstError is the first decoding error, for the report.
+	FirstError error
+}
+
+// Records yields every record read, partition by partition.
+func (t *Topic) Records() []Rec {
+	var out []Rec
+	for p := int32(0); p < t.Partitions; p++ {
+		out = append(out, t.Parts[p]...)
+	}
+	return out
+}
+
+// Count is the number of records read.
+func (t *Topic) Count() int {
+	n := 0
+	for _, rs := range t.Parts {
+		n += len(rs)
+	}
+	return n
+}
+
+// ReadOptions bound what Read takes of a topic.
+type ReadOptions struct {
+	// Partitions, when non-nil, are the only partitions read.
+	Partitions []int32
+	// PerPartition bounds the records kept per partition (0: all).
+	PerPartition int
+	// KeyMod, when above 1, keeps only the records whose decoded key's
+	// digest is 0 modulo KeyMod (with a decoder): a sample of the keys
+	// that is the same in every topic with the same keys.
+	KeyMod uint64
+}
+
+// Read reads the committed data records of a topic (aborted and open
+// transactions' data, markers and purged offsets left out) and decodes
+// them with dec, or keeps them raw when dec is nil.
+func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic string, o ReadOptions) (*Topic, error) {
+	n, err := src.Partitions(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("read topic %s: %w", topic, err)
+	}
+	t := &Topic{Name: topic, Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Full: map[int32]bool{}, Partitions: n, KeyMod: o.KeyMod}
+	parts := o.Partitions
+	if parts == nil {
+		for p := range n {
+			parts = append(parts, p)
+		}
+	}
+	for _, p := range parts {
+		if p < 0 || p >= n {
+			continue
+		}
+		tp := audit.TopicPartition{Topic: topic, Partition: p}
+		offs, err := src.Offsets(ctx, tp)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", tp, err)
+		}
+		var recs []Rec
+		var l *ledger.Ledger
+		full := true
+	walk:
+		for e, err := range ledger.Walk(ctx, src, tp, ledger.Options{}, &l) {
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", tp, err)
+			}
+			if e.Fate != audit.FateCommitted {
+				continue
+			}
+			r := Rec{Partition: p, Offset: e.Record.Offset, RawKey: e.Record.Key, RawValue: e.Record.Value, Timestamp: e.Record.Timestamp}
+			if dec != nil {
+				if !t.decode(ctx, dec, &r, o.KeyMod) {
+					continue
+				}
+			}
+			// a copy: the record's bytes may share a fetch buffer that a
+			// kept slice would pin whole
+			r.RawKey, r.RawValue = bytes.Clone(r.RawKey), bytes.Clone(r.RawValue)
+			recs = append(recs, r)
+			if o.PerPartition > 0 && len(recs) >= o.PerPartition {
+				full = false
+				break walk
+			}
+		}
+		t.Parts[p] = recs
+		t.Whole[p] = offs.LogStart == 0
+		t.Full[p] = full
+	}
+	return t, nil
+}
+
+// decode decodes r's key, and its value when the key is in the sample;
+// false when it is not.
+func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64) bool {
+	var errs []error
+	if r.RawKey != nil {
+		k, err := dec.Decode(ctx, t.Name, true, r.RawKey)
+		r.Key = k
+		errs = append(errs, err)
+	}
+	if keyMod > 1 {
+		if r.Key == nil {
+			return false
+		}
+		if d := codec.DigestOf(r.Key); binary.BigEndian.Uint64(d[:8])%keyMod != 0 {
+			return false
+		}
+	}
+	if r.RawValue != nil {
+		v, err := dec.Decode(ctx, t.Name, false, r.RawValue)
+		r.Value = v
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.Undecodable = true
+		t.Undecodable++
+		if t.FirstError == nil {
+			t.FirstError = err
+		}
+	}
+	return true
+}
+
+// Decode decodes every record's key and value with dec.
+func (t *Topic) Decode(ctx context.Context, dec audit.Decoder) {
+	t.Undecodable, t.FirstError = 0, nil
+	for p, rs := range t.Parts {
+		for i := range rs {
+			r := &rs[i]
+			r.Key, r.Value, r.Undecodable = nil, nil, false
+			t.decode(ctx, dec, r, 0)
+		}
+		t.Parts[p] = rs
+	}
+}
+
+// same reports whether two decoded values are equal as canonical JSON.
+func same(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return codec.DigestOf(a) == codec.DigestOf(b)
+}
+
+// keyOf is a decoded key as a map key.
+func keyOf(k any) string { return string(codec.Canonical(k)) }

@@ -1,0 +1,385 @@
+package infer
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// finalStates is each key's last committed state in a changelog (nil for
+// a tombstone).
+func finalStates(t *Topic) map[string]any {
+	out := map[string]any{}
+	if t == nil {
+		return out
+	}
+	for _, rs := range t.Parts {
+		for _, r := range rs {
+			if r.Undecodable || r.Key == nil {
+				continue
+			}
+			out[keyOf(r.Key)] = r.Value
+		}
+	}
+	return out
+}
+
+// joinRow is one output key: its last output value and its tables' final
+// states.
+type joinRow struct {
+	out    any
+	left   any
+	rights []any
+}
+
+// joinRows pairs each output key's last committed value with the final
+// states of the join's tables; false when a topic was not read.
+func joinRows(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence) ([]joinRow, bool) {
+	out := ev.Topics[pj.Output]
+	if out == nil {
+		return nil, false
+	}
+	var states []map[string]any
+	for _, name := range append([]string{pj.Left}, pj.Right...) {
+		pt := plan.Table(name)
+		if pt == nil || ev.Topics[pt.Changelog] == nil {
+			return nil, false
+		}
+		states = append(states, finalStates(ev.Topics[pt.Changelog]))
+	}
+	last := map[string]any{}
+	var keys []string
+	for _, rs := range out.Parts {
+		for _, r := range rs {
+			if r.Undecodable || r.Key == nil {
+				continue
+			}
+			k := keyOf(r.Key)
+			if _, ok := last[k]; !ok {
+				keys = append(keys, k)
+			}
+			last[k] = r.Value
+		}
+	}
+	sort.Strings(keys)
+	var rows []joinRow
+	for _, k := range keys {
+		if last[k] == nil {
+			continue
+		}
+		row := joinRow{out: last[k], left: states[0][k]}
+		for _, s := range states[1:] {
+			row.rights = append(row.rights, s[k])
+		}
+		rows = append(rows, row)
+	}
+	return rows, true
+}
+
+// JoinGuess is a join's value and type as the evidence shows them.
+type JoinGuess struct {
+	Type topology.JoinType
+	// TypeNote says what the type rests on.
+	TypeNote string
+	// Value is the value expression; "" when the evidence settles none.
+	Value string
+	// Fields are the output fields with the source each was matched to
+	// and how many keys agree, for the draft's comments; TODO lists the
+	// fields nothing explains.
+	Fields []string
+	TODO   []string
+	Keys   int
+}
+
+// roots names the join's environment: left, r1, r2…
+func roots(n int) []string {
+	out := []string{"left"}
+	for i := 1; i <= n; i++ {
+		out = append(out, "r"+strconv.Itoa(i))
+	}
+	return out
+}
+
+// InferJoin guesses a join's type and value from its output and its
+// tables' final states: each output field is the field of the left or a
+// right state that equals it for the most keys (a right table without
+// the key gives null, as in a left join). order is the output fields'
+// order (the writer schema's); nil sorts them.
+func InferJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order []string) JoinGuess {
+	g := JoinGuess{Type: topology.JoinLeft}
+	rows, ok := joinRows(pj, plan, ev)
+	if !ok || len(rows) == 0 {
+		g.TypeNote = "no output record to infer from"
+		return g
+	}
+	g.Keys = len(rows)
+	leftNil, rightNil := 0, 0
+	for _, r := range rows {
+		if r.left == nil {
+			leftNil++
+		}
+		if slices.Contains(r.rights, nil) {
+			rightNil++
+		}
+	}
+	switch {
+	case leftNil > 0:
+		g.Type, g.TypeNote = topology.JoinOuter, fmt.Sprintf("%d of %d output keys have no left state", leftNil, len(rows))
+	case rightNil > 0:
+		g.Type, g.TypeNote = topology.JoinLeft, fmt.Sprintf("%d of %d output keys lack a right state", rightNil, len(rows))
+	default:
+		g.Type, g.TypeNote = topology.JoinLeft, "TODO: every output key has every state: inner or left, the evidence cannot tell"
+	}
+	names := roots(len(pj.Right))
+	rootVal := func(r joinRow, i int) any {
+		if i == 0 {
+			return r.left
+		}
+		return r.rights[i-1]
+	}
+	ref := func(i int, field string) string {
+		opt := "?."
+		if i == 0 && g.Type != topology.JoinOuter {
+			opt = "."
+		}
+		if field == "" {
+			return names[i]
+		}
+		return names[i] + opt + field
+	}
+	outs, objects := []any{}, true
+	for _, r := range rows {
+		outs = append(outs, r.out)
+		if _, ok := r.out.(map[string]any); !ok {
+			objects = false
+		}
+	}
+	need := len(rows) * 9 / 10 // a field's source must explain 90 % of the keys
+	if !objects {
+		// the output is one table's value whole
+		best, bestN := -1, 0
+		for i := range names {
+			n := 0
+			for _, r := range rows {
+				if same(r.out, rootVal(r, i)) {
+					n++
+				}
+			}
+			if n > bestN {
+				best, bestN = i, n
+			}
+		}
+		if best >= 0 && bestN >= need {
+			g.Value = names[best]
+			g.Fields = append(g.Fields, fmt.Sprintf("the output is %s: %d/%d keys", names[best], bestN, len(rows)))
+		}
+		return g
+	}
+	fields, _ := fieldsAt(outs, nil)
+	if order != nil {
+		fields = orderLike(fields, order)
+	}
+	var parts []string
+	for _, f := range fields {
+		type cand struct {
+			ref string
+			n   int
+			pri int
+		}
+		var cands []cand
+		for i := range names {
+			var vals []any
+			for _, r := range rows {
+				if v := rootVal(r, i); v != nil {
+					vals = append(vals, v)
+				}
+			}
+			srcFields, _ := fieldsAt(vals, nil)
+			for _, sf := range srcFields {
+				if !isIdent(sf) {
+					continue
+				}
+				n := 0
+				for _, r := range rows {
+					var v any
+					if m, ok := rootVal(r, i).(map[string]any); ok {
+						v = m[sf]
+					}
+					if same(r.out.(map[string]any)[f], v) {
+						n++
+					}
+				}
+				pri := i * 2
+				if sf != f {
+					pri++
+				}
+				cands = append(cands, cand{ref(i, sf), n, pri})
+			}
+		}
+		sort.SliceStable(cands, func(a, b int) bool {
+			if cands[a].n != cands[b].n {
+				return cands[a].n > cands[b].n
+			}
+			return cands[a].pri < cands[b].pri
+		})
+		if len(cands) == 0 || cands[0].n < need {
+			var alts []string
+			for _, c := range cands[:min(3, len(cands))] {
+				alts = append(alts, fmt.Sprintf("%s %d/%d", c.ref, c.n, len(rows)))
+			}
+			g.TODO = append(g.TODO, fmt.Sprintf("%s: nothing explains it (closest: %s)", f, strings.Join(alts, ", ")))
+			continue
+		}
+		note := fmt.Sprintf("%s = %s: %d/%d keys", f, cands[0].ref, cands[0].n, len(rows))
+		if len(cands) > 1 && cands[1].n == cands[0].n {
+			note += fmt.Sprintf(" (as does %s)", cands[1].ref)
+		}
+		g.Fields = append(g.Fields, note)
+		parts = append(parts, strconv.Quote(f)+": "+cands[0].ref)
+	}
+	if len(g.TODO) == 0 {
+		g.Value = "{" + strings.Join(parts, ", ") + "}"
+	}
+	return g
+}
+
+// orderLike orders names as order lists them, the others after, sorted.
+func orderLike(names, order []string) []string {
+	var out []string
+	for _, o := range order {
+		if slices.Contains(names, o) {
+			out = append(out, o)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// CheckJoin measures how many output keys the join's value explains (the
+// last output equals the joiner over the tables' final states), against
+// the value the evidence suggests. A value that fails on the data, or
+// that the suggestion beats by the rule, leaves the join unjudged.
+func CheckJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order []string) Verdict {
+	v := Verdict{Name: pj.Output, Explained: map[string]int{}, of: "output keys"}
+	if pj.Spec == nil || !pj.Spec.HasValue() {
+		v.Note = fmt.Sprintf("join %s has no value: only presence is checked", pj.Output)
+		return v
+	}
+	v.Spec = pj.Spec.Value
+	rows, ok := joinRows(pj, plan, ev)
+	if !ok {
+		v.Note = fmt.Sprintf("join %s not checked against the evidence: a topic was not read", pj.Output)
+		return v
+	}
+	var fail error
+	count := func(j *topology.Join) int {
+		n := 0
+		for _, r := range rows {
+			if !j.Present(r.left, r.rights) {
+				continue
+			}
+			got, err := j.Eval(r.left, r.rights)
+			if err != nil {
+				if fail == nil && j == pj.Spec {
+					fail = err
+				}
+				continue
+			}
+			if same(got, r.out) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, r := range rows {
+		if pj.Spec.Present(r.left, r.rights) {
+			v.Keys++
+		}
+	}
+	v.Explained[v.Spec] = count(pj.Spec)
+	if g := InferJoin(pj, plan, ev, order); g.Value != "" && g.Value != v.Spec {
+		if j, err := topology.NewJoin(pj.Output, pj.Left, pj.Right, pj.Type, g.Value); err == nil {
+			v.Explained[g.Value] = count(j)
+		}
+	}
+	v.decide("join")
+	if fail != nil {
+		v.Unjudged = fmt.Sprintf("join %s is not judged: its value fails on the data: %v (%s)", pj.Output, fail, v.Summary())
+	}
+	return v
+}
+
+// FieldOrder returns the field names of a record value in the order its
+// writer wrote them: the Avro writer schema's (schema looks a schema id
+// up) or the JSON text's; nil when unknown.
+func FieldOrder(raw []byte, schema func(id int32) (string, bool)) []string {
+	if id, ok := codec.SchemaID(raw); ok && schema != nil {
+		text, ok := schema(id)
+		if !ok {
+			return nil
+		}
+		var s struct {
+			Fields []struct {
+				Name string `json:"name"`
+			} `json:"fields"`
+		}
+		if json.Unmarshal([]byte(text), &s) != nil {
+			return nil
+		}
+		var out []string
+		for _, f := range s.Fields {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var out []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		k, _ := t.(string)
+		out = append(out, k)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return out
+		}
+	}
+	return out
+}
+
+// KeyCoverage counts the keys of out (with a value) that are keys of
+// changelog, and out's keys.
+func KeyCoverage(out, changelog *Topic) (covered, total int) {
+	states := finalStates(changelog)
+	seen := map[string]bool{}
+	for _, r := range out.Records() {
+		if r.Key == nil || r.Value == nil || r.Undecodable {
+			continue
+		}
+		k := keyOf(r.Key)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		total++
+		if _, ok := states[k]; ok {
+			covered++
+		}
+	}
+	return covered, total
+}

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/infer"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// initRecords bounds the records kaudit init keeps of each topic (a
+// sample of the keys beyond, as the spec check does).
+const initRecords = 200_000
+
+// inferred is what kaudit init learned from the evidence.
+type inferred struct {
+	keySerde, valueSerde infer.Guess
+	ev                   *infer.Evidence
+	plan                 *topology.Plan // the drafted tables, for the join checks
+	dec                  *codec.Codec
+	notes                []string
+	foundJoins           bool // joins found without a topology
+}
+
+// inferTables reads the evidence of the drafted tables and fills in what
+// it shows: the serdes, each table's source, select_key and reducer.
+func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []draftTable, outputs []string) (*inferred, error) {
+	inf := &inferred{}
+	var topics []string
+	add := func(t string) {
+		if t != "" && !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	for _, t := range tables {
+		add(t.repartition)
+		add(t.changelog)
+	}
+	for _, out := range outputs {
+		add(out)
+	}
+	var sources []string
+	for _, t := range tables {
+		if t.source != "" && !slices.Contains(sources, t.source) {
+			sources = append(sources, t.source)
+		}
+		for _, c := range t.candidates {
+			if !slices.Contains(sources, c) {
+				sources = append(sources, c)
+			}
+		}
+	}
+	// serdes, from the first records of every topic: the keys of the
+	// app's own topics (sources may be keyed otherwise), the values of all
+	var keys, vals [][]byte
+	read := 0
+	for _, topic := range append(slices.Clone(topics), sources...) {
+		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
+		switch {
+		case errors.Is(err, audit.ErrTopicNotFound):
+			inf.notes = append(inf.notes, "topic "+topic+" does not exist")
+			continue
+		case err != nil && ctx.Err() != nil:
+			return nil, err
+		case err != nil:
+			inf.notes = append(inf.notes, "not read: "+err.Error())
+			continue
+		}
+		read++
+		for _, r := range t.Records() {
+			if !slices.Contains(sources, topic) {
+				keys = append(keys, r.RawKey)
+			}
+			vals = append(vals, r.RawValue)
+		}
+	}
+	if read == 0 {
+		return nil, nil // nothing to infer from
+	}
+	inf.keySerde, inf.valueSerde = infer.GuessSerde(keys, nil), infer.GuessSerde(vals, nil)
+	if o.KeySerde != "" {
+		inf.keySerde = infer.Guess{Value: o.KeySerde, Evidence: "--key-serde"}
+	}
+	if o.ValueSerde != "" {
+		inf.valueSerde = infer.Guess{Value: o.ValueSerde, Evidence: "--value-serde"}
+	}
+	props, err := properties(o.source)
+	if err != nil {
+		return nil, err
+	}
+	var schemas map[int32]string
+	if s, ok := src.(interface{ Schemas() map[int32]string }); ok {
+		schemas = s.Schemas()
+	}
+	dec, _, err := openDecoderTopics(o.source, cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes"), nil, props, schemas)
+	if err != nil {
+		return nil, err
+	}
+	inf.dec = dec
+	ev, err := infer.LoadTopics(ctx, src, dec, topics, sources, initRecords, initRecords)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		inf.notes = append(inf.notes, "the evidence was not read: "+err.Error())
+		return inf, nil
+	}
+	inf.ev = ev
+	for _, t := range ev.Topics {
+		if t.Undecodable > 0 {
+			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
+		}
+	}
+	inf.plan = &topology.Plan{AppID: o.AppID}
+	names := map[string]bool{}
+	for _, t := range tables {
+		names[t.name] = true
+	}
+	for i := range tables {
+		t := &tables[i]
+		inferTable(t, ev)
+		if t.name == t.store && t.source != "" && !names[t.source] {
+			// named after its source, as with a topology
+			delete(names, t.name)
+			t.name, names[t.source] = t.source, true
+		}
+		inf.plan.Tables = append(inf.plan.Tables, topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
+	}
+	slices.Sort(inf.notes)
+	return inf, nil
+}
+
+// inferTable fills in one table's source, select_key and reducer.
+func inferTable(t *draftTable, ev *infer.Evidence) {
+	copies := ev.Topics[t.repartition]
+	if t.repartition != "" && copies != nil && copies.Count() > 0 {
+		cands := t.candidates
+		if t.source != "" {
+			cands = []string{t.source}
+		}
+		var best []infer.Pair
+		bestSrc := ""
+		var counts []string
+		for _, c := range cands {
+			st := ev.Topics[c]
+			if st == nil {
+				continue
+			}
+			pairs := infer.MatchCopies(st, copies)
+			counts = append(counts, fmt.Sprintf("%s %d", c, len(pairs)))
+			if len(pairs) > len(best) {
+				best, bestSrc = pairs, c
+			}
+		}
+		n := copies.Count()
+		switch {
+		case bestSrc != "" && t.source == "":
+			t.source = bestSrc
+			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
+		case bestSrc != "":
+			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, t.repartition)
+		}
+		if t.rekeyed || t.repartition != "" {
+			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
+		}
+	}
+	if t.repartition != "" && (copies == nil || copies.Count() == 0) && ev.Topics[t.changelog] != nil {
+		// the copies were purged: the source whose records' field is a
+		// key of the changelog
+		cands := t.candidates
+		if t.source != "" {
+			cands = []string{t.source}
+		}
+		bestN := 0
+		for _, c := range cands {
+			g, n := infer.GuessSelectKeyFromStates(ev.Topics[c], ev.Topics[t.changelog], true)
+			if n > bestN || (bestN == 0 && c == t.source) {
+				bestN, t.selectKey = n, g
+				if t.source == "" && g.Value != "" {
+					t.source, t.sourceNote = c, "its records' "+g.Value+" are keys of the changelog"
+				}
+			}
+		}
+	}
+	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
+		return
+	}
+	g := infer.GuessReducer(topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
+	t.reduce = &g
+}
+
+// inferJoin guesses a drafted join's type and value.
+func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights []string) infer.JoinGuess {
+	if inf.ev == nil || inf.plan == nil {
+		return infer.JoinGuess{}
+	}
+	pj := topology.PlannedJoin{Output: output, Left: left, Right: rights}
+	return infer.InferJoin(pj, inf.plan, inf.ev, outputOrder(ctx, inf.ev.Topics[output], inf.dec))
+}
+
+// maxOutputCandidates bounds the topics read as possible join outputs
+// without a topology.
+const maxOutputCandidates = 50
+
+// joinsWithoutTopology finds the join outputs among the topics the app
+// neither reads nor owns: those whose keys are a table's keys (its left
+// table: the one holding 90 % of them), and drafts each one's join over
+// the tables whose fields its values hold.
+func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *topology.Discovery, tables []draftTable) string {
+	if inf == nil || inf.ev == nil || len(tables) == 0 {
+		return ""
+	}
+	infos, err := src.Topics(ctx)
+	if err != nil {
+		return ""
+	}
+	known := map[string]bool{}
+	for _, t := range d.Topics {
+		known[t.Name] = true
+	}
+	for _, t := range tables {
+		known[t.source] = true
+		for _, c := range t.candidates {
+			known[c] = true
+		}
+	}
+	var cands []string
+	for _, t := range infos {
+		if !known[t.Name] && !strings.HasPrefix(t.Name, "_") && !strings.HasPrefix(t.Name, d.AppID+"-") {
+			cands = append(cands, t.Name)
+		}
+	}
+	slices.Sort(cands)
+	if len(cands) > maxOutputCandidates {
+		return fmt.Sprintf("# joins: not inferred: %d topics could be outputs (more than %d); give --topology\n", len(cands), maxOutputCandidates)
+	}
+	var mod uint64
+	if cl := inf.ev.Topics[tables[0].changelog]; cl != nil {
+		mod = cl.KeyMod
+	}
+	var b strings.Builder
+	for _, name := range cands {
+		out, err := infer.Read(ctx, src, inf.dec, name, infer.ReadOptions{KeyMod: mod})
+		if err != nil || out.Count() == 0 {
+			continue
+		}
+		left, leftN, total := "", 0, 0
+		for _, t := range tables {
+			cl := inf.ev.Topics[t.changelog]
+			if cl == nil {
+				continue
+			}
+			n, tot := infer.KeyCoverage(out, cl)
+			if n > leftN {
+				left, leftN, total = t.name, n, tot
+			}
+		}
+		if left == "" || leftN*10 < total*9 {
+			continue // not keyed by the tables' keys
+		}
+		inf.ev.Topics[name] = out
+		var rights []string
+		for _, t := range tables {
+			if t.name != left {
+				rights = append(rights, t.name)
+			}
+		}
+		g := inf.inferJoin(ctx, name, left, rights)
+		// keep the right tables the value reads
+		var used []string
+		for i, r := range rights {
+			if strings.Contains(g.Value, fmt.Sprintf("r%d?.", i+1)) || strings.Contains(g.Value, fmt.Sprintf("r%d.", i+1)) {
+				used = append(used, r)
+			}
+		}
+		if len(used) == 0 || g.Value == "" {
+			continue
+		}
+		if len(used) < len(rights) {
+			rights = used
+			g = inf.inferJoin(ctx, name, left, rights)
+		}
+		fmt.Fprintf(&b, "  - output: %s   # keyed by table %s's keys: %d/%d (found without a topology)\n", yamlScalar(name), left, leftN, total)
+		fmt.Fprintf(&b, "    left: %s\n", yamlScalar(left))
+		quoted := make([]string, len(rights))
+		for i, r := range rights {
+			quoted[i] = yamlScalar(r)
+		}
+		fmt.Fprintf(&b, "    right: [%s]   # the order of the chain is not known without a topology: check it\n", strings.Join(quoted, ", "))
+		writeJoinGuess(&b, &g)
+	}
+	if b.Len() == 0 {
+		return "# joins: none found without a topology (--topology)\n"
+	}
+	return "joins:\n" + b.String()
+}
