@@ -84,6 +84,29 @@ type Report struct {
 	Lineage []Lineage `json:"lineage,omitempty"`
 	// Source says what evidence the report was built from.
 	Source string `json:"source,omitempty"`
+	// Signatures ties findings that share one piece of evidence to the
+	// known Kafka Streams bug that evidence is the signature of.
+	Signatures []Signature `json:"signatures,omitempty"`
+}
+
+// Signature is one piece of evidence a known bug leaves, and the findings
+// that rest on it: a repartition partition purged above the group's
+// committed offset (KAFKA-17635), or one changelog range a store lost under
+// several keys (KAFKA-16017).
+type Signature struct {
+	Issue     string `json:"issue"` // e.g. "KAFKA-17635"
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// From and To bound the offsets the evidence covers, inclusive.
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// Findings counts the findings (Count summed) that rest on it; Keys
+	// names up to ten of their keys.
+	Findings int64    `json:"findings"`
+	Keys     []string `json:"keys,omitempty"`
+	Detail   string   `json:"detail"`
+	// FixedIn lists the first fixed Kafka Streams release of each line.
+	FixedIn []string `json:"fixed_in,omitempty"`
 }
 
 // Lineage follows one vanished input through the pipeline: where each hop

@@ -253,6 +253,22 @@ func Merge(reports ...*audit.Report) (*audit.Report, error) {
 			minutes[m.Start] = len(out.Timeline)
 			out.Timeline = append(out.Timeline, m)
 		}
+		for _, sg := range r.Signatures {
+			i := slices.IndexFunc(out.Signatures, func(o audit.Signature) bool {
+				return o.Issue == sg.Issue && o.Topic == sg.Topic && o.Partition == sg.Partition
+			})
+			if i < 0 {
+				out.Signatures = append(out.Signatures, sg)
+				continue
+			}
+			o := &out.Signatures[i]
+			o.From, o.To, o.Findings = min(o.From, sg.From), max(o.To, sg.To), o.Findings+sg.Findings
+			for _, k := range sg.Keys {
+				if !slices.Contains(o.Keys, k) && len(o.Keys) < 10 {
+					o.Keys = append(o.Keys, k)
+				}
+			}
+		}
 		for _, l := range r.Lineage {
 			if l.Finding >= 0 && l.Finding < len(r.Findings) {
 				lineage = append(lineage, lin{r.Findings[l.Finding], l.Hops})

@@ -488,7 +488,27 @@ func linkTarget(p string) string {
 	return p
 }
 
+// writeSignatures lists the evidence a known bug leaves and the findings
+// that rest on it.
+func writeSignatures(md *mdWriter, r *audit.Report) {
+	if len(r.Signatures) == 0 {
+		return
+	}
+	md.s("## Known bugs the evidence points to\n\n")
+	md.header("issue", "evidence", "offsets", "findings", "fixed in", "keys")
+	for _, sg := range r.Signatures {
+		md.row(sg.Issue, fmt.Sprintf("%s/%d", sg.Topic, sg.Partition), fmt.Sprintf("%d-%d", sg.From, sg.To),
+			fmt.Sprint(sg.Findings), strings.Join(sg.FixedIn, ", "), strings.Join(sg.Keys, ", "))
+	}
+	md.s("\n")
+	for _, sg := range r.Signatures {
+		md.f("- %s\n", text(sg.Detail))
+	}
+	md.s("\n")
+}
+
 func writeFindings(md *mdWriter, r *audit.Report, o Options) {
+	writeSignatures(md, r)
 	md.s("## Findings by cause\n\n")
 	if len(r.Findings) == 0 {
 		md.s("No findings.\n\n")

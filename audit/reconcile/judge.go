@@ -117,6 +117,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		e.in.how, e.in.kind = how, e.kind
 		if how == lostReset && v.reset != nil {
 			e.in.detail = append(e.in.detail, resetText(t, key, cl, v.reset))
+			ts.addReset(keyPartition(cl), key, v.reset)
 		}
 		lost = append(lost, e.in)
 	}
@@ -435,4 +436,30 @@ func (r *run) doubledFinding(ts *tableState, key string, doubled []*elem) audit.
 		f.Detail += fmt.Sprintf(", with %d more inputs applied twice", len(doubled)-1)
 	}
 	return f
+}
+
+// lostRange is one changelog partition's states a store lost, over the keys
+// whose history restarted.
+type lostRange struct {
+	from, to int64
+	keys     map[string]bool
+	inputs   int64
+}
+
+// addReset records that key's store lost the states of ri.
+func (ts *tableState) addReset(p int32, key string, ri *resetInfo) {
+	if ri.lostStates[0] < 0 {
+		return
+	}
+	if ts.resets == nil {
+		ts.resets = map[int32]*lostRange{}
+	}
+	lr := ts.resets[p]
+	if lr == nil {
+		lr = &lostRange{from: ri.lostStates[0], to: ri.lostStates[1], keys: map[string]bool{}}
+		ts.resets[p] = lr
+	}
+	lr.from, lr.to = min(lr.from, ri.lostStates[0]), max(lr.to, ri.lostStates[1])
+	lr.keys[key] = true
+	lr.inputs++
 }

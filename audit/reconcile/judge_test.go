@@ -230,3 +230,33 @@ func TestJudgeRules(t *testing.T) {
 		})
 	}
 }
+
+// TestSignatures: the evidence a known bug leaves ties its findings to it:
+// a repartition partition purged above the cut (KAFKA-17635), one
+// changelog range a store lost under restarted keys (KAFKA-16017).
+func TestSignatures(t *testing.T) {
+	a, b, c := judgeIn{0, "a", 5, 100}, judgeIn{0, "b", 7, 200}, judgeIn{0, "c", 3, 300}
+	rep := runJudge(t, "count", []judgeIn{a, b, c, {0, "d", 1, 400}, {0, "e", 1, 500}}, nil, true,
+		[]judgeState{countState(1, 100), countState(2, 200), countState(3, 300), countState(1, 400), countState(2, 500)})
+	if len(rep.Signatures) != 1 {
+		t.Fatalf("signatures %+v, want one", rep.Signatures)
+	}
+	sg := rep.Signatures[0]
+	if sg.Issue != "KAFKA-16017" || sg.Topic != "app-S-changelog" || sg.From != 0 || sg.To != 2 || sg.Findings != 3 {
+		t.Errorf("signature %+v, want KAFKA-16017 on app-S-changelog/0 offsets 0-2 with 3 findings", sg)
+	}
+
+	s := audittest.SeedScenario("shop", 300)
+	s.Faults = []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}
+	rep, truth := runScenario(t, s)
+	compare(t, rep, truth)
+	var n int64
+	for _, f := range rep.Findings {
+		if f.Cause == audit.CausePurgedBeforeCommit {
+			n += f.Count
+		}
+	}
+	if len(rep.Signatures) != 1 || rep.Signatures[0].Issue != "KAFKA-17635" || rep.Signatures[0].Partition != 1 || rep.Signatures[0].Findings != n || n == 0 {
+		t.Errorf("signatures %+v, want one KAFKA-17635 on partition 1 over the %d purged-before-commit inputs", rep.Signatures, n)
+	}
+}

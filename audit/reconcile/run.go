@@ -115,6 +115,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	}
 	r.lineage(ctx)
 	r.timeline()
+	r.signatures()
 	r.rep.Finish()
 	return r.rep, nil
 }

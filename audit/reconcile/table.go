@@ -195,6 +195,7 @@ type tableState struct {
 	diverged     []divergence
 	undecided    []audit.Finding // keys that lost inputs the evidence cannot name
 	doubled      []audit.Finding // duplicates a fold's state shows
+	resets       map[int32]*lostRange // changelog partition → the states restarted keys lost
 	failed       int             // keys whose inputs the reducer failed on
 	failedKeys   []string
 	bounded      int             // keys whose explanation search gave up
