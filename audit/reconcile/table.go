@@ -193,10 +193,10 @@ type tableState struct {
 	deletedFrom  map[int32]bool
 	deletedState int // keys whose state may be a deleted input's, not judged
 	diverged     []divergence
-	undecided    []audit.Finding // keys that lost inputs the evidence cannot name
-	doubled      []audit.Finding // duplicates a fold's state shows
+	undecided    []audit.Finding      // keys that lost inputs the evidence cannot name
+	doubled      []audit.Finding      // duplicates a fold's state shows
 	resets       map[int32]*lostRange // changelog partition → the states restarted keys lost
-	failed       int             // keys whose inputs the reducer failed on
+	failed       int                  // keys whose inputs the reducer failed on
 	failedKeys   []string
 	bounded      int             // keys whose explanation search gave up
 	rLogStart    map[int32]int64 // repartition partition → its log start
