@@ -175,7 +175,9 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		r.missing("join into %s: the joiner failed for %d keys (%s), so the output is not judged", j.Output, len(failed), strings.Join(head(failed, 3), "; "))
 		return nil
 	}
-	r.rep.Findings = append(r.rep.Findings, found...)
+	for _, f := range found {
+		r.add(f)
+	}
 	absent := func(*tableState, string) side { return side{} }
 	for key, ins := range lossByKey {
 		text, ok := e2e[key]
@@ -186,8 +188,8 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			continue // the joiner failed
 		}
 		for _, in := range ins {
-			if in.idx >= 0 && int(in.idx) < len(r.rep.Findings) {
-				r.rep.Findings[in.idx].Detail += "; " + text
+			if in.f != nil {
+				in.f.Detail += "; " + text
 			}
 		}
 	}

@@ -269,7 +269,9 @@ func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition
 		return l, true
 	}
 	r.ledgers[tp] = l
-	r.rep.Findings = append(r.rep.Findings, l.Findings...)
+	for _, f := range l.Findings {
+		r.add(f)
+	}
 	c := int64(-1)
 	if rd.role == "source" || rd.role == "repartition" {
 		c = r.committed(tp)

@@ -70,6 +70,10 @@ type run struct {
 	ctx context.Context
 	// vanished inputs found so far, in attribution order
 	losses []*input
+	// found holds the run's findings; later phases amend them through
+	// these pointers (the store's actual value, the join's end-to-end
+	// detail), and Run puts them in the report once, at the end
+	found []*audit.Finding
 }
 
 // Run audits the app described by p on src.
@@ -113,6 +117,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	if p.Keyless {
 		r.skipped("no spec: inputs are not decoded or followed across hops; only offsets, transactions, retention gaps, purges before commit and lag are checked (write one with kaudit init)")
 	}
+	r.report()
 	r.lineage(ctx)
 	r.timeline()
 	r.signatures()
@@ -132,7 +137,21 @@ func (r *run) note(format string, args ...any) {
 	r.rep.Summary.Notes = append(r.rep.Summary.Notes, fmt.Sprintf(format, args...))
 }
 
-func (r *run) add(f audit.Finding) { r.rep.Findings = append(r.rep.Findings, f) }
+// add records a finding and returns it, for the phases that amend it.
+func (r *run) add(f audit.Finding) *audit.Finding {
+	p := &f
+	r.found = append(r.found, p)
+	return p
+}
+
+// report puts the run's findings in the report.
+func (r *run) report() {
+	r.rep.Findings = make([]audit.Finding, 0, len(r.found))
+	for _, f := range r.found {
+		r.rep.Findings = append(r.rep.Findings, *f)
+	}
+	r.found = nil
+}
 
 func (r *run) count(hop string, n int64) {
 	if r.rep.Summary.Records == nil {

@@ -66,10 +66,10 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.add(f)
 	}
 	for _, d := range ts.diverged {
+		f := r.add(d.f)
 		if d.want {
-			ts.wantActual(d.f.Key, len(r.rep.Findings))
+			ts.wantActual(d.f.Key, f)
 		}
-		r.add(d.f)
 	}
 	start := len(r.losses)
 	for _, in := range lost {
@@ -230,7 +230,7 @@ func (r *run) positionReadable(ts *tableState, in *input) bool {
 // attribute gives a vanished input its stage and cause from the evidence
 // and reports it.
 func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
-	if in.idx >= 0 || !r.inWindow(in.ts) {
+	if in.f != nil || !r.inWindow(in.ts) {
 		return
 	}
 	t := ts.t
@@ -277,9 +277,6 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	f.Key = in.key
 	f.Timestamp = in.ts
 	f.Expected = codec.Text(in.value)
-	if _, ok := ts.changelog[in.key].final(); ok {
-		ts.wantActual(in.key, len(r.rep.Findings))
-	}
 	if txn := ts.aborts[fingerprintOf(in.key, in.digest, in.ts)]; in.cpy != nil && txn != nil {
 		f.ProducerID, f.ProducerEpoch, f.TransactionalID = txn.ProducerID, txn.ProducerEpoch, txn.TransactionalID
 		in.detail = append(in.detail, fmt.Sprintf("aborted transaction: producer %d epoch %d, offsets %d-%d, ABORT marker at %d", txn.ProducerID, txn.ProducerEpoch, txn.FirstOffset, txn.LastOffset, txn.MarkerOffset))
@@ -293,8 +290,10 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 		detail = append(detail, "the evidence cannot tell: "+strings.Join(candidates, " or "))
 	}
 	f.Detail = strings.Join(detail, "; ")
-	in.idx = int32(len(r.rep.Findings))
-	r.add(f)
+	in.f = r.add(f)
+	if _, ok := ts.changelog[in.key].final(); ok {
+		ts.wantActual(in.key, in.f)
+	}
 	r.losses = append(r.losses, in)
 }
 
@@ -351,8 +350,8 @@ func (r *run) storeSide(ts *tableState, key string) side {
 
 // wantActual asks fillActuals for the store's final value of key as the
 // Actual of finding idx.
-func (ts *tableState) wantActual(key string, idx int) {
-	ts.want[key] = append(ts.want[key], idx)
+func (ts *tableState) wantActual(key string, f *audit.Finding) {
+	ts.want[key] = append(ts.want[key], f)
 }
 
 // fillActuals reads again the changelog partitions that hold the final
@@ -390,8 +389,8 @@ func (r *run) fillActuals(ctx context.Context, ts *tableState) {
 				return
 			}
 			ts.finals[it.keyText] = v
-			for _, idx := range ts.want[it.keyText] {
-				r.rep.Findings[idx].Actual = codec.Text(v)
+			for _, f := range ts.want[it.keyText] {
+				f.Actual = codec.Text(v)
 			}
 		})
 	}

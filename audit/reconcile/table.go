@@ -70,7 +70,7 @@ type input struct {
 	status copyStatus
 	cpy    *copyInfo
 	r      int32 // repartition partition, -1 unknown
-	idx    int32 // finding index once reported, else -1
+	f      *audit.Finding // its finding, once reported
 	loss   *loss // set once attributed
 	detail []string
 	how    lostHow  // how the key's explanation lost it
@@ -117,7 +117,7 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 	out := make([]*input, len(recs))
 	for i, x := range recs {
 		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts,
-			key: key, digest: x.digest, status: x.status, r: x.r, idx: -1}
+			key: key, digest: x.digest, status: x.status, r: x.r}
 		if i < len(values) {
 			in.value = values[i]
 		}
@@ -182,7 +182,7 @@ type tableState struct {
 	expIn    map[string]*input
 	// want lists, per key, the findings whose Actual is the key's final
 	// state; finals holds those states, decoded, for the report.
-	want      map[string][]int
+	want      map[string][]*audit.Finding
 	finals    map[string]audit.Value
 	consumed  int64 // consumed inputs, null keys included
 	inputs    int64 // inputs checked against the store, counted before they are dropped
@@ -214,7 +214,7 @@ type tableState struct {
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
-		want: map[string][]int{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
+		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{}}
 	r.tables[t.Name] = ts
 	if r.p.Keyless {
@@ -571,7 +571,7 @@ func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
 		}
 		ts.keys[key] = ks
 	}
-	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, idx: -1}
+	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r}
 	r.match(ts, &in)
 	x.r, x.status = in.r, in.status
 	if in.status == copyPending || in.status == copyOpen {
