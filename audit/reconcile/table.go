@@ -69,9 +69,9 @@ type input struct {
 	value  audit.Value
 	status copyStatus
 	cpy    *copyInfo
-	r      int32 // repartition partition, -1 unknown
+	r      int32          // repartition partition, -1 unknown
 	f      *audit.Finding // its finding, once reported
-	loss   *loss // set once attributed
+	loss   *loss          // set once attributed
 	detail []string
 	how    lostHow  // how the key's explanation lost it
 	kind   elemKind // what the evidence allowed of it
