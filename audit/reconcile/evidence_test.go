@@ -1,0 +1,110 @@
+package reconcile_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+)
+
+// hiddenSource hides one topic, as an ACL without Describe or a deleted
+// topic does.
+type hiddenSource struct {
+	*audittest.Memory
+	topic string
+}
+
+func (h hiddenSource) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
+	ts, err := h.Memory.Topics(ctx)
+	var out []audit.TopicInfo
+	for _, t := range ts {
+		if t.Name != h.topic {
+			out = append(out, t)
+		}
+	}
+	return out, err
+}
+
+// TestMissingEvidenceNeverJudged: evidence that cannot be read makes the
+// run incomplete, never clean and never losses (issue R, items 1-3): a
+// group with no committed offsets, a partition without one, a hidden
+// changelog or repartition topic, a joiner or reducer that fails on the
+// data, a table the spec check left unjudged. Each case has real losses
+// injected, so a clean verdict would hide them.
+func TestMissingEvidenceNeverJudged(t *testing.T) {
+	s := audittest.SeedScenario("shop", 300)
+	s.Faults = []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}, {Kind: audittest.FaultStateDiverged, Table: 0}}
+	for _, tt := range []struct {
+		name    string
+		src     func(m *audittest.Memory) audit.Source
+		mod     func(p *reconcile.Pipeline)
+		missing string // in the report's missing evidence
+		// affected is what may yield no loss: "" nothing at all, a table's
+		// name, or "join"
+		affected string
+	}{
+		{"the group committed nothing", func(m *audittest.Memory) audit.Source {
+			m.SetGroup(audit.GroupOffsets{Group: s.AppID, Offsets: map[audit.TopicPartition]int64{}})
+			return m
+		}, nil, "has no committed offsets", ""},
+		{"a source partition without a committed offset", func(m *audittest.Memory) audit.Source {
+			g, _ := m.GroupOffsets(t.Context(), s.AppID)
+			delete(g.Offsets, audit.TopicPartition{Topic: s.Tables[2].Source, Partition: 1})
+			m.SetGroup(g)
+			return m
+		}, nil, s.Tables[2].Source + "/1: the group has no committed offset", "-"},
+		{"a hidden changelog", func(m *audittest.Memory) audit.Source { return hiddenSource{m, s.Changelog(s.Tables[1])} }, nil, "is not visible", "payments"},
+		{"a hidden repartition topic", func(m *audittest.Memory) audit.Source { return hiddenSource{m, s.Repartition(s.Tables[1])} }, nil, "is not visible", "payments"},
+		{"a joiner that fails on the data", func(m *audittest.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
+			p.Joins[0].Value = func(l audit.Value, rs []audit.Value) (audit.Value, error) {
+				return nil, context.DeadlineExceeded
+			}
+		}, "the joiner failed", "join"},
+		{"a reducer that fails on the data", func(m *audittest.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
+			p.Tables[1].Latest = false
+			p.Tables[1].Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) { return nil, context.Canceled }
+		}, "the reducer failed", "payments"},
+		{"a table the spec check left unjudged", func(m *audittest.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
+			p.Tables[1].Unjudged = "sum(amount) explains 3 of 280 keys' histories; latest explains 280"
+		}, "latest explains 280", "payments"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := audittest.NewMemory(time.UnixMilli(s.Now))
+			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+				t.Fatal(err)
+			}
+			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := pipelineOf(s)
+			if tt.mod != nil {
+				tt.mod(p)
+			}
+			rep, err := reconcile.Run(t.Context(), tt.src(m), p, reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(rep.Summary.Missing, "\n"), tt.missing) {
+				t.Errorf("missing evidence %q, want one saying %q", rep.Summary.Missing, tt.missing)
+			}
+			if rep.Summary.Verdict == audit.VerdictClean {
+				t.Errorf("verdict clean with evidence missing")
+			}
+			for _, f := range rep.Findings {
+				if f.Severity != audit.SeverityLoss {
+					continue
+				}
+				// what the missing evidence affects yields no loss
+				if tt.affected == "" || strings.HasPrefix(f.Detail, "table "+tt.affected+";") || strings.HasPrefix(f.Detail, "table "+tt.affected+":") || tt.affected == "join" && f.Stage == audit.StageJoin {
+					t.Errorf("loss from missing evidence: %s/%s %s/%d@%d %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+				}
+			}
+		})
+	}
+}
