@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,44 @@ func TestMissingEvidenceNeverJudged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValueChangedOnTheWay: an app that changes values between its source
+// and the repartition topic (a mapValues the spec does not say) leaves
+// copies no input accounts for; the table is not judged, and no input of
+// it is called lost.
+func TestValueChangedOnTheWay(t *testing.T) {
+	s := audittest.SeedScenario("shop", 300)
+	s.Purge = false // the copies are readable (purged, the spec check's reducer test catches it)
+	s.Encode = func(topic string, v map[string]any) ([]byte, error) {
+		if strings.HasSuffix(topic, "-repartition") && v["table"] == "payments" {
+			w := map[string]any{"mapped": true}
+			for k, x := range v {
+				w[k] = x
+			}
+			v = w
+		}
+		return json.Marshal(v)
+	}
+	m := audittest.NewMemory(time.UnixMilli(s.Now))
+	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(rep.Summary.Missing, "\n"), "table payments: only") {
+		t.Errorf("missing evidence %q, want the payments table not judged", rep.Summary.Missing)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity == audit.SeverityLoss && strings.HasPrefix(f.Detail, "table payments") {
+			t.Errorf("loss from a value the spec does not describe: %s/%s %s/%d@%d", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset)
+		}
 	}
 }
