@@ -286,7 +286,9 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 		}
 		w.DropPending() // a batch not read to its end is not kept
 		err := w.Close()
-		size, sum, herr := hashFile(filepath.Join(dir, name))
+		// the file just written is listed even when ctx ended: the
+		// manifest already counts its batches
+		size, sum, herr := hashFile(context.WithoutCancel(ctx), filepath.Join(dir, name), -1)
 		if err == nil {
 			err = herr
 		}

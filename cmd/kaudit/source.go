@@ -67,7 +67,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	}
 	switch {
 	case o.Snapshot != "":
-		s, err := snapshot.Open(o.Snapshot)
+		s, err := snapshot.OpenContext(ctx, o.Snapshot)
 		if err != nil {
 			return nil, incompleteError{fmt.Errorf("open snapshot: %w", err)}
 		}
