@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,9 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	if opts.Dir == "" || opts.AppID == "" {
 		return nil, errors.New("capture: a directory and an application id are required")
 	}
+	if err := checkOutDir(opts.Dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
@@ -70,7 +74,10 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	switch {
 	case err == nil:
 		if m.AppID != opts.AppID {
-			return nil, fmt.Errorf("resume capture in %s: it holds app %q, not %q", opts.Dir, m.AppID, opts.AppID)
+			return nil, fmt.Errorf("resume capture in %s: it holds app %q, not %q: %w", opts.Dir, m.AppID, opts.AppID, ErrOutDir)
+		}
+		if err := checkBundle(opts.Dir, m); err != nil {
+			return nil, err
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		if m, err = readCut(ctx, src, opts); err != nil {
@@ -84,6 +91,83 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	}
 	return m, copyRecords(ctx, src, opts, m)
 }
+
+// ErrOutDir is wrapped by Capture's refusals to write into a directory:
+// one that is neither empty nor a kaudit bundle, or that looks like a
+// broker's log dir. Capture writes nowhere else.
+var ErrOutDir = errors.New("not a directory capture may write into")
+
+// brokerFiles are files only a broker's log dir (or a copy of one) has.
+var brokerFiles = []string{"meta.properties", "log-start-offset-checkpoint", "replication-offset-checkpoint",
+	"recovery-point-offset-checkpoint", "cleaner-offset-checkpoint", ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint"}
+
+// checkOutDir refuses an output directory that is a broker's log dir, or
+// that holds anything when it is not a bundle. A missing one is created
+// later.
+func checkOutDir(dir string) error {
+	info, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("capture: %w", err)
+	case !info.IsDir():
+		return fmt.Errorf("capture into %s: it is not a directory: %w", dir, ErrOutDir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	manifest := false
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case slices.Contains(brokerFiles, name) || strings.HasPrefix(name, "__cluster_metadata-"):
+			return fmt.Errorf("capture into %s: it holds %s: it looks like a broker's log dir, which kaudit never writes into: %w", dir, name, ErrOutDir)
+		case name == ManifestFile:
+			manifest = true
+		}
+	}
+	if !manifest && len(entries) > 0 {
+		return fmt.Errorf("capture into %s: it is not empty and holds no kaudit bundle (%s): give an empty or new directory: %w", dir, ManifestFile, ErrOutDir)
+	}
+	return nil
+}
+
+// checkBundle refuses to resume into a directory holding anything a
+// bundle does not: only the manifest (and its temporary file) and the
+// manifest's partition dirs, which hold only segment files.
+func checkBundle(dir string, m *Manifest) error {
+	parts := map[string]bool{}
+	for _, p := range m.Partitions {
+		parts[partitionDir(p.TP())] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("resume capture: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == ManifestFile || name == ManifestFile+".tmp" {
+			continue
+		}
+		if !parts[name] || e.Type() != fs.ModeDir {
+			return fmt.Errorf("resume capture in %s: %s is no part of the bundle: %w", dir, name, ErrOutDir)
+		}
+		files, err := os.ReadDir(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("resume capture: %w", err)
+		}
+		for _, f := range files {
+			if !f.Type().IsRegular() || !segmentName.MatchString(f.Name()) {
+				return fmt.Errorf("resume capture in %s: %s is no part of the bundle: %w", dir, path.Join(name, f.Name()), ErrOutDir)
+			}
+		}
+	}
+	return nil
+}
+
+var segmentName = regexp.MustCompile(`^[0-9]{20}\.log$`)
 
 // readCut reads everything but the records. The group's offsets are read
 // before the partitions' so that every committed offset is at or below its

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,6 +56,10 @@ func captureCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			o, err := readCaptureOptions(c, time.Now())
 			if err != nil {
+				return err
+			}
+			so := readSourceOptions(c)
+			if err := checkNotInput(o.Out, append([]string{so.Snapshot}, so.LogDirs...)); err != nil {
 				return err
 			}
 			src, err := openCliSource(c)
@@ -194,6 +199,9 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, snapshot.ErrOutDir) {
+			return usagef("kaudit capture --out: %w", err)
+		}
 		return incompleteError{fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
 	}
 	var recs, bytes int64
@@ -216,6 +224,53 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	}
 	fmt.Fprintf(stdout, "bundle %s is complete: audit it with --snapshot %s\n", o.Out, o.Out)
 	return nil
+}
+
+// checkNotInput refuses an --out that is one of the inputs, inside one, or
+// holds one: kaudit never writes where it reads.
+func checkNotInput(out string, inputs []string) error {
+	o, err := realPath(out)
+	if err != nil {
+		return usagef("kaudit capture --out %s: %w", out, err)
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		i, err := realPath(in)
+		if err != nil {
+			continue // the source's own open reports it
+		}
+		if within(o, i) || within(i, o) {
+			return usagef("kaudit capture --out %s: it overlaps the input %s, and kaudit never writes where it reads", out, in)
+		}
+	}
+	return nil
+}
+
+// realPath is path made absolute with its symlinks resolved, as far as it
+// exists.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if filepath.Dir(p) == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
+}
+
+// within reports whether path is dir or under it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // progressLine rewrites one line of a terminal, at most every 200 ms.

@@ -225,8 +225,33 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 	torn := copyTree(t, bad("logdir/torn-tail"))
 	snap := copyTree(t, bad("snapshot/with-schemas"))
 	spec := bad("spec/good/kaudit.yaml")
-	before := map[string]map[string]string{logdir: treeState(t, logdir), torn: treeState(t, torn), snap: treeState(t, snap)}
+	// a broker's log dir: meta.properties and partition dirs
+	broker := copyTree(t, bad("logdir/good"))
+	if err := os.WriteFile(filepath.Join(broker, "meta.properties"), []byte("node.id=1\nversion=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]map[string]string{logdir: treeState(t, logdir), torn: treeState(t, torn), snap: treeState(t, snap),
+		broker: treeState(t, broker)}
+	refused := map[string]bool{}
 	for _, args := range [][]string{
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", snap},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(snap, "inner")},
+		{"capture", "--snapshot", filepath.Join(snap, "."), "--app-id", "shop", "--out", filepath.Dir(snap)},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", logdir},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", broker},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", broker},
+	} {
+		refused[strings.Join(args, " ")] = true
+	}
+	for _, args := range [][]string{
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", snap},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(snap, "inner")},
+		{"capture", "--snapshot", filepath.Join(snap, "."), "--app-id", "shop", "--out", filepath.Dir(snap)},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", logdir},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", broker},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", broker},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(t.TempDir(), "copy")},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", filepath.Join(t.TempDir(), "copy")},
 		{"ledger", "--log-dir", logdir, "--topic", "events", "--offsets", "0-5", "--value-serde", "json"},
 		{"ledger", "--log-dir", torn, "--topic", "events", "--format", "json"},
 		{"ledger", "--log-dir", logdir, "--log-dir", torn, "--topic", "events"},
@@ -239,11 +264,18 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 		{"topology", "--snapshot", snap, "--app-id", "shop"},
 		{"init", "--snapshot", snap, "--app-id", "shop"},
 	} {
-		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+		name := strings.Join(args[:2], " ")
+		if args[0] == "capture" {
+			name = strings.Join(args, " ")
+		}
+		t.Run(name, func(t *testing.T) {
 			res := runGuarded(t, args...)
 			t.Logf("exit %d, stderr %s", res.code, strings.TrimSpace(res.stderr))
 			if res.panicked != nil {
 				t.Fatalf("panic: %v", res.panicked)
+			}
+			if refused[strings.Join(args, " ")] && res.code != exitUsage {
+				t.Errorf("exit %d, want %d: the output overlaps an input or is a broker's log dir", res.code, exitUsage)
 			}
 			for root, want := range before {
 				if got := treeState(t, root); !reflect.DeepEqual(got, want) {
