@@ -85,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		kgo.DialTimeout(timeout),
 		kgo.RetryTimeout(timeout),
 		kgo.RequestTimeoutOverhead(timeout),
-		kgo.MetadataMinAge(time.Second),
+		kgo.MetadataMinAge(metadataMinAge),
 		kgo.DisableClientMetrics(),
 		// Read-only: no group, no transactional id, no produce topic,
 		// no topic auto-creation (kgo's default is off and stays off).
@@ -145,23 +145,60 @@ func authErr(err error, resource, op string) error {
 	return err
 }
 
+// Metadata retries: a topic-level error that may pass (LEADER_NOT_AVAILABLE
+// while a broker is down) or an answer that leaves the topic out is asked
+// again metaTries times, metaBackoff apart (past the client's metadata
+// cache age), then reported as unreadable evidence, never as a missing
+// topic.
+var (
+	metaTries      = 3
+	metaBackoff    = 1100 * time.Millisecond
+	metadataMinAge = time.Second
+)
+
+// unreadable wraps err as evidence that could not be read.
+func unreadable(err error) error {
+	if errors.Is(err, audit.ErrUnreadable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, audit.ErrUnreadable)
+}
+
 // topicMeta returns the topic's metadata, or an error wrapping
-// audit.ErrTopicNotFound.
+// audit.ErrTopicNotFound (the broker says it does not exist) or
+// audit.ErrUnreadable (not authorized, or the metadata kept failing).
 func (s *Source) topicMeta(ctx context.Context, topic string) (kadm.TopicDetail, error) {
-	ctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	m, err := s.adm.Metadata(ctx, topic)
-	if err != nil {
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, authErr(err, "topic "+topic, "DESCRIBE"))
+	for try := 1; ; try++ {
+		rctx, cancel := s.reqCtx(ctx)
+		m, err := s.adm.Metadata(rctx, topic)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return kadm.TopicDetail{}, ctx.Err()
+			}
+			return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, unreadable(authErr(err, "topic "+topic, "DESCRIBE")))
+		}
+		td, ok := m.Topics[topic]
+		switch {
+		case ok && (errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.UnknownTopicID)):
+			return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, audit.ErrTopicNotFound)
+		case ok && td.Err == nil:
+			return td, nil
+		}
+		err = td.Err
+		if !ok {
+			err = errors.New("the broker's answer leaves it out")
+		}
+		var ke *kerr.Error
+		if try >= metaTries || (errors.As(err, &ke) && !ke.Retriable) {
+			return kadm.TopicDetail{}, fmt.Errorf("describe topic %q (%d tries): %w", topic, try, unreadable(authErr(err, "topic "+topic, "DESCRIBE")))
+		}
+		select {
+		case <-ctx.Done():
+			return kadm.TopicDetail{}, ctx.Err()
+		case <-time.After(metaBackoff):
+		}
 	}
-	td, ok := m.Topics[topic]
-	switch {
-	case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.UnknownTopicID):
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, audit.ErrTopicNotFound)
-	case td.Err != nil:
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, authErr(td.Err, "topic "+topic, "DESCRIBE"))
-	}
-	return td, nil
 }
 
 // partitionMeta returns the partition's metadata, or an error wrapping
@@ -217,7 +254,10 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 			*l.dst = o.Offset
 		}
 		if err != nil {
-			return audit.PartitionOffsets{}, fmt.Errorf("list %s of %s: %w", l.name, tp, authErr(err, "topic "+tp.Topic, "DESCRIBE"))
+			if !errors.Is(err, audit.ErrPartitionNotFound) {
+				err = unreadable(authErr(err, "topic "+tp.Topic, "DESCRIBE"))
+			}
+			return audit.PartitionOffsets{}, fmt.Errorf("list %s of %s: %w", l.name, tp, err)
 		}
 	}
 	return po, nil
@@ -228,9 +268,26 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 	ctx, cancel := s.reqCtx(ctx)
 	defer cancel()
-	tds, err := s.adm.ListTopics(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
+	var tds kadm.TopicDetails
+	for try := 1; ; try++ {
+		var err error
+		if tds, err = s.adm.ListTopics(ctx); err != nil {
+			return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
+		}
+		failing := false
+		for _, td := range tds {
+			var ke *kerr.Error
+			failing = failing || (errors.As(td.Err, &ke) && ke.Retriable)
+		}
+		if !failing || try >= metaTries {
+			break
+		}
+		// a topic-level error that may pass: ask again
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(metaBackoff):
+		}
 	}
 	all := tds.Names()
 	slices.Sort(all)
@@ -241,6 +298,12 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 		td := tds[n]
 		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 			continue // deleted while listing
+		}
+		var ke *kerr.Error
+		if errors.As(td.Err, &ke) && ke.Retriable {
+			// still failing: left out, as an ACL would leave it out;
+			// Partitions says it is unreadable, not that it is missing
+			continue
 		}
 		if td.Err != nil {
 			return nil, fmt.Errorf("list topics: topic %q: %w", n, authErr(td.Err, "topic "+n, "DESCRIBE"))

@@ -1,0 +1,151 @@
+package kafka
+
+import (
+	"errors"
+	"net"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// fastMetaRetries shortens the metadata retries for a test.
+func fastMetaRetries(t *testing.T) {
+	oldBackoff, oldAge := metaBackoff, metadataMinAge
+	metaBackoff, metadataMinAge = 60*time.Millisecond, 20*time.Millisecond
+	t.Cleanup(func() { metaBackoff, metadataMinAge = oldBackoff, oldAge })
+}
+
+// failMetadata answers the next n Metadata requests that name topic, or
+// list all topics, with a topic-level error for topic; n < 0 means all.
+func failMetadata(c *kfake.Cluster, topic string, code int16, n int32) *atomic.Int32 {
+	var faults atomic.Int32
+	host, port, _ := net.SplitHostPort(c.ListenAddrs()[0])
+	p, _ := strconv.Atoi(port)
+	c.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.MetadataRequest)
+		names := req.Topics == nil
+		for _, rt := range req.Topics {
+			names = names || (rt.Topic != nil && *rt.Topic == topic)
+		}
+		if !names || (n >= 0 && faults.Load() >= n) {
+			return nil, nil, false
+		}
+		faults.Add(1)
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = 0, host, int32(p)
+		resp.Brokers = append(resp.Brokers, b)
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		rt.ErrorCode = code
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	return &faults
+}
+
+// TestTopicUnreadable: a topic the source cannot see is never reported as
+// a topic that does not exist. Only the broker's UNKNOWN_TOPIC_OR_PARTITION
+// (a deleted topic) is ErrTopicNotFound; an ACL without Describe and
+// metadata that keeps failing are ErrUnreadable, and one failing answer
+// (LEADER_NOT_AVAILABLE during an outage) is asked again.
+func TestTopicUnreadable(t *testing.T) {
+	fastMetaRetries(t)
+	t.Run("one LEADER_NOT_AVAILABLE answer", func(t *testing.T) {
+		c, s := filledCluster(t, 2)
+		faults := failMetadata(c, "t", kerr.LeaderNotAvailable.Code, 1)
+		n, err := s.Partitions(t.Context(), "t")
+		if err != nil || n != 1 || faults.Load() != 1 {
+			t.Fatalf("Partitions after one LEADER_NOT_AVAILABLE: %d, %v (%d faults); want 1 partition", n, err, faults.Load())
+		}
+	})
+	t.Run("one LEADER_NOT_AVAILABLE answer while listing", func(t *testing.T) {
+		c, s := filledCluster(t, 2)
+		faults := failMetadata(c, "t", kerr.LeaderNotAvailable.Code, 1)
+		infos, err := s.Topics(t.Context())
+		if err != nil || !slices.ContainsFunc(infos, func(ti audit.TopicInfo) bool { return ti.Name == "t" && ti.Partitions == 1 }) {
+			t.Fatalf("Topics after one LEADER_NOT_AVAILABLE (%d faults): %+v, %v; want t listed", faults.Load(), infos, err)
+		}
+	})
+	t.Run("LEADER_NOT_AVAILABLE every time", func(t *testing.T) {
+		c, s := filledCluster(t, 2)
+		failMetadata(c, "t", kerr.LeaderNotAvailable.Code, -1)
+		start := time.Now()
+		_, err := s.Partitions(t.Context(), "t")
+		if !errors.Is(err, audit.ErrUnreadable) || errors.Is(err, audit.ErrTopicNotFound) {
+			t.Fatalf("Partitions: %v; want ErrUnreadable, not ErrTopicNotFound", err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("gave up after %v", took)
+		}
+		infos, err := s.Topics(t.Context())
+		if err != nil || slices.ContainsFunc(infos, func(ti audit.TopicInfo) bool { return ti.Name == "t" }) {
+			t.Fatalf("Topics: %+v, %v; want t left out (Partitions says why), and no error", infos, err)
+		}
+	})
+	t.Run("answer leaves the topic out", func(t *testing.T) {
+		c, s := filledCluster(t, 2)
+		c.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			req := kreq.(*kmsg.MetadataRequest)
+			if len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != "t" {
+				return nil, nil, false
+			}
+			return req.ResponseKind(), nil, true
+		})
+		if _, err := s.Partitions(t.Context(), "t"); !errors.Is(err, audit.ErrUnreadable) || errors.Is(err, audit.ErrTopicNotFound) {
+			t.Fatalf("Partitions: %v; want ErrUnreadable, not ErrTopicNotFound", err)
+		}
+	})
+	t.Run("deleted topic", func(t *testing.T) {
+		c := newCluster(t)
+		cl := newClient(t, c)
+		createTopic(t, cl, "gone", 1, nil)
+		s := openSource(t, c, nil)
+		if _, err := kadm.NewClient(cl).DeleteTopics(t.Context(), "gone"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Partitions(t.Context(), "gone"); !errors.Is(err, audit.ErrTopicNotFound) || errors.Is(err, audit.ErrUnreadable) {
+			t.Fatalf("Partitions of a deleted topic: %v; want ErrTopicNotFound", err)
+		}
+	})
+	t.Run("ACL without Describe", func(t *testing.T) {
+		c := newCluster(t, kfake.EnableSASL(), kfake.EnableACLs(),
+			kfake.Superuser("PLAIN", "admin", "admin-pw"),
+			kfake.User("PLAIN", "dave", "dave-pw",
+				kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "t", Pattern: kmsg.ACLResourcePatternTypeLiteral,
+					Operation: kmsg.ACLOperationDescribe, Allow: true},
+				kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "t", Pattern: kmsg.ACLResourcePatternTypeLiteral,
+					Operation: kmsg.ACLOperationDescribeConfigs, Allow: true},
+				kfake.ACL{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Pattern: kmsg.ACLResourcePatternTypeLiteral,
+					Operation: kmsg.ACLOperationDescribe, Allow: true}))
+		admin := newClient(t, c, kgo.SASL(plainMech("admin", "admin-pw")))
+		createTopic(t, admin, "t", 1, nil)
+		createTopic(t, admin, "app-store-changelog", 1, nil)
+		s := openSource(t, c, map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+			"sasl.username": "dave", "sasl.password": "dave-pw"})
+		infos, err := s.Topics(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ti := range infos {
+			if ti.Name == "app-store-changelog" {
+				t.Fatalf("Topics lists the hidden topic: %+v", infos)
+			}
+		}
+		if _, err := s.Partitions(t.Context(), "app-store-changelog"); !errors.Is(err, audit.ErrUnreadable) || errors.Is(err, audit.ErrTopicNotFound) {
+			t.Fatalf("Partitions of a topic hidden by an ACL: %v; want ErrUnreadable, not ErrTopicNotFound", err)
+		}
+	})
+}
