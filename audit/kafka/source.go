@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -102,9 +103,32 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if mech := saslName(cfg.Properties); mech != "" && saslRefused(err) {
+			return nil, fmt.Errorf("log in to %s with SASL %s: the broker refused the login or closed the connection during it (a wrong user or password, or a mechanism it does not enable): %w", servers, mech, err)
+		}
 		return nil, fmt.Errorf("reach bootstrap servers %s within %s: %w", servers, timeout, err)
 	}
 	return s, nil
+}
+
+// saslName is the SASL mechanism the properties configure, or "".
+func saslName(props map[string]string) string {
+	if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(props["security.protocol"])), "SASL_") {
+		return ""
+	}
+	if m, err := saslMechanism(props); err == nil {
+		return m.Name()
+	}
+	return "login"
+}
+
+// saslRefused reports whether err is what a broker's refusal of a SASL
+// login looks like: an authentication error, or a connection closed
+// during the login (Kafka closes it after a failed authentication; a
+// client that cannot read the error only sees EOF).
+func saslRefused(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.Is(err, kerr.UnsupportedSaslMechanism)
 }
 
 // Close releases the client's connections.
