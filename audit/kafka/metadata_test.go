@@ -149,3 +149,46 @@ func TestTopicUnreadable(t *testing.T) {
 		}
 	})
 }
+
+// TestEndlessUnstableOffsets: a group whose offsets stay unstable (every
+// OffsetFetch answers UNSTABLE_OFFSET_COMMIT, as a hanging transaction
+// makes them) gives up within StableTimeout, as unreadable evidence.
+func TestEndlessUnstableOffsets(t *testing.T) {
+	c := newCluster(t)
+	admin := newClient(t, c)
+	createTopic(t, admin, "in", 1, nil)
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "in", Partition: 0, At: 3, LeaderEpoch: -1})
+	if err := kadm.NewClient(admin).CommitAllOffsets(t.Context(), "app", os); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetFetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		asked.Add(1)
+		req := kreq.(*kmsg.OffsetFetchRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = kerr.UnstableOffsetCommit.Code
+		for _, g := range req.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, kerr.UnstableOffsetCommit.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil, true
+	})
+	s, err := Open(t.Context(), Config{Bootstrap: c.ListenAddrs(), Timeout: 5 * time.Second, StableTimeout: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	_, err = s.GroupOffsets(t.Context(), "app")
+	took := time.Since(start)
+	t.Logf("%v after %v and %d OffsetFetch requests", err, took, asked.Load())
+	if !errors.Is(err, kerr.UnstableOffsetCommit) || !errors.Is(err, audit.ErrUnreadable) || errors.Is(err, audit.ErrGroupNotFound) {
+		t.Fatalf("GroupOffsets: %v; want an unstable, unreadable cut", err)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("gave up after %v with a StableTimeout of 1.5 s", took)
+	}
+}

@@ -42,7 +42,17 @@ type Config struct {
 	Timeout time.Duration
 	// ClientID is sent to the brokers; empty means "kaudit".
 	ClientID string
+	// StableTimeout bounds how long GroupOffsets waits for a pending
+	// transactional offset commit (UNSTABLE_OFFSET_COMMIT) to end; zero
+	// means DefaultStableTimeout.
+	StableTimeout time.Duration
 }
+
+// DefaultStableTimeout is how long GroupOffsets waits, by default, for the
+// group's offsets to become stable: past a transaction's timeout (Streams
+// uses 10 s under exactly-once), a pending commit that still holds them
+// is a hanging transaction, not one about to end.
+const DefaultStableTimeout = 30 * time.Second
 
 // Source is a read-only live cluster: it implements audit.Source,
 // audit.CommittedReader and audit.IndexedReader. It is safe for concurrent use.
@@ -51,6 +61,7 @@ type Source struct {
 	adm       *kadm.Client
 	bootstrap []string
 	timeout   time.Duration
+	stable    time.Duration
 }
 
 // The configs TopicInfo carries.
@@ -95,7 +106,11 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure client for %s: %w: %w", servers, ErrConfig, err)
 	}
-	s := &Source{cl: cl, adm: kadm.NewClient(cl), bootstrap: slices.Clone(cfg.Bootstrap), timeout: timeout}
+	stable := cfg.StableTimeout
+	if stable <= 0 {
+		stable = DefaultStableTimeout
+	}
+	s := &Source{cl: cl, adm: kadm.NewClient(cl), bootstrap: slices.Clone(cfg.Bootstrap), timeout: timeout, stable: stable}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := s.adm.BrokerMetadata(pctx); err != nil {
@@ -368,18 +383,26 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 }
 
 // stableTries is how often GroupOffsets asks again while a transaction
-// holds the group's offsets unstable.
+// holds the group's offsets unstable, within the source's StableTimeout.
 var stableTries = 5
 
 // GroupOffsets returns the group's committed offsets read with
 // require_stable, its state and member count. While a transactional offset
-// commit is pending the broker answers UNSTABLE_OFFSET_COMMIT; after a few
-// tries the error says a transaction is pending.
+// commit is pending the broker answers UNSTABLE_OFFSET_COMMIT (and the
+// client retries it); after a few tries or StableTimeout, whichever comes
+// first, the error says a transaction is pending and wraps
+// audit.ErrUnreadable: the cut could not be read.
 func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOffsets, error) {
 	g := audit.GroupOffsets{Group: group, Offsets: map[audit.TopicPartition]int64{}, Metadata: map[audit.TopicPartition]string{}}
 	var resps kadm.OffsetResponses
+	start := time.Now()
+	deadline := start.Add(s.stable)
 	for try := 1; ; try++ {
-		rctx, cancel := s.reqCtx(ctx)
+		reqEnd := time.Now().Add(s.timeout)
+		if deadline.Before(reqEnd) {
+			reqEnd = deadline
+		}
+		rctx, cancel := context.WithDeadline(ctx, reqEnd)
 		r, err := s.adm.FetchOffsets(kadm.RequireStable(rctx), group)
 		cancel()
 		if err == nil {
@@ -389,16 +412,26 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 			resps = r
 			break
 		}
-		if errors.Is(err, kerr.UnstableOffsetCommit) {
-			if try < stableTries {
+		if ctx.Err() != nil {
+			return g, ctx.Err()
+		}
+		unstable := errors.Is(err, kerr.UnstableOffsetCommit)
+		if !unstable && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) {
+			// the client was still retrying UNSTABLE_OFFSET_COMMIT
+			unstable, err = true, fmt.Errorf("%w: %w", kerr.UnstableOffsetCommit, err)
+		}
+		if unstable {
+			wait := time.Duration(try) * 200 * time.Millisecond
+			if try < stableTries && time.Now().Add(wait).Before(deadline) {
 				select {
 				case <-ctx.Done():
 					return g, ctx.Err()
-				case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+				case <-time.After(wait):
 				}
 				continue
 			}
-			return g, fmt.Errorf("fetch offsets of group %q: a transaction is pending on its offsets (still unstable after %d tries; retry later or look for a hanging transaction): %w", group, try, err)
+			return g, fmt.Errorf("fetch offsets of group %q: a transaction is pending on its offsets (still unstable after %d tries in %s; retry later or look for a hanging transaction): %w: %w",
+				group, try, time.Since(start).Round(time.Millisecond), err, audit.ErrUnreadable)
 		}
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			return g, fmt.Errorf("fetch offsets of group %q: %w", group, audit.ErrGroupNotFound)

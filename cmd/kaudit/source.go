@@ -100,7 +100,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	if err != nil {
 		return nil, err
 	}
-	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout})
+	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout})
 	switch {
 	case err == nil:
 		return &openedSource{Source: s, close: s.Close}, nil
