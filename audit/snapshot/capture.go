@@ -3,6 +3,7 @@ package snapshot
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,6 +38,13 @@ type CaptureOptions struct {
 	Topology string
 	// Schemas are the schemas used, by id, stored in the manifest.
 	Schemas map[int32]string
+	// Schema, when set, returns a schema's text by id: the capture then
+	// stores the schema of every Confluent-framed key and value it copies
+	// (a zero byte, then the schema id), so that the bundle can be audited
+	// offline. An id it returns "" for, without error, is no schema id
+	// (the bytes only look framed) and is skipped; one it fails for is
+	// listed in Manifest.Missing.
+	Schema func(ctx context.Context, id int32) (string, error)
 	// Since skips the batches written before it at the start of each
 	// partition, never at or above the group's committed offset there.
 	Since time.Time
@@ -306,6 +314,7 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 		}
 	}
 	var written int64
+	ids := map[int32]bool{}
 	for i := range m.Partitions {
 		p := &m.Partitions[i]
 		if p.Complete {
@@ -313,10 +322,11 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 		}
 		before := p.Next
 		c, hasC := committed[p.TP()]
-		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written)
+		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written, ids)
 		written += n
 		done += p.Next - before
 		report()
+		keepSchemas(ctx, opts, m, ids)
 		if serr := saveManifest(opts.Dir, m); err == nil {
 			err = serr
 		}
@@ -334,6 +344,53 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 	return saveManifest(opts.Dir, m)
 }
 
+// keepSchemas stores the schemas of the ids seen that the manifest does
+// not hold yet; each id is asked once per run.
+func keepSchemas(ctx context.Context, opts CaptureOptions, m *Manifest, ids map[int32]bool) {
+	if opts.Schema == nil {
+		return
+	}
+	var todo []int32
+	for id, asked := range ids {
+		if _, ok := m.Schemas[id]; !ok && !asked {
+			todo = append(todo, id)
+		}
+	}
+	slices.Sort(todo)
+	for _, id := range todo {
+		ids[id] = true
+		text, err := opts.Schema(ctx, id)
+		if err != nil {
+			m.Missing = append(m.Missing, fmt.Sprintf("schema id %d of the records copied: %v", id, err))
+			continue
+		}
+		if text == "" {
+			continue
+		}
+		if m.Schemas == nil {
+			m.Schemas = map[int32]string{}
+		}
+		m.Schemas[id] = text
+	}
+}
+
+// noteSchemaIDs adds the schema ids of a record's Confluent-framed key and
+// value to ids.
+func noteSchemaIDs(r audit.Record, ids map[int32]bool) {
+	if r.Batch.Control {
+		return
+	}
+	for _, b := range [][]byte{r.Key, r.Value} {
+		if len(b) >= 5 && b[0] == 0 {
+			if id := int32(binary.BigEndian.Uint32(b[1:5])); id >= 0 {
+				if _, ok := ids[id]; !ok {
+					ids[id] = false
+				}
+			}
+		}
+	}
+}
+
 func saveManifest(dir string, m *Manifest) error {
 	slices.SortFunc(m.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
 	return writeManifest(dir, m)
@@ -342,7 +399,7 @@ func saveManifest(dir string, m *Manifest) error {
 // copyPartition appends the partition's records from p.Next to its HW to a
 // new segment file. It returns the bytes written and whether the byte
 // budget ran out (budget ≤ 0 with MaxBytes set means none is left).
-func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64) (int64, bool, error) {
+func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64, ids map[int32]bool) (int64, bool, error) {
 	tp := p.TP()
 	dir := filepath.Join(opts.Dir, partitionDir(tp))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -436,6 +493,9 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 		if r.Batch.Compression == "legacy" && !legacy {
 			legacy = true
 			m.Notes = append(m.Notes, fmt.Sprintf("%s holds v0/v1 message sets from offset %d: stored as uncompressed v2 batches", tp, r.Offset))
+		}
+		if opts.Schema != nil {
+			noteSchemaIDs(r, ids)
 		}
 		cur = r.Batch
 		inBatch++

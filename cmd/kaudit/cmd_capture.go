@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/topology"
 )
@@ -30,6 +31,10 @@ type captureOptions struct {
 	SchemasDir string
 	Since      time.Time
 	MaxBytes   int64
+	// Registry keeps the schemas of the copied records (from
+	// --schema-registry-url or schema.registry.url in the client
+	// properties); nil when none is configured.
+	Registry *codec.Codec
 }
 
 func captureCommand() *cli.Command {
@@ -39,6 +44,7 @@ func captureCommand() *cli.Command {
 		&cli.StringSliceFlag{Name: "topic", Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() output `FILE`, stored in the bundle", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "schemas", Usage: "schema `DIR` of <id>.avsc files or a schemas.json map, stored in the bundle", EnvVars: env("schemas")},
+		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL` (or schema.registry.url in --command-config): the schemas of the records copied are stored in the bundle", EnvVars: env("schema-registry-url")},
 		&cli.StringFlag{Name: "since", Usage: "skip batches older than `D` (a duration back from now, or an RFC 3339 time) at the start of each partition", EnvVars: env("since")},
 		&cli.StringFlag{Name: "max-bytes", Usage: "stop after about `N` bytes (suffixes K, M, G); run again to continue", EnvVars: env("max-bytes")},
 	}
@@ -61,6 +67,17 @@ func captureCommand() *cli.Command {
 			so := readSourceOptions(c)
 			if err := checkNotInput(o.Out, append([]string{so.Snapshot}, so.LogDirs...)); err != nil {
 				return err
+			}
+			props, err := properties(so)
+			if err != nil {
+				return err
+			}
+			if so.SchemaRegistry != "" || props["schema.registry.url"] != "" {
+				reg, err := codec.New(codec.Config{ValueSerde: "avro", RegistryURL: so.SchemaRegistry, Properties: props, Timeout: so.Timeout})
+				if err != nil {
+					return usagef("kaudit capture: --schema-registry-url: %w", err)
+				}
+				o.Registry = reg
 			}
 			src, err := openCliSource(c)
 			if err != nil {
@@ -167,12 +184,17 @@ func readSchemas(dir string) (map[int32]string, error) {
 // incomplete (--max-bytes) exits 3: run the command again to resume.
 func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout, stderr io.Writer) error {
 	opts := snapshot.CaptureOptions{Dir: o.Out, AppID: o.AppID, Topics: o.Topics, Since: o.Since, MaxBytes: o.MaxBytes}
+	snap, fromSnapshot := src.(*snapshot.Snapshot)
 	if o.Topology != "" {
 		b, err := os.ReadFile(o.Topology)
 		if err != nil {
 			return usagef("kaudit capture: read --topology: %w", err)
 		}
 		opts.Topology = string(b)
+	} else if fromSnapshot {
+		opts.Topology = snap.Topology() // a bundle captured again keeps its topology
+	}
+	if opts.Topology != "" {
 		if topo, err := topology.ParseString(opts.Topology); err == nil {
 			// the sink topics hold the app's output: capture them too
 			for _, u := range topo.Layout(o.AppID).Topics {
@@ -188,6 +210,34 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 			return usagef("kaudit capture: --schemas: %w", err)
 		}
 		opts.Schemas = s
+	}
+	if fromSnapshot {
+		// a bundle captured again keeps the schemas it carries
+		for id, text := range snap.Schemas() {
+			if _, ok := opts.Schemas[id]; !ok {
+				if opts.Schemas == nil {
+					opts.Schemas = map[int32]string{}
+				}
+				opts.Schemas[id] = text
+			}
+		}
+	}
+	if o.Registry != nil {
+		opts.Schema = func(ctx context.Context, id int32) (string, error) {
+			s, err := o.Registry.Schema(ctx, id)
+			if errors.Is(err, codec.ErrUnknownSchema) && !errors.Is(err, codec.ErrBadSchema) {
+				// bytes that only look framed (a long key), or an id the
+				// registry lost: an offline audit says which
+				return "", nil
+			}
+			if err != nil {
+				return "", err
+			}
+			if s.Type != "" && !strings.EqualFold(s.Type, "AVRO") {
+				return "", fmt.Errorf("a %s schema: only Avro schemas are kept", s.Type)
+			}
+			return s.Schema, nil
+		}
 	}
 	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		p := &progressLine{w: stderr}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/audit/snapshot"
 )
 
 // TestUnknownSchemaMissingEvidence: an Avro app audited against a registry
@@ -57,3 +58,41 @@ func TestUnknownSchemaMissingEvidence(t *testing.T) {
 			undecodable, schemas, len(doc.Summary.Missing), doc.Summary.Missing)
 	}
 }
+
+// TestCaptureKeepsSchemas: a capture of an Avro app given the registry
+// stores the schemas of the records it copies, so that the bundle audits
+// offline, without the registry, to the live verdict; captured again
+// from the bundle, it keeps them.
+func TestCaptureKeepsSchemas(t *testing.T) {
+	bs, reg, spec := avroCluster(t)
+	live := runGuarded(t, "diff", "--spec", spec, "--bootstrap-server", bs, "--schema-registry-url", reg.URL)
+	if live.code != exitClean {
+		t.Fatalf("live: exit %d, %s", live.code, live.stderr)
+	}
+	dir := filepath.Join(t.TempDir(), "bundle")
+	res := runGuarded(t, "capture", "--app-id", "shop", "--bootstrap-server", bs, "--schema-registry-url", reg.URL, "--out", dir,
+		"--topology", filepath.Join(filepath.Dir(spec), "topology.txt"))
+	if res.code != exitClean {
+		t.Fatalf("capture: exit %d, %s", res.code, res.stderr)
+	}
+	again := filepath.Join(t.TempDir(), "again")
+	if res := runGuarded(t, "capture", "--app-id", "shop", "--snapshot", dir, "--out", again); res.code != exitClean {
+		t.Fatalf("capture of the bundle: exit %d, %s", res.code, res.stderr)
+	}
+	for _, d := range []string{dir, again} {
+		m, err := snapshotManifest(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Schemas) == 0 {
+			t.Fatalf("%s holds no schemas (missing %q)", d, m.Missing)
+		}
+		off := runGuarded(t, "diff", "--spec", spec, "--snapshot", d)
+		t.Logf("offline %s: %s", d, off.stdout)
+		if off.code != live.code {
+			t.Fatalf("offline audit of %s: exit %d, live %d; stderr %s", d, off.code, live.code, off.stderr)
+		}
+	}
+}
+
+func snapshotManifest(dir string) (*snapshot.Manifest, error) { return snapshot.ReadManifest(dir) }
