@@ -201,7 +201,7 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 			}
 			info, err := os.Stat(path) // a symlink's target
 			if err == nil && !info.Mode().IsRegular() {
-				err = &FileError{File: path, Err: fmt.Errorf("%s: %w", info.Mode().Type(), ErrNotRegular)}
+				err = &FileError{File: path, Err: fmt.Errorf("%s: %w", KindOf(info.Mode()), ErrNotRegular)}
 			}
 			if err != nil {
 				return fmt.Errorf("stat segment: %w", err)

@@ -339,7 +339,7 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, &FileError{File: path, Pos: 0, Err: fmt.Errorf("%s: %w", info.Mode().Type(), ErrNotRegular)}
+		return nil, nil, &FileError{File: path, Pos: 0, Err: fmt.Errorf("%s: %w", KindOf(info.Mode()), ErrNotRegular)}
 	}
 	return f, info, nil
 }
@@ -360,4 +360,21 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 		return nil, &FileError{File: path, Pos: 0, Err: fmt.Errorf("%v: %w", err, ErrTruncated)}
 	}
 	return b, nil
+}
+
+// KindOf names what a non-regular file is, for error messages.
+func KindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeDevice != 0 || m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }

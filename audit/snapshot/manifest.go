@@ -233,7 +233,7 @@ func describeMode(m fs.FileMode) string {
 	case m.IsDir():
 		return "a directory"
 	}
-	return "not a regular file (" + m.Type().String() + ")"
+	return segment.KindOf(m)
 }
 
 func sortGroupOffsets(os []GroupOffset) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -144,7 +145,9 @@ func parseBytes(s string) (int64, error) {
 // id to schema text.
 func readSchemas(dir string) (map[int32]string, error) {
 	out := map[int32]string{}
-	if b, err := os.ReadFile(filepath.Join(dir, "schemas.json")); err == nil {
+	if b, err := readInput(filepath.Join(dir, "schemas.json"), maxSchemaBytes); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read schemas: %w", err)
+	} else if err == nil {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "schemas.json"), err)
@@ -171,7 +174,7 @@ func readSchemas(dir string) (map[int32]string, error) {
 		if !ok || err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := readInput(filepath.Join(dir, e.Name()), maxSchemaBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read schemas: %w", err)
 		}
@@ -186,7 +189,7 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	opts := snapshot.CaptureOptions{Dir: o.Out, AppID: o.AppID, Topics: o.Topics, Since: o.Since, MaxBytes: o.MaxBytes}
 	snap, fromSnapshot := src.(*snapshot.Snapshot)
 	if o.Topology != "" {
-		b, err := os.ReadFile(o.Topology)
+		b, err := readInput(o.Topology, topology.MaxTopologyBytes)
 		if err != nil {
 			return usagef("kaudit capture: read --topology: %w", err)
 		}

@@ -423,7 +423,7 @@ func compareBaseline(ctx context.Context, o diffOptions, src *openedSource, rep 
 }
 
 func readReport(path string) (*audit.Report, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path, maxReportBytes)
 	if err != nil {
 		return nil, usagef("read --baseline: %w", err)
 	}

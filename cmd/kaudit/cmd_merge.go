@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,7 +30,7 @@ combines their reports into one, as if one run had audited every partition.
 			}
 			var reps []*audit.Report
 			for _, path := range c.Args().Slice() {
-				f, err := os.Open(path)
+				f, err := openInput(path, maxReportBytes)
 				if err != nil {
 					return usagef("read %s: %w", path, err)
 				}

@@ -33,7 +33,7 @@ type openedSource struct {
 func properties(o sourceOptions) (map[string]string, error) {
 	props := map[string]string{}
 	if o.CommandConfig != "" {
-		f, err := os.Open(o.CommandConfig)
+		f, err := openInput(o.CommandConfig, maxConfigBytes)
 		if err != nil {
 			return nil, usagef("read --command-config: %w", err)
 		}
