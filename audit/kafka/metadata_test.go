@@ -1,14 +1,19 @@
 package kafka
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -190,5 +195,38 @@ func TestEndlessUnstableOffsets(t *testing.T) {
 	}
 	if took > 3*time.Second {
 		t.Fatalf("gave up after %v with a StableTimeout of 1.5 s", took)
+	}
+}
+
+// TestFetchedGzipBomb: a fetched batch of 1 MB of gzip inflating to 1 GiB
+// is corrupt evidence, found fast and with little memory.
+func TestFetchedGzipBomb(t *testing.T) {
+	var z bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	w.Write(make([]byte, 16<<20))
+	w.Close()
+	records := bytes.Repeat(z.Bytes(), 64) // 1 GiB inflated
+	rb := kmsg.RecordBatch{Magic: 2, Attributes: 1, LastOffsetDelta: 0, NumRecords: 1, FirstTimestamp: 1000, MaxTimestamp: 1000,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, Records: records}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+
+	c, s := filledCluster(t, 1)
+	serveFetch(c, func(int64) ([]byte, int64) { return raw, 1 })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	_, err := collectErr(t, s.Records(ctxTimeout(t, 20*time.Second), audit.TopicPartition{Topic: "t"}, 0, -1))
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	alloc := (after.TotalAlloc - before.TotalAlloc) >> 20
+	t.Logf("%d bytes of gzip: %v in %v, %d MiB allocated", len(records), err, took, alloc)
+	if !errors.Is(err, audit.ErrCorrupt) {
+		t.Fatalf("Records: %v; want corrupt evidence", err)
+	}
+	if alloc > 512 || took > 10*time.Second {
+		t.Fatalf("%d MiB and %v for a gzip bomb", alloc, took)
 	}
 }

@@ -485,3 +485,59 @@ var (
 		return &zstdReader{d: d, err: err}
 	}}
 )
+
+// Decompressor is a kgo.Decompressor bounded by MaxBatchBytes, for readers
+// that hand whole batches to franz-go (the live source): a batch that
+// would inflate past the bound fails with an error wrapping ErrTooLarge
+// once the bound is reached, having allocated about that much.
+type Decompressor struct{}
+
+var _ kgo.Decompressor = Decompressor{}
+
+// Decompress inflates src, at most MaxBatchBytes of it.
+func (Decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	limit := MaxBatchBytes
+	var r io.Reader
+	switch codec {
+	case kgo.CodecNone:
+		return src, nil
+	case kgo.CodecSnappy:
+		return decodeSnappy(src, limit)
+	case kgo.CodecGzip:
+		z := gzipPool.Get().(*gzip.Reader)
+		defer gzipPool.Put(z)
+		if err := z.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		z.Multistream(true)
+		r = z
+	case kgo.CodecLz4:
+		z := lz4Pool.Get().(*lz4.Reader)
+		defer lz4Pool.Put(z)
+		z.Reset(bytes.NewReader(src))
+		r = z
+	case kgo.CodecZstd:
+		z := zstdPool.Get().(*zstdReader)
+		defer zstdPool.Put(z)
+		if z.err != nil {
+			return nil, fmt.Errorf("make zstd decoder: %w", z.err)
+		}
+		if err := z.d.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		defer z.d.Reset(nil) //nolint:errcheck // releases src
+		r = z.d
+	default:
+		return nil, fmt.Errorf("compression codec %d: %w", codec, audit.ErrCorrupt)
+	}
+	var buf bytes.Buffer
+	buf.Grow(min(limit, 4*len(src)+64))
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%v: %w", eofIsTruncated(err), audit.ErrCorrupt)
+	case n > int64(limit):
+		return nil, fmt.Errorf("the records inflate past %d bytes: %w", limit, ErrTooLarge)
+	}
+	return buf.Bytes(), nil
+}
