@@ -343,7 +343,9 @@ var ErrTooLarge = fmt.Errorf("batch too large: %w", audit.ErrCorrupt)
 // declares: it reads exactly n length-prefixed records and then expects the
 // end of the stream, so it never inflates more than the records' own
 // lengths, and never more than limit bytes in all. A snappy block declares
-// its decoded length, checked before decoding. Errors wrap audit.ErrCorrupt.
+// its decoded length, checked before decoding; zstd decodes whole within
+// limit (the caller checks the records' framing). Errors wrap
+// audit.ErrCorrupt.
 func decompressRecords(src []byte, codec kgo.CompressionCodecType, n int32, limit int) ([]byte, error) {
 	var r io.Reader
 	switch codec {
@@ -363,16 +365,22 @@ func decompressRecords(src []byte, codec kgo.CompressionCodecType, n int32, limi
 		z.Reset(bytes.NewReader(src))
 		r = z
 	case kgo.CodecZstd:
+		// zstd decodes whole, faster than as a stream: the decoder's
+		// memory bound refuses a frame declaring more than the cap before
+		// allocating, and stops one that outgrows it while decoding
 		z := zstdPool.Get().(*zstdReader)
 		defer zstdPool.Put(z)
 		if z.err != nil {
 			return nil, fmt.Errorf("make zstd decoder: %w", z.err)
 		}
-		if err := z.d.Reset(bytes.NewReader(src)); err != nil {
+		out, err := z.d.DecodeAll(src, make([]byte, 0, min(limit, 4*len(src)+64)))
+		switch {
+		case errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > limit:
+			return nil, fmt.Errorf("the records inflate past %d bytes: %w", limit, ErrTooLarge)
+		case err != nil:
 			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
 		}
-		defer z.d.Reset(nil) //nolint:errcheck // releases src
-		r = z.d
+		return out, nil
 	default:
 		return nil, fmt.Errorf("compression codec %d: %w", codec, audit.ErrCorrupt)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaudit/kaudit/audit"
@@ -104,5 +105,29 @@ func TestRecordCountBound(t *testing.T) {
 	b := rawBatch(0, 3, 1, append(append(encodeRecord(0, nil), encodeRecord(1, nil)...), encodeRecord(1, nil)...))
 	if _, _, _, err := DecodeBatch(b, audit.TopicPartition{Topic: "t"}); !errors.Is(err, audit.ErrCorrupt) {
 		t.Fatalf("3 records in 2 offsets: %v, want corrupt", err)
+	}
+}
+
+// TestZstdBomb: a zstd batch inflating past MaxBatchBytes fails as too
+// large, with about MaxBatchBytes allocated at most.
+func TestZstdBomb(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := enc.EncodeAll(make([]byte, 2*MaxBatchBytes), nil)
+	b := rawBatch(4, 1, 0, records) // attributes 4: zstd
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, _, err = DecodeBatch(b, audit.TopicPartition{Topic: "t"})
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes of zstd: %v, %d MiB allocated", len(records), err, alloc>>20)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("DecodeBatch: %v, want %v", err, ErrTooLarge)
+	}
+	if alloc > 2*uint64(MaxBatchBytes) {
+		t.Fatalf("allocated %d MiB", alloc>>20)
 	}
 }
