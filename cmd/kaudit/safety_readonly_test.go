@@ -230,8 +230,12 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broker, "meta.properties"), []byte("node.id=1\nversion=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	reports := copyTree(t, bad("reports"))
+	rep := filepath.Join(reports, "clean.json")
+	specs := copyTree(t, bad("spec/good"))
+	specCopy := filepath.Join(specs, "kaudit.yaml")
 	before := map[string]map[string]string{logdir: treeState(t, logdir), torn: treeState(t, torn), snap: treeState(t, snap),
-		broker: treeState(t, broker)}
+		broker: treeState(t, broker), reports: treeState(t, reports), specs: treeState(t, specs)}
 	refused := map[string]bool{}
 	for _, args := range [][]string{
 		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", snap},
@@ -240,6 +244,12 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", logdir},
 		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", broker},
 		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", broker},
+		{"diff", "--snapshot", snap, "--spec", spec, "--output", filepath.Join(snap, "report.md")},
+		{"diff", "--snapshot", snap, "--spec", specCopy, "--output", specCopy},
+		{"diff", "--log-dir", logdir, "--app-id", "events", "--output", filepath.Join(logdir, "events-0", "r.json")},
+		{"diff", "--snapshot", snap, "--spec", spec, "--spill-dir", snap},
+		{"diff", "--snapshot", snap, "--spec", spec, "--baseline", rep, "--format", "json", "--output", rep},
+		{"merge", "--output", rep, rep},
 	} {
 		refused[strings.Join(args, " ")] = true
 	}
@@ -250,6 +260,13 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", logdir},
 		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", broker},
 		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", broker},
+		{"diff", "--snapshot", snap, "--spec", spec, "--output", filepath.Join(snap, "report.md")},
+		{"diff", "--snapshot", snap, "--spec", specCopy, "--output", specCopy},
+		{"diff", "--log-dir", logdir, "--app-id", "events", "--output", filepath.Join(logdir, "events-0", "r.json")},
+		{"diff", "--snapshot", snap, "--spec", spec, "--spill-dir", snap},
+		{"diff", "--snapshot", snap, "--spec", spec, "--baseline", rep, "--format", "json", "--output", rep},
+		{"merge", "--output", rep, rep},
+		{"merge", rep},
 		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(t.TempDir(), "copy")},
 		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", filepath.Join(t.TempDir(), "copy")},
 		{"ledger", "--log-dir", logdir, "--topic", "events", "--offsets", "0-5", "--value-serde", "json"},
@@ -265,7 +282,7 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 		{"init", "--snapshot", snap, "--app-id", "shop"},
 	} {
 		name := strings.Join(args[:2], " ")
-		if args[0] == "capture" {
+		if refused[strings.Join(args, " ")] || args[0] == "capture" {
 			name = strings.Join(args, " ")
 		}
 		t.Run(name, func(t *testing.T) {
