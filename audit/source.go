@@ -14,6 +14,13 @@ var (
 	ErrGroupNotFound     = errors.New("group not found")
 	ErrNotSupported      = errors.New("not supported by this source")
 	ErrCorrupt           = errors.New("corrupt evidence")
+	// ErrUnreadable is wrapped by errors about evidence that may exist but
+	// could not be read: a topic the client may not describe (an ACL), a
+	// metadata answer that kept failing (LEADER_NOT_AVAILABLE during an
+	// outage), a partition with no leader. Unlike ErrTopicNotFound it says
+	// nothing about whether the records exist: what needs them cannot be
+	// judged.
+	ErrUnreadable = errors.New("evidence could not be read")
 )
 
 // PartitionOffsets are a partition's offsets as the broker (or the capture)
@@ -85,7 +92,9 @@ type Transaction struct {
 // log dirs, or memory in tests.
 type RecordSource interface {
 	// Partitions returns the topic's partition count, or an error wrapping
-	// ErrTopicNotFound.
+	// ErrTopicNotFound when the source knows the topic does not exist, or
+	// ErrUnreadable when it could not find out (an ACL hides the topic, the
+	// metadata kept failing).
 	Partitions(ctx context.Context, topic string) (int32, error)
 	// Offsets returns the partition's log-start offset, LSO and high
 	// watermark, or an error wrapping ErrPartitionNotFound.
@@ -102,7 +111,11 @@ type RecordSource interface {
 // incomplete for the checks that need it.
 type Source interface {
 	RecordSource
-	// Topics lists every topic with its configs.
+	// Topics lists every topic the source can describe, with its configs.
+	// A topic missing from the list may still exist (Kafka leaves out the
+	// topics an ACL hides, and a live source leaves out those whose
+	// metadata kept failing): ask Partitions about a topic that is needed
+	// and not listed.
 	Topics(ctx context.Context) ([]TopicInfo, error)
 	// GroupOffsets returns the group's committed offsets (require_stable),
 	// or an error wrapping ErrGroupNotFound.

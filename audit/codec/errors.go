@@ -24,6 +24,10 @@ var (
 	// ErrRegistryUnavailable: the Schema Registry is down, timed out, or
 	// refused the request (401, 403, 5xx, an answer that is not its JSON).
 	// It is about the registry, not the record: the run is incomplete.
+	// A *DecodeError about an unknown schema id wraps it too: without the
+	// writer's schema no record of that id can be read, so the schema is
+	// missing evidence (one entry per schema id), not a fault of each
+	// record.
 	ErrRegistryUnavailable = errors.New("schema registry unavailable")
 )
 
@@ -63,7 +67,19 @@ func (e *DecodeError) Error() string {
 	return b.String()
 }
 
-func (e *DecodeError) Unwrap() error { return e.Err }
+// Unwrap returns the cause; for an unknown schema id, also
+// ErrRegistryUnavailable (see there). The message names the topic, the
+// side and the schema id, never the record: every record of one unknown
+// id fails with the same text.
+func (e *DecodeError) Unwrap() []error {
+	switch {
+	case e.Err == nil:
+		return nil
+	case errors.Is(e.Err, ErrUnknownSchema):
+		return []error{e.Err, ErrRegistryUnavailable}
+	}
+	return []error{e.Err}
+}
 
 // RegistryError is a Schema Registry that could not answer. URL is the
 // request URL without credentials; Status is the HTTP status, 0 when no

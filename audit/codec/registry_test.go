@@ -370,3 +370,24 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnknownSchemaIsMissingEvidence: every record of an unknown schema id
+// (a registry 404) fails with one and the same error, which wraps
+// ErrRegistryUnavailable: the run reports one missing schema per id, not
+// one undecodable finding per record.
+func TestUnknownSchemaIsMissingEvidence(t *testing.T) {
+	_, c := registryCodec(t, Config{Retries: 1, Timeout: time.Second, Backoff: 10 * time.Millisecond})
+	msgs := map[string]bool{}
+	for i := range 50 {
+		p := orderPayload(t, 7)
+		p = append(p, byte(i)) // another record of the same id
+		_, err := c.Decode(t.Context(), "orders", false, p)
+		if !errors.Is(err, ErrUnknownSchema) || !errors.Is(err, ErrRegistryUnavailable) {
+			t.Fatalf("record %d: %v; want an unknown schema that is missing evidence", i, err)
+		}
+		msgs[err.Error()] = true
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("%d distinct errors for one unknown schema id: %v", len(msgs), msgs)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/segment"
 )
 
 // Fetch sizes: generous, so that a partition reads in few round trips.
@@ -34,7 +35,9 @@ const (
 	maxStalls        = 3
 )
 
-var decompressor = kgo.DefaultDecompressor()
+// decompressor is bounded: a batch inflating past segment.MaxBatchBytes (a
+// gzip bomb) is corrupt evidence, found with about that much memory.
+var decompressor kgo.Decompressor = segment.Decompressor{}
 
 // Records yields the partition's records with offsets in [from, to) as
 // written: read_uncommitted, control records kept, each with its batch

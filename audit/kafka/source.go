@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -41,7 +42,17 @@ type Config struct {
 	Timeout time.Duration
 	// ClientID is sent to the brokers; empty means "kaudit".
 	ClientID string
+	// StableTimeout bounds how long GroupOffsets waits for a pending
+	// transactional offset commit (UNSTABLE_OFFSET_COMMIT) to end; zero
+	// means DefaultStableTimeout.
+	StableTimeout time.Duration
 }
+
+// DefaultStableTimeout is how long GroupOffsets waits, by default, for the
+// group's offsets to become stable: past a transaction's timeout (Streams
+// uses 10 s under exactly-once), a pending commit that still holds them
+// is a hanging transaction, not one about to end.
+const DefaultStableTimeout = 30 * time.Second
 
 // Source is a read-only live cluster: it implements audit.Source,
 // audit.CommittedReader and audit.IndexedReader. It is safe for concurrent use.
@@ -50,6 +61,7 @@ type Source struct {
 	adm       *kadm.Client
 	bootstrap []string
 	timeout   time.Duration
+	stable    time.Duration
 }
 
 // The configs TopicInfo carries.
@@ -85,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		kgo.DialTimeout(timeout),
 		kgo.RetryTimeout(timeout),
 		kgo.RequestTimeoutOverhead(timeout),
-		kgo.MetadataMinAge(time.Second),
+		kgo.MetadataMinAge(metadataMinAge),
 		kgo.DisableClientMetrics(),
 		// Read-only: no group, no transactional id, no produce topic,
 		// no topic auto-creation (kgo's default is off and stays off).
@@ -94,7 +106,11 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure client for %s: %w: %w", servers, ErrConfig, err)
 	}
-	s := &Source{cl: cl, adm: kadm.NewClient(cl), bootstrap: slices.Clone(cfg.Bootstrap), timeout: timeout}
+	stable := cfg.StableTimeout
+	if stable <= 0 {
+		stable = DefaultStableTimeout
+	}
+	s := &Source{cl: cl, adm: kadm.NewClient(cl), bootstrap: slices.Clone(cfg.Bootstrap), timeout: timeout, stable: stable}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := s.adm.BrokerMetadata(pctx); err != nil {
@@ -102,9 +118,32 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if mech := saslName(cfg.Properties); mech != "" && saslRefused(err) {
+			return nil, fmt.Errorf("log in to %s with SASL %s: the broker refused the login or closed the connection during it (a wrong user or password, or a mechanism it does not enable): %w", servers, mech, err)
+		}
 		return nil, fmt.Errorf("reach bootstrap servers %s within %s: %w", servers, timeout, err)
 	}
 	return s, nil
+}
+
+// saslName is the SASL mechanism the properties configure, or "".
+func saslName(props map[string]string) string {
+	if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(props["security.protocol"])), "SASL_") {
+		return ""
+	}
+	if m, err := saslMechanism(props); err == nil {
+		return m.Name()
+	}
+	return "login"
+}
+
+// saslRefused reports whether err is what a broker's refusal of a SASL
+// login looks like: an authentication error, or a connection closed
+// during the login (Kafka closes it after a failed authentication; a
+// client that cannot read the error only sees EOF).
+func saslRefused(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.Is(err, kerr.UnsupportedSaslMechanism)
 }
 
 // Close releases the client's connections.
@@ -145,23 +184,60 @@ func authErr(err error, resource, op string) error {
 	return err
 }
 
+// Metadata retries: a topic-level error that may pass (LEADER_NOT_AVAILABLE
+// while a broker is down) or an answer that leaves the topic out is asked
+// again metaTries times, metaBackoff apart (past the client's metadata
+// cache age), then reported as unreadable evidence, never as a missing
+// topic.
+var (
+	metaTries      = 3
+	metaBackoff    = 1100 * time.Millisecond
+	metadataMinAge = time.Second
+)
+
+// unreadable wraps err as evidence that could not be read.
+func unreadable(err error) error {
+	if errors.Is(err, audit.ErrUnreadable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, audit.ErrUnreadable)
+}
+
 // topicMeta returns the topic's metadata, or an error wrapping
-// audit.ErrTopicNotFound.
+// audit.ErrTopicNotFound (the broker says it does not exist) or
+// audit.ErrUnreadable (not authorized, or the metadata kept failing).
 func (s *Source) topicMeta(ctx context.Context, topic string) (kadm.TopicDetail, error) {
-	ctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	m, err := s.adm.Metadata(ctx, topic)
-	if err != nil {
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, authErr(err, "topic "+topic, "DESCRIBE"))
+	for try := 1; ; try++ {
+		rctx, cancel := s.reqCtx(ctx)
+		m, err := s.adm.Metadata(rctx, topic)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return kadm.TopicDetail{}, ctx.Err()
+			}
+			return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, unreadable(authErr(err, "topic "+topic, "DESCRIBE")))
+		}
+		td, ok := m.Topics[topic]
+		switch {
+		case ok && (errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.UnknownTopicID)):
+			return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, audit.ErrTopicNotFound)
+		case ok && td.Err == nil:
+			return td, nil
+		}
+		err = td.Err
+		if !ok {
+			err = errors.New("the broker's answer leaves it out")
+		}
+		var ke *kerr.Error
+		if try >= metaTries || (errors.As(err, &ke) && !ke.Retriable) {
+			return kadm.TopicDetail{}, fmt.Errorf("describe topic %q (%d tries): %w", topic, try, unreadable(authErr(err, "topic "+topic, "DESCRIBE")))
+		}
+		select {
+		case <-ctx.Done():
+			return kadm.TopicDetail{}, ctx.Err()
+		case <-time.After(metaBackoff):
+		}
 	}
-	td, ok := m.Topics[topic]
-	switch {
-	case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || errors.Is(td.Err, kerr.UnknownTopicID):
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, audit.ErrTopicNotFound)
-	case td.Err != nil:
-		return kadm.TopicDetail{}, fmt.Errorf("describe topic %q: %w", topic, authErr(td.Err, "topic "+topic, "DESCRIBE"))
-	}
-	return td, nil
 }
 
 // partitionMeta returns the partition's metadata, or an error wrapping
@@ -217,7 +293,10 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 			*l.dst = o.Offset
 		}
 		if err != nil {
-			return audit.PartitionOffsets{}, fmt.Errorf("list %s of %s: %w", l.name, tp, authErr(err, "topic "+tp.Topic, "DESCRIBE"))
+			if !errors.Is(err, audit.ErrPartitionNotFound) {
+				err = unreadable(authErr(err, "topic "+tp.Topic, "DESCRIBE"))
+			}
+			return audit.PartitionOffsets{}, fmt.Errorf("list %s of %s: %w", l.name, tp, err)
 		}
 	}
 	return po, nil
@@ -228,9 +307,26 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 	ctx, cancel := s.reqCtx(ctx)
 	defer cancel()
-	tds, err := s.adm.ListTopics(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
+	var tds kadm.TopicDetails
+	for try := 1; ; try++ {
+		var err error
+		if tds, err = s.adm.ListTopics(ctx); err != nil {
+			return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
+		}
+		failing := false
+		for _, td := range tds {
+			var ke *kerr.Error
+			failing = failing || (errors.As(td.Err, &ke) && ke.Retriable)
+		}
+		if !failing || try >= metaTries {
+			break
+		}
+		// a topic-level error that may pass: ask again
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(metaBackoff):
+		}
 	}
 	all := tds.Names()
 	slices.Sort(all)
@@ -241,6 +337,12 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 		td := tds[n]
 		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 			continue // deleted while listing
+		}
+		var ke *kerr.Error
+		if errors.As(td.Err, &ke) && ke.Retriable {
+			// still failing: left out, as an ACL would leave it out;
+			// Partitions says it is unreadable, not that it is missing
+			continue
 		}
 		if td.Err != nil {
 			return nil, fmt.Errorf("list topics: topic %q: %w", n, authErr(td.Err, "topic "+n, "DESCRIBE"))
@@ -281,18 +383,26 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 }
 
 // stableTries is how often GroupOffsets asks again while a transaction
-// holds the group's offsets unstable.
+// holds the group's offsets unstable, within the source's StableTimeout.
 var stableTries = 5
 
 // GroupOffsets returns the group's committed offsets read with
 // require_stable, its state and member count. While a transactional offset
-// commit is pending the broker answers UNSTABLE_OFFSET_COMMIT; after a few
-// tries the error says a transaction is pending.
+// commit is pending the broker answers UNSTABLE_OFFSET_COMMIT (and the
+// client retries it); after a few tries or StableTimeout, whichever comes
+// first, the error says a transaction is pending and wraps
+// audit.ErrUnreadable: the cut could not be read.
 func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOffsets, error) {
 	g := audit.GroupOffsets{Group: group, Offsets: map[audit.TopicPartition]int64{}, Metadata: map[audit.TopicPartition]string{}}
 	var resps kadm.OffsetResponses
+	start := time.Now()
+	deadline := start.Add(s.stable)
 	for try := 1; ; try++ {
-		rctx, cancel := s.reqCtx(ctx)
+		reqEnd := time.Now().Add(s.timeout)
+		if deadline.Before(reqEnd) {
+			reqEnd = deadline
+		}
+		rctx, cancel := context.WithDeadline(ctx, reqEnd)
 		r, err := s.adm.FetchOffsets(kadm.RequireStable(rctx), group)
 		cancel()
 		if err == nil {
@@ -302,16 +412,26 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 			resps = r
 			break
 		}
-		if errors.Is(err, kerr.UnstableOffsetCommit) {
-			if try < stableTries {
+		if ctx.Err() != nil {
+			return g, ctx.Err()
+		}
+		unstable := errors.Is(err, kerr.UnstableOffsetCommit)
+		if !unstable && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) {
+			// the client was still retrying UNSTABLE_OFFSET_COMMIT
+			unstable, err = true, fmt.Errorf("%w: %w", kerr.UnstableOffsetCommit, err)
+		}
+		if unstable {
+			wait := time.Duration(try) * 200 * time.Millisecond
+			if try < stableTries && time.Now().Add(wait).Before(deadline) {
 				select {
 				case <-ctx.Done():
 					return g, ctx.Err()
-				case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+				case <-time.After(wait):
 				}
 				continue
 			}
-			return g, fmt.Errorf("fetch offsets of group %q: a transaction is pending on its offsets (still unstable after %d tries; retry later or look for a hanging transaction): %w", group, try, err)
+			return g, fmt.Errorf("fetch offsets of group %q: a transaction is pending on its offsets (still unstable after %d tries in %s; retry later or look for a hanging transaction): %w: %w",
+				group, try, time.Since(start).Round(time.Millisecond), err, audit.ErrUnreadable)
 		}
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			return g, fmt.Errorf("fetch offsets of group %q: %w", group, audit.ErrGroupNotFound)

@@ -1,11 +1,19 @@
 package segment
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +61,6 @@ func compressionCodec(name string) (kgo.CompressionCodecType, error) {
 }
 
 var (
-	decompressor = sync.OnceValue(func() kgo.Decompressor { return kgo.DefaultDecompressor() })
 	compressorMu sync.Mutex
 	compressors  = map[kgo.CompressionCodecType]kgo.Compressor{}
 )
@@ -164,11 +171,14 @@ func DecodeBatch(b []byte, tp audit.TopicPartition) (audit.Batch, []audit.Record
 	if rb.NumRecords < 0 {
 		return hdr, nil, 0, fmt.Errorf("record count %d: %w", rb.NumRecords, audit.ErrCorrupt)
 	}
+	if int64(rb.NumRecords) > int64(rb.LastOffsetDelta)+1 {
+		return hdr, nil, 0, fmt.Errorf("%d records in a batch of %d offsets: %w", rb.NumRecords, int64(rb.LastOffsetDelta)+1, audit.ErrCorrupt)
+	}
 	data := rb.Records
 	if codec != kgo.CodecNone && rb.NumRecords > 0 {
-		data, err = decompressor().Decompress(rb.Records, codec)
+		data, err = decompressRecords(rb.Records, codec, rb.NumRecords, MaxBatchBytes)
 		if err != nil {
-			return hdr, nil, 0, fmt.Errorf("decompress %s records: %v: %w", hdr.Compression, err, audit.ErrCorrupt)
+			return hdr, nil, 0, fmt.Errorf("decompress %s records: %w", hdr.Compression, err)
 		}
 	}
 	recs := make([]audit.Record, 0, min(int(rb.NumRecords), len(data)/7+1))
@@ -317,4 +327,225 @@ func AppendBatch(dst []byte, recs []audit.Record) ([]byte, error) {
 	binary.BigEndian.PutUint32(b[8:12], uint32(len(b)-logOverhead))
 	binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[21:], castagnoli))
 	return dst, nil
+}
+
+// MaxBatchBytes bounds the bytes one batch's records may decompress to.
+// Kafka bounds a batch's compressed size (message.max.bytes, 1 MiB by
+// default) and a producer's record size, so real batches inflate to a few
+// MiB; a batch claiming more is corrupt or hostile (a gzip bomb).
+var MaxBatchBytes = 64 << 20
+
+// ErrTooLarge is wrapped by errors about a batch whose records decompress
+// to more than MaxBatchBytes; it also wraps audit.ErrCorrupt.
+var ErrTooLarge = fmt.Errorf("batch too large: %w", audit.ErrCorrupt)
+
+// decompressRecords inflates a batch's records, bounded by what the batch
+// declares: it reads exactly n length-prefixed records and then expects the
+// end of the stream, so it never inflates more than the records' own
+// lengths, and never more than limit bytes in all. A snappy block declares
+// its decoded length, checked before decoding; zstd decodes whole within
+// limit (the caller checks the records' framing). Errors wrap
+// audit.ErrCorrupt.
+func decompressRecords(src []byte, codec kgo.CompressionCodecType, n int32, limit int) ([]byte, error) {
+	var r io.Reader
+	switch codec {
+	case kgo.CodecSnappy:
+		return decodeSnappy(src, limit)
+	case kgo.CodecGzip:
+		z := gzipPool.Get().(*gzip.Reader)
+		defer gzipPool.Put(z)
+		if err := z.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		z.Multistream(true)
+		r = z
+	case kgo.CodecLz4:
+		z := lz4Pool.Get().(*lz4.Reader)
+		defer lz4Pool.Put(z)
+		z.Reset(bytes.NewReader(src))
+		r = z
+	case kgo.CodecZstd:
+		// zstd decodes whole, faster than as a stream: the decoder's
+		// memory bound refuses a frame declaring more than the cap before
+		// allocating, and stops one that outgrows it while decoding
+		z := zstdPool.Get().(*zstdReader)
+		defer zstdPool.Put(z)
+		if z.err != nil {
+			return nil, fmt.Errorf("make zstd decoder: %w", z.err)
+		}
+		out, err := z.d.DecodeAll(src, make([]byte, 0, min(limit, 4*len(src)+64)))
+		switch {
+		case errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > limit:
+			return nil, fmt.Errorf("the records inflate past %d bytes: %w", limit, ErrTooLarge)
+		case err != nil:
+			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("compression codec %d: %w", codec, audit.ErrCorrupt)
+	}
+	br := bufPool.Get().(*bufio.Reader)
+	defer bufPool.Put(br)
+	br.Reset(r)
+	defer br.Reset(nil)
+	out := make([]byte, 0, min(limit, 4*len(src)+64))
+	for i := range int(n) {
+		l, err := binary.ReadVarint(br)
+		if err != nil {
+			return nil, fmt.Errorf("record %d of %d: length: %v: %w", i, n, eofIsTruncated(err), audit.ErrCorrupt)
+		}
+		if l < 0 || l > int64(limit-len(out)-binary.MaxVarintLen64) {
+			return nil, fmt.Errorf("record %d of %d: length %d: the records would pass %d bytes: %w", i, n, l, limit, ErrTooLarge)
+		}
+		out = binary.AppendVarint(out, l)
+		start := len(out)
+		if need := start + int(l); need > cap(out) {
+			// double, so that what is allocated in all stays under
+			// twice the records' size
+			grown := make([]byte, start, min(max(2*cap(out), need), limit))
+			copy(grown, out)
+			out = grown
+		}
+		out = out[:start+int(l)]
+		if _, err := io.ReadFull(br, out[start:]); err != nil {
+			return nil, fmt.Errorf("record %d of %d: %v: %w", i, n, eofIsTruncated(err), audit.ErrCorrupt)
+		}
+	}
+	// The stream must end here; reading to its end also checks the
+	// codec's own checksum (gzip's CRC-32, lz4's and zstd's xxhash).
+	switch m, err := br.Read(make([]byte, 1)); {
+	case m > 0:
+		return nil, fmt.Errorf("bytes after the last of %d records: %w", n, audit.ErrCorrupt)
+	case err != nil && !errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("after the last of %d records: %v: %w", n, err, audit.ErrCorrupt)
+	}
+	return out, nil
+}
+
+func eofIsTruncated(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("the compressed stream ends early")
+	}
+	return err
+}
+
+// xerialMagic starts a snappy stream framed the way the Java client
+// writes it: the magic, two int32 versions, then length-prefixed blocks.
+var xerialMagic = []byte{130, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// decodeSnappy decodes a raw snappy block or a xerial stream, checking
+// each block's declared length against what is left of limit first.
+func decodeSnappy(src []byte, limit int) ([]byte, error) {
+	var blocks [][]byte
+	if len(src) >= 16 && bytes.HasPrefix(src, xerialMagic) {
+		for rest := src[16:]; len(rest) > 0; {
+			if len(rest) < 4 {
+				return nil, fmt.Errorf("xerial block header of %d bytes: %w", len(rest), audit.ErrCorrupt)
+			}
+			size := binary.BigEndian.Uint32(rest)
+			rest = rest[4:]
+			if uint64(size) > uint64(len(rest)) {
+				return nil, fmt.Errorf("xerial block of %d bytes, %d left: %w", size, len(rest), audit.ErrCorrupt)
+			}
+			blocks = append(blocks, rest[:size])
+			rest = rest[size:]
+		}
+	} else {
+		blocks = [][]byte{src}
+	}
+	total := 0
+	for _, b := range blocks {
+		l, err := s2.DecodedLen(b)
+		if err != nil {
+			return nil, fmt.Errorf("snappy block: %v: %w", err, audit.ErrCorrupt)
+		}
+		if l > limit-total {
+			return nil, fmt.Errorf("snappy blocks declare more than %d bytes: %w", limit, ErrTooLarge)
+		}
+		total += l
+	}
+	out := make([]byte, 0, total)
+	for _, b := range blocks {
+		l, _ := s2.DecodedLen(b)
+		if _, err := s2.Decode(out[len(out):len(out)+l], b); err != nil {
+			return nil, fmt.Errorf("snappy block: %v: %w", err, audit.ErrCorrupt)
+		}
+		out = out[:len(out)+l]
+	}
+	return out, nil
+}
+
+type zstdReader struct {
+	d   *zstd.Decoder
+	err error
+}
+
+var (
+	bufPool  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+	gzipPool = sync.Pool{New: func() any { return new(gzip.Reader) }}
+	lz4Pool  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdPool = sync.Pool{New: func() any {
+		// Concurrency 1 decodes synchronously, in the caller's goroutine;
+		// the window bound keeps a hostile frame from allocating more
+		// than a batch may hold.
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(uint64(max(MaxBatchBytes, zstd.MinWindowSize))), zstd.WithDecoderMaxMemory(uint64(max(MaxBatchBytes, 1<<20))))
+		return &zstdReader{d: d, err: err}
+	}}
+)
+
+// Decompressor is a kgo.Decompressor bounded by MaxBatchBytes, for readers
+// that hand whole batches to franz-go (the live source): a batch that
+// would inflate past the bound fails with an error wrapping ErrTooLarge
+// once the bound is reached, having allocated about that much.
+type Decompressor struct{}
+
+var _ kgo.Decompressor = Decompressor{}
+
+// Decompress inflates src, at most MaxBatchBytes of it.
+func (Decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	limit := MaxBatchBytes
+	var r io.Reader
+	switch codec {
+	case kgo.CodecNone:
+		return src, nil
+	case kgo.CodecSnappy:
+		return decodeSnappy(src, limit)
+	case kgo.CodecGzip:
+		z := gzipPool.Get().(*gzip.Reader)
+		defer gzipPool.Put(z)
+		if err := z.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		z.Multistream(true)
+		r = z
+	case kgo.CodecLz4:
+		z := lz4Pool.Get().(*lz4.Reader)
+		defer lz4Pool.Put(z)
+		z.Reset(bytes.NewReader(src))
+		r = z
+	case kgo.CodecZstd:
+		z := zstdPool.Get().(*zstdReader)
+		defer zstdPool.Put(z)
+		if z.err != nil {
+			return nil, fmt.Errorf("make zstd decoder: %w", z.err)
+		}
+		if err := z.d.Reset(bytes.NewReader(src)); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		defer z.d.Reset(nil) //nolint:errcheck // releases src
+		r = z.d
+	default:
+		return nil, fmt.Errorf("compression codec %d: %w", codec, audit.ErrCorrupt)
+	}
+	var buf bytes.Buffer
+	buf.Grow(min(limit, 4*len(src)+64))
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%v: %w", eofIsTruncated(err), audit.ErrCorrupt)
+	case n > int64(limit):
+		return nil, fmt.Errorf("the records inflate past %d bytes: %w", limit, ErrTooLarge)
+	}
+	return buf.Bytes(), nil
 }

@@ -167,7 +167,7 @@ func (d *Dir) openLogDir(root string) error {
 
 // readOffsetCheckpoint reads a log dir checkpoint; a missing file is empty.
 func readOffsetCheckpoint(path string) (map[audit.TopicPartition]int64, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxMetaFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -210,13 +210,16 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 			if err != nil {
 				return fmt.Errorf("segment %s: bad base offset: %w", path, audit.ErrCorrupt)
 			}
-			info, err := e.Info()
+			info, err := os.Stat(path) // a symlink's target
+			if err == nil && !info.Mode().IsRegular() {
+				err = &FileError{File: path, Err: fmt.Errorf("%s: %w", KindOf(info.Mode()), ErrNotRegular)}
+			}
 			if err != nil {
 				return fmt.Errorf("stat segment: %w", err)
 			}
 			r.segments = append(r.segments, &segmentFile{base: base, path: path, size: info.Size()})
 		case name == LeaderEpochCheckpoint:
-			b, err := os.ReadFile(path)
+			b, err := ReadRegular(path, MaxMetaFileBytes)
 			if err != nil {
 				return fmt.Errorf("read leader epochs: %w", err)
 			}
@@ -227,7 +230,7 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 				return fmt.Errorf("read %s: %w", path, err)
 			}
 		case name == PartitionMetadataFile:
-			b, err := os.ReadFile(path)
+			b, err := ReadRegular(path, MaxMetaFileBytes)
 			if err != nil {
 				return fmt.Errorf("read partition metadata: %w", err)
 			}
@@ -283,7 +286,7 @@ func (r *replica) firstOffset() (int64, error) {
 		if s.size < logOverhead {
 			continue
 		}
-		f, err := os.Open(s.path)
+		f, _, err := OpenRegular(s.path)
 		if err != nil {
 			return 0, fmt.Errorf("open segment: %w", err)
 		}
@@ -301,7 +304,7 @@ func (r *replica) firstOffset() (int64, error) {
 // walkLast walks the batch frames of the active segment to find the log end
 // and a torn tail: an incomplete frame at the end, or preallocated zeros.
 func (r *replica) walkLast(d *Dir, s *segmentFile) error {
-	f, err := os.Open(s.path)
+	f, _, err := OpenRegular(s.path)
 	if err != nil {
 		return fmt.Errorf("open segment: %w", err)
 	}
@@ -374,7 +377,7 @@ func (s *segmentFile) loadIndex() ([]OffsetIndexEntry, error) {
 	var err error
 	s.idxOnce.Do(func() {
 		var b []byte
-		b, err = os.ReadFile(strings.TrimSuffix(s.path, ".log") + ".index")
+		b, err = ReadRegular(strings.TrimSuffix(s.path, ".log")+".index", MaxMetaFileBytes)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				err = nil
@@ -571,7 +574,7 @@ func (r *replica) batches(ctx context.Context, from, to int64, decode bool, fn f
 }
 
 func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from, to int64, decode bool, fn func(audit.Batch, []audit.Record, error) bool) bool {
-	f, err := os.Open(s.path)
+	f, _, err := OpenRegular(s.path)
 	if err != nil {
 		return fn(audit.Batch{}, nil, fmt.Errorf("open segment: %w", err))
 	}
@@ -593,6 +596,9 @@ func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from
 			return fn(audit.Batch{}, nil, &FileError{File: s.path, Pos: pos, Err: err})
 		}
 		length := int32(binary.BigEndian.Uint32(peek[8:12]))
+		if int64(logOverhead)+int64(length) > s.size-pos {
+			return fn(audit.Batch{}, nil, &FileError{File: s.path, Pos: pos, Err: fmt.Errorf("a batch of %d bytes, %d left in the file: %w", logOverhead+int64(length), s.size-pos, ErrTruncated)})
+		}
 		buf := make([]byte, logOverhead+int(length))
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return fn(audit.Batch{}, nil, &FileError{File: s.path, Pos: pos, Err: fmt.Errorf("file ends inside a batch of %d bytes: %w", len(buf), ErrTruncated)})
@@ -652,7 +658,7 @@ func (d *Dir) ProducerSnapshot(tp audit.TopicPartition) (int64, []ProducerEntry,
 		return -1, nil, nil
 	}
 	path := filepath.Join(r.path, name)
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxMetaFileBytes)
 	if err != nil {
 		return -1, nil, fmt.Errorf("read producer snapshot: %w", err)
 	}

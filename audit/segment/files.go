@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 
@@ -310,4 +313,68 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// MaxMetaFileBytes bounds the files of a log dir that are read whole:
+// checkpoints, partition.metadata, indexes (segment.index.bytes is 10 MiB
+// by default) and producer snapshots.
+const MaxMetaFileBytes = 128 << 20
+
+// ErrNotRegular is wrapped by errors about a path that should be a regular
+// file and is not (a device, a pipe, a directory): reading one could block
+// or never end. It also wraps audit.ErrCorrupt.
+var ErrNotRegular = fmt.Errorf("not a regular file: %w", audit.ErrCorrupt)
+
+// OpenRegular opens path for reading after checking, on the opened file,
+// that it is a regular file (a symlink is followed: a log dir may be one).
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &FileError{File: path, Pos: 0, Err: fmt.Errorf("%s: %w", KindOf(info.Mode()), ErrNotRegular)}
+	}
+	return f, info, nil
+}
+
+// ReadRegular reads a regular file of at most limit bytes whole, checking
+// its size before reading.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	f, info, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info.Size() > limit {
+		return nil, &FileError{File: path, Pos: 0, Err: fmt.Errorf("%d bytes, more than the %d this file may hold: %w", info.Size(), limit, audit.ErrCorrupt)}
+	}
+	b := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, &FileError{File: path, Pos: 0, Err: fmt.Errorf("%v: %w", err, ErrTruncated)}
+	}
+	return b, nil
+}
+
+// KindOf names what a non-regular file is, for error messages.
+func KindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeDevice != 0 || m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }

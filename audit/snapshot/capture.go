@@ -3,12 +3,14 @@ package snapshot
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +38,13 @@ type CaptureOptions struct {
 	Topology string
 	// Schemas are the schemas used, by id, stored in the manifest.
 	Schemas map[int32]string
+	// Schema, when set, returns a schema's text by id: the capture then
+	// stores the schema of every Confluent-framed key and value it copies
+	// (a zero byte, then the schema id), so that the bundle can be audited
+	// offline. An id it returns "" for, without error, is no schema id
+	// (the bytes only look framed) and is skipped; one it fails for is
+	// listed in Manifest.Missing.
+	Schema func(ctx context.Context, id int32) (string, error)
 	// Since skips the batches written before it at the start of each
 	// partition, never at or above the group's committed offset there.
 	Since time.Time
@@ -63,6 +72,9 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	if opts.Dir == "" || opts.AppID == "" {
 		return nil, errors.New("capture: a directory and an application id are required")
 	}
+	if err := checkOutDir(opts.Dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
@@ -70,7 +82,10 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	switch {
 	case err == nil:
 		if m.AppID != opts.AppID {
-			return nil, fmt.Errorf("resume capture in %s: it holds app %q, not %q", opts.Dir, m.AppID, opts.AppID)
+			return nil, fmt.Errorf("resume capture in %s: it holds app %q, not %q: %w", opts.Dir, m.AppID, opts.AppID, ErrOutDir)
+		}
+		if err := checkBundle(opts.Dir, m); err != nil {
+			return nil, err
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		if m, err = readCut(ctx, src, opts); err != nil {
@@ -84,6 +99,83 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	}
 	return m, copyRecords(ctx, src, opts, m)
 }
+
+// ErrOutDir is wrapped by Capture's refusals to write into a directory:
+// one that is neither empty nor a kaudit bundle, or that looks like a
+// broker's log dir. Capture writes nowhere else.
+var ErrOutDir = errors.New("not a directory capture may write into")
+
+// brokerFiles are files only a broker's log dir (or a copy of one) has.
+var brokerFiles = []string{"meta.properties", "log-start-offset-checkpoint", "replication-offset-checkpoint",
+	"recovery-point-offset-checkpoint", "cleaner-offset-checkpoint", ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint"}
+
+// checkOutDir refuses an output directory that is a broker's log dir, or
+// that holds anything when it is not a bundle. A missing one is created
+// later.
+func checkOutDir(dir string) error {
+	info, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("capture: %w", err)
+	case !info.IsDir():
+		return fmt.Errorf("capture into %s: it is not a directory: %w", dir, ErrOutDir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	manifest := false
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case slices.Contains(brokerFiles, name) || strings.HasPrefix(name, "__cluster_metadata-"):
+			return fmt.Errorf("capture into %s: it holds %s: it looks like a broker's log dir, which kaudit never writes into: %w", dir, name, ErrOutDir)
+		case name == ManifestFile:
+			manifest = true
+		}
+	}
+	if !manifest && len(entries) > 0 {
+		return fmt.Errorf("capture into %s: it is not empty and holds no kaudit bundle (%s): give an empty or new directory: %w", dir, ManifestFile, ErrOutDir)
+	}
+	return nil
+}
+
+// checkBundle refuses to resume into a directory holding anything a
+// bundle does not: only the manifest (and its temporary file) and the
+// manifest's partition dirs, which hold only segment files.
+func checkBundle(dir string, m *Manifest) error {
+	parts := map[string]bool{}
+	for _, p := range m.Partitions {
+		parts[partitionDir(p.TP())] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("resume capture: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == ManifestFile || name == ManifestFile+".tmp" {
+			continue
+		}
+		if !parts[name] || e.Type() != fs.ModeDir {
+			return fmt.Errorf("resume capture in %s: %s is no part of the bundle: %w", dir, name, ErrOutDir)
+		}
+		files, err := os.ReadDir(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("resume capture: %w", err)
+		}
+		for _, f := range files {
+			if !f.Type().IsRegular() || !segmentName.MatchString(f.Name()) {
+				return fmt.Errorf("resume capture in %s: %s is no part of the bundle: %w", dir, path.Join(name, f.Name()), ErrOutDir)
+			}
+		}
+	}
+	return nil
+}
+
+var segmentName = regexp.MustCompile(`^[0-9]{20}\.log$`)
 
 // readCut reads everything but the records. The group's offsets are read
 // before the partitions' so that every committed offset is at or below its
@@ -222,6 +314,7 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 		}
 	}
 	var written int64
+	ids := map[int32]bool{}
 	for i := range m.Partitions {
 		p := &m.Partitions[i]
 		if p.Complete {
@@ -229,10 +322,11 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 		}
 		before := p.Next
 		c, hasC := committed[p.TP()]
-		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written)
+		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written, ids)
 		written += n
 		done += p.Next - before
 		report()
+		keepSchemas(ctx, opts, m, ids)
 		if serr := saveManifest(opts.Dir, m); err == nil {
 			err = serr
 		}
@@ -250,6 +344,53 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 	return saveManifest(opts.Dir, m)
 }
 
+// keepSchemas stores the schemas of the ids seen that the manifest does
+// not hold yet; each id is asked once per run.
+func keepSchemas(ctx context.Context, opts CaptureOptions, m *Manifest, ids map[int32]bool) {
+	if opts.Schema == nil {
+		return
+	}
+	var todo []int32
+	for id, asked := range ids {
+		if _, ok := m.Schemas[id]; !ok && !asked {
+			todo = append(todo, id)
+		}
+	}
+	slices.Sort(todo)
+	for _, id := range todo {
+		ids[id] = true
+		text, err := opts.Schema(ctx, id)
+		if err != nil {
+			m.Missing = append(m.Missing, fmt.Sprintf("schema id %d of the records copied: %v", id, err))
+			continue
+		}
+		if text == "" {
+			continue
+		}
+		if m.Schemas == nil {
+			m.Schemas = map[int32]string{}
+		}
+		m.Schemas[id] = text
+	}
+}
+
+// noteSchemaIDs adds the schema ids of a record's Confluent-framed key and
+// value to ids.
+func noteSchemaIDs(r audit.Record, ids map[int32]bool) {
+	if r.Batch.Control {
+		return
+	}
+	for _, b := range [][]byte{r.Key, r.Value} {
+		if len(b) >= 5 && b[0] == 0 {
+			if id := int32(binary.BigEndian.Uint32(b[1:5])); id >= 0 {
+				if _, ok := ids[id]; !ok {
+					ids[id] = false
+				}
+			}
+		}
+	}
+}
+
 func saveManifest(dir string, m *Manifest) error {
 	slices.SortFunc(m.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
 	return writeManifest(dir, m)
@@ -258,7 +399,7 @@ func saveManifest(dir string, m *Manifest) error {
 // copyPartition appends the partition's records from p.Next to its HW to a
 // new segment file. It returns the bytes written and whether the byte
 // budget ran out (budget ≤ 0 with MaxBytes set means none is left).
-func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64) (int64, bool, error) {
+func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64, ids map[int32]bool) (int64, bool, error) {
 	tp := p.TP()
 	dir := filepath.Join(opts.Dir, partitionDir(tp))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -286,7 +427,9 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 		}
 		w.DropPending() // a batch not read to its end is not kept
 		err := w.Close()
-		size, sum, herr := hashFile(filepath.Join(dir, name))
+		// the file just written is listed even when ctx ended: the
+		// manifest already counts its batches
+		size, sum, herr := hashFile(context.WithoutCancel(ctx), filepath.Join(dir, name), -1)
 		if err == nil {
 			err = herr
 		}
@@ -350,6 +493,9 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 		if r.Batch.Compression == "legacy" && !legacy {
 			legacy = true
 			m.Notes = append(m.Notes, fmt.Sprintf("%s holds v0/v1 message sets from offset %d: stored as uncompressed v2 batches", tp, r.Offset))
+		}
+		if opts.Schema != nil {
+			noteSchemaIDs(r, ids)
 		}
 		cur = r.Batch
 		inBatch++

@@ -2,17 +2,21 @@ package snapshot
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/segment"
 )
 
 // ManifestFile is the manifest's name inside a bundle.
@@ -131,7 +135,7 @@ func (g *Group) offsets() audit.GroupOffsets {
 
 // ReadManifest reads a bundle's manifest.
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	b, err := segment.ReadRegular(filepath.Join(dir, ManifestFile), MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
@@ -172,19 +176,64 @@ func writeManifest(dir string, m *Manifest) error {
 	return nil
 }
 
-// hashFile returns a file's size and sha256.
-func hashFile(path string) (int64, string, error) {
-	f, err := os.Open(path)
+// MaxManifestBytes bounds the manifest's size: it is read whole.
+const MaxManifestBytes = 256 << 20
+
+// hashFile returns a regular file's size and sha256, reading it in chunks
+// and stopping when ctx ends. A path that is a symlink, a device or any
+// other non-regular file is refused before it is read (a symlink to
+// /dev/zero would never end); so is a file whose size is not want (when
+// want ≥ 0): its hash cannot match.
+func hashFile(ctx context.Context, path string, want int64) (int64, string, error) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return 0, "", err
+	}
+	if !info.Mode().IsRegular() {
+		return 0, "", fmt.Errorf("%s: %s: %w", path, describeMode(info.Mode()), segment.ErrNotRegular)
+	}
+	if want >= 0 && info.Size() != want {
+		return info.Size(), "", nil
+	}
+	f, info2, err := segment.OpenRegular(path)
 	if err != nil {
 		return 0, "", err
 	}
 	defer f.Close()
+	if !os.SameFile(info, info2) {
+		return 0, "", fmt.Errorf("%s changed while it was opened: %w", path, audit.ErrCorrupt)
+	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return 0, "", err
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, "", fmt.Errorf("hash %s: %w", path, err)
+		}
+		m, err := f.Read(buf)
+		h.Write(buf[:m])
+		n += int64(m)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return n, "", err
+		}
+		if n > info2.Size() {
+			return n, "", fmt.Errorf("%s grows while it is read: %w", path, audit.ErrCorrupt)
+		}
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink (a bundle is read only from its own regular files)"
+	case m.IsDir():
+		return "a directory"
+	}
+	return segment.KindOf(m)
 }
 
 func sortGroupOffsets(os []GroupOffset) {

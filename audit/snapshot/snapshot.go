@@ -44,7 +44,13 @@ var (
 // manifest does not list, and a partition whose capture stopped early, make
 // Problems list unreadable findings, and reading those partitions fails
 // with an error wrapping ErrNotCaptured.
-func Open(dir string) (*Snapshot, error) {
+func Open(dir string) (*Snapshot, error) { return OpenContext(context.Background(), dir) }
+
+// OpenContext is Open, stopping when ctx ends: checking the hashes reads
+// every file of the bundle. Only regular files are read, and no file or
+// directory of the bundle may be a symlink: a bundle is read only from its
+// own files.
+func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot: %w", err)
@@ -75,13 +81,21 @@ func Open(dir string) (*Snapshot, error) {
 			s.problem(tp, f.Path+": the manifest names a file outside the bundle")
 			continue
 		}
-		size, sum, err := hashFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if link := symlinkIn(dir, f.Path); link != "" {
+			s.problem(tp, f.Path+": "+link+" is a symlink (a bundle is read only from its own files)")
+			continue
+		}
+		size, sum, err := hashFile(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)), f.Size)
 		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("open snapshot: %w", ctx.Err())
 		case errors.Is(err, fs.ErrNotExist):
 			s.problem(tp, f.Path+" is missing")
 		case err != nil:
 			s.problem(tp, fmt.Sprintf("read %s: %v", f.Path, err))
-		case sum != f.SHA256 || size != f.Size:
+		case size != f.Size:
+			s.problem(tp, fmt.Sprintf("%s: %d bytes, the manifest says %d", f.Path, size, f.Size))
+		case sum != f.SHA256:
 			s.problem(tp, fmt.Sprintf("%s: sha256 %s (%d bytes), the manifest says %s (%d bytes)", f.Path, sum, size, f.SHA256, f.Size))
 		}
 	}
@@ -103,13 +117,69 @@ func Open(dir string) (*Snapshot, error) {
 			s.addProblem(p.TP(), p.Next, p.HW-p.Next, fmt.Sprintf("offsets %d-%d were not captured: the capture stopped early; run kaudit capture again to resume", p.Next, p.HW-1))
 		}
 	}
-	audit.SortFindings(s.problems)
 	if len(m.Files) > 0 {
 		if s.seg, err = segment.OpenDirs(dir); err != nil {
 			return nil, fmt.Errorf("open snapshot: %w", err)
 		}
+		// A capture writes whole batches: a last batch cut short or
+		// failing its CRC is damage, not a crash's torn write.
+		for _, t := range s.seg.TornTails() {
+			if _, ok := s.bad[t.TP]; ok {
+				continue // one finding per damaged partition
+			}
+			rel, _ := filepath.Rel(dir, t.File)
+			s.problem(t.TP, fmt.Sprintf("%s: the %d bytes from byte %d are not a whole batch with a valid CRC: %v", filepath.ToSlash(rel), t.Bytes, t.Pos, audit.ErrCorrupt))
+		}
+		for _, p := range m.Partitions {
+			tp := p.TP()
+			if _, ok := s.bad[tp]; ok {
+				continue
+			}
+			// the bundle's log must end where the capture stopped
+			// copying: a batch beyond it (a base offset altered) would
+			// hide the offsets before it
+			// (it may end earlier only where compaction removed the
+			// last records, tombstones past delete.retention.ms)
+			o, err := s.seg.Offsets(ctx, tp)
+			if err == nil && (o.HW > p.Next || (o.HW < p.Next && p.Complete && s.notCompacted(tp.Topic))) {
+				s.problem(tp, fmt.Sprintf("%s: the captured batches end at offset %d, the manifest says the capture copied up to %d: %v", partitionDir(tp), o.HW, p.Next, audit.ErrCorrupt))
+			}
+		}
+		for _, f := range s.seg.Problems() {
+			if _, ok := s.bad[audit.TopicPartition{Topic: f.Topic, Partition: f.Partition}]; ok {
+				continue
+			}
+			s.problem(audit.TopicPartition{Topic: f.Topic, Partition: f.Partition}, f.Detail)
+		}
 	}
+	audit.SortFindings(s.problems)
 	return s, nil
+}
+
+// notCompacted reports whether the manifest says the topic is not
+// compacted (its cleanup.policy is known and has no compact).
+func (s *Snapshot) notCompacted(topic string) bool {
+	for _, t := range s.m.Topics {
+		if t.Name == topic {
+			_, known := t.Configs["cleanup.policy"]
+			return known && !t.Compacted()
+		}
+	}
+	return false
+}
+
+// symlinkIn returns the first element of rel (slash-separated, inside
+// dir) that is a symlink, or "".
+func symlinkIn(dir, rel string) string {
+	p := dir
+	for _, e := range strings.Split(rel, "/") {
+		p = filepath.Join(p, e)
+		if info, err := os.Lstat(p); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			r, _ := filepath.Rel(dir, p)
+			return filepath.ToSlash(r)
+		}
+	}
+	return ""
 }
 
 // fileTP is the partition a bundle file belongs to.
@@ -224,6 +294,10 @@ func (s *Snapshot) Records(ctx context.Context, tp audit.TopicPartition, from, t
 		if s.seg != nil && from < p.Next {
 			for r, err := range s.seg.Records(ctx, tp, from, min(to, p.Next)) {
 				if errors.Is(err, audit.ErrPartitionNotFound) {
+					if p.Records > 0 {
+						yield(audit.Record{}, fmt.Errorf("read %s: the manifest says %d records were captured, the bundle has no %s directory: %w", tp, p.Records, partitionDir(tp), ErrNotCaptured))
+						return
+					}
 					break // no record was captured: the range was empty
 				}
 				if !yield(r, err) || err != nil {

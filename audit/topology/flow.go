@@ -29,15 +29,17 @@ func (t *Topology) flow(l *Layout) []FlowEdge {
 		}
 	}
 	full := func(topic string) string {
-		if t.internal(topic) {
+		if l.internal(topic) {
 			return entTopic + RepartitionTopic(l.AppID, topic)
 		}
 		return entTopic + topic
 	}
 	var edges []FlowEdge
+	seen := map[FlowEdge]bool{}
 	add := func(from, to string) {
 		e := FlowEdge{From: from, To: to}
-		if from != to && !slices.Contains(edges, e) {
+		if from != to && !seen[e] {
+			seen[e] = true
 			edges = append(edges, e)
 		}
 	}

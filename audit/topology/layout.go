@@ -38,6 +38,10 @@ type Layout struct {
 	Notes  []string   `json:"notes,omitempty"`
 	topo   *Topology
 	nodes  map[string]*nodeRef
+	// writers and readers are the sink and source nodes of each topic (as
+	// printed), in the topology's order: built once, so that Layout stays
+	// linear in the topology's size.
+	writers, readers map[string][]string
 }
 
 // TopicUse is one topic the topology names.
@@ -123,6 +127,30 @@ func (t *Topology) internal(topic string) bool {
 	return written && read
 }
 
+// internal is Topology.internal from the layout's index.
+func (l *Layout) internal(topic string) bool {
+	return strings.HasSuffix(topic, "-repartition") || (len(l.writers[topic]) > 0 && len(l.readers[topic]) > 0)
+}
+
+// indexTopics fills writers and readers.
+func (l *Layout) indexTopics() {
+	l.writers, l.readers = map[string][]string{}, map[string][]string{}
+	for _, st := range l.topo.SubTopologies {
+		for _, n := range st.Nodes {
+			switch n.Kind {
+			case KindSink:
+				if n.Topic != "" {
+					l.writers[n.Topic] = append(l.writers[n.Topic], n.Name)
+				}
+			case KindSource:
+				for _, tp := range slices.Compact(slices.Clone(n.Topics)) {
+					l.readers[tp] = append(l.readers[tp], n.Name)
+				}
+			}
+		}
+	}
+}
+
 // IsInternal reports whether describe() printed topic without the
 // application.id prefix because the app creates and owns it.
 func (t *Topology) IsInternal(topic string) bool { return t.internal(topic) }
@@ -163,8 +191,9 @@ func keyChanger(name string) bool {
 // Layout derives the application's topics, stores, joins and data flow.
 func (t *Topology) Layout(appID string) *Layout {
 	l := &Layout{AppID: appID, topo: t, nodes: t.index()}
+	l.indexTopics()
 	full := func(topic string) string {
-		if t.internal(topic) {
+		if l.internal(topic) {
 			return RepartitionTopic(appID, topic)
 		}
 		return topic
@@ -202,7 +231,7 @@ func (t *Topology) Layout(appID string) *Layout {
 			case n.Kind == KindSource:
 				for _, tp := range n.Topics {
 					switch {
-					case t.internal(tp):
+					case l.internal(tp):
 						addTopic(tp, internalRole(tp), false, st.ID)
 					case st.Global:
 						addTopic(tp, RoleGlobal, false, st.ID)
@@ -211,7 +240,7 @@ func (t *Topology) Layout(appID string) *Layout {
 					}
 				}
 			case n.Kind == KindSink && n.Topic != "":
-				if t.internal(n.Topic) {
+				if l.internal(n.Topic) {
 					addTopic(n.Topic, internalRole(n.Topic), false, st.ID)
 				} else {
 					addTopic(n.Topic, RoleOutput, false, st.ID)
@@ -394,7 +423,7 @@ func (t *Topology) upstream(l *Layout, from []string) (sources, internals []stri
 		}
 		var next []string
 		for _, tp := range n.Topics {
-			if !t.internal(tp) {
+			if !l.internal(tp) {
 				sources = appendUnique(sources, tp)
 				continue
 			}
@@ -430,17 +459,7 @@ func (l *Layout) walk(start []string, visit func(n *Node) []string) {
 }
 
 // writersOf lists the sink nodes writing topic (as printed).
-func (l *Layout) writersOf(topic string) []string {
-	var out []string
-	for _, st := range l.topo.SubTopologies {
-		for _, n := range st.Nodes {
-			if n.Kind == KindSink && n.Topic == topic {
-				out = append(out, n.Name)
-			}
-		}
-	}
-	return out
-}
+func (l *Layout) writersOf(topic string) []string { return slices.Clone(l.writers[topic]) }
 
 func appendUnique(l []string, s string) []string {
 	if slices.Contains(l, s) {
@@ -573,7 +592,7 @@ func (l *Layout) downstream(from string, joins map[string]bool) (next string, ou
 		switch {
 		case n.Extractor != "":
 			outputs = appendUnique(outputs, "("+n.Extractor+")")
-		case l.topo.internal(n.Topic):
+		case l.internal(n.Topic):
 			return l.readersOf(n.Topic)
 		default:
 			outputs = appendUnique(outputs, n.Topic)
@@ -585,14 +604,4 @@ func (l *Layout) downstream(from string, joins map[string]bool) (next string, ou
 }
 
 // readersOf lists the source nodes reading topic (as printed).
-func (l *Layout) readersOf(topic string) []string {
-	var out []string
-	for _, st := range l.topo.SubTopologies {
-		for _, n := range st.Nodes {
-			if n.Kind == KindSource && slices.Contains(n.Topics, topic) {
-				out = append(out, n.Name)
-			}
-		}
-	}
-	return out
-}
+func (l *Layout) readersOf(topic string) []string { return slices.Clone(l.readers[topic]) }

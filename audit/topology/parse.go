@@ -78,13 +78,21 @@ func ParseString(s string) (*Topology, error) { return Parse(strings.NewReader(s
 // Every error is a *ParseError naming the line.
 func Parse(r io.Reader) (*Topology, error) {
 	p := parser{t: &Topology{}}
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: MaxTopologyBytes + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		p.line++
-		if err := p.parseLine(strings.TrimRight(sc.Text(), " \t\r")); err != nil {
+		text := sc.Text()
+		if p.line == 1 {
+			text = strings.TrimPrefix(text, string(utf8BOM))
+		}
+		if err := p.parseLine(strings.TrimRight(text, " \t\r")); err != nil {
 			return nil, err
 		}
+	}
+	if lr.N <= 0 {
+		return nil, errAt(p.line, "the text passes %d bytes: a describe() text is far smaller", MaxTopologyBytes)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read topology: %w", err)

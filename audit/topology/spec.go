@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -198,7 +197,7 @@ var serdeNames = []string{"", "string", "long", "int", "integer", "short", "doub
 
 // LoadSpec reads and validates a kaudit.yaml.
 func LoadSpec(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxSpecBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
@@ -221,6 +220,10 @@ func unmarshalSpec(data []byte, s *Spec) (err error) {
 // cite. Unknown fields are errors, every expression is compiled once, and
 // every error is a *SpecError (several are joined with errors.Join).
 func ParseSpec(name string, data []byte) (*Spec, error) {
+	data = trimBOM(data)
+	if err := checkSpecBounds(name, data); err != nil {
+		return nil, err
+	}
 	s := &Spec{File: name}
 	// A spec needs no anchors: refusing aliases before decoding keeps a
 	// small file from expanding into gigabytes (a "billion laughs").

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/topology"
 )
@@ -29,6 +32,10 @@ type captureOptions struct {
 	SchemasDir string
 	Since      time.Time
 	MaxBytes   int64
+	// Registry keeps the schemas of the copied records (from
+	// --schema-registry-url or schema.registry.url in the client
+	// properties); nil when none is configured.
+	Registry *codec.Codec
 }
 
 func captureCommand() *cli.Command {
@@ -38,6 +45,7 @@ func captureCommand() *cli.Command {
 		&cli.StringSliceFlag{Name: "topic", Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() output `FILE`, stored in the bundle", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "schemas", Usage: "schema `DIR` of <id>.avsc files or a schemas.json map, stored in the bundle", EnvVars: env("schemas")},
+		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL` (or schema.registry.url in --command-config): the schemas of the records copied are stored in the bundle", EnvVars: env("schema-registry-url")},
 		&cli.StringFlag{Name: "since", Usage: "skip batches older than `D` (a duration back from now, or an RFC 3339 time) at the start of each partition", EnvVars: env("since")},
 		&cli.StringFlag{Name: "max-bytes", Usage: "stop after about `N` bytes (suffixes K, M, G); run again to continue", EnvVars: env("max-bytes")},
 	}
@@ -56,6 +64,21 @@ func captureCommand() *cli.Command {
 			o, err := readCaptureOptions(c, time.Now())
 			if err != nil {
 				return err
+			}
+			so := readSourceOptions(c)
+			if err := checkNotInput(o.Out, append([]string{so.Snapshot}, so.LogDirs...)); err != nil {
+				return err
+			}
+			props, err := properties(so)
+			if err != nil {
+				return err
+			}
+			if so.SchemaRegistry != "" || props["schema.registry.url"] != "" {
+				reg, err := codec.New(codec.Config{ValueSerde: "avro", RegistryURL: so.SchemaRegistry, Properties: props, Timeout: so.Timeout})
+				if err != nil {
+					return usagef("kaudit capture: --schema-registry-url: %w", err)
+				}
+				o.Registry = reg
 			}
 			src, err := openCliSource(c)
 			if err != nil {
@@ -122,7 +145,9 @@ func parseBytes(s string) (int64, error) {
 // id to schema text.
 func readSchemas(dir string) (map[int32]string, error) {
 	out := map[int32]string{}
-	if b, err := os.ReadFile(filepath.Join(dir, "schemas.json")); err == nil {
+	if b, err := readInput(filepath.Join(dir, "schemas.json"), maxSchemaBytes); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read schemas: %w", err)
+	} else if err == nil {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "schemas.json"), err)
@@ -149,7 +174,7 @@ func readSchemas(dir string) (map[int32]string, error) {
 		if !ok || err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := readInput(filepath.Join(dir, e.Name()), maxSchemaBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read schemas: %w", err)
 		}
@@ -162,12 +187,17 @@ func readSchemas(dir string) (map[int32]string, error) {
 // incomplete (--max-bytes) exits 3: run the command again to resume.
 func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout, stderr io.Writer) error {
 	opts := snapshot.CaptureOptions{Dir: o.Out, AppID: o.AppID, Topics: o.Topics, Since: o.Since, MaxBytes: o.MaxBytes}
+	snap, fromSnapshot := src.(*snapshot.Snapshot)
 	if o.Topology != "" {
-		b, err := os.ReadFile(o.Topology)
+		b, err := readInput(o.Topology, topology.MaxTopologyBytes)
 		if err != nil {
 			return usagef("kaudit capture: read --topology: %w", err)
 		}
 		opts.Topology = string(b)
+	} else if fromSnapshot {
+		opts.Topology = snap.Topology() // a bundle captured again keeps its topology
+	}
+	if opts.Topology != "" {
 		if topo, err := topology.ParseString(opts.Topology); err == nil {
 			// the sink topics hold the app's output: capture them too
 			for _, u := range topo.Layout(o.AppID).Topics {
@@ -184,6 +214,34 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		}
 		opts.Schemas = s
 	}
+	if fromSnapshot {
+		// a bundle captured again keeps the schemas it carries
+		for id, text := range snap.Schemas() {
+			if _, ok := opts.Schemas[id]; !ok {
+				if opts.Schemas == nil {
+					opts.Schemas = map[int32]string{}
+				}
+				opts.Schemas[id] = text
+			}
+		}
+	}
+	if o.Registry != nil {
+		opts.Schema = func(ctx context.Context, id int32) (string, error) {
+			s, err := o.Registry.Schema(ctx, id)
+			if errors.Is(err, codec.ErrUnknownSchema) && !errors.Is(err, codec.ErrBadSchema) {
+				// bytes that only look framed (a long key), or an id the
+				// registry lost: an offline audit says which
+				return "", nil
+			}
+			if err != nil {
+				return "", err
+			}
+			if s.Type != "" && !strings.EqualFold(s.Type, "AVRO") {
+				return "", fmt.Errorf("a %s schema: only Avro schemas are kept", s.Type)
+			}
+			return s.Schema, nil
+		}
+	}
 	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 		p := &progressLine{w: stderr}
 		opts.Progress = p.update
@@ -193,6 +251,9 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, snapshot.ErrOutDir) {
+			return usagef("kaudit capture --out: %w", err)
 		}
 		return incompleteError{fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
 	}
@@ -216,6 +277,53 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	}
 	fmt.Fprintf(stdout, "bundle %s is complete: audit it with --snapshot %s\n", o.Out, o.Out)
 	return nil
+}
+
+// checkNotInput refuses an --out that is one of the inputs, inside one, or
+// holds one: kaudit never writes where it reads.
+func checkNotInput(out string, inputs []string) error {
+	o, err := realPath(out)
+	if err != nil {
+		return usagef("kaudit capture --out %s: %w", out, err)
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		i, err := realPath(in)
+		if err != nil {
+			continue // the source's own open reports it
+		}
+		if within(o, i) || within(i, o) {
+			return usagef("kaudit capture --out %s: it overlaps the input %s, and kaudit never writes where it reads", out, in)
+		}
+	}
+	return nil
+}
+
+// realPath is path made absolute with its symlinks resolved, as far as it
+// exists.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if filepath.Dir(p) == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
+}
+
+// within reports whether path is dir or under it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // progressLine rewrites one line of a terminal, at most every 200 ms.

@@ -141,6 +141,17 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	if o.AppID == "" && o.SpecFile == "" {
 		return o, usagef("kaudit diff needs --app-id ID (or a --spec that names app_id)")
 	}
+	var outs []string
+	if o.Output != "" {
+		outs = append(outs, o.Output, strings.TrimSuffix(o.Output, filepath.Ext(o.Output))+"-timeline.svg")
+	}
+	if o.SpillDir != "" {
+		outs = append(outs, filepath.Join(o.SpillDir, "spill"))
+	}
+	dirs := append([]string{o.source.Snapshot, o.StateDir, o.BaselineSnapshot}, o.source.LogDirs...)
+	if err := checkWrites(outs, dirs, []string{o.SpecFile, o.TopologyFile, o.Baseline}); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -433,7 +444,7 @@ func compareBaseline(ctx context.Context, o diffOptions, src *openedSource, rep 
 }
 
 func readReport(path string) (*audit.Report, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path, maxReportBytes)
 	if err != nil {
 		return nil, usagef("read --baseline: %w", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,7 +30,7 @@ combines their reports into one, as if one run had audited every partition.
 			}
 			var reps []*audit.Report
 			for _, path := range c.Args().Slice() {
-				f, err := os.Open(path)
+				f, err := openInput(path, maxReportBytes)
 				if err != nil {
 					return usagef("read %s: %w", path, err)
 				}
@@ -52,6 +51,11 @@ combines their reports into one, as if one run had audited every partition.
 				format = "json"
 			}
 			o := diffOptions{Output: c.String("output"), Format: report.FormatFor(c.String("output"), format)}
+			if o.Output != "" {
+				if err := checkWrites([]string{o.Output}, nil, c.Args().Slice()); err != nil {
+					return err
+				}
+			}
 			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version")}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}

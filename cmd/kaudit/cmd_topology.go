@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +69,7 @@ func topologyCommand() *cli.Command {
 // loadTopology reads and parses a describe() text file; a parse error is a
 // usage error naming the file and line.
 func loadTopology(path string) (*topology.Topology, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path, topology.MaxTopologyBytes)
 	if err != nil {
 		return nil, usagef("read topology: %w", err)
 	}

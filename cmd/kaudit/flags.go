@@ -21,6 +21,7 @@ type sourceOptions struct {
 	CommandConfig   string            // --command-config client.properties
 	CommandProps    []string          // --command-property k=v
 	Timeout         time.Duration     // --timeout for one request
+	StableTimeout   time.Duration     // --stable-timeout for the group's offsets
 	Properties      map[string]string // merged from the file and the k=v flags
 	SchemaRegistry  string
 	SchemasDir      string
@@ -38,6 +39,7 @@ func sourceFlags() []cli.Flag {
 		&cli.StringFlag{Name: "command-config", Usage: "client `FILE` with Java property names (security.protocol, sasl.*, ssl.*)", EnvVars: env("command-config")},
 		&cli.StringSliceFlag{Name: "command-property", Usage: "client property `k=v` (repeatable)", EnvVars: env("command-property")},
 		&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "timeout of one request to the cluster", EnvVars: env("timeout")},
+		&cli.DurationFlag{Name: "stable-timeout", Value: 30 * time.Second, Usage: "how long to wait for the group's committed offsets while a transaction holds them unstable; then they are missing evidence", EnvVars: env("stable-timeout")},
 	}
 }
 
@@ -73,6 +75,7 @@ func readSourceOptions(c *cli.Context) sourceOptions {
 		CommandConfig:  c.String("command-config"),
 		CommandProps:   c.StringSlice("command-property"),
 		Timeout:        c.Duration("timeout"),
+		StableTimeout:  c.Duration("stable-timeout"),
 		SchemaRegistry: c.String("schema-registry-url"),
 		SchemasDir:     c.String("schemas"),
 		KeySerde:       c.String("key-serde"),

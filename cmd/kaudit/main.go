@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,23 @@ const exitStatusHelp = `EXIT STATUS
    2    usage or configuration error
    3    verdict incomplete: evidence was missing
    130  interrupted`
+
+// helpFlag is urfave/cli's --help flag, but its Apply leaves the flag
+// unchanged: the library appends one global HelpFlag to every app and
+// command, and its BoolFlag.Apply writes to itself, a data race when two
+// apps parse flags at once (the tests run the CLI in parallel).
+type helpFlag struct{ *cli.BoolFlag }
+
+func (h helpFlag) Apply(set *flag.FlagSet) error {
+	for _, name := range h.Names() {
+		set.Bool(name, false, h.Usage)
+	}
+	return nil
+}
+
+func init() {
+	cli.HelpFlag = helpFlag{&cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -225,8 +225,50 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 	torn := copyTree(t, bad("logdir/torn-tail"))
 	snap := copyTree(t, bad("snapshot/with-schemas"))
 	spec := bad("spec/good/kaudit.yaml")
-	before := map[string]map[string]string{logdir: treeState(t, logdir), torn: treeState(t, torn), snap: treeState(t, snap)}
+	// a broker's log dir: meta.properties and partition dirs
+	broker := copyTree(t, bad("logdir/good"))
+	if err := os.WriteFile(filepath.Join(broker, "meta.properties"), []byte("node.id=1\nversion=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reports := copyTree(t, bad("reports"))
+	rep := filepath.Join(reports, "clean.json")
+	specs := copyTree(t, bad("spec/good"))
+	specCopy := filepath.Join(specs, "kaudit.yaml")
+	before := map[string]map[string]string{logdir: treeState(t, logdir), torn: treeState(t, torn), snap: treeState(t, snap),
+		broker: treeState(t, broker), reports: treeState(t, reports), specs: treeState(t, specs)}
+	refused := map[string]bool{}
 	for _, args := range [][]string{
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", snap},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(snap, "inner")},
+		{"capture", "--snapshot", filepath.Join(snap, "."), "--app-id", "shop", "--out", filepath.Dir(snap)},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", logdir},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", broker},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", broker},
+		{"diff", "--snapshot", snap, "--spec", spec, "--output", filepath.Join(snap, "report.md")},
+		{"diff", "--snapshot", snap, "--spec", specCopy, "--output", specCopy},
+		{"diff", "--log-dir", logdir, "--app-id", "events", "--output", filepath.Join(logdir, "events-0", "r.json")},
+		{"diff", "--snapshot", snap, "--spec", spec, "--spill-dir", snap},
+		{"diff", "--snapshot", snap, "--spec", spec, "--baseline", rep, "--format", "json", "--output", rep},
+		{"merge", "--output", rep, rep},
+	} {
+		refused[strings.Join(args, " ")] = true
+	}
+	for _, args := range [][]string{
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", snap},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(snap, "inner")},
+		{"capture", "--snapshot", filepath.Join(snap, "."), "--app-id", "shop", "--out", filepath.Dir(snap)},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", logdir},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", broker},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", broker},
+		{"diff", "--snapshot", snap, "--spec", spec, "--output", filepath.Join(snap, "report.md")},
+		{"diff", "--snapshot", snap, "--spec", specCopy, "--output", specCopy},
+		{"diff", "--log-dir", logdir, "--app-id", "events", "--output", filepath.Join(logdir, "events-0", "r.json")},
+		{"diff", "--snapshot", snap, "--spec", spec, "--spill-dir", snap},
+		{"diff", "--snapshot", snap, "--spec", spec, "--baseline", rep, "--format", "json", "--output", rep},
+		{"merge", "--output", rep, rep},
+		{"merge", rep},
+		{"capture", "--snapshot", snap, "--app-id", "shop", "--out", filepath.Join(t.TempDir(), "copy")},
+		{"capture", "--log-dir", logdir, "--app-id", "events", "--topic", "events", "--out", filepath.Join(t.TempDir(), "copy")},
 		{"ledger", "--log-dir", logdir, "--topic", "events", "--offsets", "0-5", "--value-serde", "json"},
 		{"ledger", "--log-dir", torn, "--topic", "events", "--format", "json"},
 		{"ledger", "--log-dir", logdir, "--log-dir", torn, "--topic", "events"},
@@ -239,11 +281,18 @@ func TestSafetyReadOnlyOnDisk(t *testing.T) {
 		{"topology", "--snapshot", snap, "--app-id", "shop"},
 		{"init", "--snapshot", snap, "--app-id", "shop"},
 	} {
-		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+		name := strings.Join(args[:2], " ")
+		if refused[strings.Join(args, " ")] || args[0] == "capture" {
+			name = strings.Join(args, " ")
+		}
+		t.Run(name, func(t *testing.T) {
 			res := runGuarded(t, args...)
 			t.Logf("exit %d, stderr %s", res.code, strings.TrimSpace(res.stderr))
 			if res.panicked != nil {
 				t.Fatalf("panic: %v", res.panicked)
+			}
+			if refused[strings.Join(args, " ")] && res.code != exitUsage {
+				t.Errorf("exit %d, want %d: the output overlaps an input or is a broker's log dir", res.code, exitUsage)
 			}
 			for root, want := range before {
 				if got := treeState(t, root); !reflect.DeepEqual(got, want) {

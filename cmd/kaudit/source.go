@@ -34,7 +34,7 @@ type openedSource struct {
 func properties(o sourceOptions) (map[string]string, error) {
 	props := map[string]string{}
 	if o.CommandConfig != "" {
-		f, err := os.Open(o.CommandConfig)
+		f, err := openInput(o.CommandConfig, maxConfigBytes)
 		if err != nil {
 			return nil, usagef("read --command-config: %w", err)
 		}
@@ -68,7 +68,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	}
 	switch {
 	case o.Snapshot != "":
-		s, err := snapshot.Open(o.Snapshot)
+		s, err := snapshot.OpenContext(ctx, o.Snapshot)
 		if err != nil {
 			return nil, incompleteError{fmt.Errorf("open snapshot: %w", err)}
 		}
@@ -101,7 +101,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	if err != nil {
 		return nil, err
 	}
-	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout})
+	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout})
 	switch {
 	case err == nil:
 		return &openedSource{Source: s, close: s.Close}, nil
