@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,13 @@ func (h hiddenSource) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 		}
 	}
 	return out, err
+}
+
+func (h hiddenSource) Partitions(ctx context.Context, topic string) (int32, error) {
+	if topic == h.topic {
+		return 0, fmt.Errorf("describe %s: not authorized: %w", topic, audit.ErrUnreadable)
+	}
+	return h.Memory.Partitions(ctx, topic)
 }
 
 // TestMissingEvidenceNeverJudged: evidence that cannot be read makes the

@@ -243,7 +243,20 @@ func (r *run) committed(tp audit.TopicPartition) int64 {
 func (r *run) partitionsOf(topic, role string) ([]int32, bool) {
 	t, ok := r.topics[topic]
 	if !ok {
-		r.missing("%s topic %q not found", role, topic)
+		// a topic the listing leaves out may still exist: hidden from the
+		// listing (an ACL), or its metadata failed; asked directly, the
+		// source says which
+		n, err := r.src.Partitions(r.ctx, topic)
+		switch {
+		case err == nil && n > 0:
+			t = audit.TopicInfo{Name: topic, Partitions: n}
+			r.topics[topic] = t
+			return r.shardPartitions(n), true
+		case errors.Is(err, audit.ErrUnreadable):
+			r.missing("%s topic %q could not be read: %v", role, topic, err)
+		default:
+			r.missing("%s topic %q not found", role, topic)
+		}
 		return nil, false
 	}
 	return r.shardPartitions(t.Partitions), true
