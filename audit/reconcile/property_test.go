@@ -12,7 +12,7 @@ import (
 // engine must find exactly the ground truth (recall and precision 100 %).
 func TestRandomScenarios(t *testing.T) {
 	seeds := 80
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 16
 	}
 	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
