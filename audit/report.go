@@ -107,6 +107,10 @@ type Signature struct {
 	Detail   string   `json:"detail"`
 	// FixedIn lists the first fixed Kafka Streams release of each line.
 	FixedIn []string `json:"fixed_in,omitempty"`
+	// Candidate is true when the evidence is consistent with the bug but
+	// does not show its mechanism (inputs unapplied on a purged range, after
+	// the app's committed offset moved past the purge).
+	Candidate bool `json:"candidate,omitempty"`
 }
 
 // Lineage follows one vanished input through the pipeline: where each hop

@@ -497,7 +497,11 @@ func writeSignatures(md *mdWriter, r *audit.Report) {
 	md.s("## Known bugs the evidence points to\n\n")
 	md.header("issue", "evidence", "offsets", "findings", "fixed in", "keys")
 	for _, sg := range r.Signatures {
-		md.row(sg.Issue, fmt.Sprintf("%s/%d", sg.Topic, sg.Partition), fmt.Sprintf("%d-%d", sg.From, sg.To),
+		issue := sg.Issue
+		if sg.Candidate {
+			issue += " (consistent with, not proven)"
+		}
+		md.row(issue, fmt.Sprintf("%s/%d", sg.Topic, sg.Partition), fmt.Sprintf("%d-%d", sg.From, sg.To),
 			fmt.Sprint(sg.Findings), strings.Join(sg.FixedIn, ", "), strings.Join(sg.Keys, ", "))
 	}
 	md.s("\n")

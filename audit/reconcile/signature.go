@@ -44,6 +44,29 @@ func (r *run) signatures() {
 				t.Name, pr[1], t.Repartition, p, pr[0], pr[0], pr[1]-1, sig.Findings)
 			r.rep.Signatures = append(r.rep.Signatures, sig)
 		}
+		// After the app recovered (its committed offset moved past the
+		// purge), what KAFKA-17635 leaves is inputs consumed and never
+		// applied, their copies' range purged: consistent with it, not proof.
+		unapplied := map[int32][]*input{}
+		for _, in := range r.losses {
+			if in.table == ts && in.loss != nil && in.loss.cause == audit.CauseUnapplied && in.r >= 0 && ts.purgedRange[in.r] == ([2]int64{}) && in.status != copyDirect {
+				unapplied[in.r] = append(unapplied[in.r], in)
+			}
+		}
+		for _, p := range sortedPartsOf(unapplied) {
+			ins := unapplied[p]
+			keys := map[string]bool{}
+			from, to := ins[0].ts, ins[0].ts
+			for _, in := range ins {
+				keys[in.key] = true
+				from, to = min(from, in.ts), max(to, in.ts)
+			}
+			sig := audit.Signature{Issue: "KAFKA-17635", Topic: t.Repartition, Partition: p, From: ts.rLogStart[p], To: ts.rLogStart[p],
+				Findings: int64(len(ins)), Keys: firstKeys(keys), FixedIn: []string{"3.7.2", "3.8.1", "3.9.0"}, Candidate: true}
+			sig.Detail = fmt.Sprintf("table %s: %d inputs (timestamps %d-%d) were consumed and never applied, and the range of %s/%d that held their copies is purged (log start %d): consistent with KAFKA-17635 (repartition records purged before their commit, then skipped when the app resumed at the log start) on Streams before 3.7.2, 3.8.1, 3.9.0; also with a processor that dropped them",
+				t.Name, len(ins), from, to, t.Repartition, p, ts.rLogStart[p])
+			r.rep.Signatures = append(r.rep.Signatures, sig)
+		}
 		for _, p := range sortedResets(ts.resets) {
 			lr := ts.resets[p]
 			sig := audit.Signature{Issue: "KAFKA-16017", Topic: t.Changelog, Partition: p, From: lr.from, To: lr.to,
@@ -71,6 +94,15 @@ func firstKeys(m map[string]bool) []string {
 }
 
 func sortedResets(m map[int32]*lostRange) []int32 {
+	out := make([]int32, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedPartsOf(m map[int32][]*input) []int32 {
 	out := make([]int32, 0, len(m))
 	for p := range m {
 		out = append(out, p)
