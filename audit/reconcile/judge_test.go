@@ -24,7 +24,8 @@ type judgeIn struct {
 }
 
 // judgeCopy is one repartition copy: of the input with id, committed
-// (fate "c") or in an aborted transaction ("a").
+// below the cut (fate "c"), committed and purged since ("x"), committed at
+// or above the cut, in flight ("p"), or in an aborted transaction ("a").
 type judgeCopy struct {
 	id   string
 	fate string
@@ -70,8 +71,15 @@ tables:
 		m.Append(audit.Record{Topic: "src", Partition: in.p, Offset: next[in.p], Key: []byte(in.id), Value: []byte(judgeValue(in.id, in.amount)), Timestamp: in.ts, Batch: plain})
 		next[in.p]++
 	}
-	var off int64
+	var off, purgeTo int64
+	cut := int64(-1) // the repartition's committed offset: before the first copy in flight
 	for _, c := range copies {
+		if c.fate == "p" && cut < 0 {
+			cut = off
+		}
+		if c.fate == "x" {
+			purgeTo = off + 1
+		}
 		in := byID[c.id]
 		r := audit.Record{Topic: "app-S-repartition", Offset: off, Key: []byte("k"), Value: []byte(judgeValue(in.id, in.amount)), Timestamp: in.ts, Batch: plain}
 		if c.fate == "a" {
@@ -85,9 +93,12 @@ tables:
 		}
 		off++
 	}
-	if purged {
+	switch {
+	case purged:
 		m.SetOffsets(audit.TopicPartition{Topic: "app-S-repartition"}, audit.PartitionOffsets{LogStart: off + 5, LSO: off + 5, HW: off + 5})
 		off += 5
+	case purgeTo > 0:
+		m.SetOffsets(audit.TopicPartition{Topic: "app-S-repartition"}, audit.PartitionOffsets{LogStart: purgeTo, LSO: off, HW: off})
 	}
 	for i, s := range states {
 		r := audit.Record{Topic: "app-S-changelog", Offset: int64(i), Key: []byte("k"), Timestamp: s.ts, Batch: plain}
@@ -96,8 +107,11 @@ tables:
 		}
 		m.Append(r)
 	}
+	if cut < 0 {
+		cut = off
+	}
 	m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
-		{Topic: "src", Partition: 0}: next[0], {Topic: "src", Partition: 1}: next[1], {Topic: "app-S-repartition"}: off}})
+		{Topic: "src", Partition: 0}: next[0], {Topic: "src", Partition: 1}: next[1], {Topic: "app-S-repartition"}: cut}})
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +215,10 @@ func TestJudgeRules(t *testing.T) {
 		{"sum, duplicate applied twice: the duplicate only", "sum(amount)", []judgeIn{a, b}, []judgeCopy{{"a", "c"}, {"a", "c"}, {"b", "c"}}, false,
 			[]judgeState{sumState("a", 17, 200)},
 			[]string{"repartition/duplicate app-S-repartition/0@0"}},
+		{"latest, a duplicate's second copy in flight, applied through the first (purged): clean", "latest", []judgeIn{a, b}, []judgeCopy{{"a", "x"}, {"b", "x"}, {"b", "p"}}, false,
+			[]judgeState{{judgeValue("b", 7), 200}}, nil},
+		{"sum, the last input in flight, not applied yet: clean", "sum(amount)", []judgeIn{a, b, c}, []judgeCopy{{"a", "c"}, {"b", "c"}, {"c", "p"}}, false,
+			[]judgeState{sumState("a", 12, 200)}, nil},
 		{"sum, duplicate with its copies purged: the duplicate only", "sum(amount)", []judgeIn{a, b}, nil, true,
 			[]judgeState{sumState("a", 10, 100), sumState("a", 17, 200)},
 			[]string{"store/duplicate src/0@0"}},
