@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -220,16 +221,8 @@ func (x *explainer) record(cost int, lost map[int]lostHow, reset *resetInfo) {
 	if x.best != nil && cost >= x.best.cost {
 		return
 	}
-	x.best = &explanation{cost: cost, lost: maps(lost), reset: reset}
+	x.best = &explanation{cost: cost, lost: maps.Clone(lost), reset: reset}
 	x.bound = cost
-}
-
-func maps(m map[int]lostHow) map[int]lostHow {
-	out := make(map[int]lostHow, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func (x *explainer) memoKey(f *frame, pos []int, fixedAt int) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -314,7 +315,7 @@ func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, final
 			keys[k] = true
 		}
 	}
-	for _, key := range sortedKeys(keys) {
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		l := r.finalSide(sides[0], finals[0][key])
 		rs := make([]side, len(sides)-1)
 		for i := range rs {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,7 +31,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	// latest tables, one such input per partition with deletions may be
 	// applied (first in its partition), and only the final state binds.
 	if t.Latest && len(ts.deletedFrom) > 0 {
-		for _, p := range sortedSet(ts.deletedFrom) {
+		for _, p := range slices.Sorted(maps.Keys(ts.deletedFrom)) {
 			if !x.present {
 				break
 			}
@@ -386,15 +387,6 @@ func (r *run) undecidedFinding(ts *tableState, key string, v verdict) audit.Find
 	f.Detail = fmt.Sprintf("table %s: undecided: %d of the key's inputs %s are missing from its state and the evidence cannot tell which (several orders and choices explain the changelog history equally well)",
 		ts.t.Name, v.missing, strings.Join(cands, ", "))
 	return f
-}
-
-func sortedSet(m map[int32]bool) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func keyPartition(cl *clState) int32 {

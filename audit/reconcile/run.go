@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
@@ -290,14 +289,4 @@ func containsPartition(ps []int32, p int32) bool {
 		}
 	}
 	return false
-}
-
-// sortedKeys returns m's keys in order, for deterministic output.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

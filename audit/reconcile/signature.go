@@ -3,6 +3,7 @@ package reconcile
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kaudit/kaudit/audit"
@@ -28,7 +29,7 @@ func (r *run) signatures() {
 		if ts == nil {
 			continue
 		}
-		for _, p := range sortedPartitions(ts.purgedRange) {
+		for _, p := range slices.Sorted(maps.Keys(ts.purgedRange)) {
 			pr := ts.purgedRange[p]
 			sig := audit.Signature{Issue: "KAFKA-17635", Topic: t.Repartition, Partition: p, From: pr[0], To: pr[1] - 1,
 				FixedIn: []string{"3.7.2", "3.8.1", "3.9.0"}}
@@ -53,7 +54,7 @@ func (r *run) signatures() {
 				unapplied[in.r] = append(unapplied[in.r], in)
 			}
 		}
-		for _, p := range sortedPartsOf(unapplied) {
+		for _, p := range slices.Sorted(maps.Keys(unapplied)) {
 			ins := unapplied[p]
 			keys := map[string]bool{}
 			from, to := ins[0].ts, ins[0].ts
@@ -67,7 +68,7 @@ func (r *run) signatures() {
 				t.Name, len(ins), from, to, t.Repartition, p, ts.rLogStart[p])
 			r.rep.Signatures = append(r.rep.Signatures, sig)
 		}
-		for _, p := range sortedResets(ts.resets) {
+		for _, p := range slices.Sorted(maps.Keys(ts.resets)) {
 			lr := ts.resets[p]
 			sig := audit.Signature{Issue: "KAFKA-16017", Topic: t.Changelog, Partition: p, From: lr.from, To: lr.to,
 				Findings: lr.inputs, Keys: firstKeys(lr.keys), FixedIn: []string{"3.6.2", "3.7.0"}}
@@ -91,22 +92,4 @@ func firstKeys(m map[string]bool) []string {
 		keys = keys[:10]
 	}
 	return keys
-}
-
-func sortedResets(m map[int32]*lostRange) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func sortedPartsOf(m map[int32][]*input) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }

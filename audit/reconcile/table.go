@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -730,7 +732,7 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 	t := ts.t
 	if t.Repartition != "" {
 		r.readRepartition(ctx, ts)
-		for _, p := range sortedPartitions(ts.purgedRange) {
+		for _, p := range slices.Sorted(maps.Keys(ts.purgedRange)) {
 			pr := ts.purgedRange[p]
 			f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, audit.TopicPartition{Topic: t.Repartition, Partition: p}, pr[0])
 			f.Count = pr[1] - pr[0]
@@ -747,15 +749,6 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 		return r.readSource(ctx, ts)
 	}
 	return ctx.Err()
-}
-
-func sortedPartitions(m map[int32][2]int64) []int32 {
-	out := make([]int32, 0, len(m))
-	for p := range m {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 // clusterLogStart is the cluster's log start of tp: the source's, unless
