@@ -396,7 +396,7 @@ func Candidates(inputs []any) []string {
 			continue
 		}
 		for k, x := range m {
-			if isNumber(x) && isIdent(k) {
+			if isNumber(x) && topology.IsIdent(k) {
 				nums[k] = true
 			}
 		}
@@ -640,17 +640,6 @@ func isNumber(v any) bool {
 	return false
 }
 
-func isIdent(s string) bool {
-	for i, c := range s {
-		switch {
-		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && '0' <= c && c <= '9':
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
 
 // CheckSelectKey measures how many repartition copies the table's
 // select_key explains (it gives the copy's key from the source record the

@@ -117,7 +117,7 @@ func leafPaths(v any, prefix []string, out *[][]string) {
 		return
 	}
 	for k, x := range m {
-		if isIdent(k) {
+		if topology.IsIdent(k) {
 			leafPaths(x, append(prefix, k), out)
 		}
 	}

@@ -202,7 +202,7 @@ func InferJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 			}
 			srcFields, _ := fieldsAt(vals, nil)
 			for _, sf := range srcFields {
-				if !isIdent(sf) {
+				if !topology.IsIdent(sf) {
 					continue
 				}
 				n := 0

@@ -65,14 +65,16 @@ func fieldPath(src string) []string {
 		return nil
 	}
 	for _, p := range parts[1:] {
-		if p == "" || !isIdent(p) {
+		if p == "" || !IsIdent(p) {
 			return nil
 		}
 	}
 	return parts
 }
 
-func isIdent(s string) bool {
+// IsIdent reports whether s is a field name a path may hold without
+// quoting (letters, digits and _, not starting with a digit).
+func IsIdent(s string) bool {
 	for i, c := range s {
 		switch {
 		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
