@@ -640,7 +640,6 @@ func isNumber(v any) bool {
 	return false
 }
 
-
 // CheckSelectKey measures how many repartition copies the table's
 // select_key explains (it gives the copy's key from the source record the
 // copy matches), against the expression the evidence suggests. A
