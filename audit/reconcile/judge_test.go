@@ -47,6 +47,13 @@ func judgeValue(id string, amount int) string {
 // group's committed offsets.
 func runJudge(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, purged bool, states []judgeState) *audit.Report {
 	t.Helper()
+	return runJudgeOut(t, reduce, ins, copies, purged, states, nil)
+}
+
+// runJudgeOut is runJudge with the table's own output topic "out" holding
+// outputs (nil: no output topic).
+func runJudgeOut(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, purged bool, states, outputs []judgeState) *audit.Report {
+	t.Helper()
 	spec, err := topology.ParseSpec("kaudit.yaml", []byte(fmt.Sprintf(`app_id: app
 serdes: {key: string, value: json}
 tables:
@@ -112,11 +119,23 @@ tables:
 	}
 	m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
 		{Topic: "src", Partition: 0}: next[0], {Topic: "src", Partition: 1}: next[1], {Topic: "app-S-repartition"}: cut}})
+	pl := reconcile.FromPlan(plan, "string")
+	if outputs != nil {
+		m.AddTopic(audit.TopicInfo{Name: "out", Partitions: 1})
+		pl.Tables[0].Output = "out"
+		for i, s := range outputs {
+			r := audit.Record{Topic: "out", Offset: int64(i), Key: []byte("k"), Timestamp: s.ts, Batch: plain}
+			if s.v != "" {
+				r.Value = []byte(s.v)
+			}
+			m.Append(r)
+		}
+	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
+	rep, err := reconcile.Run(t.Context(), m, pl, reconcile.Options{Decoder: dec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,5 +307,30 @@ func TestSignatures(t *testing.T) {
 	}
 	if len(proven) != 1 || proven[0].Issue != "KAFKA-17635" || proven[0].Partition != 1 || proven[0].Findings != n || n == 0 {
 		t.Errorf("signatures %+v, want one KAFKA-17635 on partition 1 over the %d purged-before-commit inputs", rep.Signatures, n)
+	}
+}
+
+// TestTableOutput: a table's own output topic (toStream().to(t)) holds, for
+// each key, the store's final state last; the store right and the output
+// behind is a join-stage finding, the store wrong is the table's.
+func TestTableOutput(t *testing.T) {
+	a, b := judgeIn{0, "a", 5, 100}, judgeIn{0, "b", 7, 200}
+	states := []judgeState{countState(1, 100), countState(2, 200)}
+	for _, tt := range []struct {
+		name    string
+		outputs []judgeState
+		want    []string
+	}{
+		{"every state forwarded: clean", []judgeState{countState(1, 100), countState(2, 200)}, nil},
+		{"the cache forwarded the last only: clean", []judgeState{countState(2, 200)}, nil},
+		{"the last update never reached the output", []judgeState{countState(1, 100)}, []string{"join/join-stale out/0@0"}},
+		{"nothing reached the output", []judgeState{}, []string{"join/join-missing out/0@-1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := runJudgeOut(t, "count", []judgeIn{a, b}, nil, true, states, tt.outputs)
+			if got := judged(rep); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("findings %v, want %v (missing %v)", got, tt.want, rep.Summary.Missing)
+			}
+		})
 	}
 }

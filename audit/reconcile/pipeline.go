@@ -30,6 +30,11 @@ type Table struct {
 	// Latest is true for the latest-wins reducer, whose state is the last
 	// input applied (the engine compares digests, not folds).
 	Latest bool
+	// Output is the topic the table's changes are written to
+	// (table.toStream().to(Output)), "" for none: each key's last record
+	// there must be the store's final state, value and timestamp (the cache
+	// flush writes the changelog and forwards downstream the same states).
+	Output string
 	// Unjudged says why the table is not judged ("" judges it): the spec
 	// check found the spec does not describe it. The reason goes to the
 	// report's missing evidence.

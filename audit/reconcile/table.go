@@ -250,6 +250,9 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	if err := r.checkTable(ctx, ts); err != nil {
 		return err
 	}
+	if t.Output != "" {
+		r.checkOutput(ctx, ts)
+	}
 	r.fillActuals(ctx, ts)
 	r.drop(ts)
 	return ctx.Err()
