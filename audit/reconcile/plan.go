@@ -4,13 +4,15 @@ import (
 	"errors"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // FromPlan builds the engine's pipeline from a resolved spec. keySerde is
-// the serde of table keys (the spec's, else the command line's).
+// the serde of table keys (the spec's, else the command line's), by any
+// name codec accepts (Kafka's Java names are normalized: Integer is int).
 func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
-	out := &Pipeline{AppID: p.AppID, KeySerde: keySerde}
+	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
 		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
 		if spec := pt.Spec; spec != nil {

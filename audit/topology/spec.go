@@ -17,6 +17,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	yamlparser "github.com/goccy/go-yaml/parser"
+
+	"github.com/kaudit/kaudit/audit/codec"
 )
 
 // Spec is a kaudit.yaml: what the application's Java lambdas do, said in
@@ -32,8 +34,9 @@ type Spec struct {
 	doc      *ast.File
 }
 
-// Serdes names the key and value serdes (string, long, int, short, double,
-// float, uuid, bytes, void, json, avro).
+// Serdes names the key and value serdes: string, long, int, short, double,
+// float, uuid, bytes, void, json, avro, or Kafka's Java names (String,
+// Integer, Long, Double, ByteArray, UUID…; see codec.NormalizeSerde).
 type Serdes struct {
 	Key   string `yaml:"key"`
 	Value string `yaml:"value"`
@@ -193,8 +196,6 @@ func (e *SpecError) Error() string {
 	return b.String()
 }
 
-// serdeNames are the serdes audit/codec accepts.
-var serdeNames = []string{"", "string", "long", "int", "integer", "short", "double", "float", "uuid", "bytes", "bytearray", "byte-array", "void", "json", "avro"}
 
 // LoadSpec reads and validates a kaudit.yaml.
 func LoadSpec(path string) (*Spec, error) {
@@ -383,8 +384,8 @@ func (s *Spec) validate() error {
 	}
 	checkSerdes := func(path, field string, sd Serdes) {
 		for _, kv := range [][2]string{{"key", sd.Key}, {"value", sd.Value}} {
-			if !slices.Contains(serdeNames, strings.ToLower(kv[1])) {
-				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want string, long, int, short, double, float, uuid, bytes, void, json or avro)", kv[1])
+			if codec.CheckSerde(kv[1]) != nil {
+				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want String, Integer, Long, Short, Double, Float, UUID, ByteArray, Void as Kafka names them, or string, int, long, short, double, float, uuid, bytes, void, json, avro)", kv[1])
 			}
 		}
 	}
