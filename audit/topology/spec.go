@@ -196,7 +196,6 @@ func (e *SpecError) Error() string {
 	return b.String()
 }
 
-
 // LoadSpec reads and validates a kaudit.yaml.
 func LoadSpec(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)
