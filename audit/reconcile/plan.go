@@ -27,9 +27,11 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 					}
 					return out, err
 				}
-				// sum(FIELD) keeps the first input's other fields, so its
-				// result depends on the order too (seen in the real drill)
-				t.OrderDependent = spec.OrderDependent() || (spec.Reducer.Kind == topology.ReduceSum && spec.Reducer.Field != "")
+				// sum(FIELD), min(FIELD) and max(FIELD) keep the first
+				// input's other fields, so their result depends on the order
+				// too (seen in the real drill); aggregate's adder is any
+				// expression
+				t.OrderDependent = spec.OrderDependent() || spec.Reducer.Field != ""
 				t.Latest = spec.Reducer.Kind == topology.ReduceLatest
 			}
 		}

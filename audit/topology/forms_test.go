@@ -1,6 +1,13 @@
 package topology
 
-import "testing"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
 
 func TestSpecJavaSerdeNames(t *testing.T) {
 	in := "app_id: a\nserdes: {key: String, value: Integer}\ntables:\n  - name: x\n    source: y\n    store: s\n    reduce: latest\n" +
@@ -11,5 +18,100 @@ func TestSpecJavaSerdeNames(t *testing.T) {
 	}
 	if s.Serdes.Key != "String" || s.Tables[0].Serdes.Value != "Long" {
 		t.Errorf("serdes = %+v %+v", s.Serdes, s.Tables[0].Serdes)
+	}
+}
+
+func fold(t *testing.T, tb *Table, values ...any) any {
+	t.Helper()
+	var agg any
+	for i, v := range values {
+		out, err := tb.Reduce(agg, v, i == 0)
+		if err != nil {
+			t.Fatalf("%s: fold %v at %d: %v", tb.Reducer, values, i, err)
+		}
+		agg = out
+	}
+	return agg
+}
+
+func n(s string) json.Number { return json.Number(s) }
+
+func TestReducerForms(t *testing.T) {
+	obj := func(id string, amt any, note string) map[string]any {
+		return map[string]any{"id": id, "amount": amt, "note": note}
+	}
+	for _, tt := range []struct {
+		name   string
+		yaml   string // the table's reducer lines
+		values []any
+		want   any
+		order  bool // OrderDependent
+	}{
+		// EosTestClient: aggregate(() -> Integer.MAX_VALUE, (k, v, agg) -> (v < agg) ? v : agg)
+		{"aggregate min", "aggregate: {init: 2147483647, expr: 'value < agg ? value : agg'}", []any{n("5"), n("3"), n("9")}, n("3"), true},
+		{"aggregate min of one", "aggregate: {init: 2147483647, expr: 'value < agg ? value : agg'}", []any{n("7")}, n("7"), true},
+		// the initializer is applied to the first value: 10 + 1 + 2
+		{"aggregate init folds", "aggregate: {init: '10', expr: agg + value}", []any{n("1"), n("2")}, n("13"), true},
+		{"aggregate init object", `aggregate: {init: '{"n": 0}', expr: '{"n": agg.n + value.amount}'}`, []any{obj("a", n("2"), ""), obj("a", n("3"), "")}, map[string]any{"n": n("5")}, true},
+		// aggregate(() -> 0L, (k, v, agg) -> (long) v + agg)
+		{"aggregate sum", "aggregate: {init: 0, expr: agg + value}", []any{n("2147483647"), n("1")}, n("2147483648"), true},
+		{"count", "reduce: count", []any{n("4"), n("4"), obj("x", nil, "")}, n("3"), false},
+		{"min", "reduce: min", []any{n("5"), n("-3"), n("9")}, n("-3"), false},
+		{"max", "reduce: max", []any{n("5"), n("-3"), n("9"), n("9")}, n("9"), false},
+		{"max double", "reduce: max", []any{n("1.5"), n("2"), n("1.75")}, n("2"), false},
+		{"min field", "reduce: min(amount)", []any{obj("a", n("5"), "first"), obj("a", n("2"), "second"), obj("a", n("4"), "third")}, obj("a", n("2"), "first"), true},
+		{"max field", "reduce: max(amount)", []any{obj("a", n("5"), "first"), obj("a", n("7"), "second")}, obj("a", n("7"), "first"), true},
+		{"sum long", "reduce: sum", []any{n("9223372036854775000"), n("7")}, n("9223372036854775007"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - name: x\n    source: y\n    store: s\n    "+tt.yaml+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb := s.Tables[0]
+			if got := fold(t, tb, tt.values...); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("fold = %#v, want %#v", got, tt.want)
+			}
+			if got := tb.OrderDependent() || tb.Reducer.Field != ""; got != tt.order {
+				t.Errorf("order dependent = %v, want %v", got, tt.order)
+			}
+			if _, err := tb.Reduce(n("1"), nil, false); !errors.Is(err, ErrNullValue) {
+				t.Errorf("null value: %v, want ErrNullValue", err)
+			}
+		})
+	}
+}
+
+func TestReducerFormErrors(t *testing.T) {
+	const table = "app_id: a\ntables:\n  - name: x\n    source: y\n    store: s\n"
+	for _, tt := range []struct{ in, want string }{
+		{"    reduce: latest\n    aggregate: {init: 0, expr: agg}\n", `k.yaml:7: tables[0].aggregate: give reduce or aggregate, not both`},
+		{"    aggregate: {expr: agg}\n", `k.yaml:6: tables[0].aggregate: want {init: "…", expr: "…"}`},
+		{"    aggregate: {init: 0, expr: agg, x: 1}\n", `k.yaml:6: tables[0].aggregate: unknown key "x"`},
+		{"    aggregate: {init: value, expr: agg}\n", `k.yaml:6: tables[0].aggregate: init: compile expression "value"`},
+		{"    aggregate: {init: 0, expr: agg + key}\n", `k.yaml:6: tables[0].aggregate: expr: compile expression "agg + key"`},
+		{"    aggregate: 0\n", `k.yaml:6: tables[0].aggregate: want {init: "…", expr: "…"}`},
+		{"    reduce: min(\n", `k.yaml:6: tables[0].reduce: bad "min(": want min(FIELD)`},
+		{"    reduce: avg\n", `k.yaml:6: tables[0].reduce: unknown reducer "avg"`},
+	} {
+		_, err := ParseSpec("k.yaml", []byte(table+tt.in))
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want prefix %s", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestExpressionsOfNewForms(t *testing.T) {
+	s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, store: s, reduce: min(p.amount)}\n  - {name: z, source: y, store: s2, aggregate: {init: 0, expr: agg + value.n}}\n  - {name: c, source: y, store: s3, reduce: max}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range s.Expressions() {
+		got = append(got, e.Field+" "+fmt.Sprint(e.Paths))
+	}
+	want := []string{"tables[0].reduce [value.p.amount agg.p.amount]", "tables[1].reduce [value.n]"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("expressions = %q, want %q", got, want)
 	}
 }
