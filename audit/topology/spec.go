@@ -123,7 +123,6 @@ func (a *Aggregate) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-
 // Reducer is a table's reduce: latest, count, sum(FIELD), sum or
 // {expr: "…"}.
 type Reducer struct {
