@@ -115,3 +115,50 @@ func TestExpressionsOfNewForms(t *testing.T) {
 		t.Errorf("expressions = %q, want %q", got, want)
 	}
 }
+
+// TestResolveHops: groupByKey on a keyed stream has no repartition hop
+// (the source partition is the task); a user topic named as the hop is
+// used as it is; store_serdes apply to the changelog only.
+func TestResolveHops(t *testing.T) {
+	s, err := LoadSpec("../../testdata/eos/eos.kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Resolve(s, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, pt := range p.Tables {
+		got = append(got, fmt.Sprintf("%s: %s -> %q -> %s (%s)", pt.Name, pt.Source, pt.Repartition, pt.Store, pt.Changelog))
+	}
+	want := []string{
+		`min: data -> "" -> KSTREAM-AGGREGATE-STATE-STORE-0000000003 (EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog)`,
+		`sum: data -> "" -> KSTREAM-AGGREGATE-STATE-STORE-0000000007 (EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000007-changelog)`,
+		`max: data -> "repartition" -> KSTREAM-AGGREGATE-STATE-STORE-0000000014 (EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000014-changelog)`,
+		`cnt: data -> "repartition" -> KSTREAM-AGGREGATE-STATE-STORE-0000000018 (EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000018-changelog)`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("plan =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantSerdes := map[string]Serdes{
+		"EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000007-changelog": {Value: "Long"},
+		"EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000018-changelog": {Value: "Long"},
+	}
+	if ts := p.TopicSerdes(); !reflect.DeepEqual(ts, wantSerdes) {
+		t.Errorf("TopicSerdes = %v, want %v", ts, wantSerdes)
+	}
+	// a table's serdes cover its source and hop, store_serdes the changelog over them
+	s2, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, store: s, reduce: count, repartition: r, serdes: {key: Integer, value: json}, store_serdes: {value: Long}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := Resolve(s2, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want2 := map[string]Serdes{"y": {"Integer", "json"}, "r": {"Integer", "json"}, "a-s-changelog": {"Integer", "Long"}}
+	if ts := p2.TopicSerdes(); !reflect.DeepEqual(ts, want2) {
+		t.Errorf("TopicSerdes = %v, want %v", ts, want2)
+	}
+}

@@ -40,6 +40,37 @@ type PlannedJoin struct {
 	Type   JoinType `json:"type"`
 }
 
+// TopicSerdes returns the serdes of each table topic that differ from
+// the spec's defaults: a table's serdes on its source, repartition topic
+// and changelog, its store_serdes over them on its changelog (an empty
+// field keeps the one below it). A topic two tables give different serdes
+// keeps the first table's.
+func (p *Plan) TopicSerdes() map[string]Serdes {
+	out := map[string]Serdes{}
+	set := func(topic string, sd Serdes) {
+		if _, ok := out[topic]; !ok && topic != "" && (sd.Key != "" || sd.Value != "") {
+			out[topic] = sd
+		}
+	}
+	for _, t := range p.Tables {
+		if t.Spec == nil {
+			continue
+		}
+		var sd Serdes
+		if t.Spec.Serdes != nil {
+			sd = *t.Spec.Serdes
+		}
+		cl := sd
+		if st := t.Spec.StoreSerdes; st != nil {
+			cl = Serdes{Key: cmp.Or(st.Key, sd.Key), Value: cmp.Or(st.Value, sd.Value)}
+		}
+		set(t.Changelog, cl)
+		set(t.Source, sd)
+		set(t.Repartition, sd)
+	}
+	return out
+}
+
 // Table returns the planned table named name, or nil.
 func (p *Plan) Table(name string) *PlannedTable {
 	for i := range p.Tables {

@@ -59,6 +59,10 @@ type Table struct {
 	Repartition string  `yaml:"repartition"`
 	Changelog   string  `yaml:"changelog"`
 	Serdes      *Serdes `yaml:"serdes"`
+	// StoreSerdes are the store's serdes (Materialized.with(key, value)):
+	// they apply to the changelog only, over Serdes, e.g. a Long sum of
+	// Integer inputs.
+	StoreSerdes *Serdes `yaml:"store_serdes"`
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
@@ -494,6 +498,9 @@ func (s *Spec) validate() error {
 		}
 		if t.Serdes != nil {
 			checkSerdes(path+".serdes", field+".serdes", *t.Serdes)
+		}
+		if t.StoreSerdes != nil {
+			checkSerdes(path+".store_serdes", field+".store_serdes", *t.StoreSerdes)
 		}
 	}
 	for i, j := range s.Joins {
