@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -160,5 +161,68 @@ func TestResolveHops(t *testing.T) {
 	want2 := map[string]Serdes{"y": {"Integer", "json"}, "r": {"Integer", "json"}, "a-s-changelog": {"Integer", "Long"}}
 	if ts := p2.TopicSerdes(); !reflect.DeepEqual(ts, want2) {
 		t.Errorf("TopicSerdes = %v, want %v", ts, want2)
+	}
+}
+
+// TestResolveEOSWithTopology: the hand-written describe() text of
+// EosTestClient gives the same plan as the spec's store names alone, and
+// shows why the user topic must be named: a topology's hops are the
+// -repartition topics only.
+func TestResolveEOSWithTopology(t *testing.T) {
+	s, err := LoadSpec("../../testdata/eos/eos.kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile("../../testdata/eos/topology.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := ParseString(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := Resolve(s, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := Resolve(s, topo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(with.Tables, without.Tables) || len(with.Warnings) > 0 {
+		t.Errorf("with the topology: %+v %q\nwithout: %+v", with.Tables, with.Warnings, without.Tables)
+	}
+	// without repartition:, the topology's user topic is the hop, under
+	// its own name (not <app>-repartition)
+	s.Tables[2].Repartition, s.Tables[3].Repartition = "", ""
+	p, err := Resolve(s, topo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p.Tables, without.Tables) {
+		t.Errorf("without repartition: %+v\nwant %+v", p.Tables, without.Tables)
+	}
+	// data's records reach every store: a spec must say which is which
+	var fed []string
+	for _, u := range topo.Layout("EosTest").StoresFedBy("data") {
+		fed = append(fed, u.Name)
+	}
+	if len(fed) != 4 {
+		t.Errorf("stores fed by data = %q, want the four", fed)
+	}
+}
+
+func TestHopName(t *testing.T) {
+	for full, want := range map[string]string{
+		"app-KSTREAM-AGGREGATE-STATE-STORE-0000000006-repartition":      "app-KSTREAM-AGGREGATE-STATE-STORE-0000000006-repartition",
+		"app-by-order-repartition":                                      "app-by-order-repartition",
+		"app-repartition":                                               "repartition",
+		"app-through-topic":                                             "through-topic",
+		"app-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic": "",
+		"app-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000011-topic":     "",
+	} {
+		if got := hopName("app", full); got != want {
+			t.Errorf("hopName(%s) = %q, want %q", full, got, want)
+		}
 	}
 }

@@ -141,8 +141,8 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 		case lay != nil:
 			var reps []string
 			for _, r := range use.Repartitions {
-				if strings.HasSuffix(r, "-repartition") {
-					reps = append(reps, r)
+				if h := hopName(appID, r); h != "" {
+					reps = append(reps, h)
 				}
 			}
 			switch {
@@ -184,6 +184,24 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// hopName returns the topic records cross on their way to a store, from
+// one of the layout's internal topics (full names): a repartition topic
+// as it is; a topic the app writes with to() and reads back with stream()
+// under its own name (which describe() prints as an internal one would be)
+// without the <app>- prefix the layout gives it; "" for the topics of a
+// foreign-key join.
+func hopName(appID, full string) string {
+	printed := strings.TrimPrefix(full, appID+"-")
+	lp := strings.ToLower(printed)
+	switch {
+	case strings.HasSuffix(printed, "-repartition"):
+		return full
+	case strings.Contains(lp, "subscription-registration"), strings.Contains(lp, "subscription-response"):
+		return ""
+	}
+	return printed
 }
 
 // StoresFedBy lists the stores that topic feeds first: stores it reaches
