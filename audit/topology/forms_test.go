@@ -226,3 +226,43 @@ func TestHopName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReducerForms parses arbitrary reducer and aggregate text and folds
+// arbitrary JSON values with it. Invariants: no panic; a spec error is a
+// *SpecError; a fold result is a canonical value (what fromExpr accepts).
+func FuzzReducerForms(f *testing.F) {
+	f.Add("reduce: min", `[5, 3, 9]`)
+	f.Add("reduce: max(amount)", `[{"amount": 1, "n": "a"}, {"amount": 2.5}, {"amount": null}]`)
+	f.Add("aggregate: {init: 2147483647, expr: 'value < agg ? value : agg'}", `[7, -1, 1e300]`)
+	f.Add(`aggregate: {init: '{"n": 0}', expr: '{"n": agg.n + value}'}`, `[1, 2, "x"]`)
+	f.Add("reduce: count", `[null, true, {}]`)
+	f.Add("reduce: sum", `[9223372036854775807, 1]`)
+	f.Fuzz(func(t *testing.T, reducer, values string) {
+		s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - name: x\n    source: y\n    store: s\n    "+reducer+"\n"))
+		if err != nil {
+			var se *SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("err %T: %v", err, err)
+			}
+			return
+		}
+		var vs []any
+		dec := json.NewDecoder(strings.NewReader(values))
+		dec.UseNumber()
+		if dec.Decode(&vs) != nil || len(vs) > 20 {
+			return
+		}
+		var agg any
+		first := true
+		for _, v := range vs {
+			out, err := s.Tables[0].Reduce(agg, v, first)
+			if err != nil {
+				continue
+			}
+			if _, err := fromExpr(out); err != nil {
+				t.Fatalf("%s over %v: result %#v is not canonical: %v", reducer, vs, out, err)
+			}
+			agg, first = out, false
+		}
+	})
+}
