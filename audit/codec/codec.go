@@ -110,7 +110,7 @@ const (
 )
 
 func parseSerde(name string) (serde, error) {
-	switch strings.ToLower(strings.TrimSpace(name)) {
+	switch NormalizeSerde(name) {
 	case "", SerdeBytes, "bytearray", "byte-array":
 		return sBytes, nil
 	case SerdeString:

@@ -591,7 +591,7 @@ func explainsFinal(t *topology.Table, h *history) (bool, error) {
 			}
 		}
 		return false, nil
-	case topology.ReduceExpr:
+	case topology.ReduceExpr, topology.ReduceAggregate:
 		return explains(t, h)
 	}
 	var agg any
@@ -602,7 +602,7 @@ func explainsFinal(t *topology.Table, h *history) (bool, error) {
 		}
 		agg = next
 	}
-	if t.Reducer.Kind != topology.ReduceSum || t.Reducer.Field == "" {
+	if t.Reducer.Field == "" { // sum(F), min(F), max(F) keep the first input's other fields
 		return same(agg, final), nil
 	}
 	path := strings.Split(t.Reducer.Field, ".")

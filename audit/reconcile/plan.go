@@ -4,13 +4,15 @@ import (
 	"errors"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // FromPlan builds the engine's pipeline from a resolved spec. keySerde is
-// the serde of table keys (the spec's, else the command line's).
+// the serde of table keys (the spec's, else the command line's), by any
+// name codec accepts (Kafka's Java names are normalized: Integer is int).
 func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
-	out := &Pipeline{AppID: p.AppID, KeySerde: keySerde}
+	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
 		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
 		if spec := pt.Spec; spec != nil {
@@ -25,9 +27,11 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 					}
 					return out, err
 				}
-				// sum(FIELD) keeps the first input's other fields, so its
-				// result depends on the order too (seen in the real drill)
-				t.OrderDependent = spec.OrderDependent() || (spec.Reducer.Kind == topology.ReduceSum && spec.Reducer.Field != "")
+				// sum(FIELD), min(FIELD) and max(FIELD) keep the first
+				// input's other fields, so their result depends on the order
+				// too (seen in the real drill); aggregate's adder is any
+				// expression
+				t.OrderDependent = spec.OrderDependent() || spec.Reducer.Field != ""
 				t.Latest = spec.Reducer.Kind == topology.ReduceLatest
 			}
 		}

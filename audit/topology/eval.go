@@ -109,9 +109,9 @@ func walkPath(r RecordEnv, path []string) (any, bool) {
 }
 
 // OrderDependent reports whether the reducer's result depends on the
-// order of its inputs (latest and expr).
+// order of its inputs (latest, expr and aggregate).
 func (t *Table) OrderDependent() bool {
-	return t.Reducer.Kind == ReduceLatest || t.Reducer.Kind == ReduceExpr
+	return t.Reducer.Kind == ReduceLatest || t.Reducer.Kind == ReduceExpr || t.Reducer.Kind == ReduceAggregate
 }
 
 // Reduce folds value into agg; first says there is no aggregate yet (agg
@@ -150,6 +150,37 @@ func (t *Table) Reduce(agg, value any, first bool) (any, error) {
 			return nil, fmt.Errorf("table %s: sum(%s): %w", t.Name, r.Field, err)
 		}
 		return out, nil
+	case ReduceMin, ReduceMax:
+		if first {
+			return value, nil
+		}
+		if r.Field == "" {
+			n, err := extreme(r.Kind, agg, value)
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %s: %w", t.Name, r.Kind, err)
+			}
+			return n, nil
+		}
+		out, err := foldField(agg, value, strings.Split(r.Field, "."), func(a, b any) (any, error) { return extreme(r.Kind, a, b) }, false)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %s: %w", t.Name, r, err)
+		}
+		return out, nil
+	case ReduceAggregate:
+		if first {
+			init, err := expr.Run(r.init, map[string]any{})
+			if err != nil {
+				return nil, fmt.Errorf("table %s: aggregate: init: %w", t.Name, err)
+			}
+			agg = init
+		} else {
+			agg = toExpr(agg)
+		}
+		out, err := expr.Run(r.prog, map[string]any{"agg": agg, "value": toExpr(value)})
+		if err != nil {
+			return nil, fmt.Errorf("table %s: aggregate: %w", t.Name, err)
+		}
+		return fromExpr(out)
 	case ReduceExpr:
 		if first {
 			return value, nil
@@ -164,8 +195,66 @@ func (t *Table) Reduce(agg, value any, first bool) (any, error) {
 	return nil, fmt.Errorf("table %s: no reducer", t.Name)
 }
 
+// extreme returns the lower (min) or higher (max) of two numbers, a when
+// they are equal (as (value < agg) ? value : agg keeps the aggregate).
+func extreme(kind ReducerKind, a, b any) (any, error) {
+	c, err := compareNumbers(a, b)
+	if err != nil {
+		return nil, err
+	}
+	if (kind == ReduceMin && c > 0) || (kind == ReduceMax && c < 0) {
+		return b, nil
+	}
+	return a, nil
+}
+
+// compareNumbers compares two numbers: exactly when both are integers,
+// else as float64.
+func compareNumbers(a, b any) (int, error) {
+	ai, af, aInt, err := number(a)
+	if err != nil {
+		return 0, err
+	}
+	bi, bf, bInt, err := number(b)
+	if err != nil {
+		return 0, err
+	}
+	if aInt && bInt {
+		return cmpInt(ai, bi), nil
+	}
+	if aInt {
+		af = float64(ai)
+	}
+	if bInt {
+		bf = float64(bi)
+	}
+	switch {
+	case af < bf:
+		return -1, nil
+	case af > bf:
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // sumField returns a copy of agg whose field at path is agg's plus value's.
 func sumField(agg, value any, path []string) (any, error) {
+	return foldField(agg, value, path, func(a, b any) (any, error) { return addNumbers(a, b) }, true)
+}
+
+// foldField returns a copy of agg whose field at path is op(agg's, value's);
+// a field the aggregate lacks counts as 0 for a sum, as value's otherwise.
+func foldField(agg, value any, path []string, op func(a, b any) (any, error), sum bool) (any, error) {
 	am, ok := agg.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("aggregate is %T, not an object", agg)
@@ -184,16 +273,19 @@ func sumField(agg, value any, path []string) (any, error) {
 			return nil, fmt.Errorf("value has no field %s", path[0])
 		}
 		if a == nil {
-			a = json.Number("0")
+			a = json.Number("0") // sum: the field counts from 0
+			if !sum {
+				a = b
+			}
 		}
-		n, err := addNumbers(a, b)
+		n, err := op(a, b)
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", path[0], err)
 		}
 		out[path[0]] = n
 		return out, nil
 	}
-	inner, err := sumField(am[path[0]], vm[path[0]], path[1:])
+	inner, err := foldField(am[path[0]], vm[path[0]], path[1:], op, sum)
 	if err != nil {
 		return nil, fmt.Errorf("%s.%w", path[0], err)
 	}

@@ -115,8 +115,8 @@ type Expression struct {
 }
 
 // Expressions lists every select_key, reduce and join value of the spec
-// with the field paths they read. A sum(FIELD) reads value.FIELD and
-// agg.FIELD.
+// with the field paths they read. A sum(FIELD), min(FIELD) or max(FIELD)
+// reads value.FIELD and agg.FIELD; an aggregate the fields its adder reads.
 func (s *Spec) Expressions() []Expression {
 	var out []Expression
 	for i, t := range s.Tables {
@@ -132,10 +132,11 @@ func (s *Spec) Expressions() []Expression {
 		r := t.Reducer
 		var ps []FieldPath
 		switch {
-		case r.Kind == ReduceSum && r.Field != "":
+		case (r.Kind == ReduceSum || r.Kind == ReduceMin || r.Kind == ReduceMax) && r.Field != "":
 			f := strings.Split(r.Field, ".")
 			ps = []FieldPath{append(FieldPath{"value"}, f...), append(FieldPath{"agg"}, f...)}
-		case r.Kind == ReduceExpr:
+		case r.Kind == ReduceExpr, r.Kind == ReduceAggregate:
+			// the initializer reads no names
 			ps, _ = FieldPaths(r.Expr)
 		default:
 			continue
@@ -182,7 +183,7 @@ func (j *Join) JoinRoot(name string) (table string, ok bool) {
 }
 
 // ParseReducer parses a reducer as the spec writes it: latest, count,
-// sum, sum(FIELD) or "expr: …".
+// sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or "expr: …".
 func ParseReducer(s string) (Reducer, error) {
 	r := Reducer{raw: s}
 	err := r.parse()

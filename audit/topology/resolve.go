@@ -40,6 +40,37 @@ type PlannedJoin struct {
 	Type   JoinType `json:"type"`
 }
 
+// TopicSerdes returns the serdes of each table topic that differ from
+// the spec's defaults: a table's serdes on its source, repartition topic
+// and changelog, its store_serdes over them on its changelog (an empty
+// field keeps the one below it). A topic two tables give different serdes
+// keeps the first table's.
+func (p *Plan) TopicSerdes() map[string]Serdes {
+	out := map[string]Serdes{}
+	set := func(topic string, sd Serdes) {
+		if _, ok := out[topic]; !ok && topic != "" && (sd.Key != "" || sd.Value != "") {
+			out[topic] = sd
+		}
+	}
+	for _, t := range p.Tables {
+		if t.Spec == nil {
+			continue
+		}
+		var sd Serdes
+		if t.Spec.Serdes != nil {
+			sd = *t.Spec.Serdes
+		}
+		cl := sd
+		if st := t.Spec.StoreSerdes; st != nil {
+			cl = Serdes{Key: cmp.Or(st.Key, sd.Key), Value: cmp.Or(st.Value, sd.Value)}
+		}
+		set(t.Changelog, cl)
+		set(t.Source, sd)
+		set(t.Repartition, sd)
+	}
+	return out
+}
+
 // Table returns the planned table named name, or nil.
 func (p *Plan) Table(name string) *PlannedTable {
 	for i := range p.Tables {
@@ -110,8 +141,8 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 		case lay != nil:
 			var reps []string
 			for _, r := range use.Repartitions {
-				if strings.HasSuffix(r, "-repartition") {
-					reps = append(reps, r)
+				if h := hopName(appID, r); h != "" {
+					reps = append(reps, h)
 				}
 			}
 			switch {
@@ -153,6 +184,24 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// hopName returns the topic records cross on their way to a store, from
+// one of the layout's internal topics (full names): a repartition topic
+// as it is; a topic the app writes with to() and reads back with stream()
+// under its own name (which describe() prints as an internal one would be)
+// without the <app>- prefix the layout gives it; "" for the topics of a
+// foreign-key join.
+func hopName(appID, full string) string {
+	printed := strings.TrimPrefix(full, appID+"-")
+	lp := strings.ToLower(printed)
+	switch {
+	case strings.HasSuffix(printed, "-repartition"):
+		return full
+	case strings.Contains(lp, "subscription-registration"), strings.Contains(lp, "subscription-response"):
+		return ""
+	}
+	return printed
 }
 
 // StoresFedBy lists the stores that topic feeds first: stores it reaches

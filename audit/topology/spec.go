@@ -16,6 +16,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	yamlparser "github.com/goccy/go-yaml/parser"
+
+	"github.com/kaudit/kaudit/audit/codec"
 )
 
 // Spec is a kaudit.yaml: what the application's Java lambdas do, said in
@@ -31,8 +33,9 @@ type Spec struct {
 	doc      *ast.File
 }
 
-// Serdes names the key and value serdes (string, long, int, short, double,
-// float, uuid, bytes, void, json, avro).
+// Serdes names the key and value serdes: string, long, int, short, double,
+// float, uuid, bytes, void, json, avro, or Kafka's Java names (String,
+// Integer, Long, Double, ByteArray, UUID…; see codec.NormalizeSerde).
 type Serdes struct {
 	Key   string `yaml:"key"`
 	Value string `yaml:"value"`
@@ -46,12 +49,19 @@ type Table struct {
 	// giving the table key; empty keeps the record key.
 	SelectKeyExpr string  `yaml:"select_key"`
 	Reducer       Reducer `yaml:"reduce"`
+	// Aggregate is aggregate(initializer, adder) in place of reduce:
+	// it sets Reducer (kind aggregate).
+	Aggregate *Aggregate `yaml:"aggregate"`
 	// Store, Repartition and Changelog override what the topology or the
 	// naming conventions say.
 	Store       string  `yaml:"store"`
 	Repartition string  `yaml:"repartition"`
 	Changelog   string  `yaml:"changelog"`
 	Serdes      *Serdes `yaml:"serdes"`
+	// StoreSerdes are the store's serdes (Materialized.with(key, value)):
+	// they apply to the changelog only, over Serdes, e.g. a Long sum of
+	// Integer inputs.
+	StoreSerdes *Serdes `yaml:"store_serdes"`
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
@@ -68,7 +78,53 @@ const (
 	ReduceCount  ReducerKind = "count"  // a Long count of inputs
 	ReduceSum    ReducerKind = "sum"    // sum(FIELD) or plain numeric sum
 	ReduceExpr   ReducerKind = "expr"   // an expression over agg and value
+	// ReduceAggregate is aggregate(initializer, adder): the first input
+	// folds into the initializer's value, as KStreamAggregate does.
+	ReduceAggregate ReducerKind = "aggregate"
+	ReduceMin       ReducerKind = "min" // min(FIELD) or plain numeric min
+	ReduceMax       ReducerKind = "max" // max(FIELD) or plain numeric max
 )
+
+// Aggregate is a table's aggregate(initializer, adder): init an
+// expression over no names (the initializer's value, e.g. 0 or
+// 2147483647), expr an expression over agg and value (the adder).
+type Aggregate struct {
+	Init string
+	Expr string
+	bad  string
+}
+
+// UnmarshalYAML reads {init: …, expr: "…"}; init may be a YAML number.
+func (a *Aggregate) UnmarshalYAML(unmarshal func(any) error) error {
+	var m map[string]any
+	if err := unmarshal(&m); err != nil {
+		a.bad = `want {init: "…", expr: "…"}`
+		return nil
+	}
+	for k, v := range m {
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case nil:
+		case map[string]any, []any:
+			a.bad = fmt.Sprintf("%s: want an expression", k)
+			return nil
+		default:
+			text = fmt.Sprint(x)
+		}
+		switch k {
+		case "init":
+			a.Init = text
+		case "expr":
+			a.Expr = text
+		default:
+			a.bad = fmt.Sprintf("unknown key %q: want {init: \"…\", expr: \"…\"}", k)
+			return nil
+		}
+	}
+	return nil
+}
 
 // Reducer is a table's reduce: latest, count, sum(FIELD), sum or
 // {expr: "…"}.
@@ -76,12 +132,14 @@ type Reducer struct {
 	Kind  ReducerKind
 	Field string // sum(FIELD): a field name or dotted path
 	Expr  string
+	Init  string // aggregate: the initializer expression
 	raw   string
 	bad   string
 	prog  *vm.Program
+	init  *vm.Program
 }
 
-var sumRe = regexp.MustCompile(`^sum\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)$`)
+var sumRe = regexp.MustCompile(`^(sum|min|max)\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)$`)
 
 // UnmarshalYAML reads a reducer from a string or from {expr: "…"}.
 func (r *Reducer) UnmarshalYAML(unmarshal func(any) error) error {
@@ -93,7 +151,7 @@ func (r *Reducer) UnmarshalYAML(unmarshal func(any) error) error {
 	// Shape errors are reported by validate, which knows the line.
 	var m map[string]string
 	if err := unmarshal(&m); err != nil {
-		r.bad = `want latest, count, sum(FIELD), sum or {expr: "…"}`
+		r.bad = `want latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: "…"}`
 		return nil
 	}
 	e, ok := m["expr"]
@@ -107,20 +165,25 @@ func (r *Reducer) UnmarshalYAML(unmarshal func(any) error) error {
 
 // MarshalYAML writes the reducer back as the spec says it.
 func (r Reducer) MarshalYAML() (any, error) {
-	if r.Kind == ReduceExpr {
+	switch r.Kind {
+	case ReduceExpr:
 		return map[string]string{"expr": r.Expr}, nil
+	case ReduceAggregate:
+		return map[string]string{"init": r.Init, "expr": r.Expr}, nil
 	}
 	return r.String(), nil
 }
 
 func (r Reducer) String() string {
 	switch r.Kind {
-	case ReduceSum:
+	case ReduceSum, ReduceMin, ReduceMax:
 		if r.Field != "" {
-			return "sum(" + r.Field + ")"
+			return string(r.Kind) + "(" + r.Field + ")"
 		}
 	case ReduceExpr:
 		return "expr: " + r.Expr
+	case ReduceAggregate:
+		return "aggregate(init: " + r.Init + ", expr: " + r.Expr + ")"
 	case "":
 		return r.raw
 	}
@@ -191,9 +254,6 @@ func (e *SpecError) Error() string {
 	b.WriteString(": " + e.Msg)
 	return b.String()
 }
-
-// serdeNames are the serdes audit/codec accepts.
-var serdeNames = []string{"", "string", "long", "int", "integer", "short", "double", "float", "uuid", "bytes", "bytearray", "byte-array", "void", "json", "avro"}
 
 // LoadSpec reads and validates a kaudit.yaml.
 func LoadSpec(path string) (*Spec, error) {
@@ -386,8 +446,8 @@ func (s *Spec) validate() error {
 	}
 	checkSerdes := func(path, field string, sd Serdes) {
 		for _, kv := range [][2]string{{"key", sd.Key}, {"value", sd.Value}} {
-			if !slices.Contains(serdeNames, strings.ToLower(kv[1])) {
-				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want string, long, int, short, double, float, uuid, bytes, void, json or avro)", kv[1])
+			if codec.CheckSerde(kv[1]) != nil {
+				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want String, Integer, Long, Short, Double, Float, UUID, ByteArray, Void as Kafka names them, or string, int, long, short, double, float, uuid, bytes, void, json, avro)", kv[1])
 			}
 		}
 	}
@@ -425,11 +485,25 @@ func (s *Spec) validate() error {
 			t.selectKey = prog
 			t.selectPath = fieldPath(t.SelectKeyExpr)
 		}
-		if err := t.Reducer.parse(); err != nil {
+		if a := t.Aggregate; a != nil {
+			switch {
+			case t.Reducer.raw != "" || t.Reducer.bad != "":
+				l.add(path+".aggregate", field+".aggregate", "give reduce or aggregate, not both")
+			case a.bad != "":
+				l.add(path+".aggregate", field+".aggregate", "%s", a.bad)
+			default:
+				if err := t.Reducer.parseAggregate(a.Init, a.Expr); err != nil {
+					l.add(path+".aggregate", field+".aggregate", "%v", err)
+				}
+			}
+		} else if err := t.Reducer.parse(); err != nil {
 			l.add(path+".reduce", field+".reduce", "%v", err)
 		}
 		if t.Serdes != nil {
 			checkSerdes(path+".serdes", field+".serdes", *t.Serdes)
+		}
+		if t.StoreSerdes != nil {
+			checkSerdes(path+".store_serdes", field+".store_serdes", *t.StoreSerdes)
 		}
 	}
 	for i, j := range s.Joins {
@@ -502,21 +576,21 @@ func (r *Reducer) parse() error {
 	case r.bad != "":
 		return errors.New(r.bad)
 	case raw == "":
-		return errors.New("required: latest, count, sum(FIELD), sum or {expr: \"…\"}")
+		return errors.New("required: latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)")
 	case isTODO(raw):
-		return errors.New("still TODO: latest, count, sum(FIELD), sum or {expr: \"…\"}")
+		return errors.New("still TODO: latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)")
 	case raw == "latest":
 		r.Kind = ReduceLatest
 	case raw == "count":
 		r.Kind = ReduceCount
-	case raw == "sum":
-		r.Kind = ReduceSum
-	case strings.HasPrefix(raw, "sum("):
+	case raw == "sum", raw == "min", raw == "max":
+		r.Kind = ReducerKind(raw)
+	case strings.HasPrefix(raw, "sum("), strings.HasPrefix(raw, "min("), strings.HasPrefix(raw, "max("):
 		m := sumRe.FindStringSubmatch(raw)
 		if m == nil {
-			return fmt.Errorf("bad %q: want sum(FIELD) with FIELD a name or dotted path", raw)
+			return fmt.Errorf("bad %q: want %s(FIELD) with FIELD a name or dotted path", raw, raw[:3])
 		}
-		r.Kind, r.Field = ReduceSum, m[1]
+		r.Kind, r.Field = ReducerKind(m[1]), m[2]
 	case strings.HasPrefix(raw, "expr:"):
 		r.Expr = strings.TrimSpace(strings.TrimPrefix(raw, "expr:"))
 		prog, err := compile(r.Expr, reduceEnv())
@@ -525,8 +599,27 @@ func (r *Reducer) parse() error {
 		}
 		r.Kind, r.prog = ReduceExpr, prog
 	default:
-		return fmt.Errorf("unknown reducer %q: want latest, count, sum(FIELD), sum or {expr: \"…\"}", raw)
+		return fmt.Errorf("unknown reducer %q: want latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)", raw)
 	}
+	return nil
+}
+
+// parseAggregate compiles aggregate(init, expr).
+func (r *Reducer) parseAggregate(init, adder string) error {
+	init, adder = strings.TrimSpace(init), strings.TrimSpace(adder)
+	if init == "" || adder == "" {
+		return errors.New(`want {init: "…", expr: "…"}: both the initializer and the adder`)
+	}
+	ip, err := compile(init, types.Map{})
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	ap, err := compile(adder, reduceEnv())
+	if err != nil {
+		return fmt.Errorf("expr: %w", err)
+	}
+	r.Kind, r.Init, r.Expr, r.init, r.prog = ReduceAggregate, init, adder, ip, ap
+	r.raw = "aggregate"
 	return nil
 }
 
