@@ -66,6 +66,7 @@ func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 	long := map[string]bool{"sum": true, "cnt": true}
 	for _, pt := range plan.Tables {
 		m.AddTopic(audit.TopicInfo{Name: pt.Changelog, Partitions: parts, Configs: map[string]string{"cleanup.policy": "compact"}})
+		m.AddTopic(audit.TopicInfo{Name: pt.Spec.Output, Partitions: parts})
 		for i, s := range ev.states[pt.Name] {
 			v := int32Bytes(int32(s.v))
 			if long[pt.Name] {
@@ -75,6 +76,8 @@ func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 			// without a hop, the repartition partition with one (the same
 			// here, as data.to(repartition) keeps the key)
 			m.Append(audit.Record{Topic: pt.Changelog, Partition: p, Offset: int64(i), Key: []byte("k"), Value: v, Timestamp: s.ts, Batch: plain})
+			// toStream().to(output) forwards every state (cache 0)
+			m.Append(audit.Record{Topic: pt.Spec.Output, Partition: p, Offset: int64(i), Key: []byte("k"), Value: v, Timestamp: s.ts, Batch: plain})
 		}
 	}
 	m.SetGroup(audit.GroupOffsets{Group: "EosTest", Offsets: group})

@@ -15,6 +15,9 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
 		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
+		if pt.Spec != nil {
+			t.Output = pt.Spec.Output
+		}
 		if spec := pt.Spec; spec != nil {
 			t.SelectKey = func(e Env) (audit.Value, error) {
 				return spec.SelectKey(topology.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -692,28 +691,10 @@ func (r *run) duplicates(ctx context.Context, ts *tableState, dups []copyInfo) {
 // keyBytes serializes a table key (canonical JSON text) the way the key
 // serde would, to find its partition.
 func keyBytes(serde, keyText string) ([]byte, bool) {
-	switch serde {
-	case "", "string":
-		var s string
-		if err := json.Unmarshal([]byte(keyText), &s); err != nil {
-			return nil, false
-		}
-		return []byte(s), true
-	case "long", "int":
-		var n int64
-		if _, err := fmt.Sscan(keyText, &n); err != nil {
-			return nil, false
-		}
-		if serde == "int" {
-			b := make([]byte, 4)
-			binary.BigEndian.PutUint32(b, uint32(n))
-			return b, true
-		}
-		b := make([]byte, 8)
-		binary.BigEndian.PutUint64(b, uint64(n))
-		return b, true
+	if serde == "" {
+		serde = "string"
 	}
-	return nil, false
+	return codec.KeyBytes(serde, keyText)
 }
 
 func joinOffsets(offs []int64, total int64) string {

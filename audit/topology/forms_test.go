@@ -145,6 +145,9 @@ func TestResolveHops(t *testing.T) {
 	wantSerdes := map[string]Serdes{
 		"EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000007-changelog": {Value: "Long"},
 		"EosTest-KSTREAM-AGGREGATE-STATE-STORE-0000000018-changelog": {Value: "Long"},
+		// a table's output carries the store's serdes
+		"sum": {Value: "Long"},
+		"cnt": {Value: "Long"},
 	}
 	if ts := p.TopicSerdes(); !reflect.DeepEqual(ts, wantSerdes) {
 		t.Errorf("TopicSerdes = %v, want %v", ts, wantSerdes)

@@ -65,6 +65,11 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 			cl = Serdes{Key: cmp.Or(st.Key, sd.Key), Value: cmp.Or(st.Value, sd.Value)}
 		}
 		set(t.Changelog, cl)
+		out := cl
+		if os := t.Spec.OutputSerdes; os != nil {
+			out = Serdes{Key: cmp.Or(os.Key, cl.Key), Value: cmp.Or(os.Value, cl.Value)}
+		}
+		set(t.Spec.Output, out)
 		set(t.Source, sd)
 		set(t.Repartition, sd)
 	}

@@ -62,6 +62,11 @@ type Table struct {
 	// they apply to the changelog only, over Serdes, e.g. a Long sum of
 	// Integer inputs.
 	StoreSerdes *Serdes `yaml:"store_serdes"`
+	// Output is the topic the table's changes are written to
+	// (table.toStream().to(Output)); OutputSerdes its serdes (default: the
+	// store's).
+	Output       string  `yaml:"output"`
+	OutputSerdes *Serdes `yaml:"output_serdes"`
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
@@ -501,6 +506,9 @@ func (s *Spec) validate() error {
 		}
 		if t.Serdes != nil {
 			checkSerdes(path+".serdes", field+".serdes", *t.Serdes)
+		}
+		if t.OutputSerdes != nil {
+			checkSerdes(path+".output_serdes", field+".output_serdes", *t.OutputSerdes)
 		}
 		if t.StoreSerdes != nil {
 			checkSerdes(path+".store_serdes", field+".store_serdes", *t.StoreSerdes)

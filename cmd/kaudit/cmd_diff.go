@@ -303,15 +303,8 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 	}
 	pl.warnings = append(pl.warnings, rp.Warnings...)
 	pl.keySerde, pl.valSerde = first(spec.Serdes.Key, "string"), spec.Serdes.Value
-	for _, t := range rp.Tables {
-		if t.Spec != nil && t.Spec.Serdes != nil {
-			ts := codec.TopicSerdes{Key: t.Spec.Serdes.Key, Value: t.Spec.Serdes.Value}
-			for _, topic := range []string{t.Source, t.Repartition, t.Changelog} {
-				if topic != "" {
-					pl.topics[topic] = ts
-				}
-			}
-		}
+	for topic, sd := range rp.TopicSerdes() {
+		pl.topics[topic] = codec.TopicSerdes{Key: sd.Key, Value: sd.Value}
 	}
 	pl.pipeline = reconcile.FromPlan(rp, pl.keySerde)
 	pl.spec, pl.resolved = spec, rp
