@@ -194,7 +194,7 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return incompleteError{fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
+		return notRunError{fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
 	}
 	var recs, bytes int64
 	done := 0

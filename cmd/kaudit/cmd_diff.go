@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -250,7 +251,7 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 		if s, ok := src.Source.(interface{ Topology() string }); ok && s.Topology() != "" {
 			t, err := topology.ParseString(s.Topology())
 			if err != nil {
-				return nil, incompleteError{fmt.Errorf("parse the snapshot's topology: %w", err)}
+				return nil, notRunError{fmt.Errorf("parse the snapshot's topology: %w", err)}
 			}
 			topo = t
 		}
@@ -260,7 +261,7 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, incompleteError{fmt.Errorf("discover app %s: %w", o.AppID, err)}
+		return nil, notRunError{fmt.Errorf("discover app %s: %w", o.AppID, err)}
 	}
 	pl := &plan{discovery: d, keySerde: "string", topics: map[string]codec.TopicSerdes{}}
 	if spec == nil {
@@ -333,7 +334,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return incompleteError{err}
+		return notRunError{err}
 	}
 	rep.Findings = append(rep.Findings, src.problems...)
 	addUnjudged(rep, pl.unjudged)
@@ -426,7 +427,7 @@ func compareBaseline(ctx context.Context, o diffOptions, src *openedSource, rep 
 	}
 	fs, err := snapshot.Baseline(ctx, earlier, src, tps)
 	if err != nil {
-		return incompleteError{fmt.Errorf("compare with the baseline snapshot: %w", err)}
+		return notRunError{fmt.Errorf("compare with the baseline snapshot: %w", err)}
 	}
 	rep.Findings = append(rep.Findings, fs...)
 	return nil
@@ -449,7 +450,7 @@ func readReport(path string) (*audit.Report, error) {
 // renamed into place, so that no half-written report is left as if whole.
 // A Markdown report gets its timeline picture beside it.
 func writeReport(o diffOptions, rep *audit.Report, ropts report.Options, stdout io.Writer) error {
-	if o.Output == "" {
+	if o.Output == "" || o.Output == "-" {
 		return report.Render(stdout, o.Format, rep, ropts)
 	}
 	if o.Format == "md" && len(rep.Timeline) > 0 {
@@ -463,9 +464,9 @@ func writeReport(o diffOptions, rep *audit.Report, ropts report.Options, stdout 
 }
 
 func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(path)
 	if err != nil {
-		return usagef("write %s: %w", path, err)
+		return usagef("write %s: %w", path, errors.Unwrap(err))
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
@@ -479,4 +480,19 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, errors.Unwrap(err))
 	}
 	return nil
+}
+
+// createTemp creates a new file beside path, with mode 0666 less the
+// umask as any file a command writes (os.CreateTemp's is 0600).
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	for range 100 {
+		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("create a temporary file beside %s: %w", path, fs.ErrExist)
 }

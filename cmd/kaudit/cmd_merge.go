@@ -15,6 +15,7 @@ func mergeCommand() *cli.Command {
 		Name:      "merge",
 		Usage:     "merge the JSON reports of shards of one app (kaudit diff --partitions) into one report",
 		UsageText: "kaudit merge [--format md|csv|json|table|prom] [--output FILE] a.json b.json …",
+		ArgsUsage: "REPORT.json …",
 		Description: `Shards of a large app run as parallel jobs, each auditing a subset of the
 co-partitioned tasks with kaudit diff --partitions 0-5 --format json; kaudit merge
 combines their reports into one, as if one run had audited every partition.

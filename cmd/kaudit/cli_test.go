@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// writeShards writes two shard reports, one with a loss, for merge.
+func writeShards(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	shard := func(name string, p int32, fs ...audit.Finding) string {
+		r := &audit.Report{AppID: "shop", Cut: []audit.PartitionCut{{Topic: "orders", Partition: p, Role: "source", Committed: 10, HW: 10}}, Findings: fs}
+		r.Finish()
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	lost := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, audit.TopicPartition{Topic: "orders", Partition: 1}, 7)
+	return shard("a.json", 0), shard("b.json", 1, lost)
+}
+
+func TestCLIConventions(t *testing.T) {
+	a, b := writeShards(t)
+	out := filepath.Join(t.TempDir(), "incident.md")
+	missing := filepath.Join(t.TempDir(), "no-such-bundle")
+	for _, tt := range []struct {
+		name         string
+		args         []string
+		code         int
+		stdout       string // a substring of stdout ("" for none wanted)
+		stderr       string // a substring of stderr
+		noStdout     bool
+		stderrAtMost int // lines, 0 for any
+	}{
+		{name: "version flag", args: []string{"--version"}, code: exitClean, stdout: "kaudit version"},
+		{name: "version command", args: []string{"version"}, code: exitClean, stdout: "built with go"},
+		{name: "help", args: []string{"help"}, code: exitClean, stdout: "COMMANDS"},
+		{name: "help diff", args: []string{"help", "diff"}, code: exitClean, stdout: "--bootstrap-server"},
+		{name: "flags after arguments", args: []string{"merge", a, b, "--format", "md", "--output", out}, code: exitFindings, noStdout: true},
+		{name: "output dash is stdout", args: []string{"merge", a, "--format", "json", "--output", "-"}, code: exitClean, stdout: `"verdict": "clean"`},
+		{name: "arguments after --", args: []string{"merge", "--format", "json", "--", a}, code: exitClean, stdout: `"verdict"`},
+		{name: "stray argument", args: []string{"diff", "--snapshot", missing, "--app-id", "shop", "stray"}, code: exitUsage,
+			stderr: `takes no arguments, got ["stray"]`, noStdout: true, stderrAtMost: 2},
+		{name: "bad flag: one line and a hint", args: []string{"diff", "--no-such-flag"}, code: exitUsage,
+			stderr: "Run 'kaudit diff --help' for usage.", noStdout: true, stderrAtMost: 2},
+		{name: "stray argument of a subcommand", args: []string{"spec", "check", "stray"}, code: exitUsage, stderr: "kaudit spec check takes no arguments"},
+		{name: "help of a subcommand", args: []string{"spec", "check", "--help"}, code: exitClean, stdout: "--spec"},
+		{name: "unknown command", args: []string{"difff"}, code: exitUsage, stderr: `unknown command "difff"`, noStdout: true, stderrAtMost: 2},
+		{name: "missing snapshot: could not run, one prefix", args: []string{"diff", "--snapshot", missing, "--app-id", "shop"}, code: exitNotRun,
+			stderr: "kaudit: open snapshot: read manifest", noStdout: true, stderrAtMost: 1},
+		{name: "listener scheme", args: []string{"txns", "--app-id", "a", "--bootstrap-server", "PLAINTEXT://" + closedAddr(t), "--timeout", "300ms"}, code: exitNotRun,
+			stderr: "reach bootstrap servers 127.0.0.1:"},
+		{name: "unknown scheme", args: []string{"txns", "--app-id", "a", "--bootstrap-server", "HTTP://h:9092"}, code: exitUsage, stderr: "HTTP://"},
+		{name: "scheme against security.protocol", args: []string{"txns", "--app-id", "a", "--bootstrap-server", "SSL://h:9092", "--command-property", "security.protocol=PLAINTEXT"},
+			code: exitUsage, stderr: "security.protocol is PLAINTEXT"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %.400s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			if tt.stdout != "" && !strings.Contains(stdout, tt.stdout) {
+				t.Errorf("stdout lacks %q:\n%.600s", tt.stdout, stdout)
+			}
+			if tt.stderr != "" && !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr)
+			}
+			if tt.noStdout && stdout != "" {
+				t.Errorf("stdout not empty:\n%.400s", stdout)
+			}
+			if n := strings.Count(stderr, "\n"); tt.stderrAtMost > 0 && n > tt.stderrAtMost {
+				t.Errorf("%d lines on stderr, want at most %d:\n%s", n, tt.stderrAtMost, stderr)
+			}
+			if strings.Contains(stderr, "open snapshot: open snapshot") {
+				t.Errorf("doubled prefix: %s", stderr)
+			}
+		})
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), "# ") {
+		t.Errorf("merge --output after the arguments: %v\n%.200s", err, b)
+	}
+}
+
+// TestFlagOverridesEnv: a source flag on the command line wins over the
+// KAUDIT_* variable of another source.
+func TestFlagOverridesEnv(t *testing.T) {
+	t.Setenv("KAUDIT_BOOTSTRAP_SERVER", closedAddr(t))
+	_, stderr, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill", "--format", "json", "--output", filepath.Join(t.TempDir(), "r.json"))
+	if code == exitUsage || code == exitNotRun || strings.Contains(stderr, "only one of") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// with no source on the command line, two variables are still two sources
+	t.Setenv("KAUDIT_SNAPSHOT", "../../testdata/incidents/dropped")
+	if _, stderr, code := runCLI(t, "diff", "--app-id", "kaudit-drill"); code != exitUsage || !strings.Contains(stderr, "only one of") {
+		t.Errorf("two sources from the environment: exit %d: %s", code, stderr)
+	}
+}
+
+// TestOutputMode: a report file is created 0666 less the umask, as any
+// file a shell command writes.
+func TestOutputMode(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	a, _ := writeShards(t)
+	out := filepath.Join(t.TempDir(), "merged.json")
+	if _, stderr, code := runCLI(t, "merge", a, "--output", out); code != exitClean {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Mode().Perm(); m != 0o644 {
+		t.Errorf("mode %o, want 644", m)
+	}
+}
+
+// TestBinaryVersion builds kaudit and checks that the version names the
+// commit it was built from (build info exists only in a built binary).
+func TestBinaryVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "kaudit")
+	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	b, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "kaudit ") || !strings.Contains(string(b), "built with go") {
+		t.Errorf("kaudit version:\n%s", b)
+	}
+	// the go command stamps the commit only where it can (-buildvcs)
+	if m, _ := exec.Command("go", "version", "-m", bin).Output(); strings.Contains(string(m), "vcs.revision") && !strings.Contains(string(b), "commit ") {
+		t.Errorf("kaudit version names no commit though the build info has one:\n%s", b)
+	}
+	v, err := exec.Command(bin, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(v), "kaudit version ") {
+		t.Errorf("kaudit --version: %v %q", err, v)
+	}
+	cmd := exec.Command(bin, "merge", "--format")
+	stderr, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != exitUsage || strings.Count(string(stderr), "\n") > 2 {
+		t.Errorf("a usage error: exit %d\n%s", cmd.ProcessState.ExitCode(), stderr)
+	}
+}
