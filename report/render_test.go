@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/yuin/goldmark"
@@ -747,5 +748,49 @@ func TestMarkdownLongTimelineElides(t *testing.T) {
 	}
 	if last := rows[len(rows)-1]; last[1] != "30000" || last[3] != "2" {
 		t.Errorf("totals %q", last)
+	}
+}
+
+func TestTableWidth(t *testing.T) {
+	r := incompleteReport()
+	long := strings.Repeat("the reason this record is missing ", 8)
+	f := audit.NewFinding(audit.StageJoin, audit.CauseDropped, audit.TopicPartition{Topic: "orders-v1", Partition: 0}, 7)
+	f.Detail, f.Expected, f.Actual = long, `{"orderId":"o-1","status":"PAID"}`, "nothing at offset 7"
+	r.Findings = append(r.Findings, f)
+	for _, tt := range []struct {
+		name  string
+		o     Options
+		check func(t *testing.T, lines []string)
+	}{
+		{"fits 110 columns", Options{Width: 110}, func(t *testing.T, lines []string) {
+			for _, l := range lines {
+				if strings.HasPrefix(l, "│") && runewidth.StringWidth(l) > 110 {
+					t.Errorf("%d columns: %s", runewidth.StringWidth(l), l)
+				}
+			}
+		}},
+		{"wide: one line each", Options{Wide: true}, func(t *testing.T, lines []string) {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, strings.TrimSpace(long)) }) {
+				t.Error("the detail is not whole on one line")
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := TableWith(&b, r, tt.o); err != nil {
+				t.Fatal(err)
+			}
+			// nothing is cut: every word of the detail, expected and actual is there
+			joined := strings.Join(strings.Fields(strings.NewReplacer("│", " ").Replace(b.String())), " ")
+			for _, w := range []string{"PAID", "offset 7", "missing"} {
+				if !strings.Contains(joined, w) {
+					t.Errorf("%q not shown", w)
+				}
+			}
+			if strings.Contains(b.String(), "…") {
+				t.Error("a cell was cut")
+			}
+			tt.check(t, strings.Split(b.String(), "\n"))
+		})
 	}
 }

@@ -24,7 +24,15 @@ type Options struct {
 	// ReplayBootstrap is the bootstrap server written into replay command
 	// lines; empty means the placeholder BOOTSTRAP.
 	ReplayBootstrap string
+	// Width is the terminal's width the table format fits, wrapping
+	// key and detail; 0 means DefaultWidth.
+	Width int
+	// Wide prints the table unwrapped and uncut (--wide).
+	Wide bool
 }
+
+// DefaultWidth is the table's width where no terminal says one.
+const DefaultWidth = 160
 
 func (o Options) now() time.Time {
 	if o.Now.IsZero() {
@@ -52,7 +60,7 @@ func Render(w io.Writer, format string, r *audit.Report, o Options) error {
 	case "json":
 		return JSON(w, r)
 	case "table":
-		return Table(w, r)
+		return TableWith(w, r, o)
 	case "prom":
 		return Prom(w, r)
 	}

@@ -160,3 +160,34 @@ func TestBinaryVersion(t *testing.T) {
 		t.Errorf("a usage error: exit %d\n%s", cmd.ProcessState.ExitCode(), stderr)
 	}
 }
+
+// TestTableWidthCLI: the table fits $COLUMNS (the terminal's width where
+// stdout is one) and --wide prints the detail whole.
+func TestTableWidthCLI(t *testing.T) {
+	long := strings.TrimSpace(strings.Repeat("why this record is gone ", 10))
+	f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, audit.TopicPartition{Topic: "orders", Partition: 0}, 7)
+	f.Detail = long
+	r := &audit.Report{AppID: "shop", Cut: []audit.PartitionCut{{Topic: "orders", Partition: 0, Role: "source", Committed: 10, HW: 10}}, Findings: []audit.Finding{f}}
+	r.Finish()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COLUMNS", "110")
+	out, _, _ := runCLI(t, "merge", path, "--format", "table")
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "│") && len([]rune(l)) > 110 {
+			t.Errorf("%d columns with COLUMNS=110: %s", len([]rune(l)), l)
+		}
+	}
+	if strings.Contains(out, long) || !strings.Contains(out, "gone") {
+		t.Errorf("want the detail wrapped, not cut:\n%s", out)
+	}
+	if out, _, _ := runCLI(t, "merge", path, "--format", "table", "--wide"); !strings.Contains(out, long) {
+		t.Errorf("--wide: the detail is not whole:\n%s", out)
+	}
+}

@@ -46,6 +46,8 @@ type diffOptions struct {
 	Partitions       []int32
 	CrossCheck       bool
 	Concurrency      int
+	Wide             bool   // --wide: the table unwrapped
+	Width            int    // the terminal's width, 0 for none
 	MemoryBudget     int64  // bytes; 0: no bound
 	SpillDir         string // where tables over the budget spill
 	// progress, if set, draws progress bars; log, if set, tells the user
@@ -78,6 +80,7 @@ func diffFlags() []cli.Flag {
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
 		&cli.StringFlag{Name: "spill-dir", Usage: "where tables over --memory-budget spill (default: the system's temporary directory)", EnvVars: env("spill-dir")},
+		wideFlag(),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars on stderr (they are drawn only on a terminal)", EnvVars: env("quiet")},
 	)
 }
@@ -116,7 +119,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
 		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
 		KafkaVersion: c.String("kafka-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
-		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir")}
+		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
 	switch o.Format {
 	case "md", "table", "json", "csv", "prom":
@@ -369,7 +372,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("baseline %s: %d of %d findings are new since that audit; the exit code judges the new ones", o.Baseline, len(fresh), len(rep.Findings)))
 		verdict = audit.Judge(fresh, rep.Summary.Missing)
 	}
-	ropts := report.Options{KafkaVersion: o.KafkaVersion}
+	ropts := report.Options{KafkaVersion: o.KafkaVersion, Wide: o.Wide, Width: o.Width}
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
 	}

@@ -24,6 +24,7 @@ combines their reports into one, as if one run had audited every partition.
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: json, or md when --output ends in .md)", EnvVars: env("format")},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`", EnvVars: env("output")},
+			wideFlag(),
 			&cli.StringFlag{Name: "kafka-version", Usage: "the cluster's Kafka `VERSION`, to judge known issues", EnvVars: env("kafka-version")},
 		},
 		Action: func(c *cli.Context) error {
@@ -53,7 +54,7 @@ combines their reports into one, as if one run had audited every partition.
 				format = "json"
 			}
 			o := diffOptions{Output: c.String("output"), Format: report.FormatFor(c.String("output"), format)}
-			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version")}, c.App.Writer); err != nil {
+			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}
 			return verdictResult(merged.Summary.Verdict)

@@ -2,11 +2,16 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // env names the KAUDIT_<FLAG> variable of a flag.
@@ -52,6 +57,25 @@ func serdeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "key-serde", Usage: "key serde where no spec says it: string, long, int, bytes, json, avro", EnvVars: env("key-serde")},
 		&cli.StringFlag{Name: "value-serde", Usage: "value serde where no spec says it: string, long, int, bytes, json, avro", EnvVars: env("value-serde")},
 	}
+}
+
+// wideFlag is --wide: the table format unwrapped, every cell whole.
+func wideFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "wide", Usage: "table format: print key and detail whole on one line instead of wrapping them to the terminal's width", EnvVars: env("wide")}
+}
+
+// terminalWidth is the width of the terminal w writes to; else $COLUMNS;
+// else 0 (the report's default).
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
 
 func txnFlags() []cli.Flag {
