@@ -13,13 +13,15 @@ import (
 
 // Caps keep the postmortem readable; CSV and JSON hold everything.
 const (
-	mdRowsPerCause  = 50  // finding rows per cause
-	mdTimelineAll   = 120 // timelines up to this many minutes print whole
-	mdTimelinePad   = 3   // quiet minutes shown around an incident window
-	mdLineage       = 10  // sample lineages
-	mdReplayCommand = 20  // replay command lines
-	mdRanges        = 200 // rows of the replay and gone range tables
-	mdJoinKeys      = 20  // keys listed for join findings
+	mdRowsPerCause  = 50   // finding rows per cause
+	mdTimelineAll   = 120  // timelines up to this many minutes print whole
+	mdTimelinePad   = 3    // quiet minutes shown around an incident window
+	mdQuietRun      = 3    // all-zero minutes in a row beyond this collapse into one row
+	mdCellMax       = 4000 // runes of a value or detail a table cell holds (a record may be huge)
+	mdLineage       = 10   // sample lineages
+	mdReplayCommand = 20   // replay command lines
+	mdRanges        = 200  // rows of the replay and gone range tables
+	mdJoinKeys      = 20   // keys listed for join findings
 )
 
 // funnelOrder is the order of Summary.Records keys in the funnel; other
@@ -134,9 +136,9 @@ func writeGaps(md *mdWriter, r *audit.Report) {
 		return
 	}
 	if len(s.Missing) > 0 || unreadable > 0 {
-		md.s("> [!WARNING]\n> **This audit is incomplete.** Evidence was missing, so records may have vanished where kaudit could not look. Do not read the absence of a finding as proof that nothing was lost.\n")
+		md.s("> **Warning: this audit is incomplete.** Evidence was missing, so records may have vanished where kaudit could not look. Do not read the absence of a finding as proof that nothing was lost.\n")
 	} else {
-		md.s("> [!NOTE]\n> Read these before the findings.\n")
+		md.s("> **Note:** read these before the findings.\n")
 	}
 	for _, m := range s.Missing {
 		md.f("> - **Missing evidence:** %s\n", text(m))
@@ -203,7 +205,7 @@ func summaryParagraph(r *audit.Report, windows []Window, replay, gone []Range) s
 		w := windows[0]
 		fmt.Fprintf(&b, " The data places the incident between %s and %s UTC", w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"))
 		if len(windows) > 1 {
-			fmt.Fprintf(&b, " (and %d later windows, see the timeline)", len(windows)-1)
+			fmt.Fprintf(&b, " (and %s, see the timeline)", plural(int64(len(windows)-1), "later window"))
 		}
 		b.WriteString(".")
 	}
@@ -250,7 +252,7 @@ func anomalyList(by map[audit.Cause]int64) string {
 		n += by[c]
 		parts = append(parts, fmt.Sprintf("%d `%s`", by[c], text(string(c))))
 	}
-	return fmt.Sprintf("%d anomalies that need attention (%s)", n, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s that need%s attention (%s)", pluralVerb(n, "anomaly", "anomalies"), map[bool]string{true: "s"}[n == 1], strings.Join(parts, ", "))
 }
 
 func describe(c audit.Cause) string {
@@ -430,8 +432,9 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 	} else {
 		md.s("Incident windows found in the data (minutes with aborted transactions, a gap in production or vanished records, runs joined across up to two quiet minutes):\n\n")
 		for _, w := range windows {
-			md.f("- **%s – %s UTC** (%d minutes): %d aborted transactions, %d minutes with (almost) no production, %d records vanished\n",
-				w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"), int(w.End.Sub(w.Start)/time.Minute), w.Aborted, w.GapMinutes, w.Vanished)
+			md.f("- **%s – %s UTC** (%s): %s, %s with (almost) no production, %s vanished\n",
+				w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"), plural(int64(w.End.Sub(w.Start)/time.Minute), "minute"),
+				plural(int64(w.Aborted), "aborted transaction"), plural(int64(w.GapMinutes), "minute"), plural(int64(w.Vanished), "record"))
 		}
 		md.s("\n")
 	}
@@ -450,14 +453,37 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 			show[i] = true
 		}
 	}
+	// a stretch of minutes with nothing at all in them (a gap in
+	// production inside an incident window too) is one row, not one row
+	// each: only its first and last minute show
+	for i := 0; i < len(ms); {
+		j := i
+		for j < len(ms) && quiet(ms[j]) {
+			j++
+		}
+		if j-i > mdQuietRun {
+			for k := i + 1; k < j-1; k++ {
+				show[k] = false
+			}
+		}
+		i = max(j, i+1)
+	}
 	md.header("minute (UTC)", ">produced", ">txns committed", ">txns aborted", ">vanished", "incident")
 	var tot audit.Minute
-	hidden := 0
+	hidden, hiddenMarked, hiddenQuiet := 0, false, true
 	flush := func() {
-		if hidden > 0 {
-			md.row(fmt.Sprintf("… %d quiet minutes", hidden), "", "", "", "", "")
-			hidden = 0
+		switch {
+		case hidden == 0:
+		case hiddenQuiet:
+			mark := ""
+			if hiddenMarked {
+				mark = "◀ incident"
+			}
+			md.row("… "+plural(int64(hidden), "quiet minute"), "0", "0", "0", "0", mark)
+		default:
+			md.row("… "+plural(int64(hidden), "minute")+" outside the incident windows", "", "", "", "", "")
 		}
+		hidden, hiddenMarked, hiddenQuiet = 0, false, true
 	}
 	for i, m := range ms {
 		tot.Produced += m.Produced
@@ -466,6 +492,8 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 		tot.Vanished += m.Vanished
 		if !show[i] {
 			hidden++
+			hiddenMarked = hiddenMarked || marked[i]
+			hiddenQuiet = hiddenQuiet && quiet(m)
 			continue
 		}
 		flush()
@@ -478,6 +506,12 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 	flush()
 	md.row("**total**", num(tot.Produced), num(tot.Committed), num(tot.Aborted), num(tot.Vanished), "")
 	md.s("\n")
+}
+
+// quiet is a minute in which nothing was produced, committed, aborted or
+// lost.
+func quiet(m audit.Minute) bool {
+	return m.Produced == 0 && m.Committed == 0 && m.Aborted == 0 && m.Vanished == 0
 }
 
 // linkTarget makes a path usable as a Markdown link target.
@@ -539,7 +573,7 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 				off = "absent"
 			}
 			md.row(text(string(f.Stage)), text(f.Topic), strconv.Itoa(int(f.Partition)), off, num(f.Count),
-				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, 60), cell(f.Actual, 60), cell(f.Detail, 160))
+				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, mdCellMax), cell(f.Actual, mdCellMax), cell(f.Detail, mdCellMax))
 		}
 		if n := len(idx) - mdRowsPerCause; n > 0 {
 			md.f("\n… and %d more `%s` findings (all of them are in `--format csv` and `--format json`).\n", n, c)
@@ -595,7 +629,10 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 			md.f("### %d. finding %d (not in this report)\n\n", i+1, l.Finding)
 		} else {
 			f := r.Findings[l.Finding]
-			md.f("### %d. `%s` %s/%d@%d", i+1, f.Cause, text(f.Topic), f.Partition, f.Offset)
+			md.f("### %d. `%s` %s", i+1, f.Cause, text(where(f.Topic, f.Partition)))
+			if f.Offset >= 0 {
+				md.f("@%d", f.Offset)
+			}
 			if f.Key != "" {
 				md.f(", key %s", cell(f.Key, 60))
 			}
@@ -607,14 +644,23 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 			if h.Offset < 0 {
 				off = "none"
 			}
-			md.row(strconv.Itoa(j+1), text(string(h.Stage)), text(fmt.Sprintf("%s/%d", h.Topic, h.Partition)), off,
-				cell(h.Expected, 60), cell(h.Actual, 60), cell(h.Note, 120))
+			md.row(strconv.Itoa(j+1), text(string(h.Stage)), text(where(h.Topic, h.Partition)), off,
+				cell(h.Expected, mdCellMax), cell(h.Actual, mdCellMax), cell(h.Note, mdCellMax))
 		}
 		md.s("\n")
 	}
 	if n := len(r.Lineage) - mdLineage; n > 0 {
-		md.f("… and %d more samples in `--format json`.\n\n", n)
+		md.f("… and %s more in `--format json`.\n\n", plural(int64(n), "sample"))
 	}
+}
+
+// where is "topic/partition", or the topic alone where no partition is
+// known (a store whose changelog partition the evidence does not name).
+func where(topic string, partition int32) string {
+	if partition < 0 {
+		return topic
+	}
+	return fmt.Sprintf("%s/%d", topic, partition)
 }
 
 func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
@@ -730,7 +776,7 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 	}
 	if r.Summary.Pending > 0 {
 		steps++
-		md.f("### Let the application catch up\n\n%d records are pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", r.Summary.Pending)
+		md.f("### Let the application catch up\n\n%s pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", pluralVerb(r.Summary.Pending, "record is", "records are"))
 	}
 	if o.KafkaVersion != "" {
 		var up []string

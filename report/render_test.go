@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-runewidth"
 	"github.com/prometheus/common/expfmt"
@@ -289,9 +290,19 @@ func TestMarkdownTables(t *testing.T) {
 		rows := d.tables["Timeline"]
 		marked := 0
 		for _, row := range rows[1:] {
-			if strings.Contains(row[5], "incident") {
-				marked++
+			if !strings.Contains(row[5], "incident") {
+				continue
 			}
+			// a quiet stretch is one row: "… 18 quiet minutes"
+			if n, ok := strings.CutPrefix(row[0], "… "); ok {
+				k, err := strconv.Atoi(strings.Fields(n)[0])
+				if err != nil {
+					t.Fatalf("row %q", row[0])
+				}
+				marked += k
+				continue
+			}
+			marked++
 		}
 		// 10:10 to 10:33: aborts, the 20-minute gap and recovery.
 		if marked != 24 {
@@ -739,10 +750,10 @@ func TestMarkdownLongTimelineElides(t *testing.T) {
 	for _, row := range rows[1:] {
 		got = append(got, row[0]+"|"+row[5])
 	}
-	want := []string{"… 147 quiet minutes|",
+	want := []string{"… 147 minutes outside the incident windows|",
 		"2026-11-30 12:27|", "2026-11-30 12:28|", "2026-11-30 12:29|", "2026-11-30 12:30|◀ incident",
 		"2026-11-30 12:31|", "2026-11-30 12:32|", "2026-11-30 12:33|",
-		"… 146 quiet minutes|", "total|"}
+		"… 146 minutes outside the incident windows|", "total|"}
 	if !slices.Equal(got, want) {
 		t.Errorf("timeline rows\n got %q\nwant %q", got, want)
 	}
@@ -792,5 +803,60 @@ func TestTableWidth(t *testing.T) {
 			}
 			tt.check(t, strings.Split(b.String(), "\n"))
 		})
+	}
+}
+
+// TestMarkdownReadable: values and details are whole, quiet minutes
+// collapse, counts of one are singular, a hop without a partition shows
+// none, and no GitHub-only alert syntax is used.
+func TestMarkdownReadable(t *testing.T) {
+	r := &audit.Report{AppID: "shop"}
+	long := strings.TrimSpace(strings.Repeat(`{"orderId":"o-1","status":"PAID"} `, 6))
+	f := audit.NewFinding(audit.StageJoin, audit.CauseDuplicate, audit.TopicPartition{Topic: "order-status", Partition: 0}, 9)
+	f.Key, f.Expected, f.Actual, f.Detail = "o-1", long, long+" again", strings.Repeat("why ", 60)
+	lost := audit.NewFinding(audit.StageStore, audit.CauseDropped, audit.TopicPartition{Topic: "orders-v1", Partition: 0}, 7)
+	r.Findings = []audit.Finding{f, lost}
+	r.Lineage = []audit.Lineage{{Finding: 1, Hops: []audit.Hop{{Stage: audit.StageStore, Topic: "shop-orders-changelog", Partition: -1, Offset: -1}}}}
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC).UnixMilli()
+	for i := range 40 {
+		m := audit.Minute{Start: t0 + int64(i)*60_000}
+		if i == 0 || i == 39 {
+			m.Produced = 5
+		}
+		if i == 20 {
+			m.Produced, m.Aborted, m.Vanished = 1, 1, 1
+		}
+		r.Timeline = append(r.Timeline, m)
+	}
+	r.Summary.Notes = []string{"a note"}
+	r.Finish()
+	var b strings.Builder
+	if err := Markdown(&b, r, Options{Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{long + " again", strings.TrimSpace(strings.Repeat("why ", 60)), "1 anomaly that needs attention"} {
+		if !strings.Contains(md, text(want)) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, want := range []string{"quiet minutes |", "| shop-orders-changelog |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, bad := range []string{"[!NOTE]", "[!WARNING]", "changelog/-1", "1 anomalies", "(1 minutes)", "1 records", "1 aborted transactions"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("has %q", bad)
+		}
+	}
+	zeroRows := 0
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| 2026-11-30") && strings.Contains(l, "| 0 | 0 | 0 | 0 |") {
+			zeroRows++
+		}
+	}
+	if zeroRows > 6 {
+		t.Errorf("%d all-zero minute rows: quiet stretches should collapse\n%s", zeroRows, md)
 	}
 }
