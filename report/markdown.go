@@ -39,7 +39,12 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	replay, gone := ReplayRanges(r)
 
 	md.f("# kaudit postmortem: %s\n\n", text(orDash(r.AppID)))
-	md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	if o.Verdict != "" {
+		// --baseline: the exit code and the metrics judge what is new
+		md.f("**Verdict on what is new since the baseline: %s.** The whole audit: %s (%s).\n\n", strings.ToUpper(string(o.Verdict)), strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	} else {
+		md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	}
 	writeGaps(md, r)
 	md.f("Report generated %s", stamp(r.GeneratedAt))
 	if r.Source != "" {

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -542,6 +543,11 @@ func TestPromParses(t *testing.T) {
 				t.Fatal(err)
 			}
 			value := func(name string, labels map[string]string) (float64, bool) {
+				labels = maps.Clone(labels)
+				if labels == nil {
+					labels = map[string]string{}
+				}
+				labels["app_id"] = r.AppID // every series names its app
 				fam, ok := fams[name]
 				if !ok {
 					return 0, false
@@ -593,6 +599,18 @@ func TestPromParses(t *testing.T) {
 			}
 			if _, ok := value("kaudit_open_transactions", nil); !ok {
 				t.Error("no kaudit_open_transactions")
+			}
+			if got, ok := value("kaudit_undecided_keys", nil); !ok || got != float64(r.Summary.Undecided) {
+				t.Errorf("kaudit_undecided_keys %v, want %d", got, r.Summary.Undecided)
+			}
+			if got, ok := value("kaudit_run_success", nil); !ok || got != 1 {
+				t.Errorf("kaudit_run_success %v", got)
+			}
+			if got, ok := value("kaudit_last_run_timestamp_seconds", nil); !ok || (!r.GeneratedAt.IsZero() && got != float64(r.GeneratedAt.Unix())) {
+				t.Errorf("kaudit_last_run_timestamp_seconds %v, report generated %s", got, r.GeneratedAt)
+			}
+			if _, ok := value("kaudit_run_duration_seconds", nil); !ok {
+				t.Error("no kaudit_run_duration_seconds")
 			}
 			for name, fam := range fams {
 				if fam.GetHelp() == "" || fam.GetType().String() != "GAUGE" {
@@ -858,5 +876,35 @@ func TestMarkdownReadable(t *testing.T) {
 	}
 	if zeroRows > 6 {
 		t.Errorf("%d all-zero minute rows: quiet stretches should collapse\n%s", zeroRows, md)
+	}
+}
+
+// TestPromBaselineVerdict: with a judged verdict (the new findings of a
+// --baseline run) the Prometheus verdict is that one, as the exit code;
+// a run that could not start says success 0.
+func TestPromBaselineVerdict(t *testing.T) {
+	var b bytes.Buffer
+	if err := PromWith(&b, lossReport(), Options{Verdict: audit.VerdictClean, Duration: 1500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := PromNotRun(&b, "shop", time.Unix(1700000000, 0), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fams["kaudit_run_success"].GetMetric(); len(m) != 1 || m[0].GetGauge().GetValue() != 0 {
+		t.Errorf("kaudit_run_success %v", m)
+	}
+	if _, ok := fams["kaudit_verdict"]; ok {
+		t.Error("a run that could not start has no verdict")
 	}
 }

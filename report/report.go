@@ -29,6 +29,12 @@ type Options struct {
 	Width int
 	// Wide prints the table unwrapped and uncut (--wide).
 	Wide bool
+	// Duration is how long the audit took (the Prometheus format).
+	Duration time.Duration
+	// Verdict, when set, is the verdict the exit code judged (with
+	// --baseline: that of the new findings); the header and the
+	// Prometheus verdict say it.
+	Verdict audit.Verdict
 }
 
 // DefaultWidth is the table's width where no terminal says one.
@@ -62,7 +68,7 @@ func Render(w io.Writer, format string, r *audit.Report, o Options) error {
 	case "table":
 		return TableWith(w, r, o)
 	case "prom":
-		return Prom(w, r)
+		return PromWith(w, r, o)
 	}
 	return fmt.Errorf("render %q: %w (want one of %s)", format, ErrUnknownFormat, strings.Join(Formats, ", "))
 }

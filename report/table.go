@@ -27,7 +27,7 @@ func Table(w io.Writer, r *audit.Report) error { return TableWith(w, r, Options{
 // them whole on one line.
 func TableWith(w io.Writer, r *audit.Report, o Options) error {
 	var b strings.Builder
-	b.WriteString(verdictLine(r))
+	b.WriteString(verdictLine(r, o))
 	b.WriteByte('\n')
 	for _, line := range gapLines(r) {
 		b.WriteString(line)
@@ -76,7 +76,10 @@ func TableWith(w io.Writer, r *audit.Report, o Options) error {
 
 // verdictLine is the one-line verdict: the app, the verdict in capitals
 // and the counts that justify it.
-func verdictLine(r *audit.Report) string {
+func verdictLine(r *audit.Report, o Options) string {
+	if o.Verdict != "" {
+		return fmt.Sprintf("kaudit %s: %s since the baseline; the whole audit: %s: %s", orDash(r.AppID), strings.ToUpper(string(o.Verdict)), strings.ToUpper(string(verdictOf(r))), verdictCounts(r))
+	}
 	return fmt.Sprintf("kaudit %s: %s: %s", orDash(r.AppID), strings.ToUpper(string(verdictOf(r))), verdictCounts(r))
 }
 

@@ -191,3 +191,45 @@ func TestTableWidthCLI(t *testing.T) {
 		t.Errorf("--wide: the detail is not whole:\n%s", out)
 	}
 }
+
+// TestBaselineAgrees: with --baseline, the header, the exit code and the
+// Prometheus verdict judge the same findings: those new since then.
+func TestBaselineAgrees(t *testing.T) {
+	dir := t.TempDir()
+	bundle := "../../testdata/incidents/dropped"
+	base := filepath.Join(dir, "last-night.json")
+	diff := []string{"diff", "--snapshot", bundle, "--spec", "../../testdata/incidents/dropped.kaudit.yaml", "-q"}
+	_, stderr, code := runCLI(t, append(diff, "--format", "json", "--output", base)...)
+	if code != exitFindings {
+		t.Fatalf("the bundle's own audit: exit %d, want %d: %s", code, exitFindings, stderr)
+	}
+	prom, _, code := runCLI(t, append(diff, "--baseline", base, "--format", "prom")...)
+	if code != exitClean {
+		t.Fatalf("nothing new since the baseline: exit %d", code)
+	}
+	if !strings.Contains(prom, `kaudit_verdict{app_id="kaudit-drill",verdict="clean"} 1`) {
+		t.Errorf("the metrics do not say what the exit code judged:\n%s", prom)
+	}
+	table, _, _ := runCLI(t, append(diff, "--baseline", base, "--format", "table")...)
+	if first, _, _ := strings.Cut(table, "\n"); !strings.Contains(first, "CLEAN since the baseline") {
+		t.Errorf("header %q", first)
+	}
+	md, _, _ := runCLI(t, append(diff, "--baseline", base, "--format", "md")...)
+	if !strings.Contains(md, "Verdict on what is new since the baseline: CLEAN") {
+		t.Errorf("the postmortem's verdict does not say what the exit code judged")
+	}
+}
+
+// TestPromNotRun: a prom run that could not start still writes its
+// metrics file, saying kaudit_run_success 0.
+func TestPromNotRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "kaudit.prom")
+	_, stderr, code := runCLI(t, "diff", "--snapshot", filepath.Join(t.TempDir(), "none"), "--app-id", "shop", "--format", "prom", "--output", out)
+	if code != exitNotRun {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(b), `kaudit_run_success{app_id="shop"} 0`) {
+		t.Errorf("%v\n%s", err, b)
+	}
+}

@@ -46,8 +46,9 @@ type diffOptions struct {
 	Partitions       []int32
 	CrossCheck       bool
 	Concurrency      int
-	Wide             bool   // --wide: the table unwrapped
-	Width            int    // the terminal's width, 0 for none
+	Wide             bool // --wide: the table unwrapped
+	Width            int  // the terminal's width, 0 for none
+	started          time.Time
 	MemoryBudget     int64  // bytes; 0: no bound
 	SpillDir         string // where tables over the budget spill
 	// progress, if set, draws progress bars; log, if set, tells the user
@@ -97,9 +98,10 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			o.started = time.Now()
 			src, err := openCliSource(c)
 			if err != nil {
-				return err
+				return notRunMetrics(o, err)
 			}
 			defer src.close()
 			p, stop := newProgress(c.App.ErrWriter, c.Bool("quiet"))
@@ -110,7 +112,7 @@ func diffCommand() *cli.Command {
 			limitMemory(o.MemoryBudget)
 			err = runDiff(c.Context, o, src, c.App.Writer)
 			stop()
-			return err
+			return notRunMetrics(o, err)
 		},
 	}
 }
@@ -373,6 +375,12 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		verdict = audit.Judge(fresh, rep.Summary.Missing)
 	}
 	ropts := report.Options{KafkaVersion: o.KafkaVersion, Wide: o.Wide, Width: o.Width}
+	if o.Baseline != "" {
+		ropts.Verdict = verdict // the header and the metrics say what the exit code judged
+	}
+	if !o.started.IsZero() {
+		ropts.Duration = time.Since(o.started)
+	}
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
 	}
@@ -380,6 +388,20 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		return err
 	}
 	return verdictResult(verdict)
+}
+
+// notRunMetrics writes, for a --format prom --output FILE run that could
+// not run, metrics that say so (kaudit_run_success 0), so that a textfile
+// collector does not keep serving the last run's verdict; it returns err.
+func notRunMetrics(o diffOptions, err error) error {
+	var nr notRunError
+	if !errors.As(err, &nr) || o.Format != "prom" || o.Output == "" || o.Output == "-" {
+		return err
+	}
+	if werr := writeAtomic(o.Output, func(w io.Writer) error { return report.PromNotRun(w, o.AppID, time.Now(), time.Since(o.started)) }); werr != nil {
+		return fmt.Errorf("%w (and %w)", err, werr)
+	}
+	return err
 }
 
 // openDecoderFor builds the decoder from the flags, the spec's serdes and
