@@ -233,3 +233,40 @@ func TestPromNotRun(t *testing.T) {
 		t.Errorf("%v\n%s", err, b)
 	}
 }
+
+// TestSinceSourceClock: --since counts back from the snapshot's capture
+// time, not the wall clock, and the report says the window and how many
+// inputs fell inside it.
+func TestSinceSourceClock(t *testing.T) {
+	diff := []string{"diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", "../../testdata/incidents/dropped.kaudit.yaml", "-q", "--format", "json"}
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		code  int
+		notes []string
+	}{
+		// the bundle was captured 2026-11-30T10:07:46Z; 20h before that holds every input
+		{"since 20h", []string{"--since", "20h"}, exitFindings, []string{"from 2026-11-29T14:07:46Z", "durations count back from the source's clock, 2026-11-30T10:07:46Z", "inputs fell inside it"}},
+		{"a window before every input", []string{"--until", "2000-01-01T00:00:00Z"}, exitClean, []string{"no input fell inside it"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr, code := runCLI(t, append(diff, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, stderr)
+			}
+			var r audit.Report
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(r.Summary.Notes, "\n")
+			for _, want := range tt.notes {
+				if !strings.Contains(notes, want) {
+					t.Errorf("notes lack %q:\n%s", want, notes)
+				}
+			}
+			if tt.code == exitFindings && strings.Contains(notes, "no input fell") {
+				t.Errorf("a window with inputs says none: %s", notes)
+			}
+		})
+	}
+}

@@ -39,6 +39,7 @@ type diffOptions struct {
 	Format           string
 	Output           string
 	Since, Until     time.Time
+	since, until     string // as given: resolved against the source's clock
 	Baseline         string // a previous JSON report
 	BaselineSnapshot string
 	KafkaVersion     string
@@ -129,6 +130,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		return o, usagef("--format %q: want md, table, json, csv or prom", o.Format)
 	}
 	var err error
+	o.since, o.until = c.String("since"), c.String("until")
 	if o.Since, err = parseWhen(c.String("since"), now); err != nil {
 		return o, usagef("--since: %w", err)
 	}
@@ -313,7 +315,70 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 	return pl, nil
 }
 
+// sourceClock is the time the evidence describes: a snapshot's capture
+// time, a log dir's last write; now for a live cluster.
+func sourceClock(src audit.Source) (time.Time, string) {
+	if c, ok := src.(audit.Clock); ok {
+		if t := c.Now(); !t.IsZero() {
+			return t, "the source's clock"
+		}
+	}
+	return time.Now(), "now"
+}
+
+// windowNote says which window --since and --until judged, from which
+// clock, and how many inputs fell inside it (from the timeline, by
+// minute: the minutes the window's edges cut count as a range).
+func windowNote(o diffOptions, clock time.Time, clockName string, tl []audit.Minute) string {
+	from, to := "the first input", "the last"
+	if !o.Since.IsZero() {
+		from = o.Since.UTC().Format(time.RFC3339)
+	}
+	if !o.Until.IsZero() {
+		to = o.Until.UTC().Format(time.RFC3339)
+	}
+	lo, hi := int64(0), int64(0)
+	for _, m := range tl {
+		start, end := m.Start, m.Start+60_000
+		sinceMs, untilMs := int64(math.MinInt64), int64(math.MaxInt64)
+		if !o.Since.IsZero() {
+			sinceMs = o.Since.UnixMilli()
+		}
+		if !o.Until.IsZero() {
+			untilMs = o.Until.UnixMilli()
+		}
+		switch {
+		case start >= sinceMs && end <= untilMs:
+			lo += m.Produced
+			hi += m.Produced
+		case end > sinceMs && start < untilMs:
+			hi += m.Produced // the window cuts this minute
+		}
+	}
+	n := fmt.Sprintf("%d inputs fell inside it", lo)
+	if hi != lo {
+		n = fmt.Sprintf("%d to %d inputs fell inside it (the window cuts a minute of the timeline)", lo, hi)
+	}
+	if hi == 0 {
+		n = "no input fell inside it: no record was judged, so a clean verdict says nothing about this window"
+	}
+	return fmt.Sprintf("judged the inputs with timestamps from %s to %s (durations count back from %s, %s); %s",
+		from, to, clockName, clock.UTC().Format(time.RFC3339), n)
+}
+
 func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer) error {
+	clock, clockName := sourceClock(src.Source)
+	var err error
+	if o.since != "" {
+		if o.Since, err = parseWhen(o.since, clock); err != nil {
+			return usagef("--since: %w", err)
+		}
+	}
+	if o.until != "" {
+		if o.Until, err = parseWhen(o.until, clock); err != nil {
+			return usagef("--until: %w", err)
+		}
+	}
 	pl, err := buildPlan(ctx, o, src)
 	if err != nil {
 		return err
@@ -348,6 +413,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		rep.Summary.Notes = append(rep.Summary.Notes, u)
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, pl.warnings...)
+	if !o.Since.IsZero() || !o.Until.IsZero() {
+		rep.Summary.Notes = append(rep.Summary.Notes, windowNote(o, clock, clockName, rep.Timeline))
+	}
 	rep.Summary.Notes = append(rep.Summary.Notes, src.notes...)
 	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, src, o.AppID)...)
 	if o.StateDir != "" {
