@@ -67,7 +67,46 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	writeFindings(md, r, o)
 	writeLineage(md, r)
 	writeNext(md, r, replay, gone, o)
+	writeProvenance(md, r, o)
 	return write(w, []byte(strings.TrimRight(b.String(), "\n")+"\n"), "write markdown")
+}
+
+// writeProvenance says what made the report, so that a reader can tell
+// which kaudit judged which evidence with which spec, and run it again.
+func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
+	md.s("## Provenance\n\n")
+	p := o.Provenance
+	md.header("what", "value")
+	md.row("kaudit", code(first(p.Version, "unknown")))
+	if p.CommandLine != "" {
+		md.row("command line (secrets redacted)", code(p.CommandLine))
+	}
+	switch {
+	case p.SpecFile != "":
+		md.row("spec", code(p.SpecFile)+" sha256 "+code(first(p.SpecSHA256, "unknown")))
+	default:
+		md.row("spec", "none: the checks that need no key only")
+	}
+	md.row("source", text(first(r.Source, "unknown")))
+	md.row("report generated", stamp(r.GeneratedAt))
+	md.row("rendered", stamp(o.now()))
+	md.row("Kafka version", text(first(o.KafkaVersion, "not given")))
+	md.s("\n")
+}
+
+// code is s as inline code in a table cell.
+func code(s string) string {
+	s = strings.ReplaceAll(flat(s), "`", "'")
+	return "`" + strings.ReplaceAll(s, "|", "\\|") + "`"
+}
+
+func first(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }
 
 type mdWriter struct{ b *strings.Builder }

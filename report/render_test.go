@@ -189,7 +189,7 @@ func TestMarkdownMermaidEscapesLabels(t *testing.T) {
 }
 
 func TestMarkdownSections(t *testing.T) {
-	want := []string{"Summary", "The cut", "Topology", "Funnel by stage", "Timeline", "Findings by cause", "What to do next"}
+	want := []string{"Summary", "The cut", "Topology", "Funnel by stage", "Timeline", "Findings by cause", "What to do next", "Provenance"}
 	for _, tt := range []struct {
 		name       string
 		report     *audit.Report

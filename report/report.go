@@ -31,10 +31,21 @@ type Options struct {
 	Wide bool
 	// Duration is how long the audit took (the Prometheus format).
 	Duration time.Duration
+	// Provenance says what made the report, for the postmortem.
+	Provenance Provenance
 	// Verdict, when set, is the verdict the exit code judged (with
 	// --baseline: that of the new findings); the header and the
 	// Prometheus verdict say it.
 	Verdict audit.Verdict
+}
+
+// Provenance is what made a report: kaudit's version, the command line
+// (secrets redacted) and the spec with its hash.
+type Provenance struct {
+	Version     string
+	CommandLine string
+	SpecFile    string
+	SpecSHA256  string
 }
 
 // DefaultWidth is the table's width where no terminal says one.

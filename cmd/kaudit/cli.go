@@ -2,16 +2,30 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/kaudit/kaudit/audit"
 )
 
 // cmdlineKey is the app metadata holding the names of the flags given on
 // the command line (as opposed to from KAUDIT_* variables).
 const cmdlineKey = "kaudit.cmdline"
+
+// argsKey is the app metadata holding the command line, for the report's
+// provenance (redacted there).
+const argsKey = "kaudit.args"
+
+// provenanceArgs is the command line kaudit runs with, if known.
+func provenanceArgs(c *cli.Context) []string {
+	a, _ := c.App.Metadata[argsKey].([]string)
+	return a
+}
 
 // permuteArgs moves a command's flags before its arguments, so that
 // flags may follow them (kaudit merge a.json b.json --format md) although
@@ -206,4 +220,57 @@ func versionCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// redactedArgs is the command line with secrets replaced by
+// audit.Redacted: the values of secret --command-property keys and the
+// user info of URLs. Flags take their values either as --flag=v or as
+// the next argument.
+func redactedArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		name, v, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !inline && i+1 < len(out) {
+			v = out[i+1]
+		}
+		r := redactValue(name, v)
+		switch {
+		case r == v:
+		case inline:
+			out[i] = a[:len(a)-len(v)] + r
+		case i+1 < len(out):
+			out[i+1] = r
+		}
+	}
+	return out
+}
+
+func redactValue(flag, v string) string {
+	if flag == "command-property" {
+		if k, _, ok := strings.Cut(v, "="); ok && audit.IsSecretKey(k) {
+			return k + "=" + audit.Redacted
+		}
+		return v
+	}
+	if u, err := url.Parse(v); err == nil && u.User != nil && u.Scheme != "" {
+		u.User = nil
+		return strings.Replace(u.String(), "://", "://"+audit.Redacted+"@", 1)
+	}
+	return v
+}
+
+// commandLine is the redacted command line as one shell-quoted string.
+func commandLine(args []string) string {
+	q := make([]string, 0, len(args))
+	for _, a := range redactedArgs(args) {
+		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+			q = append(q, a)
+			continue
+		}
+		q = append(q, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	return strings.Join(q, " ")
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,5 +270,35 @@ func TestSinceSourceClock(t *testing.T) {
 				t.Errorf("a window with inputs says none: %s", notes)
 			}
 		})
+	}
+}
+
+// TestProvenance: the postmortem says which kaudit ran which command line
+// (secrets redacted) with which spec.
+func TestProvenance(t *testing.T) {
+	spec := "../../testdata/incidents/dropped.kaudit.yaml"
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, stderr, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", spec, "-q", "--format", "md",
+		"--command-property", "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"hunter2\";")
+	if code != exitFindings {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, prov, ok := strings.Cut(md, "## Provenance")
+	if !ok {
+		t.Fatalf("no provenance:\n%s", md)
+	}
+	for _, want := range []string{"| kaudit | `", "--command-property 'sasl.jaas.config=[redacted]'", fmt.Sprintf("%x", sha256.Sum256(b)), "snapshot ../../testdata/incidents/dropped"} {
+		if !strings.Contains(prov, want) {
+			t.Errorf("provenance lacks %q:\n%s", want, prov)
+		}
+	}
+	if strings.Contains(md, "hunter2") {
+		t.Error("a secret reached the report")
+	}
+	if got := redactValue("schema-registry-url", "https://user:pw@sr:8081/x"); got != "https://[redacted]@sr:8081/x" {
+		t.Errorf("redacted URL %q", got)
 	}
 }

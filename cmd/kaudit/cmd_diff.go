@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +51,9 @@ type diffOptions struct {
 	Wide             bool // --wide: the table unwrapped
 	Width            int  // the terminal's width, 0 for none
 	started          time.Time
-	MemoryBudget     int64  // bytes; 0: no bound
-	SpillDir         string // where tables over the budget spill
+	args             []string // the command line, for the provenance
+	MemoryBudget     int64    // bytes; 0: no bound
+	SpillDir         string   // where tables over the budget spill
 	// progress, if set, draws progress bars; log, if set, tells the user
 	// what the audit does that is not evidence (a table spilled to disk)
 	progress audit.Progress
@@ -99,7 +101,7 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o.started = time.Now()
+			o.started, o.args = time.Now(), provenanceArgs(c)
 			src, err := openCliSource(c)
 			if err != nil {
 				return notRunMetrics(o, err)
@@ -449,6 +451,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	if !o.started.IsZero() {
 		ropts.Duration = time.Since(o.started)
 	}
+	ropts.Provenance = provenance(o.args, o.SpecFile)
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
 	}
@@ -456,6 +459,21 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		return err
 	}
 	return verdictResult(verdict)
+}
+
+// provenance is the report's provenance: kaudit's version, the redacted
+// command line, the spec and its sha256.
+func provenance(args []string, specFile string) report.Provenance {
+	p := report.Provenance{Version: versionString(), SpecFile: specFile}
+	if len(args) > 0 {
+		p.CommandLine = commandLine(append([]string{"kaudit"}, args[1:]...))
+	}
+	if specFile != "" {
+		if b, err := os.ReadFile(specFile); err == nil {
+			p.SpecSHA256 = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+	}
+	return p
 }
 
 // notRunMetrics writes, for a --format prom --output FILE run that could

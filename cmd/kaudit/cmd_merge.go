@@ -54,7 +54,8 @@ combines their reports into one, as if one run had audited every partition.
 				format = "json"
 			}
 			o := diffOptions{Output: c.String("output"), Format: report.FormatFor(c.String("output"), format)}
-			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}, c.App.Writer); err != nil {
+			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
+				Provenance: provenance(provenanceArgs(c), "")}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}
 			return verdictResult(merged.Summary.Verdict)

@@ -49,7 +49,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	args, given := permuteArgs(app, args)
-	app.Metadata = map[string]any{cmdlineKey: given}
+	app.Metadata = map[string]any{cmdlineKey: given, argsKey: args}
 	err := app.RunContext(ctx, args)
 	code := exitCode(ctx, err)
 	if err != nil && !isVerdict(err) {
