@@ -15,7 +15,7 @@ var (
 )
 
 func testOptions() Options {
-	return Options{Now: testNow, KafkaVersion: "3.6.1", SVGPath: "timeline.svg", ReplayBootstrap: "broker1:9092"}
+	return Options{Now: testNow, KafkaVersion: "3.6.1", StreamsVersion: "3.6.1", SVGPath: "timeline.svg", ReplayBootstrap: "broker1:9092"}
 }
 
 func tp(topic string, p int32) audit.TopicPartition {

@@ -52,9 +52,14 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	}
 	md.f("; rendered %s.", stamp(o.now()))
 	if o.KafkaVersion != "" {
-		md.f(" Kafka version: %s.", text(o.KafkaVersion))
+		md.f(" Broker Kafka version: %s.", text(o.KafkaVersion))
 	} else {
-		md.s(" Kafka version not given (pass --kafka-version to check known issues against it).")
+		md.s(" Broker Kafka version not given (pass --kafka-version to check broker issues against it).")
+	}
+	if o.StreamsVersion != "" {
+		md.f(" Kafka Streams version: %s.", text(o.StreamsVersion))
+	} else {
+		md.s(" Kafka Streams version not given (pass --streams-version to check client issues against it).")
 	}
 	md.s("\n\n## Summary\n\n")
 	md.s(summaryParagraph(r, windows, replay, gone))
@@ -90,8 +95,19 @@ func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
 	md.row("source", text(first(r.Source, "unknown")))
 	md.row("report generated", stamp(r.GeneratedAt))
 	md.row("rendered", stamp(o.now()))
-	md.row("Kafka version", text(first(o.KafkaVersion, "not given")))
+	md.row("Kafka version (brokers)", text(first(o.KafkaVersion, "not given")))
+	md.row("Kafka Streams version (the app's client)", text(first(o.StreamsVersion, "not given")))
 	md.s("\n")
+}
+
+// issueVersion is the version a known issue is judged against: the
+// brokers' for a broker bug, the Streams client's for a client bug; with
+// what it is and the flag that gives it.
+func (o Options) issueVersion(k KnownIssue) (v, which, flag string) {
+	if k.Broker {
+		return o.KafkaVersion, "broker", "--kafka-version"
+	}
+	return o.StreamsVersion, "Kafka Streams", "--streams-version"
 }
 
 // code is s as inline code in a table cell.
@@ -594,13 +610,14 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 			md.s("Known Kafka issues whose signature this matches:\n\n")
 			for _, k := range ks {
 				md.f("- **%s**: %s. %s %s.", k.ID, k.Title, k.Mechanism, capitalize(k.Versions()))
-				if o.KafkaVersion != "" {
-					st := k.Status(o.KafkaVersion)
-					if st == StatusUnknown {
-						md.f(" Version %s could not be parsed.", text(o.KafkaVersion))
-					} else {
-						md.f(" **%s %s.**", capitalize(st.String()), text(o.KafkaVersion))
-					}
+				v, which, flag := o.issueVersion(k)
+				switch st := k.Status(v); {
+				case v == "":
+					md.f(" Your %s version is unknown (pass %s to check it).", which, flag)
+				case st == StatusUnknown:
+					md.f(" %s version %s could not be parsed.", capitalize(which), text(v))
+				default:
+					md.f(" **%s: %s %s.**", capitalize(st.String()), which, text(v))
 				}
 				if k.Caveat != "" {
 					md.f(" (Versions: %s.)", k.Caveat)
@@ -822,12 +839,13 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		steps++
 		md.f("### Let the application catch up\n\n%s pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", pluralVerb(r.Summary.Pending, "record is", "records are"))
 	}
-	if o.KafkaVersion != "" {
+	if o.KafkaVersion != "" || o.StreamsVersion != "" {
 		var up []string
 		for _, c := range causesIn(r.Findings) {
 			for _, k := range issuesFor(c) {
-				if k.Status(o.KafkaVersion) == StatusAffected {
-					s := fmt.Sprintf("%s (%s)", k.ID, k.Versions())
+				v, which, _ := o.issueVersion(k)
+				if v != "" && k.Status(v) == StatusAffected {
+					s := fmt.Sprintf("%s in your %s %s (%s)", k.ID, which, v, k.Versions())
 					if !slices.Contains(up, s) {
 						up = append(up, s)
 					}
@@ -836,7 +854,7 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		}
 		if len(up) > 0 {
 			steps++
-			md.f("### Upgrade\n\nKafka %s has known issues whose signature matches these findings: %s.\n\n", text(o.KafkaVersion), text(strings.Join(up, "; ")))
+			md.f("### Upgrade\n\nYour versions have known issues whose signature matches these findings: %s.\n\n", text(strings.Join(up, "; ")))
 		}
 	}
 	if len(risks) > 0 {

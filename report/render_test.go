@@ -330,23 +330,32 @@ func TestMarkdownTables(t *testing.T) {
 	})
 }
 
+// TestMarkdownKnownIssueVersions: a Streams-client bug is judged against
+// the Streams version, never the brokers'; without it the version is
+// unknown.
 func TestMarkdownKnownIssueVersions(t *testing.T) {
 	for _, tt := range []struct {
-		version, want, notWant string
+		name, kafka, streams string
+		want, notWant        []string
 	}{
-		{"3.6.1", "Affects your version 3.6.1", "Fixed in your version 3.6.1.** (Versions: 3.7.2"},
-		{"3.9.0", "Fixed in your version 3.9.0", "Affects your version"},
-		{"", "version not given", "your version"},
+		{"streams affected", "", "3.6.1", []string{"Affects your version: Kafka Streams 3.6.1", "KAFKA-17635 in your Kafka Streams 3.6.1"}, []string{"Fixed in your version: Kafka Streams 3.6.1.** (Versions: 3.7.2"}},
+		{"streams fixed", "", "3.9.0", []string{"Fixed in your version: Kafka Streams 3.9.0"}, []string{"Affects your version: Kafka Streams"}},
+		{"only the brokers' version", "3.6.1", "", []string{"Your Kafka Streams version is unknown (pass --streams-version to check it)"}, []string{"Kafka Streams 3.6.1", "Affects your version: Kafka Streams"}},
+		{"none", "", "", []string{"Kafka Streams version not given", "Broker Kafka version not given"}, []string{"Affects your version"}},
 	} {
-		t.Run("v"+tt.version, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions()
-			o.KafkaVersion = tt.version
+			o.KafkaVersion, o.StreamsVersion = tt.kafka, tt.streams
 			md := string(renderMarkdown(t, lossReport(), o))
-			if !strings.Contains(md, tt.want) {
-				t.Errorf("missing %q", tt.want)
+			for _, w := range tt.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("missing %q", w)
+				}
 			}
-			if strings.Contains(md, tt.notWant) {
-				t.Errorf("unexpected %q", tt.notWant)
+			for _, w := range tt.notWant {
+				if strings.Contains(md, w) {
+					t.Errorf("unexpected %q", w)
+				}
 			}
 		})
 	}

@@ -18,6 +18,10 @@ type Options struct {
 	// KafkaVersion is the Kafka version in use (--kafka-version, e.g.
 	// "3.6.1"); known issues are then judged against it.
 	KafkaVersion string
+	// StreamsVersion is the Kafka Streams client's version
+	// (--streams-version): client bugs are judged against it, never
+	// against the brokers' KafkaVersion.
+	StreamsVersion string
 	// SVGPath is where the timeline picture was written; the Markdown
 	// links it when set.
 	SVGPath string

@@ -25,7 +25,8 @@ combines their reports into one, as if one run had audited every partition.
 			&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: json, or md when --output ends in .md)", EnvVars: env("format")},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`", EnvVars: env("output")},
 			wideFlag(),
-			&cli.StringFlag{Name: "kafka-version", Usage: "the cluster's Kafka `VERSION`, to judge known issues", EnvVars: env("kafka-version")},
+			&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
+			&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -54,7 +55,7 @@ combines their reports into one, as if one run had audited every partition.
 				format = "json"
 			}
 			o := diffOptions{Output: c.String("output"), Format: report.FormatFor(c.String("output"), format)}
-			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
+			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
 				Provenance: provenance(provenanceArgs(c), "")}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}
