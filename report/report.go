@@ -63,7 +63,7 @@ func (o Options) now() time.Time {
 }
 
 // Formats lists the format names Render accepts.
-var Formats = []string{"md", "csv", "json", "table", "prom"}
+var Formats = []string{"md", "html", "csv", "json", "table", "prom"}
 
 // ErrUnknownFormat is returned by Render for a format it does not know.
 var ErrUnknownFormat = errors.New("unknown format")
@@ -80,6 +80,8 @@ func Render(w io.Writer, format string, r *audit.Report, o Options) error {
 		return CSV(w, r)
 	case "json":
 		return JSON(w, r)
+	case "html":
+		return HTML(w, r, o)
 	case "table":
 		return TableWith(w, r, o)
 	case "prom":
@@ -108,6 +110,8 @@ func FormatFor(outputPath, explicit string) string {
 	switch strings.ToLower(filepath.Ext(outputPath)) {
 	case ".md", ".markdown":
 		return "md"
+	case ".html", ".htm":
+		return "html"
 	case ".csv":
 		return "csv"
 	case ".json":

@@ -72,7 +72,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft)", EnvVars: env("spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
-		&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: table, or md when --output ends in .md)", EnvVars: env("format")},
+		&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: table, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
 		&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (written whole or not at all)", EnvVars: env("output")},
 		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
@@ -129,9 +129,9 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
 	switch o.Format {
-	case "md", "table", "json", "csv", "prom":
+	case "md", "html", "table", "json", "csv", "prom":
 	default:
-		return o, usagef("--format %q: want md, table, json, csv or prom", o.Format)
+		return o, usagef("--format %q: want md, html, table, json, csv or prom", o.Format)
 	}
 	var err error
 	o.since, o.until = c.String("since"), c.String("until")
