@@ -741,11 +741,26 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
 		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
 		writeRanges(md, replay, nil)
-		md.s("\nCopy each range to a file, check it, then produce it back to the same partition:\n\n```sh\n")
+		md.s("\nCopy each range to a file, check it, then produce it back to the same partition")
+		if len(o.ReplayFlags) > 0 {
+			md.s(" (the client's security settings are the `-X` flags; set the variables they name, kaudit never prints a secret)")
+		}
+		md.s(":\n\n")
+		for _, n := range o.ReplayNotes {
+			md.f("- %s\n", text(n))
+		}
+		if len(o.ReplayNotes) > 0 {
+			md.s("\n")
+		}
+		md.s("```sh\n")
+		x := ""
+		if len(o.ReplayFlags) > 0 {
+			x = " " + strings.Join(o.ReplayFlags, " ")
+		}
 		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
 			file := fmt.Sprintf("replay-%s-%d-%d.txt", rg.Topic, rg.Partition, rg.From)
-			md.f("kcat -C -b %s -t %s -p %d -o %d -c %d -e -K '\\t' > %s\n", boot, shellQuote(rg.Topic), rg.Partition, rg.From, rg.Count, shellQuote(file))
-			md.f("kcat -P -b %s -t %s -p %d -K '\\t' -l %s\n", boot, shellQuote(rg.Topic), rg.Partition, shellQuote(file))
+			md.f("kcat -C -b %s%s -t %s -p %d -o %d -c %d -e -K '\\t' > %s\n", boot, x, shellQuote(rg.Topic), rg.Partition, rg.From, rg.Count, shellQuote(file))
+			md.f("kcat -P -b %s%s -t %s -p %d -K '\\t' -l %s\n", boot, x, shellQuote(rg.Topic), rg.Partition, shellQuote(file))
 		}
 		md.s("```\n\n")
 		if n := len(replay) - mdReplayCommand; n > 0 {

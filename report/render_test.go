@@ -917,3 +917,19 @@ func TestPromBaselineVerdict(t *testing.T) {
 		t.Error("a run that could not start has no verdict")
 	}
 }
+
+// TestReplayFlags: the replay commands carry the client's security
+// settings as -X flags, and what must be prepared for them.
+func TestReplayFlags(t *testing.T) {
+	o := testOptions()
+	o.ReplayFlags = []string{"-X security.protocol=ssl", "-X ssl.ca.location=/etc/kafka/trust.pem"}
+	o.ReplayNotes = []string{"kcat reads PEM, not JKS: convert /etc/kafka/trust.jks first"}
+	md := string(renderMarkdown(t, lossReport(), o))
+	if !strings.Contains(md, "kcat -C -b broker1:9092 -X security.protocol=ssl -X ssl.ca.location=/etc/kafka/trust.pem -t ") ||
+		!strings.Contains(md, "kcat -P -b broker1:9092 -X security.protocol=ssl") {
+		t.Error("the replay commands lack the -X flags")
+	}
+	if !strings.Contains(md, "- kcat reads PEM, not JKS") {
+		t.Error("the note is missing")
+	}
+}

@@ -28,6 +28,10 @@ type Options struct {
 	// ReplayBootstrap is the bootstrap server written into replay command
 	// lines; empty means the placeholder BOOTSTRAP.
 	ReplayBootstrap string
+	// ReplayFlags are the client's security settings as kcat -X flags,
+	// secrets as environment variable references; ReplayNotes say what
+	// must be prepared for them (a JKS store converted to PEM).
+	ReplayFlags, ReplayNotes []string
 	// Width is the terminal's width the table format fits, wrapping
 	// key and detail; 0 means DefaultWidth.
 	Width int

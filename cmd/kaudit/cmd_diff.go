@@ -456,6 +456,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	ropts.Provenance = provenance(o.args, o.SpecFile)
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
+		ropts.ReplayFlags, ropts.ReplayNotes = kcatFlags(props)
 	}
 	if err := writeReport(o, rep, ropts, w); err != nil {
 		return err
