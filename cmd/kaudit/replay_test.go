@@ -15,7 +15,7 @@ func TestKcatFlags(t *testing.T) {
 	}{
 		{"plaintext", map[string]string{}, nil, 0},
 		{"sasl_ssl scram, PEM trust", map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-			"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="svc" password="s3cr3t";`,
+			"sasl.jaas.config":        `org.apache.kafka.common.security.scram.ScramLoginModule required username="svc" password="s3cr3t";`,
 			"ssl.truststore.location": "/etc/kafka/ca.pem", "ssl.truststore.type": "PEM"},
 			[]string{"-X security.protocol=sasl_ssl", "-X sasl.mechanisms=SCRAM-SHA-512", `-X sasl.username="$KAFKA_USERNAME"`, `-X sasl.password="$KAFKA_PASSWORD"`, "-X ssl.ca.location=/etc/kafka/ca.pem"}, 0},
 		{"JKS trust store: convert it", map[string]string{"security.protocol": "SSL", "ssl.truststore.location": "/etc/kafka/trust.jks", "ssl.truststore.password": "changeit"},
