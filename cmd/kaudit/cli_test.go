@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -301,4 +303,42 @@ func TestProvenance(t *testing.T) {
 	if got := redactValue("schema-registry-url", "https://user:pw@sr:8081/x"); got != "https://[redacted]@sr:8081/x" {
 		t.Errorf("redacted URL %q", got)
 	}
+}
+
+// FuzzSplitBootstrap: any --bootstrap-server value is read or refused,
+// never half-read: every address it returns has no scheme left.
+func FuzzSplitBootstrap(f *testing.F) {
+	for _, s := range []string{"h:9092", "PLAINTEXT://h:9092,SSL://h2:9093", "sasl_ssl://a:1, b:2", "://", "HTTP://x", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		bs, proto, err := splitBootstrap([]string{s})
+		if err != nil {
+			return
+		}
+		for _, b := range bs {
+			if strings.Contains(b, "://") && proto == "" {
+				t.Errorf("%q: address %q keeps a scheme", s, b)
+			}
+		}
+	})
+}
+
+// FuzzPermuteArgs: moving flags before arguments keeps every argument,
+// in order, and never loses or invents one.
+func FuzzPermuteArgs(f *testing.F) {
+	for _, s := range []string{"merge a.json b.json --format md --output x.md", "diff --snapshot d -- -x", "--cpuprofile p diff stray", "spec check --spec s x", "help diff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		args := append([]string{"kaudit"}, strings.Fields(s)...)
+		out, _ := permuteArgs(newApp(io.Discard, io.Discard), args)
+		a, b := slices.Clone(args[1:]), slices.DeleteFunc(slices.Clone(out[1:]), func(x string) bool { return x == "--" })
+		a = slices.DeleteFunc(a, func(x string) bool { return x == "--" })
+		slices.Sort(a)
+		slices.Sort(b)
+		if !slices.Equal(a, b) {
+			t.Errorf("%q became %q", args, out)
+		}
+	})
 }
