@@ -741,7 +741,7 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
 		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
 		writeRanges(md, replay, nil)
-		md.s("\nCopy each range to a file, check it, then produce it back to the same partition")
+		md.s("\nCopy each record to files (its key, and its value byte for byte: binary Avro survives), check them, then produce them back to the same partition")
 		if len(o.ReplayFlags) > 0 {
 			md.s(" (the client's security settings are the `-X` flags; set the variables they name, kaudit never prints a secret)")
 		}
@@ -753,14 +753,8 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 			md.s("\n")
 		}
 		md.s("```sh\n")
-		x := ""
-		if len(o.ReplayFlags) > 0 {
-			x = " " + strings.Join(o.ReplayFlags, " ")
-		}
 		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
-			file := fmt.Sprintf("replay-%s-%d-%d.txt", rg.Topic, rg.Partition, rg.From)
-			md.f("kcat -C -b %s%s -t %s -p %d -o %d -c %d -e -K '\\t' > %s\n", boot, x, shellQuote(rg.Topic), rg.Partition, rg.From, rg.Count, shellQuote(file))
-			md.f("kcat -P -b %s%s -t %s -p %d -K '\\t' -l %s\n", boot, x, shellQuote(rg.Topic), rg.Partition, shellQuote(file))
+			md.s(ReplayCommands(rg, boot, o.ReplayFlags))
 		}
 		md.s("```\n\n")
 		if n := len(replay) - mdReplayCommand; n > 0 {
@@ -768,8 +762,8 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		}
 		md.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
 			"a `latest` reducer converges, but `count` and `sum` reducers, and every other consumer of the topic, count again whatever had in fact been applied. " +
-			"The copies get new timestamps (windowed operations see them late) and lose their headers, and kcat's text mode does not survive keys or values " +
-			"that contain tabs or newlines (binary Avro often does): for those, use a byte-exact copier. Take a `kaudit capture` before replaying so that this evidence survives.\n\n")
+			"The copies get new timestamps (windowed operations see them late) and lose their headers. A key travels as a command-line argument: " +
+			"one with a NUL byte or a trailing newline (a Confluent Avro key starts with a NUL) needs a byte-exact copier. Take a `kaudit capture` before replaying so that this evidence survives.\n\n")
 	}
 	if len(gone) > 0 {
 		steps++
@@ -891,6 +885,28 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 
 // writeRanges writes range rows, at most mdRanges of them, with an extra
 // column from extra when it is not nil.
+// ReplayCommands is the shell that copies the records of rg to files,
+// one key file and one value file per offset (kcat's -f '%s' writes the
+// value byte for byte), and produces them back to the same partition,
+// each value file as one message. boot is shell-quoted already; flags are
+// kcat -X flags.
+func ReplayCommands(rg Range, boot string, flags []string) string {
+	x := ""
+	if len(flags) > 0 {
+		x = " " + strings.Join(flags, " ")
+	}
+	t, base := shellQuote(rg.Topic), shellQuote(fmt.Sprintf("replay-%s-%d-", rg.Topic, rg.Partition))
+	var b strings.Builder
+	fmt.Fprintf(&b, "for o in $(seq %d %d); do\n", rg.From, rg.To())
+	fmt.Fprintf(&b, "  kcat -C -q -b %s%s -t %s -p %d -o \"$o\" -c 1 -e -f '%%k' > %s\"$o.key\"\n", boot, x, t, rg.Partition, base)
+	fmt.Fprintf(&b, "  kcat -C -q -b %s%s -t %s -p %d -o \"$o\" -c 1 -e -f '%%s' > %s\"$o.value\"\n", boot, x, t, rg.Partition, base)
+	b.WriteString("done\n")
+	fmt.Fprintf(&b, "for o in $(seq %d %d); do\n", rg.From, rg.To())
+	fmt.Fprintf(&b, "  kcat -P -q -b %s%s -t %s -p %d -k \"$(cat %s\"$o.key\")\" %s\"$o.value\"\n", boot, x, t, rg.Partition, base, base)
+	b.WriteString("done\n")
+	return b.String()
+}
+
 func writeRanges(md *mdWriter, rs []Range, extra func(Range) string) {
 	for _, rg := range rs[:min(len(rs), mdRanges)] {
 		cells := []string{text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count)}

@@ -925,8 +925,8 @@ func TestReplayFlags(t *testing.T) {
 	o.ReplayFlags = []string{"-X security.protocol=ssl", "-X ssl.ca.location=/etc/kafka/trust.pem"}
 	o.ReplayNotes = []string{"kcat reads PEM, not JKS: convert /etc/kafka/trust.jks first"}
 	md := string(renderMarkdown(t, lossReport(), o))
-	if !strings.Contains(md, "kcat -C -b broker1:9092 -X security.protocol=ssl -X ssl.ca.location=/etc/kafka/trust.pem -t ") ||
-		!strings.Contains(md, "kcat -P -b broker1:9092 -X security.protocol=ssl") {
+	if !strings.Contains(md, "kcat -C -q -b broker1:9092 -X security.protocol=ssl -X ssl.ca.location=/etc/kafka/trust.pem -t ") ||
+		!strings.Contains(md, "kcat -P -q -b broker1:9092 -X security.protocol=ssl") {
 		t.Error("the replay commands lack the -X flags")
 	}
 	if !strings.Contains(md, "- kcat reads PEM, not JKS") {
