@@ -95,7 +95,7 @@ func diffCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "diff",
 		Usage:       "audit an app: which input records vanished, at which hop, and why",
-		UsageText:   "kaudit diff --app-id ID [source] [--topology FILE] [--spec FILE] [--state-dir DIR] [--format md|csv|json|table|prom] [--output FILE]",
+		UsageText:   "kaudit diff --app-id ID [source] [--topology FILE] [--spec FILE] [--state-dir DIR] [--format md|html|csv|json|table|prom] [--output FILE|-]",
 		Description: exitStatusHelp,
 		Flags:       diffFlags(),
 		Action: func(c *cli.Context) error {

@@ -14,7 +14,7 @@ func mergeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "merge",
 		Usage:     "merge the JSON reports of shards of one app (kaudit diff --partitions) into one report",
-		UsageText: "kaudit merge [--format md|csv|json|table|prom] [--output FILE] a.json b.json …",
+		UsageText: "kaudit merge a.json b.json … [--format md|html|csv|json|table|prom] [--output FILE]",
 		ArgsUsage: "REPORT.json …",
 		Description: `Shards of a large app run as parallel jobs, each auditing a subset of the
 co-partitioned tasks with kaudit diff --partitions 0-5 --format json; kaudit merge
@@ -22,7 +22,7 @@ combines their reports into one, as if one run had audited every partition.
 
 ` + exitStatusHelp,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: json, or md when --output ends in .md)", EnvVars: env("format")},
+			&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: json, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`", EnvVars: env("output")},
 			wideFlag(),
 			&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
