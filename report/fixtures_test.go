@@ -15,7 +15,7 @@ var (
 )
 
 func testOptions() Options {
-	return Options{Now: testNow, KafkaVersion: "3.6.1", SVGPath: "timeline.svg", ReplayBootstrap: "broker1:9092"}
+	return Options{Now: testNow, KafkaVersion: "3.6.1", StreamsVersion: "3.6.1", SVGPath: "timeline.svg", ReplayBootstrap: "broker1:9092"}
 }
 
 func tp(topic string, p int32) audit.TopicPartition {
@@ -232,6 +232,7 @@ func testLedger(withOffsets bool) *audit.TopicLedger {
 			{Offset: 5, Fate: audit.FateMarker, ProducerID: 4001, ProducerEpoch: 3, Transactional: true, Control: true},
 			{Offset: 6, Fate: audit.FateCommitted, ProducerID: -1, ProducerEpoch: -1},
 		}
+		l.Partitions[1].Values = []audit.DecodedRecord{{Offset: 6, Key: `"o-1006"`, Value: `{"orderId":"o-1006","status":"PAID"}`, Timestamp: 1796036400000}}
 	}
 	return l
 }

@@ -53,6 +53,7 @@ func TestGolden(t *testing.T) {
 		{"txt", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "table", r, testOptions()) }},
 		{"prom", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "prom", r, testOptions()) }},
 		{"svg", func(b *bytes.Buffer, r *audit.Report) error { return TimelineSVG(b, r) }},
+		{"html", func(b *bytes.Buffer, r *audit.Report) error { return Render(b, "html", r, testOptions()) }},
 	}
 	for _, c := range cases {
 		for _, f := range formats {

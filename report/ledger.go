@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -126,13 +127,33 @@ func LedgerTable(w io.Writer, l *audit.TopicLedger) error {
 			return fmt.Errorf("write ledger: %w", err)
 		}
 	}
+	var values [][]string
+	for _, p := range l.Partitions {
+		for _, v := range p.Values {
+			values = append(values, []string{strconv.Itoa(int(p.Partition)), num(v.Offset), msStamp(v.Timestamp),
+				wrapText(flat(v.Key), 40), wrapText(flat(v.Value), DefaultWidth-70)})
+		}
+	}
+	if len(values) > 0 {
+		// the decoded records of the offsets listed (--key-serde, --value-serde)
+		t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone))
+		t.Header("partition", "offset", "timestamp", "key", "value")
+		for _, row := range values {
+			if err := t.Append(row); err != nil {
+				return fmt.Errorf("build ledger table: %w", err)
+			}
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("write ledger: %w", err)
+		}
+	}
 	if len(findings) > 0 {
 		audit.SortFindings(findings)
 		t := tablewriter.NewTable(w)
 		t.Header("cause", "severity", "partition", "offset", "count", "detail")
 		for _, f := range findings[:min(len(findings), tableRows)] {
 			if err := t.Append([]string{string(f.Cause), string(f.Severity), strconv.Itoa(int(f.Partition)),
-				num(f.Offset), num(f.Count), clip(f.Detail, 80)}); err != nil {
+				num(f.Offset), num(f.Count), wrapText(flat(f.Detail), DefaultWidth-60)}); err != nil {
 				return fmt.Errorf("build ledger table: %w", err)
 			}
 		}

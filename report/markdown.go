@@ -13,13 +13,15 @@ import (
 
 // Caps keep the postmortem readable; CSV and JSON hold everything.
 const (
-	mdRowsPerCause  = 50  // finding rows per cause
-	mdTimelineAll   = 120 // timelines up to this many minutes print whole
-	mdTimelinePad   = 3   // quiet minutes shown around an incident window
-	mdLineage       = 10  // sample lineages
-	mdReplayCommand = 20  // replay command lines
-	mdRanges        = 200 // rows of the replay and gone range tables
-	mdJoinKeys      = 20  // keys listed for join findings
+	mdRowsPerCause  = 50   // finding rows per cause
+	mdTimelineAll   = 120  // timelines up to this many minutes print whole
+	mdTimelinePad   = 3    // quiet minutes shown around an incident window
+	mdQuietRun      = 3    // all-zero minutes in a row beyond this collapse into one row
+	mdCellMax       = 4000 // runes of a value or detail a table cell holds (a record may be huge)
+	mdLineage       = 10   // sample lineages
+	mdReplayCommand = 20   // replay command lines
+	mdRanges        = 200  // rows of the replay and gone range tables
+	mdJoinKeys      = 20   // keys listed for join findings
 )
 
 // funnelOrder is the order of Summary.Records keys in the funnel; other
@@ -37,7 +39,12 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	replay, gone := ReplayRanges(r)
 
 	md.f("# kaudit postmortem: %s\n\n", text(orDash(r.AppID)))
-	md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	if o.Verdict != "" {
+		// --baseline: the exit code and the metrics judge what is new
+		md.f("**Verdict on what is new since the baseline: %s.** The whole audit: %s (%s).\n\n", strings.ToUpper(string(o.Verdict)), strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	} else {
+		md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
+	}
 	writeGaps(md, r)
 	md.f("Report generated %s", stamp(r.GeneratedAt))
 	if r.Source != "" {
@@ -45,9 +52,14 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	}
 	md.f("; rendered %s.", stamp(o.now()))
 	if o.KafkaVersion != "" {
-		md.f(" Kafka version: %s.", text(o.KafkaVersion))
+		md.f(" Broker Kafka version: %s.", text(o.KafkaVersion))
 	} else {
-		md.s(" Kafka version not given (pass --kafka-version to check known issues against it).")
+		md.s(" Broker Kafka version not given (pass --kafka-version to check broker issues against it).")
+	}
+	if o.StreamsVersion != "" {
+		md.f(" Kafka Streams version: %s.", text(o.StreamsVersion))
+	} else {
+		md.s(" Kafka Streams version not given (pass --streams-version to check client issues against it).")
 	}
 	md.s("\n\n## Summary\n\n")
 	md.s(summaryParagraph(r, windows, replay, gone))
@@ -60,7 +72,57 @@ func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	writeFindings(md, r, o)
 	writeLineage(md, r)
 	writeNext(md, r, replay, gone, o)
+	writeProvenance(md, r, o)
 	return write(w, []byte(strings.TrimRight(b.String(), "\n")+"\n"), "write markdown")
+}
+
+// writeProvenance says what made the report, so that a reader can tell
+// which kaudit judged which evidence with which spec, and run it again.
+func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
+	md.s("## Provenance\n\n")
+	p := o.Provenance
+	md.header("what", "value")
+	md.row("kaudit", code(first(p.Version, "unknown")))
+	if p.CommandLine != "" {
+		md.row("command line (secrets redacted)", code(p.CommandLine))
+	}
+	switch {
+	case p.SpecFile != "":
+		md.row("spec", code(p.SpecFile)+" sha256 "+code(first(p.SpecSHA256, "unknown")))
+	default:
+		md.row("spec", "none: the checks that need no key only")
+	}
+	md.row("source", text(first(r.Source, "unknown")))
+	md.row("report generated", stamp(r.GeneratedAt))
+	md.row("rendered", stamp(o.now()))
+	md.row("Kafka version (brokers)", text(first(o.KafkaVersion, "not given")))
+	md.row("Kafka Streams version (the app's client)", text(first(o.StreamsVersion, "not given")))
+	md.s("\n")
+}
+
+// issueVersion is the version a known issue is judged against: the
+// brokers' for a broker bug, the Streams client's for a client bug; with
+// what it is and the flag that gives it.
+func (o Options) issueVersion(k KnownIssue) (v, which, flag string) {
+	if k.Broker {
+		return o.KafkaVersion, "broker", "--kafka-version"
+	}
+	return o.StreamsVersion, "Kafka Streams", "--streams-version"
+}
+
+// code is s as inline code in a table cell.
+func code(s string) string {
+	s = strings.ReplaceAll(flat(s), "`", "'")
+	return "`" + strings.ReplaceAll(s, "|", "\\|") + "`"
+}
+
+func first(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }
 
 type mdWriter struct{ b *strings.Builder }
@@ -134,9 +196,9 @@ func writeGaps(md *mdWriter, r *audit.Report) {
 		return
 	}
 	if len(s.Missing) > 0 || unreadable > 0 {
-		md.s("> [!WARNING]\n> **This audit is incomplete.** Evidence was missing, so records may have vanished where kaudit could not look. Do not read the absence of a finding as proof that nothing was lost.\n")
+		md.s("> **Warning: this audit is incomplete.** Evidence was missing, so records may have vanished where kaudit could not look. Do not read the absence of a finding as proof that nothing was lost.\n")
 	} else {
-		md.s("> [!NOTE]\n> Read these before the findings.\n")
+		md.s("> **Note:** read these before the findings.\n")
 	}
 	for _, m := range s.Missing {
 		md.f("> - **Missing evidence:** %s\n", text(m))
@@ -203,7 +265,7 @@ func summaryParagraph(r *audit.Report, windows []Window, replay, gone []Range) s
 		w := windows[0]
 		fmt.Fprintf(&b, " The data places the incident between %s and %s UTC", w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"))
 		if len(windows) > 1 {
-			fmt.Fprintf(&b, " (and %d later windows, see the timeline)", len(windows)-1)
+			fmt.Fprintf(&b, " (and %s, see the timeline)", plural(int64(len(windows)-1), "later window"))
 		}
 		b.WriteString(".")
 	}
@@ -250,7 +312,7 @@ func anomalyList(by map[audit.Cause]int64) string {
 		n += by[c]
 		parts = append(parts, fmt.Sprintf("%d `%s`", by[c], text(string(c))))
 	}
-	return fmt.Sprintf("%d anomalies that need attention (%s)", n, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s that need%s attention (%s)", pluralVerb(n, "anomaly", "anomalies"), map[bool]string{true: "s"}[n == 1], strings.Join(parts, ", "))
 }
 
 func describe(c audit.Cause) string {
@@ -430,8 +492,9 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 	} else {
 		md.s("Incident windows found in the data (minutes with aborted transactions, a gap in production or vanished records, runs joined across up to two quiet minutes):\n\n")
 		for _, w := range windows {
-			md.f("- **%s – %s UTC** (%d minutes): %d aborted transactions, %d minutes with (almost) no production, %d records vanished\n",
-				w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"), int(w.End.Sub(w.Start)/time.Minute), w.Aborted, w.GapMinutes, w.Vanished)
+			md.f("- **%s – %s UTC** (%s): %s, %s with (almost) no production, %s vanished\n",
+				w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"), plural(int64(w.End.Sub(w.Start)/time.Minute), "minute"),
+				plural(int64(w.Aborted), "aborted transaction"), plural(int64(w.GapMinutes), "minute"), plural(int64(w.Vanished), "record"))
 		}
 		md.s("\n")
 	}
@@ -450,14 +513,37 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 			show[i] = true
 		}
 	}
+	// a stretch of minutes with nothing at all in them (a gap in
+	// production inside an incident window too) is one row, not one row
+	// each: only its first and last minute show
+	for i := 0; i < len(ms); {
+		j := i
+		for j < len(ms) && quiet(ms[j]) {
+			j++
+		}
+		if j-i > mdQuietRun {
+			for k := i + 1; k < j-1; k++ {
+				show[k] = false
+			}
+		}
+		i = max(j, i+1)
+	}
 	md.header("minute (UTC)", ">produced", ">txns committed", ">txns aborted", ">vanished", "incident")
 	var tot audit.Minute
-	hidden := 0
+	hidden, hiddenMarked, hiddenQuiet := 0, false, true
 	flush := func() {
-		if hidden > 0 {
-			md.row(fmt.Sprintf("… %d quiet minutes", hidden), "", "", "", "", "")
-			hidden = 0
+		switch {
+		case hidden == 0:
+		case hiddenQuiet:
+			mark := ""
+			if hiddenMarked {
+				mark = "◀ incident"
+			}
+			md.row("… "+plural(int64(hidden), "quiet minute"), "0", "0", "0", "0", mark)
+		default:
+			md.row("… "+plural(int64(hidden), "minute")+" outside the incident windows", "", "", "", "", "")
 		}
+		hidden, hiddenMarked, hiddenQuiet = 0, false, true
 	}
 	for i, m := range ms {
 		tot.Produced += m.Produced
@@ -466,6 +552,8 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 		tot.Vanished += m.Vanished
 		if !show[i] {
 			hidden++
+			hiddenMarked = hiddenMarked || marked[i]
+			hiddenQuiet = hiddenQuiet && quiet(m)
 			continue
 		}
 		flush()
@@ -478,6 +566,12 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 	flush()
 	md.row("**total**", num(tot.Produced), num(tot.Committed), num(tot.Aborted), num(tot.Vanished), "")
 	md.s("\n")
+}
+
+// quiet is a minute in which nothing was produced, committed, aborted or
+// lost.
+func quiet(m audit.Minute) bool {
+	return m.Produced == 0 && m.Committed == 0 && m.Aborted == 0 && m.Vanished == 0
 }
 
 // linkTarget makes a path usable as a Markdown link target.
@@ -540,13 +634,14 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 			md.s("Known Kafka issues whose signature this matches:\n\n")
 			for _, k := range ks {
 				md.f("- **%s**: %s. %s %s.", k.ID, k.Title, k.Mechanism, capitalize(k.Versions()))
-				if o.KafkaVersion != "" {
-					st := k.Status(o.KafkaVersion)
-					if st == StatusUnknown {
-						md.f(" Version %s could not be parsed.", text(o.KafkaVersion))
-					} else {
-						md.f(" **%s %s.**", capitalize(st.String()), text(o.KafkaVersion))
-					}
+				v, which, flag := o.issueVersion(k)
+				switch st := k.Status(v); {
+				case v == "":
+					md.f(" Your %s version is unknown (pass %s to check it).", which, flag)
+				case st == StatusUnknown:
+					md.f(" %s version %s could not be parsed.", capitalize(which), text(v))
+				default:
+					md.f(" **%s: %s %s.**", capitalize(st.String()), which, text(v))
 				}
 				if k.Caveat != "" {
 					md.f(" (Versions: %s.)", k.Caveat)
@@ -563,7 +658,7 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 				off = "absent"
 			}
 			md.row(text(string(f.Stage)), text(f.Topic), strconv.Itoa(int(f.Partition)), off, num(f.Count),
-				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, 60), cell(f.Actual, 60), cell(f.Detail, 160))
+				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, mdCellMax), cell(f.Actual, mdCellMax), cell(f.Detail, mdCellMax))
 		}
 		if n := len(idx) - mdRowsPerCause; n > 0 {
 			md.f("\n… and %d more `%s` findings (all of them are in `--format csv` and `--format json`).\n", n, c)
@@ -619,7 +714,10 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 			md.f("### %d. finding %d (not in this report)\n\n", i+1, l.Finding)
 		} else {
 			f := r.Findings[l.Finding]
-			md.f("### %d. `%s` %s/%d@%d", i+1, f.Cause, text(f.Topic), f.Partition, f.Offset)
+			md.f("### %d. `%s` %s", i+1, f.Cause, text(where(f.Topic, f.Partition)))
+			if f.Offset >= 0 {
+				md.f("@%d", f.Offset)
+			}
 			if f.Key != "" {
 				md.f(", key %s", cell(f.Key, 60))
 			}
@@ -631,14 +729,23 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 			if h.Offset < 0 {
 				off = "none"
 			}
-			md.row(strconv.Itoa(j+1), text(string(h.Stage)), text(fmt.Sprintf("%s/%d", h.Topic, h.Partition)), off,
-				cell(h.Expected, 60), cell(h.Actual, 60), cell(h.Note, 120))
+			md.row(strconv.Itoa(j+1), text(string(h.Stage)), text(where(h.Topic, h.Partition)), off,
+				cell(h.Expected, mdCellMax), cell(h.Actual, mdCellMax), cell(h.Note, mdCellMax))
 		}
 		md.s("\n")
 	}
 	if n := len(r.Lineage) - mdLineage; n > 0 {
-		md.f("… and %d more samples in `--format json`.\n\n", n)
+		md.f("… and %s more in `--format json`.\n\n", plural(int64(n), "sample"))
 	}
+}
+
+// where is "topic/partition", or the topic alone where no partition is
+// known (a store whose changelog partition the evidence does not name).
+func where(topic string, partition int32) string {
+	if partition < 0 {
+		return topic
+	}
+	return fmt.Sprintf("%s/%d", topic, partition)
 }
 
 func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
@@ -658,11 +765,20 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
 		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
 		writeRanges(md, replay, nil)
-		md.s("\nCopy each range to a file, check it, then produce it back to the same partition:\n\n```sh\n")
+		md.s("\nCopy each record to files (its key, and its value byte for byte: binary Avro survives), check them, then produce them back to the same partition")
+		if len(o.ReplayFlags) > 0 {
+			md.s(" (the client's security settings are the `-X` flags; set the variables they name, kaudit never prints a secret)")
+		}
+		md.s(":\n\n")
+		for _, n := range o.ReplayNotes {
+			md.f("- %s\n", text(n))
+		}
+		if len(o.ReplayNotes) > 0 {
+			md.s("\n")
+		}
+		md.s("```sh\n")
 		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
-			file := fmt.Sprintf("replay-%s-%d-%d.txt", rg.Topic, rg.Partition, rg.From)
-			md.f("kcat -C -b %s -t %s -p %d -o %d -c %d -e -K '\\t' > %s\n", boot, shellQuote(rg.Topic), rg.Partition, rg.From, rg.Count, shellQuote(file))
-			md.f("kcat -P -b %s -t %s -p %d -K '\\t' -l %s\n", boot, shellQuote(rg.Topic), rg.Partition, shellQuote(file))
+			md.s(ReplayCommands(rg, boot, o.ReplayFlags))
 		}
 		md.s("```\n\n")
 		if n := len(replay) - mdReplayCommand; n > 0 {
@@ -670,8 +786,8 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		}
 		md.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
 			"a `latest` reducer converges, but `count` and `sum` reducers, and every other consumer of the topic, count again whatever had in fact been applied. " +
-			"The copies get new timestamps (windowed operations see them late) and lose their headers, and kcat's text mode does not survive keys or values " +
-			"that contain tabs or newlines (binary Avro often does): for those, use a byte-exact copier. Take a `kaudit capture` before replaying so that this evidence survives.\n\n")
+			"The copies get new timestamps (windowed operations see them late) and lose their headers. A key travels as a command-line argument: " +
+			"one with a NUL byte or a trailing newline (a Confluent Avro key starts with a NUL) needs a byte-exact copier. Take a `kaudit capture` before replaying so that this evidence survives.\n\n")
 	}
 	if len(gone) > 0 {
 		steps++
@@ -754,14 +870,15 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 	}
 	if r.Summary.Pending > 0 {
 		steps++
-		md.f("### Let the application catch up\n\n%d records are pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", r.Summary.Pending)
+		md.f("### Let the application catch up\n\n%s pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", pluralVerb(r.Summary.Pending, "record is", "records are"))
 	}
-	if o.KafkaVersion != "" {
+	if o.KafkaVersion != "" || o.StreamsVersion != "" {
 		var up []string
 		for _, c := range causesIn(r.Findings) {
 			for _, k := range issuesFor(c) {
-				if k.Status(o.KafkaVersion) == StatusAffected {
-					s := fmt.Sprintf("%s (%s)", k.ID, k.Versions())
+				v, which, _ := o.issueVersion(k)
+				if v != "" && k.Status(v) == StatusAffected {
+					s := fmt.Sprintf("%s in your %s %s (%s)", k.ID, which, v, k.Versions())
 					if !slices.Contains(up, s) {
 						up = append(up, s)
 					}
@@ -770,7 +887,7 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		}
 		if len(up) > 0 {
 			steps++
-			md.f("### Upgrade\n\nKafka %s has known issues whose signature matches these findings: %s.\n\n", text(o.KafkaVersion), text(strings.Join(up, "; ")))
+			md.f("### Upgrade\n\nYour versions have known issues whose signature matches these findings: %s.\n\n", text(strings.Join(up, "; ")))
 		}
 	}
 	if len(risks) > 0 {
@@ -792,6 +909,28 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 
 // writeRanges writes range rows, at most mdRanges of them, with an extra
 // column from extra when it is not nil.
+// ReplayCommands is the shell that copies the records of rg to files,
+// one key file and one value file per offset (kcat's -f '%s' writes the
+// value byte for byte), and produces them back to the same partition,
+// each value file as one message. boot is shell-quoted already; flags are
+// kcat -X flags.
+func ReplayCommands(rg Range, boot string, flags []string) string {
+	x := ""
+	if len(flags) > 0 {
+		x = " " + strings.Join(flags, " ")
+	}
+	t, base := shellQuote(rg.Topic), shellQuote(fmt.Sprintf("replay-%s-%d-", rg.Topic, rg.Partition))
+	var b strings.Builder
+	fmt.Fprintf(&b, "for o in $(seq %d %d); do\n", rg.From, rg.To())
+	fmt.Fprintf(&b, "  kcat -C -q -b %s%s -t %s -p %d -o \"$o\" -c 1 -e -f '%%k' > %s\"$o.key\"\n", boot, x, t, rg.Partition, base)
+	fmt.Fprintf(&b, "  kcat -C -q -b %s%s -t %s -p %d -o \"$o\" -c 1 -e -f '%%s' > %s\"$o.value\"\n", boot, x, t, rg.Partition, base)
+	b.WriteString("done\n")
+	fmt.Fprintf(&b, "for o in $(seq %d %d); do\n", rg.From, rg.To())
+	fmt.Fprintf(&b, "  kcat -P -q -b %s%s -t %s -p %d -k \"$(cat %s\"$o.key\")\" %s\"$o.value\"\n", boot, x, t, rg.Partition, base, base)
+	b.WriteString("done\n")
+	return b.String()
+}
+
 func writeRanges(md *mdWriter, rs []Range, extra func(Range) string) {
 	for _, rg := range rs[:min(len(rs), mdRanges)] {
 		cells := []string{text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count)}

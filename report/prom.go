@@ -6,12 +6,18 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kaudit/kaudit/audit"
 )
 
 // Prom writes the report as Prometheus text exposition (format 0.0.4), for
-// a node-exporter textfile collector or a push gateway:
+// a node-exporter textfile collector or a push gateway. Every series has
+// an app_id label:
 //
 //	kaudit_records_vanished{stage,cause}  input records with a loss finding
 //	kaudit_verdict{verdict}               1 for the report's verdict, 0 for the others
@@ -19,13 +25,28 @@ import (
 //	kaudit_open_transactions              open transactions the evidence shows (a lower bound)
 //	kaudit_findings{severity}             findings by severity
 //	kaudit_missing_evidence               pieces of evidence missing (the run is incomplete when > 0)
-func Prom(w io.Writer, r *audit.Report) error {
-	var b strings.Builder
-	family := func(name, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+//	kaudit_undecided_keys                 keys whose state proves lost inputs the evidence cannot name
+//	kaudit_last_run_timestamp_seconds     when the report was generated
+//	kaudit_run_duration_seconds           how long the audit took (0 when not measured)
+//	kaudit_run_success                    1: the audit ran to a report (kaudit diff writes 0 when it could not run)
+func Prom(w io.Writer, r *audit.Report) error { return PromWith(w, r, Options{}) }
+
+// PromWith is Prom with the run's duration and, with o.Verdict, the
+// verdict the exit code judged (the new findings of a --baseline run).
+func PromWith(w io.Writer, r *audit.Report, o Options) error {
+	app := r.AppID
+	var fams []*dto.MetricFamily
+	family := func(name, help string, ms ...*dto.Metric) {
+		fams = append(fams, &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: dto.MetricType_GAUGE.Enum(), Metric: ms})
+	}
+	gauge := func(v float64, labels ...string) *dto.Metric {
+		m := &dto.Metric{Gauge: &dto.Gauge{Value: proto.Float64(v)}, Label: []*dto.LabelPair{{Name: proto.String("app_id"), Value: proto.String(strings.ToValidUTF8(app, "\uFFFD"))}}}
+		for i := 0; i+1 < len(labels); i += 2 {
+			m.Label = append(m.Label, &dto.LabelPair{Name: proto.String(labels[i]), Value: proto.String(strings.ToValidUTF8(labels[i+1], "\uFFFD"))})
+		}
+		return m
 	}
 
-	family("kaudit_records_vanished", "Input records that vanished, by the stage where they stopped and the cause.")
 	type sc struct {
 		stage audit.Stage
 		cause audit.Cause
@@ -41,39 +62,82 @@ func Prom(w io.Writer, r *audit.Report) error {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b sc) int { return cmp.Or(cmp.Compare(a.stage, b.stage), cmp.Compare(a.cause, b.cause)) })
+	var ms []*dto.Metric
 	for _, k := range keys {
-		fmt.Fprintf(&b, "kaudit_records_vanished{stage=\"%s\",cause=\"%s\"} %d\n", labelValue(string(k.stage)), labelValue(string(k.cause)), vanished[k])
+		ms = append(ms, gauge(float64(vanished[k]), "stage", string(k.stage), "cause", string(k.cause)))
 	}
+	family("kaudit_records_vanished", "Input records that vanished, by the stage where they stopped and the cause.", ms...)
 
-	family("kaudit_verdict", "The audit's verdict: 1 for the current one, 0 for the others.")
 	v := verdictOf(r)
+	if o.Verdict != "" {
+		v = o.Verdict
+	}
+	ms = nil
 	for _, name := range []audit.Verdict{audit.VerdictClean, audit.VerdictLoss, audit.VerdictAnomaly, audit.VerdictIncomplete} {
-		n := 0
-		if name == v {
-			n = 1
-		}
-		fmt.Fprintf(&b, "kaudit_verdict{verdict=\"%s\"} %d\n", name, n)
+		ms = append(ms, gauge(b2f(name == v), "verdict", string(name)))
 	}
+	family("kaudit_verdict", "The audit's verdict (with --baseline: of the findings new since the baseline, as the exit code): 1 for the current one, 0 for the others.", ms...)
 
-	family("kaudit_pending_records", "Input records at or above the committed offset: not processed yet (lag, not loss).")
-	fmt.Fprintf(&b, "kaudit_pending_records %d\n", r.Summary.Pending)
+	family("kaudit_pending_records", "Input records at or above the committed offset: not processed yet (lag, not loss).", gauge(float64(r.Summary.Pending)))
+	family("kaudit_open_transactions", "Open transactions the evidence shows, a lower bound: hanging-transaction findings plus one for each partition of the cut whose LSO is below its high watermark without one.", gauge(float64(openTransactions(r))))
 
-	family("kaudit_open_transactions", "Open transactions the evidence shows, a lower bound: hanging-transaction findings plus one for each partition of the cut whose LSO is below its high watermark without one.")
-	fmt.Fprintf(&b, "kaudit_open_transactions %d\n", openTransactions(r))
-
-	family("kaudit_findings", "Findings by severity.")
 	sev := severityCounts(r.Findings)
+	ms = nil
 	for _, s := range []audit.Severity{audit.SeverityLoss, audit.SeverityAnomaly, audit.SeverityRisk, audit.SeverityInfo} {
-		fmt.Fprintf(&b, "kaudit_findings{severity=\"%s\"} %d\n", s, sev[s])
+		ms = append(ms, gauge(float64(sev[s]), "severity", string(s)))
 	}
+	family("kaudit_findings", "Findings by severity.", ms...)
+	family("kaudit_missing_evidence", "Pieces of evidence the audit could not read; the verdict is at best incomplete when above 0.", gauge(float64(len(r.Summary.Missing))))
+	family("kaudit_undecided_keys", "Keys whose final state proves lost inputs that the evidence cannot name one by one.", gauge(float64(r.Summary.Undecided)))
 
-	family("kaudit_missing_evidence", "Pieces of evidence the audit could not read; the verdict is at best incomplete when above 0.")
-	fmt.Fprintf(&b, "kaudit_missing_evidence %d\n", len(r.Summary.Missing))
+	at := r.GeneratedAt
+	if at.IsZero() {
+		at = o.now()
+	}
+	family("kaudit_last_run_timestamp_seconds", "When the audit ran (the report's generation time), in seconds since the epoch.", gauge(float64(at.UnixMilli())/1000))
+	family("kaudit_run_duration_seconds", "How long the audit took, in seconds (0 when not measured).", gauge(o.Duration.Seconds()))
+	family("kaudit_run_success", "1 when the audit ran to a report; 0 when it could not run (an unreachable cluster, a snapshot that cannot be opened).", gauge(1))
+	return encodeProm(w, fams)
+}
 
+// PromNotRun is the metrics of an audit that could not run: success 0
+// and the time, so that a textfile collector does not keep serving the
+// previous run's verdict as if current.
+func PromNotRun(w io.Writer, appID string, at time.Time, took time.Duration) error {
+	lbl := []*dto.LabelPair{{Name: proto.String("app_id"), Value: proto.String(strings.ToValidUTF8(appID, "\uFFFD"))}}
+	g := func(name, help string, v float64) *dto.MetricFamily {
+		return &dto.MetricFamily{Name: proto.String(name), Help: proto.String(help), Type: dto.MetricType_GAUGE.Enum(),
+			Metric: []*dto.Metric{{Label: lbl, Gauge: &dto.Gauge{Value: proto.Float64(v)}}}}
+	}
+	return encodeProm(w, []*dto.MetricFamily{
+		g("kaudit_last_run_timestamp_seconds", "When the audit ran, in seconds since the epoch.", float64(at.UnixMilli())/1000),
+		g("kaudit_run_duration_seconds", "How long the attempt took, in seconds.", took.Seconds()),
+		g("kaudit_run_success", "1 when the audit ran to a report; 0 when it could not run (an unreachable cluster, a snapshot that cannot be opened).", 0),
+	})
+}
+
+func encodeProm(w io.Writer, fams []*dto.MetricFamily) error {
+	var b strings.Builder
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range fams {
+		if len(f.Metric) == 0 {
+			continue // a family without series cannot be encoded: no loss, no kaudit_records_vanished
+		}
+		if err := enc.Encode(f); err != nil {
+			return fmt.Errorf("encode metric %s: %w", f.GetName(), err)
+		}
+	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write metrics: %w", err)
 	}
 	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // openTransactions counts hanging-transaction findings (one transaction
@@ -98,9 +162,4 @@ func openTransactions(r *audit.Report) int64 {
 		}
 	}
 	return n
-}
-
-// labelValue escapes a label value for the text format.
-func labelValue(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(strings.ToValidUTF8(s, "\uFFFD"))
 }

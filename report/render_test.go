@@ -7,12 +7,15 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/yuin/goldmark"
@@ -186,7 +189,7 @@ func TestMarkdownMermaidEscapesLabels(t *testing.T) {
 }
 
 func TestMarkdownSections(t *testing.T) {
-	want := []string{"Summary", "The cut", "Topology", "Funnel by stage", "Timeline", "Findings by cause", "What to do next"}
+	want := []string{"Summary", "The cut", "Topology", "Funnel by stage", "Timeline", "Findings by cause", "What to do next", "Provenance"}
 	for _, tt := range []struct {
 		name       string
 		report     *audit.Report
@@ -288,9 +291,19 @@ func TestMarkdownTables(t *testing.T) {
 		rows := d.tables["Timeline"]
 		marked := 0
 		for _, row := range rows[1:] {
-			if strings.Contains(row[5], "incident") {
-				marked++
+			if !strings.Contains(row[5], "incident") {
+				continue
 			}
+			// a quiet stretch is one row: "… 18 quiet minutes"
+			if n, ok := strings.CutPrefix(row[0], "… "); ok {
+				k, err := strconv.Atoi(strings.Fields(n)[0])
+				if err != nil {
+					t.Fatalf("row %q", row[0])
+				}
+				marked += k
+				continue
+			}
+			marked++
 		}
 		// 10:10 to 10:33: aborts, the 20-minute gap and recovery.
 		if marked != 24 {
@@ -317,23 +330,32 @@ func TestMarkdownTables(t *testing.T) {
 	})
 }
 
+// TestMarkdownKnownIssueVersions: a Streams-client bug is judged against
+// the Streams version, never the brokers'; without it the version is
+// unknown.
 func TestMarkdownKnownIssueVersions(t *testing.T) {
 	for _, tt := range []struct {
-		version, want, notWant string
+		name, kafka, streams string
+		want, notWant        []string
 	}{
-		{"3.6.1", "Affects your version 3.6.1", "Fixed in your version 3.6.1.** (Versions: 3.7.2"},
-		{"3.9.0", "Fixed in your version 3.9.0", "Affects your version"},
-		{"", "version not given", "your version"},
+		{"streams affected", "", "3.6.1", []string{"Affects your version: Kafka Streams 3.6.1", "KAFKA-17635 in your Kafka Streams 3.6.1"}, []string{"Fixed in your version: Kafka Streams 3.6.1.** (Versions: 3.7.2"}},
+		{"streams fixed", "", "3.9.0", []string{"Fixed in your version: Kafka Streams 3.9.0"}, []string{"Affects your version: Kafka Streams"}},
+		{"only the brokers' version", "3.6.1", "", []string{"Your Kafka Streams version is unknown (pass --streams-version to check it)"}, []string{"Kafka Streams 3.6.1", "Affects your version: Kafka Streams"}},
+		{"none", "", "", []string{"Kafka Streams version not given", "Broker Kafka version not given"}, []string{"Affects your version"}},
 	} {
-		t.Run("v"+tt.version, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions()
-			o.KafkaVersion = tt.version
+			o.KafkaVersion, o.StreamsVersion = tt.kafka, tt.streams
 			md := string(renderMarkdown(t, lossReport(), o))
-			if !strings.Contains(md, tt.want) {
-				t.Errorf("missing %q", tt.want)
+			for _, w := range tt.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("missing %q", w)
+				}
 			}
-			if strings.Contains(md, tt.notWant) {
-				t.Errorf("unexpected %q", tt.notWant)
+			for _, w := range tt.notWant {
+				if strings.Contains(md, w) {
+					t.Errorf("unexpected %q", w)
+				}
 			}
 		})
 	}
@@ -530,6 +552,11 @@ func TestPromParses(t *testing.T) {
 				t.Fatal(err)
 			}
 			value := func(name string, labels map[string]string) (float64, bool) {
+				labels = maps.Clone(labels)
+				if labels == nil {
+					labels = map[string]string{}
+				}
+				labels["app_id"] = r.AppID // every series names its app
 				fam, ok := fams[name]
 				if !ok {
 					return 0, false
@@ -581,6 +608,18 @@ func TestPromParses(t *testing.T) {
 			}
 			if _, ok := value("kaudit_open_transactions", nil); !ok {
 				t.Error("no kaudit_open_transactions")
+			}
+			if got, ok := value("kaudit_undecided_keys", nil); !ok || got != float64(r.Summary.Undecided) {
+				t.Errorf("kaudit_undecided_keys %v, want %d", got, r.Summary.Undecided)
+			}
+			if got, ok := value("kaudit_run_success", nil); !ok || got != 1 {
+				t.Errorf("kaudit_run_success %v", got)
+			}
+			if got, ok := value("kaudit_last_run_timestamp_seconds", nil); !ok || (!r.GeneratedAt.IsZero() && got != float64(r.GeneratedAt.Unix())) {
+				t.Errorf("kaudit_last_run_timestamp_seconds %v, report generated %s", got, r.GeneratedAt)
+			}
+			if _, ok := value("kaudit_run_duration_seconds", nil); !ok {
+				t.Error("no kaudit_run_duration_seconds")
 			}
 			for name, fam := range fams {
 				if fam.GetHelp() == "" || fam.GetType().String() != "GAUGE" {
@@ -738,14 +777,159 @@ func TestMarkdownLongTimelineElides(t *testing.T) {
 	for _, row := range rows[1:] {
 		got = append(got, row[0]+"|"+row[5])
 	}
-	want := []string{"… 147 quiet minutes|",
+	want := []string{"… 147 minutes outside the incident windows|",
 		"2026-11-30 12:27|", "2026-11-30 12:28|", "2026-11-30 12:29|", "2026-11-30 12:30|◀ incident",
 		"2026-11-30 12:31|", "2026-11-30 12:32|", "2026-11-30 12:33|",
-		"… 146 quiet minutes|", "total|"}
+		"… 146 minutes outside the incident windows|", "total|"}
 	if !slices.Equal(got, want) {
 		t.Errorf("timeline rows\n got %q\nwant %q", got, want)
 	}
 	if last := rows[len(rows)-1]; last[1] != "30000" || last[3] != "2" {
 		t.Errorf("totals %q", last)
+	}
+}
+
+func TestTableWidth(t *testing.T) {
+	r := incompleteReport()
+	long := strings.Repeat("the reason this record is missing ", 8)
+	f := audit.NewFinding(audit.StageJoin, audit.CauseDropped, audit.TopicPartition{Topic: "orders-v1", Partition: 0}, 7)
+	f.Detail, f.Expected, f.Actual = long, `{"orderId":"o-1","status":"PAID"}`, "nothing at offset 7"
+	r.Findings = append(r.Findings, f)
+	for _, tt := range []struct {
+		name  string
+		o     Options
+		check func(t *testing.T, lines []string)
+	}{
+		{"fits 110 columns", Options{Width: 110}, func(t *testing.T, lines []string) {
+			for _, l := range lines {
+				if strings.HasPrefix(l, "│") && runewidth.StringWidth(l) > 110 {
+					t.Errorf("%d columns: %s", runewidth.StringWidth(l), l)
+				}
+			}
+		}},
+		{"wide: one line each", Options{Wide: true}, func(t *testing.T, lines []string) {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, strings.TrimSpace(long)) }) {
+				t.Error("the detail is not whole on one line")
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := TableWith(&b, r, tt.o); err != nil {
+				t.Fatal(err)
+			}
+			// nothing is cut: every word of the detail, expected and actual is there
+			joined := strings.Join(strings.Fields(strings.NewReplacer("│", " ").Replace(b.String())), " ")
+			for _, w := range []string{"PAID", "offset 7", "missing"} {
+				if !strings.Contains(joined, w) {
+					t.Errorf("%q not shown", w)
+				}
+			}
+			if strings.Contains(b.String(), "…") {
+				t.Error("a cell was cut")
+			}
+			tt.check(t, strings.Split(b.String(), "\n"))
+		})
+	}
+}
+
+// TestMarkdownReadable: values and details are whole, quiet minutes
+// collapse, counts of one are singular, a hop without a partition shows
+// none, and no GitHub-only alert syntax is used.
+func TestMarkdownReadable(t *testing.T) {
+	r := &audit.Report{AppID: "shop"}
+	long := strings.TrimSpace(strings.Repeat(`{"orderId":"o-1","status":"PAID"} `, 6))
+	f := audit.NewFinding(audit.StageJoin, audit.CauseDuplicate, audit.TopicPartition{Topic: "order-status", Partition: 0}, 9)
+	f.Key, f.Expected, f.Actual, f.Detail = "o-1", long, long+" again", strings.Repeat("why ", 60)
+	lost := audit.NewFinding(audit.StageStore, audit.CauseDropped, audit.TopicPartition{Topic: "orders-v1", Partition: 0}, 7)
+	r.Findings = []audit.Finding{f, lost}
+	r.Lineage = []audit.Lineage{{Finding: 1, Hops: []audit.Hop{{Stage: audit.StageStore, Topic: "shop-orders-changelog", Partition: -1, Offset: -1}}}}
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC).UnixMilli()
+	for i := range 40 {
+		m := audit.Minute{Start: t0 + int64(i)*60_000}
+		if i == 0 || i == 39 {
+			m.Produced = 5
+		}
+		if i == 20 {
+			m.Produced, m.Aborted, m.Vanished = 1, 1, 1
+		}
+		r.Timeline = append(r.Timeline, m)
+	}
+	r.Summary.Notes = []string{"a note"}
+	r.Finish()
+	var b strings.Builder
+	if err := Markdown(&b, r, Options{Now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{long + " again", strings.TrimSpace(strings.Repeat("why ", 60)), "1 anomaly that needs attention"} {
+		if !strings.Contains(md, text(want)) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, want := range []string{"quiet minutes |", "| shop-orders-changelog |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	for _, bad := range []string{"[!NOTE]", "[!WARNING]", "changelog/-1", "1 anomalies", "(1 minutes)", "1 records", "1 aborted transactions"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("has %q", bad)
+		}
+	}
+	zeroRows := 0
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| 2026-11-30") && strings.Contains(l, "| 0 | 0 | 0 | 0 |") {
+			zeroRows++
+		}
+	}
+	if zeroRows > 6 {
+		t.Errorf("%d all-zero minute rows: quiet stretches should collapse\n%s", zeroRows, md)
+	}
+}
+
+// TestPromBaselineVerdict: with a judged verdict (the new findings of a
+// --baseline run) the Prometheus verdict is that one, as the exit code;
+// a run that could not start says success 0.
+func TestPromBaselineVerdict(t *testing.T) {
+	var b bytes.Buffer
+	if err := PromWith(&b, lossReport(), Options{Verdict: audit.VerdictClean, Duration: 1500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := PromNotRun(&b, "shop", time.Unix(1700000000, 0), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := parser.TextToMetricFamilies(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fams["kaudit_run_success"].GetMetric(); len(m) != 1 || m[0].GetGauge().GetValue() != 0 {
+		t.Errorf("kaudit_run_success %v", m)
+	}
+	if _, ok := fams["kaudit_verdict"]; ok {
+		t.Error("a run that could not start has no verdict")
+	}
+}
+
+// TestReplayFlags: the replay commands carry the client's security
+// settings as -X flags, and what must be prepared for them.
+func TestReplayFlags(t *testing.T) {
+	o := testOptions()
+	o.ReplayFlags = []string{"-X security.protocol=ssl", "-X ssl.ca.location=/etc/kafka/trust.pem"}
+	o.ReplayNotes = []string{"kcat reads PEM, not JKS: convert /etc/kafka/trust.jks first"}
+	md := string(renderMarkdown(t, lossReport(), o))
+	if !strings.Contains(md, "kcat -C -q -b broker1:9092 -X security.protocol=ssl -X ssl.ca.location=/etc/kafka/trust.pem -t ") ||
+		!strings.Contains(md, "kcat -P -q -b broker1:9092 -X security.protocol=ssl") {
+		t.Error("the replay commands lack the -X flags")
+	}
+	if !strings.Contains(md, "- kcat reads PEM, not JKS") {
+		t.Error("the note is missing")
 	}
 }

@@ -18,13 +18,46 @@ type Options struct {
 	// KafkaVersion is the Kafka version in use (--kafka-version, e.g.
 	// "3.6.1"); known issues are then judged against it.
 	KafkaVersion string
+	// StreamsVersion is the Kafka Streams client's version
+	// (--streams-version): client bugs are judged against it, never
+	// against the brokers' KafkaVersion.
+	StreamsVersion string
 	// SVGPath is where the timeline picture was written; the Markdown
 	// links it when set.
 	SVGPath string
 	// ReplayBootstrap is the bootstrap server written into replay command
 	// lines; empty means the placeholder BOOTSTRAP.
 	ReplayBootstrap string
+	// ReplayFlags are the client's security settings as kcat -X flags,
+	// secrets as environment variable references; ReplayNotes say what
+	// must be prepared for them (a JKS store converted to PEM).
+	ReplayFlags, ReplayNotes []string
+	// Width is the terminal's width the table format fits, wrapping
+	// key and detail; 0 means DefaultWidth.
+	Width int
+	// Wide prints the table unwrapped and uncut (--wide).
+	Wide bool
+	// Duration is how long the audit took (the Prometheus format).
+	Duration time.Duration
+	// Provenance says what made the report, for the postmortem.
+	Provenance Provenance
+	// Verdict, when set, is the verdict the exit code judged (with
+	// --baseline: that of the new findings); the header and the
+	// Prometheus verdict say it.
+	Verdict audit.Verdict
 }
+
+// Provenance is what made a report: kaudit's version, the command line
+// (secrets redacted) and the spec with its hash.
+type Provenance struct {
+	Version     string
+	CommandLine string
+	SpecFile    string
+	SpecSHA256  string
+}
+
+// DefaultWidth is the table's width where no terminal says one.
+const DefaultWidth = 160
 
 func (o Options) now() time.Time {
 	if o.Now.IsZero() {
@@ -34,7 +67,7 @@ func (o Options) now() time.Time {
 }
 
 // Formats lists the format names Render accepts.
-var Formats = []string{"md", "csv", "json", "table", "prom"}
+var Formats = []string{"md", "html", "csv", "json", "table", "prom"}
 
 // ErrUnknownFormat is returned by Render for a format it does not know.
 var ErrUnknownFormat = errors.New("unknown format")
@@ -51,10 +84,12 @@ func Render(w io.Writer, format string, r *audit.Report, o Options) error {
 		return CSV(w, r)
 	case "json":
 		return JSON(w, r)
+	case "html":
+		return HTML(w, r, o)
 	case "table":
-		return Table(w, r)
+		return TableWith(w, r, o)
 	case "prom":
-		return Prom(w, r)
+		return PromWith(w, r, o)
 	}
 	return fmt.Errorf("render %q: %w (want one of %s)", format, ErrUnknownFormat, strings.Join(Formats, ", "))
 }
@@ -79,6 +114,8 @@ func FormatFor(outputPath, explicit string) string {
 	switch strings.ToLower(filepath.Ext(outputPath)) {
 	case ".md", ".markdown":
 		return "md"
+	case ".html", ".htm":
+		return "html"
 	case ".csv":
 		return "csv"
 	case ".json":

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,15 +40,21 @@ type diffOptions struct {
 	Format           string
 	Output           string
 	Since, Until     time.Time
+	since, until     string // as given: resolved against the source's clock
 	Baseline         string // a previous JSON report
 	BaselineSnapshot string
 	KafkaVersion     string
+	StreamsVersion   string
 	Outage           time.Duration
 	Partitions       []int32
 	CrossCheck       bool
 	Concurrency      int
-	MemoryBudget     int64  // bytes; 0: no bound
-	SpillDir         string // where tables over the budget spill
+	Wide             bool // --wide: the table unwrapped
+	Width            int  // the terminal's width, 0 for none
+	started          time.Time
+	args             []string // the command line, for the provenance
+	MemoryBudget     int64    // bytes; 0: no bound
+	SpillDir         string   // where tables over the budget spill
 	// progress, if set, draws progress bars; log, if set, tells the user
 	// what the audit does that is not evidence (a table spilled to disk)
 	progress audit.Progress
@@ -64,19 +72,21 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft)", EnvVars: env("spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
-		&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: table, or md when --output ends in .md)", EnvVars: env("format")},
+		&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: table, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
 		&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (written whole or not at all)", EnvVars: env("output")},
 		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
 		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
 		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
-		&cli.StringFlag{Name: "kafka-version", Usage: "the cluster's Kafka `VERSION`, to judge known issues", EnvVars: env("kafka-version")},
+		&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
+		&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
 		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
 		&cli.StringFlag{Name: "spill-dir", Usage: "where tables over --memory-budget spill (default: the system's temporary directory)", EnvVars: env("spill-dir")},
+		wideFlag(),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars on stderr (they are drawn only on a terminal)", EnvVars: env("quiet")},
 	)
 }
@@ -85,7 +95,7 @@ func diffCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "diff",
 		Usage:       "audit an app: which input records vanished, at which hop, and why",
-		UsageText:   "kaudit diff --app-id ID [source] [--topology FILE] [--spec FILE] [--state-dir DIR] [--format md|csv|json|table|prom] [--output FILE]",
+		UsageText:   "kaudit diff --app-id ID [source] [--topology FILE] [--spec FILE] [--state-dir DIR] [--format md|html|csv|json|table|prom] [--output FILE|-]",
 		Description: exitStatusHelp,
 		Flags:       diffFlags(),
 		Action: func(c *cli.Context) error {
@@ -93,9 +103,10 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			o.started, o.args = time.Now(), provenanceArgs(c)
 			src, err := openCliSource(c)
 			if err != nil {
-				return err
+				return notRunMetrics(o, err)
 			}
 			defer src.close()
 			p, stop := newProgress(c.App.ErrWriter, c.Bool("quiet"))
@@ -106,7 +117,7 @@ func diffCommand() *cli.Command {
 			limitMemory(o.MemoryBudget)
 			err = runDiff(c.Context, o, src, c.App.Writer)
 			stop()
-			return err
+			return notRunMetrics(o, err)
 		},
 	}
 }
@@ -114,15 +125,16 @@ func diffCommand() *cli.Command {
 func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
 		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
-		KafkaVersion: c.String("kafka-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
-		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir")}
+		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
+		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
 	switch o.Format {
-	case "md", "table", "json", "csv", "prom":
+	case "md", "html", "table", "json", "csv", "prom":
 	default:
-		return o, usagef("--format %q: want md, table, json, csv or prom", o.Format)
+		return o, usagef("--format %q: want md, html, table, json, csv or prom", o.Format)
 	}
 	var err error
+	o.since, o.until = c.String("since"), c.String("until")
 	if o.Since, err = parseWhen(c.String("since"), now); err != nil {
 		return o, usagef("--since: %w", err)
 	}
@@ -261,7 +273,7 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 		if s, ok := src.Source.(interface{ Topology() string }); ok && s.Topology() != "" {
 			t, err := topology.ParseString(s.Topology())
 			if err != nil {
-				return nil, incompleteError{fmt.Errorf("parse the snapshot's topology: %w", err)}
+				return nil, notRunError{fmt.Errorf("parse the snapshot's topology: %w", err)}
 			}
 			topo = t
 		}
@@ -271,7 +283,7 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, incompleteError{fmt.Errorf("discover app %s: %w", o.AppID, err)}
+		return nil, notRunError{fmt.Errorf("discover app %s: %w", o.AppID, err)}
 	}
 	pl := &plan{discovery: d, keySerde: "string", topics: map[string]codec.TopicSerdes{}}
 	if spec == nil {
@@ -311,7 +323,70 @@ func buildPlan(ctx context.Context, o diffOptions, src *openedSource) (*plan, er
 	return pl, nil
 }
 
+// sourceClock is the time the evidence describes: a snapshot's capture
+// time, a log dir's last write; now for a live cluster.
+func sourceClock(src audit.Source) (time.Time, string) {
+	if c, ok := src.(audit.Clock); ok {
+		if t := c.Now(); !t.IsZero() {
+			return t, "the source's clock"
+		}
+	}
+	return time.Now(), "now"
+}
+
+// windowNote says which window --since and --until judged, from which
+// clock, and how many inputs fell inside it (from the timeline, by
+// minute: the minutes the window's edges cut count as a range).
+func windowNote(o diffOptions, clock time.Time, clockName string, tl []audit.Minute) string {
+	from, to := "the first input", "the last"
+	if !o.Since.IsZero() {
+		from = o.Since.UTC().Format(time.RFC3339)
+	}
+	if !o.Until.IsZero() {
+		to = o.Until.UTC().Format(time.RFC3339)
+	}
+	lo, hi := int64(0), int64(0)
+	for _, m := range tl {
+		start, end := m.Start, m.Start+60_000
+		sinceMs, untilMs := int64(math.MinInt64), int64(math.MaxInt64)
+		if !o.Since.IsZero() {
+			sinceMs = o.Since.UnixMilli()
+		}
+		if !o.Until.IsZero() {
+			untilMs = o.Until.UnixMilli()
+		}
+		switch {
+		case start >= sinceMs && end <= untilMs:
+			lo += m.Produced
+			hi += m.Produced
+		case end > sinceMs && start < untilMs:
+			hi += m.Produced // the window cuts this minute
+		}
+	}
+	n := fmt.Sprintf("%d inputs fell inside it", lo)
+	if hi != lo {
+		n = fmt.Sprintf("%d to %d inputs fell inside it (the window cuts a minute of the timeline)", lo, hi)
+	}
+	if hi == 0 {
+		n = "no input fell inside it: no record was judged, so a clean verdict says nothing about this window"
+	}
+	return fmt.Sprintf("judged the inputs with timestamps from %s to %s (durations count back from %s, %s); %s",
+		from, to, clockName, clock.UTC().Format(time.RFC3339), n)
+}
+
 func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer) error {
+	clock, clockName := sourceClock(src.Source)
+	var err error
+	if o.since != "" {
+		if o.Since, err = parseWhen(o.since, clock); err != nil {
+			return usagef("--since: %w", err)
+		}
+	}
+	if o.until != "" {
+		if o.Until, err = parseWhen(o.until, clock); err != nil {
+			return usagef("--until: %w", err)
+		}
+	}
 	pl, err := buildPlan(ctx, o, src)
 	if err != nil {
 		return err
@@ -337,7 +412,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return incompleteError{err}
+		return notRunError{err}
 	}
 	rep.Findings = append(rep.Findings, src.problems...)
 	addUnjudged(rep, pl.unjudged)
@@ -346,6 +421,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		rep.Summary.Notes = append(rep.Summary.Notes, u)
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, pl.warnings...)
+	if !o.Since.IsZero() || !o.Until.IsZero() {
+		rep.Summary.Notes = append(rep.Summary.Notes, windowNote(o, clock, clockName, rep.Timeline))
+	}
 	rep.Summary.Notes = append(rep.Summary.Notes, src.notes...)
 	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, src, o.AppID)...)
 	if o.StateDir != "" {
@@ -372,14 +450,51 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("baseline %s: %d of %d findings are new since that audit; the exit code judges the new ones", o.Baseline, len(fresh), len(rep.Findings)))
 		verdict = audit.Judge(fresh, rep.Summary.Missing)
 	}
-	ropts := report.Options{KafkaVersion: o.KafkaVersion}
+	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width}
+	if o.Baseline != "" {
+		ropts.Verdict = verdict // the header and the metrics say what the exit code judged
+	}
+	if !o.started.IsZero() {
+		ropts.Duration = time.Since(o.started)
+	}
+	ropts.Provenance = provenance(o.args, o.SpecFile)
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
+		ropts.ReplayFlags, ropts.ReplayNotes = kcatFlags(props)
 	}
 	if err := writeReport(o, rep, ropts, w); err != nil {
 		return err
 	}
 	return verdictResult(verdict)
+}
+
+// provenance is the report's provenance: kaudit's version, the redacted
+// command line, the spec and its sha256.
+func provenance(args []string, specFile string) report.Provenance {
+	p := report.Provenance{Version: versionString(), SpecFile: specFile}
+	if len(args) > 0 {
+		p.CommandLine = commandLine(append([]string{"kaudit"}, args[1:]...))
+	}
+	if specFile != "" {
+		if b, err := os.ReadFile(specFile); err == nil {
+			p.SpecSHA256 = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+	}
+	return p
+}
+
+// notRunMetrics writes, for a --format prom --output FILE run that could
+// not run, metrics that say so (kaudit_run_success 0), so that a textfile
+// collector does not keep serving the last run's verdict; it returns err.
+func notRunMetrics(o diffOptions, err error) error {
+	var nr notRunError
+	if !errors.As(err, &nr) || o.Format != "prom" || o.Output == "" || o.Output == "-" {
+		return err
+	}
+	if werr := writeAtomic(o.Output, func(w io.Writer) error { return report.PromNotRun(w, o.AppID, time.Now(), time.Since(o.started)) }); werr != nil {
+		return fmt.Errorf("%w (and %w)", err, werr)
+	}
+	return err
 }
 
 // openDecoderFor builds the decoder from the flags, the spec's serdes and
@@ -430,7 +545,7 @@ func compareBaseline(ctx context.Context, o diffOptions, src *openedSource, rep 
 	}
 	fs, err := snapshot.Baseline(ctx, earlier, src, tps)
 	if err != nil {
-		return incompleteError{fmt.Errorf("compare with the baseline snapshot: %w", err)}
+		return notRunError{fmt.Errorf("compare with the baseline snapshot: %w", err)}
 	}
 	rep.Findings = append(rep.Findings, fs...)
 	return nil
@@ -453,7 +568,7 @@ func readReport(path string) (*audit.Report, error) {
 // renamed into place, so that no half-written report is left as if whole.
 // A Markdown report gets its timeline picture beside it.
 func writeReport(o diffOptions, rep *audit.Report, ropts report.Options, stdout io.Writer) error {
-	if o.Output == "" {
+	if o.Output == "" || o.Output == "-" {
 		return report.Render(stdout, o.Format, rep, ropts)
 	}
 	if o.Format == "md" && len(rep.Timeline) > 0 {
@@ -467,9 +582,9 @@ func writeReport(o diffOptions, rep *audit.Report, ropts report.Options, stdout 
 }
 
 func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(path)
 	if err != nil {
-		return usagef("write %s: %w", path, err)
+		return usagef("write %s: %w", path, errors.Unwrap(err))
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
@@ -483,4 +598,19 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, errors.Unwrap(err))
 	}
 	return nil
+}
+
+// createTemp creates a new file beside path, with mode 0666 less the
+// umask as any file a command writes (os.CreateTemp's is 0600).
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	for range 100 {
+		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("create a temporary file beside %s: %w", path, fs.ErrExist)
 }

@@ -76,7 +76,7 @@ func TestDiffVerdicts(t *testing.T) {
 		{"unknown app: no cut", []string{"diff", "--bootstrap-server", addr, "--app-id", "nope", "--format", "json"}, exitIncomplete, audit.VerdictIncomplete, ""},
 		{"schema registry down", []string{"diff", "--bootstrap-server", avroAddr, "--spec", spec, "--value-serde", "avro", "--schema-registry-url", "http://" + closedPort(t), "--format", "json"},
 			exitIncomplete, audit.VerdictIncomplete, ""},
-		{"unreachable cluster", []string{"diff", "--bootstrap-server", closedPort(t), "--spec", spec, "--timeout", "2s"}, exitIncomplete, "", "kaudit:"},
+		{"unreachable cluster", []string{"diff", "--bootstrap-server", closedPort(t), "--spec", spec, "--timeout", "2s"}, exitNotRun, "", "kaudit:"},
 		{"bad spec", []string{"diff", "--bootstrap-server", addr, "--spec", filepath.Join(t.TempDir(), "missing.yaml")}, exitUsage, "", "kaudit:"},
 		{"two sources", []string{"diff", "--bootstrap-server", addr, "--snapshot", t.TempDir(), "--app-id", "shop"}, exitUsage, "", "one of"},
 		{"output file", []string{"diff", "--bootstrap-server", lossy, "--spec", lossySpec, "--output", out, "--format", "json"}, exitFindings, "", ""},

@@ -96,7 +96,7 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 		// a capture carries the app's describe() text
 		t, err := topology.ParseString(s.Topology())
 		if err != nil {
-			return incompleteError{fmt.Errorf("parse the snapshot's topology: %w", err)}
+			return notRunError{fmt.Errorf("parse the snapshot's topology: %w", err)}
 		}
 		topo, topoFrom = t, "the snapshot's topology"
 	}
@@ -104,7 +104,7 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 	if src != nil {
 		var err error
 		if d, err = topology.Discover(ctx, src, o.AppID, topo); err != nil {
-			return incompleteError{fmt.Errorf("discover %s: %w", o.AppID, err)}
+			return notRunError{fmt.Errorf("discover %s: %w", o.AppID, err)}
 		}
 	}
 	var lay *topology.Layout
@@ -132,7 +132,7 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 			if errors.As(err, &ue) {
 				return err
 			}
-			return incompleteError{err}
+			return notRunError{err}
 		}
 	}
 	var b strings.Builder

@@ -84,10 +84,10 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 		if errors.Is(err, audit.ErrTopicNotFound) {
 			return usagef("topic %q not found in %s", o.Topic, src.Describe())
 		}
-		return incompleteError{fmt.Errorf("describe topic %s: %w", o.Topic, err)}
+		return notRunError{fmt.Errorf("describe topic %s: %w", o.Topic, err)}
 	}
 	if n < 0 || n > maxPartitions {
-		return incompleteError{fmt.Errorf("describe topic %s: %d partitions: %w", o.Topic, n, audit.ErrCorrupt)}
+		return notRunError{fmt.Errorf("describe topic %s: %d partitions: %w", o.Topic, n, audit.ErrCorrupt)}
 	}
 	var parts []int32
 	for p := range n {

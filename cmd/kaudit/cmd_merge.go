@@ -13,16 +13,19 @@ func mergeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "merge",
 		Usage:     "merge the JSON reports of shards of one app (kaudit diff --partitions) into one report",
-		UsageText: "kaudit merge [--format md|csv|json|table|prom] [--output FILE] a.json b.json …",
+		UsageText: "kaudit merge a.json b.json … [--format md|html|csv|json|table|prom] [--output FILE]",
+		ArgsUsage: "REPORT.json …",
 		Description: `Shards of a large app run as parallel jobs, each auditing a subset of the
 co-partitioned tasks with kaudit diff --partitions 0-5 --format json; kaudit merge
 combines their reports into one, as if one run had audited every partition.
 
 ` + exitStatusHelp,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Usage: "md, table, json, csv or prom (default: json, or md when --output ends in .md)", EnvVars: env("format")},
+			&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: json, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
 			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`", EnvVars: env("output")},
-			&cli.StringFlag{Name: "kafka-version", Usage: "the cluster's Kafka `VERSION`, to judge known issues", EnvVars: env("kafka-version")},
+			wideFlag(),
+			&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
+			&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -56,7 +59,8 @@ combines their reports into one, as if one run had audited every partition.
 					return err
 				}
 			}
-			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version")}, c.App.Writer); err != nil {
+			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
+				Provenance: provenance(provenanceArgs(c), "")}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}
 			return verdictResult(merged.Summary.Verdict)

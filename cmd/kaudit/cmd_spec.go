@@ -186,7 +186,7 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 		return err
 	}
 	if c.unread != nil {
-		return incompleteError{fmt.Errorf("read the evidence: %w", c.unread)}
+		return notRunError{fmt.Errorf("read the evidence: %w", c.unread)}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kaudit spec check: %s against %s\n", pl.spec.File, src.Describe())

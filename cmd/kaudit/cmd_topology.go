@@ -122,7 +122,7 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 		}
 		d, err := topology.Discover(ctx, src, appID, topo)
 		if err != nil {
-			return incompleteError{fmt.Errorf("discover %s: %w", appID, err)}
+			return notRunError{fmt.Errorf("discover %s: %w", appID, err)}
 		}
 		doc.Source = src.Describe()
 		doc.Discovery = d

@@ -63,11 +63,8 @@ func checkGolden(t *testing.T, name string, got []byte) {
 func runCLI(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := newApp(&out, &errb).RunContext(t.Context(), append([]string{"kaudit"}, args...))
-	if err != nil && !isVerdict(err) {
-		fmt.Fprintln(&errb, "kaudit:", err)
-	}
-	return out.String(), errb.String(), exitCode(t.Context(), err)
+	code := run(t.Context(), append([]string{"kaudit"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
 }
 
 // topoFakeSource is an in-memory audit.Source with topics, one group and
@@ -291,7 +288,7 @@ func TestTopologyLive(t *testing.T) {
 	}
 	t.Run("an empty directory is no snapshot", func(t *testing.T) {
 		_, errOut, code := runCLI(t, "topology", "--app-id", "a", "--snapshot", t.TempDir())
-		if code != exitIncomplete || !strings.Contains(errOut, "open snapshot") {
+		if code != exitNotRun || !strings.Contains(errOut, "open snapshot") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})

@@ -186,12 +186,12 @@ func TestTxnsCLIErrors(t *testing.T) {
 		{"no app id", []string{"txns", "--bootstrap-server", closed}, exitUsage, "--app-id is required"},
 		{"bad format", []string{"txns", "--app-id", "a", "--format", "csv", "--bootstrap-server", closed}, exitUsage, "want table or json"},
 		{"no source", []string{"txns", "--app-id", "a"}, exitUsage, "needs a source"},
-		{"snapshot with no manifest", []string{"txns", "--app-id", "a", "--snapshot", t.TempDir()}, exitIncomplete, "manifest"},
+		{"snapshot with no manifest", []string{"txns", "--app-id", "a", "--snapshot", t.TempDir()}, exitNotRun, "manifest"},
 		{"two sources", []string{"txns", "--app-id", "a", "--snapshot", "dir", "--bootstrap-server", closed}, exitUsage, "one of"},
 		{"bad property", []string{"txns", "--app-id", "a", "--bootstrap-server", closed, "--command-property", "security.protocol=TLS"}, exitUsage, "security.protocol"},
 		{"property without value", []string{"txns", "--app-id", "a", "--bootstrap-server", closed, "--command-property", "s3cr3t"}, exitUsage, "want key=value"},
 		{"missing config file", []string{"txns", "--app-id", "a", "--bootstrap-server", closed, "--command-config", "/nonexistent/client.properties"}, exitUsage, "command-config"},
-		{"unreachable", []string{"txns", "--app-id", "a", "--bootstrap-server", closed, "--timeout", "500ms"}, exitIncomplete, closed},
+		{"unreachable", []string{"txns", "--app-id", "a", "--bootstrap-server", closed, "--timeout", "500ms"}, exitNotRun, closed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, errOut, code := runCLI(t, tt.args...)

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // env names the KAUDIT_<FLAG> variable of a flag.
@@ -16,6 +23,8 @@ func env(flag string) []string {
 // shared by every command that reads one.
 type sourceOptions struct {
 	Bootstrap       []string          // --bootstrap-server (live)
+	Protocol        string            // the security protocol the addresses name (SSL://host:port)
+	bootstrapErr    error             // a --bootstrap-server that cannot be read
 	Snapshot        string            // --snapshot DIR (captured)
 	LogDirs         []string          // --log-dir DIR, one per broker
 	CommandConfig   string            // --command-config client.properties
@@ -52,26 +61,97 @@ func serdeFlags() []cli.Flag {
 	}
 }
 
+// wideFlag is --wide: the table format unwrapped, every cell whole.
+func wideFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "wide", Usage: "table format: print key and detail whole on one line instead of wrapping them to the terminal's width", EnvVars: env("wide")}
+}
+
+// terminalWidth is the width of the terminal w writes to; else $COLUMNS;
+// else 0 (the report's default).
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+			return int(ws.Col)
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
+}
+
 func txnFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "max-transaction-timeout", Value: 15 * time.Minute, Usage: "a transaction open longer than this is hanging", EnvVars: env("max-transaction-timeout")},
 	}
 }
 
-// readSourceOptions copies the shared flags of c into options.
-func readSourceOptions(c *cli.Context) sourceOptions {
+// sourceFlagNames are the flags that each choose a source: one is given.
+var sourceFlagNames = []string{"bootstrap-server", "snapshot", "log-dir"}
+
+// listenerSchemes are the security protocols a bootstrap address may name
+// as a prefix, as in a broker's listeners (PLAINTEXT://host:9092).
+var listenerSchemes = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+// splitBootstrap reads --bootstrap-server values: comma-separated
+// HOST:PORT, each optionally prefixed by a security protocol. It returns
+// the addresses and the one protocol they name ("" for none).
+func splitBootstrap(values []string) ([]string, string, error) {
 	var bs []string
-	for _, b := range c.StringSlice("bootstrap-server") {
+	proto := ""
+	for _, b := range values {
 		for _, h := range strings.Split(b, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				bs = append(bs, h)
+			if h = strings.TrimSpace(h); h == "" {
+				continue
 			}
+			if scheme, addr, ok := strings.Cut(h, "://"); ok {
+				s := strings.ToUpper(scheme)
+				if !slices.Contains(listenerSchemes, s) {
+					return nil, "", fmt.Errorf("%q: the scheme %s:// is none of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", h, scheme)
+				}
+				if proto != "" && proto != s {
+					return nil, "", fmt.Errorf("the addresses name two security protocols, %s and %s", proto, s)
+				}
+				proto, h = s, addr
+			}
+			bs = append(bs, h)
 		}
+	}
+	return bs, proto, nil
+}
+
+// readSourceOptions copies the shared flags of c into options. A source
+// flag given on the command line wins over the KAUDIT_* variables of the
+// other source flags: the command line chooses the source.
+func readSourceOptions(c *cli.Context) sourceOptions {
+	fromEnv := map[string]bool{}
+	for _, n := range sourceFlagNames {
+		if givenOnCommandLine(c, n) {
+			for _, m := range sourceFlagNames {
+				fromEnv[m] = !givenOnCommandLine(c, m)
+			}
+			break
+		}
+	}
+	var bs []string
+	proto := ""
+	var bsErr error
+	if !fromEnv["bootstrap-server"] {
+		bs, proto, bsErr = splitBootstrap(c.StringSlice("bootstrap-server"))
+	}
+	snap, logDirs := c.String("snapshot"), c.StringSlice("log-dir")
+	if fromEnv["snapshot"] {
+		snap = ""
+	}
+	if fromEnv["log-dir"] {
+		logDirs = nil
 	}
 	return sourceOptions{
 		Bootstrap:      bs,
-		Snapshot:       c.String("snapshot"),
-		LogDirs:        c.StringSlice("log-dir"),
+		Protocol:       proto,
+		bootstrapErr:   bsErr,
+		Snapshot:       snap,
+		LogDirs:        logDirs,
 		CommandConfig:  c.String("command-config"),
 		CommandProps:   c.StringSlice("command-property"),
 		Timeout:        c.Duration("timeout"),

@@ -25,6 +25,7 @@ const (
 	exitFindings    = 1
 	exitUsage       = 2
 	exitIncomplete  = 3
+	exitNotRun      = 4
 	exitInterrupted = 130
 )
 
@@ -33,6 +34,7 @@ const exitStatusHelp = `EXIT STATUS
    1    verdict loss or anomaly
    2    usage or configuration error
    3    verdict incomplete: evidence was missing
+   4    could not run: the source could not be opened or read (no report)
    130  interrupted`
 
 // helpFlag is urfave/cli's --help flag, but its Apply leaves the flag
@@ -54,24 +56,53 @@ func init() {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
-	code := exitCode(ctx, err)
-	if err != nil && !isVerdict(err) {
-		fmt.Fprintln(os.Stderr, "kaudit:", err)
-	}
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
 	os.Exit(code)
 }
 
+// run runs kaudit with args (args[0] is the program) and returns the exit
+// code, having said on stderr what went wrong: the error and, for a usage
+// error, a one-line hint.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	args, given := permuteArgs(app, args)
+	app.Metadata = map[string]any{cmdlineKey: given, argsKey: args}
+	err := app.RunContext(ctx, args)
+	code := exitCode(ctx, err)
+	if err != nil && !isVerdict(err) {
+		fmt.Fprintln(stderr, "kaudit:", err)
+		if code == exitUsage {
+			fmt.Fprintln(stderr, usageHint(app, args))
+		}
+	}
+	return code
+}
+
+// usageHint is the one line after a usage error: where the help is.
+func usageHint(app *cli.App, args []string) string {
+	if cmd := commandOf(app, args); cmd != "" {
+		return fmt.Sprintf("Run 'kaudit %s --help' for usage.", cmd)
+	}
+	return "Run 'kaudit --help' for usage."
+}
+
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
-		Name:            "kaudit",
-		Usage:           "audit a Kafka Streams application: what was lost, where and why",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		ExitErrHandler:  func(*cli.Context, error) {}, // exit codes are decided in exitCode
-		HideHelpCommand: true,
-		Description:     exitStatusHelp,
+	app := &cli.App{
+		Name:           "kaudit",
+		Usage:          "audit a Kafka Streams application: what was lost, where and why",
+		Version:        versionString(),
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		ExitErrHandler: func(*cli.Context, error) {}, // exit codes are decided in exitCode
+		OnUsageError:   onUsageError,
+		Description:    exitStatusHelp,
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
 			&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write a heap profile at the end to `FILE`"},
@@ -88,7 +119,33 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			specCommand(),
 			demoCommand(),
 			mergeCommand(),
+			versionCommand(),
 		},
+	}
+	conventions("kaudit", app.Commands)
+	return app
+}
+
+// onUsageError makes a bad flag a usage error, printed once by run
+// instead of urfave/cli's "Incorrect Usage" and the whole help.
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+
+// conventions gives every command the same usage errors and refuses
+// stray arguments where a command takes none (one without ArgsUsage).
+func conventions(parent string, cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		cmd.OnUsageError = onUsageError
+		conventions(parent+" "+cmd.Name, cmd.Subcommands)
+		if cmd.Action == nil || cmd.ArgsUsage != "" || cmd.Name == "help" {
+			continue
+		}
+		action, name := cmd.Action, parent+" "+cmd.Name
+		cmd.Action = func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("%s takes no arguments, got %q", name, c.Args().Slice())
+			}
+			return action(c)
+		}
 	}
 }
 
@@ -119,12 +176,20 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// incompleteError is a run that could not read the evidence it needs
-// (exit 3): an unreachable cluster, an unreadable snapshot.
+// incompleteError is a run that stopped with its evidence incomplete
+// (exit 3) without a report to say so: a capture cut by --max-bytes.
 type incompleteError struct{ err error }
 
 func (e incompleteError) Error() string { return e.err.Error() }
 func (e incompleteError) Unwrap() error { return e.err }
+
+// notRunError is an audit that could not run (exit 4), so there is no
+// report: an unreachable cluster, refused credentials, a snapshot or log
+// dir that cannot be opened, a read that failed midway.
+type notRunError struct{ err error }
+
+func (e notRunError) Error() string { return e.err.Error() }
+func (e notRunError) Unwrap() error { return e.err }
 
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
@@ -134,6 +199,7 @@ func exitCode(ctx context.Context, err error) int {
 		v  verdictError
 		u  usageError
 		in incompleteError
+		nr notRunError
 	)
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
@@ -150,6 +216,8 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUsage
 	case errors.As(err, &in):
 		return exitIncomplete
+	case errors.As(err, &nr):
+		return exitNotRun
 	}
 	// urfave/cli reports bad flags and unknown commands as plain errors.
 	return exitUsage

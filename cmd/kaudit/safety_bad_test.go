@@ -50,11 +50,7 @@ func runGuarded(t *testing.T, args ...string) (res cliResult) {
 		}
 		res.stdout, res.stderr = out.String(), errb.String()
 	}()
-	err := newApp(&out, &errb).RunContext(t.Context(), append([]string{"kaudit"}, args...))
-	if err != nil && !isVerdict(err) {
-		fmt.Fprintln(&errb, "kaudit:", err)
-	}
-	res.code = exitCode(t.Context(), err)
+	res.code = run(t.Context(), append([]string{"kaudit"}, args...), &out, &errb)
 	return res
 }
 
@@ -70,7 +66,7 @@ type badCase struct {
 func bad(path string) string { return filepath.Join(badDir, filepath.FromSlash(path)) }
 
 var (
-	evidence = []int{exitFindings, exitIncomplete} // an evidence problem: never clean, never a usage error
+	evidence = []int{exitFindings, exitIncomplete, exitNotRun} // an evidence problem: never clean, never a usage error
 	config   = []int{exitUsage}
 )
 
@@ -105,7 +101,7 @@ func badCases() []badCase {
 		switch d {
 		case "schema-garbage":
 			// no Avro is decoded: clean, or the schemas are bad evidence
-			ledgerCodes, offsetCodes = []int{exitClean}, []int{exitClean, exitIncomplete}
+			ledgerCodes, offsetCodes = []int{exitClean}, []int{exitClean, exitIncomplete, exitNotRun}
 		case "group-garbage":
 			ledgerCodes, offsetCodes = []int{exitClean}, []int{exitClean} // the ledger reads no group
 		}
@@ -143,7 +139,7 @@ func badCases() []badCase {
 	// input: Streams would drop them all, and an audit that then finds
 	// nothing to check must not call that clean.
 	cs = append(cs, badCase{"spec/select-key-typo", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/select-key-typo/kaudit.yaml"),
-		"--format", "json", "--output", "{out}"}, []int{exitFindings, exitUsage, exitIncomplete}, ""})
+		"--format", "json", "--output", "{out}"}, []int{exitFindings, exitUsage, exitIncomplete, exitNotRun}, ""})
 	// A spec whose topology file is missing or bad: the error names that file.
 	cs = append(cs,
 		badCase{"spec/missing-topology", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", bad("spec/missing-topology/kaudit.yaml"),
@@ -175,7 +171,7 @@ func badCases() []badCase {
 	cs = append(cs,
 		badCase{"reports/verdict-lies", []string{"merge", "--format", "json", bad("reports/clean.json"), bad("reports/verdict-lies.json")}, []int{exitFindings}, ""},
 		badCase{"reports/other-app", []string{"merge", "--output", "{out}", bad("reports/clean.json"), bad("reports/other-app.json")}, config, "other-app"},
-		badCase{"reports/unknown-cause", []string{"merge", "--output", "{out}", bad("reports/unknown-cause.json")}, []int{exitUsage, exitFindings, exitIncomplete}, ""},
+		badCase{"reports/unknown-cause", []string{"merge", "--output", "{out}", bad("reports/unknown-cause.json")}, []int{exitUsage, exitFindings, exitIncomplete, exitNotRun}, ""},
 		badCase{"reports/huge-count", []string{"merge", "--format", "md", bad("reports/huge-count.json")}, []int{exitUsage, exitFindings}, ""},
 		badCase{"reports/huge-count/table", []string{"merge", "--format", "table", bad("reports/huge-count.json")}, []int{exitUsage, exitFindings}, ""},
 		badCase{"reports/huge-count/prom", []string{"merge", "--format", "prom", bad("reports/huge-count.json")}, []int{exitUsage, exitFindings}, ""},
@@ -245,9 +241,10 @@ func checkBadRun(t *testing.T, tc badCase) {
 	if res.allocMB > 256 {
 		t.Errorf("%d MB allocated on a small input", res.allocMB)
 	}
-	errLines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	// the error, then for a usage error the hint where the help is
+	errLines := slices.DeleteFunc(strings.Split(strings.TrimSpace(res.stderr), "\n"), func(l string) bool { return strings.HasPrefix(l, "Run 'kaudit ") })
 	noReport := res.stdout == "" && out == ""
-	if res.code == exitUsage || (res.code == exitIncomplete && noReport && res.stderr != "") {
+	if res.code == exitUsage || (res.code == exitNotRun && noReport && res.stderr != "") {
 		// One line; a spec with several errors may list them, one per
 		// line, each naming the file.
 		if !strings.HasPrefix(errLines[0], "kaudit: ") {
@@ -472,7 +469,7 @@ func TestSafetyBadLive(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		checkBadRun(t, badCase{"", diff(bs), []int{exitClean, exitIncomplete}, ""})
+		checkBadRun(t, badCase{"", diff(bs), []int{exitClean, exitIncomplete, exitNotRun}, ""})
 	})
 	t.Run("partition count changed before the audit", func(t *testing.T) {
 		// orders-v1 grows from 3 to 4 partitions and a record lands in the
@@ -553,7 +550,7 @@ func TestSafetyBadLive(t *testing.T) {
 		t.Logf("exit %d, verdict %s, %d findings", res.code, doc.Summary.Verdict, len(doc.Findings))
 		// Either the retries hid the restart entirely, or the run says
 		// evidence is missing: never a different verdict.
-		if res.code != exitIncomplete && (res.code != want.code || doc.Summary.Verdict != wantDoc.Summary.Verdict || len(doc.Findings) != len(wantDoc.Findings)) {
+		if res.code != exitIncomplete && res.code != exitNotRun && (res.code != want.code || doc.Summary.Verdict != wantDoc.Summary.Verdict || len(doc.Findings) != len(wantDoc.Findings)) {
 			t.Errorf("exit %d, verdict %s, %d findings; the untouched app: exit %d, %s, %d findings",
 				res.code, doc.Summary.Verdict, len(doc.Findings), want.code, wantDoc.Summary.Verdict, len(wantDoc.Findings))
 		}
@@ -603,7 +600,7 @@ func TestSafetyBadLive(t *testing.T) {
 			return nil, nil, false
 		})
 		start := time.Now()
-		checkBadRun(t, badCase{"", diff(bs, "--timeout", "500ms"), []int{exitIncomplete}, ""})
+		checkBadRun(t, badCase{"", diff(bs, "--timeout", "500ms"), []int{exitIncomplete, exitNotRun}, ""})
 		if d := time.Since(start); d > 15*time.Second {
 			t.Errorf("took %s with --timeout 500ms", d)
 		}
@@ -643,7 +640,7 @@ func TestSafetyOutputFile(t *testing.T) {
 		code int
 	}{
 		{"bad spec", []string{"diff", "--snapshot", base, "--spec", bad("spec/bad-expression/kaudit.yaml")}, exitUsage},
-		{"bad snapshot", []string{"diff", "--snapshot", bad("snapshot/manifest-not-json"), "--spec", spec}, exitIncomplete},
+		{"bad snapshot", []string{"diff", "--snapshot", bad("snapshot/manifest-not-json"), "--spec", spec}, exitNotRun},
 		{"bad format", []string{"diff", "--snapshot", base, "--spec", spec, "--format", "xml"}, exitUsage},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -666,8 +663,8 @@ func TestSafetyOutputFile(t *testing.T) {
 	}
 	t.Run("output into a missing dir", func(t *testing.T) {
 		res := runGuarded(t, "diff", "--snapshot", base, "--spec", spec, "--output", filepath.Join(t.TempDir(), "no", "such", "report.json"))
-		if res.panicked != nil || res.code != exitUsage || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
-			t.Errorf("exit %d, stderr %q, panic %v; want a one-line usage error", res.code, res.stderr, res.panicked)
+		if lines := strings.Split(strings.TrimSpace(res.stderr), "\n"); res.panicked != nil || res.code != exitUsage || len(lines) != 2 || !strings.HasPrefix(lines[1], "Run 'kaudit diff --help'") {
+			t.Errorf("exit %d, stderr %q, panic %v; want a one-line usage error and the hint", res.code, res.stderr, res.panicked)
 		}
 	})
 	t.Run("output is a directory", func(t *testing.T) {
@@ -739,7 +736,7 @@ func TestSafetyMutatedSegment(t *testing.T) {
 		switch {
 		case res.panicked != nil:
 			t.Errorf("byte %d: panic: %v", i, res.panicked)
-		case res.code != exitClean && res.code != exitFindings && res.code != exitIncomplete:
+		case res.code != exitClean && res.code != exitFindings && res.code != exitIncomplete && res.code != exitNotRun:
 			t.Errorf("byte %d: exit %d, stderr %q", i, res.code, res.stderr)
 		case covered[i] && res.code == exitClean:
 			t.Errorf("byte %d flipped: exit 0:\n%.300s", i, res.stdout)
@@ -811,7 +808,7 @@ func TestSafetyHugeInputs(t *testing.T) {
 		{"topology long line", []string{"topology", "--topology", topoLine}, []int{exitClean, exitUsage}, ""},
 		{"topology many processors", []string{"topology", "--topology", topoMany, "--format", "json"}, []int{exitClean, exitUsage}, ""},
 		{"spec long expression", []string{"diff", "--snapshot", bad("snapshot/base"), "--spec", specLong, "--output", "{out}"}, config, ""},
-		{"huge properties", []string{"ledger", "--bootstrap-server", closedAddr(t), "--timeout", "300ms", "--topic", "t", "--command-config", props}, []int{exitUsage, exitIncomplete}, ""},
+		{"huge properties", []string{"ledger", "--bootstrap-server", closedAddr(t), "--timeout", "300ms", "--topic", "t", "--command-config", props}, []int{exitUsage, exitIncomplete, exitNotRun}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkBadRun(t, tc)

@@ -189,10 +189,10 @@ func TestSafetySecrets(t *testing.T) {
 				noSecret(t, "stdout", out)
 				noSecret(t, "stderr", errOut)
 				switch {
-				case a.ok && (code == exitUsage || code == exitIncomplete):
+				case a.ok && (code == exitUsage || code == exitNotRun):
 					t.Errorf("right password: exit %d, stderr %s", code, errOut)
-				case !a.ok && code != exitIncomplete:
-					t.Errorf("wrong password: exit %d, want %d; stderr %s", code, exitIncomplete, errOut)
+				case !a.ok && code != exitNotRun:
+					t.Errorf("wrong password: exit %d, want %d; stderr %s", code, exitNotRun, errOut)
 				}
 			})
 		}
@@ -352,7 +352,7 @@ func TestSafetySecretsRegistry(t *testing.T) {
 				if !tt.ok && (code == exitClean || code == exitFindings || !said) {
 					t.Errorf("%s: exit %d, the 401 is not reported; stderr %s; stdout %.400s", f, code, errOut, out)
 				}
-				if tt.ok && (code == exitUsage || code == exitIncomplete) {
+				if tt.ok && (code == exitUsage || code == exitNotRun) {
 					t.Errorf("%s: right password: exit %d; stderr %s", f, code, errOut)
 				}
 			}

@@ -48,6 +48,15 @@ func properties(o sourceOptions) (map[string]string, error) {
 			return nil, usagef("--command-property: %w", err)
 		}
 	}
+	if o.Protocol != "" {
+		// SSL://host:9092 says the protocol, as a listener does
+		switch p, ok := props["security.protocol"]; {
+		case !ok:
+			props["security.protocol"] = o.Protocol
+		case !strings.EqualFold(p, o.Protocol):
+			return nil, usagef("--bootstrap-server names %s:// but security.protocol is %s", o.Protocol, p)
+		}
+	}
 	return props, nil
 }
 
@@ -61,6 +70,8 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 		}
 	}
 	switch {
+	case o.bootstrapErr != nil:
+		return nil, usagef("--bootstrap-server %w", o.bootstrapErr)
 	case n == 0:
 		return nil, usagef("kaudit %s needs a source: --bootstrap-server HOST:PORT, --snapshot DIR or --log-dir DIR", command)
 	case n > 1:
@@ -70,13 +81,13 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	case o.Snapshot != "":
 		s, err := snapshot.OpenContext(ctx, o.Snapshot)
 		if err != nil {
-			return nil, incompleteError{fmt.Errorf("open snapshot: %w", err)}
+			return nil, notRunError{err} // it says "open snapshot"
 		}
 		return &openedSource{Source: s, problems: s.Problems(), close: func() {}}, nil
 	case len(o.LogDirs) > 0:
 		d, err := segment.OpenDirs(o.LogDirs...)
 		if err != nil {
-			return nil, incompleteError{fmt.Errorf("open log dirs: %w", err)}
+			return nil, notRunError{wrapOnce("open log dirs", err)}
 		}
 		problems := d.Problems()
 		for _, tt := range d.TornTails() {
@@ -91,7 +102,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 			// replicas of one partition in several brokers' dirs: compare them
 			div, err := d.Divergence(ctx)
 			if err != nil {
-				return nil, incompleteError{fmt.Errorf("compare replicas: %w", err)}
+				return nil, notRunError{wrapOnce("compare replicas", err)}
 			}
 			problems = append(problems, div...)
 		}
@@ -110,7 +121,15 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
-	return nil, incompleteError{err}
+	return nil, notRunError{err}
+}
+
+// wrapOnce wraps err with prefix unless its message already starts so.
+func wrapOnce(prefix string, err error) error {
+	if strings.HasPrefix(err.Error(), prefix+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
 }
 
 // groupNotes says, for log dirs, which transactional offset commits of
@@ -174,7 +193,7 @@ func openDecoderTopics(o sourceOptions, specKey, specValue string, topics map[st
 	case err != nil && staged:
 		// the snapshot's own schemas are evidence: unusable ones leave
 		// the run without it, they are no usage error
-		return nil, staged, incompleteError{fmt.Errorf("read the snapshot's schemas: %w", err)}
+		return nil, staged, notRunError{fmt.Errorf("read the snapshot's schemas: %w", err)}
 	case err != nil:
 		return nil, staged, usagef("configure decoding: %w", err)
 	}
