@@ -29,6 +29,7 @@ type appOpts struct {
 	purgeMs      int64 // repartition.purge.interval.ms; 0: Streams' default (30 s)
 	commitMs     int64 // commit.interval.ms; 0: Streams' EOS default (100 ms)
 	dropOrders   []string
+	dropKeys     map[string][]string // source topic -> source record keys the app swallows
 	slowRepartMs int64
 	rf           int
 	noCache      bool // statestore.cache.max.bytes=0: every update goes downstream at once
@@ -51,6 +52,11 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	}
 	if len(o.dropOrders) > 0 {
 		props = append(props, "-Ddrop.orders="+strings.Join(o.dropOrders, ","))
+	}
+	for _, t := range sourceTopics {
+		if len(o.dropKeys[t]) > 0 {
+			props = append(props, "-Ddrop.keys."+t+"="+strings.Join(o.dropKeys[t], ","))
+		}
 	}
 	if o.kafkaTimeout {
 		props = append(props, "-Dseed.timeouts=false")

@@ -186,3 +186,19 @@ func TestForgeCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestSwallowChoices(t *testing.T) {
+	chosen := pickPayments(genWave(wave1))
+	if len(chosen) != 6 {
+		t.Fatalf("pickPayments chose %d payments, want 6", len(chosen))
+	}
+	versions := spreadOrders(3, spreadN, spreadVersions)
+	for v := range versions {
+		if len(versions[v]) != spreadN {
+			t.Fatalf("version %d holds %d orders", v, len(versions[v]))
+		}
+	}
+	if !reflect.DeepEqual(versions, spreadOrders(3, spreadN, spreadVersions)) {
+		t.Fatal("spreadOrders is not deterministic")
+	}
+}

@@ -25,6 +25,8 @@ var scenarios = []scenario{
 	{"purged-before-commit", "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", 1, scenarioPurgedBeforeCommit},
 	{"dropped", "the app swallows chosen records before selectKey; repartition topics not purged", 1, scenarioDropped},
 	{"dropped-purged", "the app swallows chosen records; repartition purged every 30 s (Streams' default)", 1, scenarioDroppedPurged},
+	{"dropped-sum", "the app swallows chosen payments (the sum(amount) table); repartition purged every 30 s", 1, scenarioDroppedSum},
+	{"dropped-spread", "orders keyed off their orderId (versions in different partitions); the last version of some swallowed; purge on", 1, scenarioDroppedSpread},
 	{"offsets-forward", "the group's offsets moved forward while the app is down", 1, scenarioOffsetsForward},
 	{"state-wipe", "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", 1, scenarioStateWipe},
 	{"outage", "every broker killed -9 during processing, restarted after the outage (the seed)", 1, scenarioOutage},

@@ -50,7 +50,8 @@ import org.slf4j.LoggerFactory;
  *       {@code cache.bytes} (default 30 MB, as in the seed): unset means Streams' default;
  *   <li>{@code drop.orders}, {@code drop.payments}, {@code drop.shipments}: comma-separated orderIds
  *       whose records the app swallows before selectKey, as a processor that catches and ignores an
- *       exception would (the "dropped" fault);
+ *       exception would (the "dropped" fault); {@code drop.keys.orders} (and .payments, .shipments):
+ *       the same for chosen source records, named by their source key;
  *   <li>{@code seed.timeouts} (true): the seed's producer settings (max.block.ms and
  *       delivery.timeout.ms 18,000,000, acks=all, zstd, 20 MB requests);
  *   <li>{@code slow.repartition.ms}: see {@link ConfluentAvroSerde};
@@ -172,11 +173,11 @@ public final class DrillApp {
 
     private static KTable<String, GenericRecord> table(StreamsBuilder b, ConfluentAvroSerde avro, String topic,
             org.apache.kafka.streams.kstream.Reducer<GenericRecord> reducer) {
-        Set<String> drop = Arrays.stream(System.getProperty("drop." + topic, "").split(","))
-                .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet());
+        Set<String> drop = csv("drop." + topic);
+        Set<String> dropKeys = csv("drop.keys." + topic);
         ValueMapperWithKey<String, GenericRecord, List<GenericRecord>> swallow = (k, v) -> {
             Object id = v == null ? null : v.get("orderId");
-            if (id != null && drop.contains(id.toString())) {
+            if ((id != null && drop.contains(id.toString())) || (k != null && dropKeys.contains(k))) {
                 // What a processor that catches an exception and returns nothing does.
                 LOG.info("swallowed {} record key={} orderId={}", topic, k, id);
                 return List.of();
@@ -188,6 +189,11 @@ public final class DrillApp {
                 .selectKey((k, v) -> v.get("orderId") == null ? null : v.get("orderId").toString())
                 .groupByKey(Grouped.with(Serdes.String(), avro))
                 .reduce(reducer, Materialized.with(Serdes.String(), avro));
+    }
+
+    private static Set<String> csv(String property) {
+        return Arrays.stream(System.getProperty(property, "").split(","))
+                .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet());
     }
 
     private static Schema schema(String name) {
