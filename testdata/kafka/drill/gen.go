@@ -194,11 +194,13 @@ type fault struct {
 	From      int64    `json:"from"` // first offset hit
 	To        int64    `json:"to"`   // one past the last offset hit
 	Keys      []string `json:"keys"`
+	Records   []string `json:"records,omitempty"` // source records the fault took away, topic/partition@offset
 	Note      string   `json:"note,omitempty"`
 }
 
 type truth struct {
 	Scenario string      `json:"scenario"`
+	Attempt  int         `json:"attempt"` // which attempt this is (retried while preconditions did not happen)
 	Records  []*inputRec `json:"records"`
 	Faults   []fault     `json:"faults"`
 }
