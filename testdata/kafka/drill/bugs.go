@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The scenarios of issue M: data loss that Kafka Streams causes by itself, left to Streams'
@@ -366,3 +371,336 @@ func prefixed(what string, err error) error {
 }
 
 func sortedKeys(m map[string]bool) []string { return keys(m) }
+
+// scenarioKafka16017 reproduces KAFKA-16017 on Streams 3.6.1; the control runs Streams 3.6.2.
+func scenarioKafka16017(ctx context.Context, r *scRun) error { return r.kafka16017(ctx, true) }
+
+func scenarioKafka16017Control(ctx context.Context, r *scRun) error {
+	return r.kafka16017(ctx, false)
+}
+
+// restoreRe matches the app's restore listener lines (DrillApp).
+var (
+	restoreStartRe = regexp.MustCompile(`^RESTORE-START (\S+)-(\d+) (\d+) (\d+)$`)
+	restoreBatchRe = regexp.MustCompile(`^RESTORE (\S+)-(\d+) (\d+) (\d+)$`)
+)
+
+// kafka16017 follows the deterministic recipe (the upstream test's trigger,
+// EosIntegrationTest.shouldCheckpointRestoredOffsetsWhenClosingCleanDuringRestoring, on the
+// seed's topology): 4 partitions; wave 1 processed in one JVM (its record collector holds the
+// last written changelog offset L of task 1_3); one payment whose reducer call throws
+// TaskCorruptedException for task 1_3 once; Streams wipes the task's state and restores it
+// from the changelogs, slowly (10 records a poll, 200 ms a batch); SIGTERM on the first
+// restored batch of a changelog of partition 3, whose restored offset is R. Precondition: the
+// task's .checkpoint holds L > R for a changelog (the control: R, or -4 for "unknown";
+// Streams checkpoints the last offset in the store, not the next one). The restart then
+// restores nothing of (R, L]; new payments for keys K1 of that range (and the trigger's
+// order, whose payment is applied after the restart) and order updates for other keys K2 of
+// it show the loss: the payments store restarts K1 from the raw input, the join reads no
+// payment for K2. Keys of (R, L] with no new input keep a right changelog and output: no
+// evidence shows their store is wrong. kaudit runs after the restart (with --state-dir).
+func (r *scRun) kafka16017(ctx context.Context, bug bool) error {
+	const task, part = "1_3", int32(3)
+	recs := genWave(wave1)
+	partOf := kgo.StickyKeyPartitioner(nil).ForTopic("")
+	// The trigger: a payment for an order already paid once, re-keyed to partition 3, so that
+	// the payments reducer of task 1_3 is called for it.
+	paid := map[string]int{}
+	for _, rec := range recs {
+		if rec.Topic == topicPayments && rec.OrderID != nil {
+			paid[*rec.OrderID]++
+		}
+	}
+	var trigger string
+	for _, rec := range recs {
+		if rec.Topic == topicOrders && paid[*rec.OrderID] > 0 && partOf.Partition(&kgo.Record{Key: []byte(*rec.OrderID)}, 4) == int(part) {
+			trigger = *rec.OrderID
+			break
+		}
+	}
+	if trigger == "" {
+		return fmt.Errorf("no paid order of wave 1 is re-keyed to partition %d", part)
+	}
+	const triggerPid = "p-w9-00000"
+	o := appOpts{props: []string{"restore.max.poll.records=10", "restore.sleep.ms=200",
+		"corrupt.payment=" + triggerPid, "corrupt.task=" + task}}
+	if err := r.produce(ctx, recs, 200, 0); err != nil {
+		return err
+	}
+	if err := r.startApp(ctx, o); err != nil {
+		return err
+	}
+	if _, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second); err != nil {
+		return err
+	}
+	_, mark := r.app.linesFrom(0)
+	tr := []*inputRec{{Topic: topicPayments, Key: triggerPid, OrderID: &trigger, Wave: 9,
+		Value: map[string]any{"paymentId": triggerPid, "orderId": trigger, "amount": int64(1), "method": "card", "seq": int64(0)}}}
+	if err := r.produce(ctx, tr, 1, 0); err != nil {
+		return err
+	}
+	// Wait for the corruption, then for the first restored batch of a changelog of partition 3.
+	a := r.app
+	deadline := time.Now().Add(60 * time.Second)
+	corrupted, sent := false, false
+	for !sent {
+		if time.Now().After(deadline) || !a.alive() {
+			return notInjected("no restore batch of task %s within 60 s of the trigger (corrupted: %v); see %s", task, corrupted, a.log)
+		}
+		ls, _ := a.linesFrom(mark)
+		for _, l := range ls {
+			corrupted = corrupted || strings.Contains(l, "throwing TaskCorruptedException")
+			if m := restoreBatchRe.FindStringSubmatch(l); corrupted && m != nil && m[2] == fmt.Sprint(part) {
+				a.signal(syscall.SIGTERM)
+				sent = true
+				logf("SIGTERM on the first restore batch of task %s: %s", task, l)
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-a.exited:
+	case <-time.After(90 * time.Second):
+		a.kill9()
+		return fmt.Errorf("the app ignored SIGTERM for 90 s; see %s", a.log)
+	}
+	r.app = nil
+	// What was restored (R per changelog partition) and what the checkpoint says.
+	restored := map[string]int64{}
+	ended := map[string]bool{}
+	ls, _ := a.linesFrom(mark)
+	for _, l := range ls {
+		if m := restoreStartRe.FindStringSubmatch(l); m != nil && m[2] == fmt.Sprint(part) {
+			st, _ := strconv.ParseInt(m[3], 10, 64)
+			restored[m[1]] = st - 1
+		}
+		if m := restoreBatchRe.FindStringSubmatch(l); m != nil && m[2] == fmt.Sprint(part) {
+			end, _ := strconv.ParseInt(m[3], 10, 64)
+			restored[m[1]] = max(restored[m[1]], end)
+		}
+		if strings.HasPrefix(l, "RESTORE-END ") && strings.Contains(l, fmt.Sprintf("-changelog-%d ", part)) {
+			ended[strings.Fields(l)[1]] = true
+		}
+	}
+	ckptPath := filepath.Join(r.stateDir, appID, task, ".checkpoint")
+	ckpt, err := readCheckpoint(ckptPath)
+	if err != nil {
+		return notInjected("task %s has no checkpoint after the clean close: %v", task, err)
+	}
+	s, err := r.d.observe(ctx)
+	if err != nil {
+		return err
+	}
+	type lostRange struct {
+		changelog string
+		r, l      int64
+		keys      []string
+	}
+	var lost []lostRange
+	var mid []string
+	for _, cl := range s.changelogs() {
+		tp := fmt.Sprintf("%s %d", cl, part)
+		off, ok := ckpt[tp]
+		rr, restoring := restored[cl]
+		if !restoring {
+			continue
+		}
+		if !ended[fmt.Sprintf("%s-%d", cl, part)] {
+			mid = append(mid, cl)
+		}
+		logf("%s/%d: restored to %d, checkpoint %d (present %v), end %d", cl, part, rr, off, ok, s.hw[cl][part])
+		// Streams' checkpoint holds the last offset in the store (restore resumes after it; -4:
+		// unknown, restore from the start), so the bug's checkpoint is L, the fix's R.
+		if ok && off > rr {
+			recs, err := r.d.readPartition(ctx, cl, part, rr+1, off+1, true)
+			if err != nil {
+				return err
+			}
+			set := map[string]bool{}
+			for _, rec := range recs {
+				if !rec.Attrs.IsControl() {
+					set[string(rec.Key)] = true
+				}
+			}
+			lost = append(lost, lostRange{cl, rr, off, keys(set)})
+		}
+	}
+	if len(mid) == 0 {
+		return notInjected("the close did not land mid-restoration of task %s (every changelog finished)", task)
+	}
+	if bug && len(lost) == 0 {
+		return notInjected("task %s's checkpoint is not past the restored offsets (close mid-restoration of %v)", task, mid)
+	}
+	if !bug && len(lost) > 0 {
+		return fmt.Errorf("Streams %s checkpointed past the restored offset (the control must not): %v", r.streams, lost)
+	}
+	describe, err := os.ReadFile(filepath.Join(r.dir, "describe.txt"))
+	if err != nil {
+		return fmt.Errorf("read describe: %w", err)
+	}
+	payStore, _, err := storeOf(string(describe), topicPayments)
+	if err != nil {
+		return err
+	}
+	payLog := appID + "-" + payStore + "-changelog"
+	for _, lr := range lost {
+		r.addFault(fault{Kind: "kafka-16017", Topic: lr.changelog, Partition: part, From: lr.r + 1, To: lr.l + 1, Keys: lr.keys,
+			Note: fmt.Sprintf("Streams %s closed task %s cleanly mid-restoration after a TaskCorruptedException: checkpoint L = %d (the last written offset), restored to R = %d; the store lacks (R, L] for good", r.streams, task, lr.l, lr.r)})
+	}
+	// New inputs for keys of (R, L] of the payments changelog (K1 payments, K2 order updates);
+	// in the control, for keys of the same partition's payments changelog.
+	var cands []string
+	for _, lr := range lost {
+		if lr.changelog == payLog {
+			cands = lr.keys
+		}
+	}
+	if !bug || len(cands) == 0 {
+		recs, err := r.d.readPartition(ctx, payLog, part, 0, s.lso[payLog][part], true)
+		if err != nil {
+			return err
+		}
+		set := map[string]bool{}
+		for _, rec := range recs {
+			if !rec.Attrs.IsControl() {
+				set[string(rec.Key)] = true
+			}
+		}
+		if bug {
+			return notInjected("the payments changelog of task %s lost nothing (lost: %v)", task, lost)
+		}
+		cands = keys(set)
+	}
+	orders := map[string]*inputRec{}
+	for _, rec := range r.truth.Records {
+		if rec.Topic == topicOrders {
+			orders[*rec.OrderID] = rec
+		}
+	}
+	var k1, k2 []string
+	for _, k := range cands {
+		if orders[k] == nil || k == trigger {
+			continue
+		}
+		if len(k1) < 5 {
+			k1 = append(k1, k)
+		} else if len(k2) < 5 {
+			k2 = append(k2, k)
+		}
+	}
+	if len(k1) == 0 || len(k2) == 0 {
+		return notInjected("(R, L] of %s holds too few orders' keys (%d)", payLog, len(cands))
+	}
+	var more []*inputRec
+	for i, k := range k1 {
+		pid := fmt.Sprintf("p-w8-%05d", i)
+		kk := k
+		more = append(more, &inputRec{Topic: topicPayments, Key: pid, OrderID: &kk, Wave: 8,
+			Value: map[string]any{"paymentId": pid, "orderId": k, "amount": int64(1000 + i), "method": "card", "seq": int64(i)}})
+	}
+	for i, k := range k2 {
+		kk := k
+		v := map[string]any{}
+		for f, x := range orders[k].Value {
+			v[f] = x
+		}
+		v["status"], v["seq"] = "AMENDED", int64(10000+i)
+		more = append(more, &inputRec{Topic: topicOrders, Key: k, OrderID: &kk, Wave: 8, Value: v})
+	}
+	r.addFault(fault{Kind: "new-inputs", Keys: append(append([]string(nil), k1...), k2...),
+		Note: fmt.Sprintf("after the restart: payments for K1 %v, order updates for K2 %v (keys of (R, L] of %s)", k1, k2, payLog)})
+	// Restart on the same state dir, without the trigger.
+	if err := r.startApp(ctx, appOpts{props: []string{"restore.max.poll.records=10"}}); err != nil {
+		return err
+	}
+	if bug {
+		if _, ok := r.app.find(fmt.Sprintf("Finished restoring changelog %s-%d to store %s with a total number of 0 records", payLog, part, payStore), 0); !ok {
+			logf("note: the restart did not log 'Finished restoring changelog %s-%d … 0 records'", payLog, part)
+		}
+	}
+	if err := r.produce(ctx, more, 200, 0); err != nil {
+		return err
+	}
+	if _, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second); err != nil {
+		return err
+	}
+	if err := r.stopApp(); err != nil {
+		return err
+	}
+	if s, err = r.d.observe(ctx); err != nil {
+		return err
+	}
+	bad, err := r.checkOutput(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	// The trigger payment is applied after the restart too (its first try threw): a K1 key.
+	k1 = append(k1, trigger)
+	affected := append(append([]string(nil), k1...), k2...)
+	sort.Strings(affected)
+	rep, err := r.d.runDiff(ctx, r.dir, "--state-dir", filepath.Join(r.stateDir))
+	if err != nil {
+		return err
+	}
+	if !bug {
+		return allErrs(expectNoDiff(bad), expectVerdict(rep, "clean"), expectOnlyLossCauses(rep))
+	}
+	if strings.Join(bad, ",") != strings.Join(affected, ",") {
+		return fmt.Errorf("the output differs on %v, want exactly K1 ∪ K2 %v", bad, affected)
+	}
+	store := append(rep.byCause("state-reset"), rep.byCause("state-diverged")...)
+	joins := rep.byCause("join-stale")
+	var errs []error
+	errs = append(errs, expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "state-reset", "state-diverged", "join-stale"),
+		expectKeys("state-reset/state-diverged", store, sortedCopy(k1)))
+	jk := map[string]bool{}
+	for _, f := range joins {
+		jk[f.keyString()] = true
+	}
+	for _, k := range k2 {
+		if !jk[k] {
+			errs = append(errs, fmt.Errorf("no join-stale finding for K2 key %s", k))
+		}
+	}
+	for k := range jk {
+		if !slices.Contains(affected, k) {
+			errs = append(errs, fmt.Errorf("join-stale finding for %s, not a key of K1 ∪ K2", k))
+		}
+	}
+	return allErrs(errs...)
+}
+
+func expectNoDiff(bad []string) error {
+	if len(bad) > 0 {
+		return fmt.Errorf("the output differs from the fold on %d keys %v", len(bad), head(bad, 10))
+	}
+	return nil
+}
+
+func sortedCopy(l []string) []string {
+	out := append([]string(nil), l...)
+	sort.Strings(out)
+	return out
+}
+
+// readCheckpoint reads a Streams .checkpoint: "topic partition" -> offset.
+func readCheckpoint(path string) (map[string]int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	out := map[string]int64{}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for _, l := range lines[min(2, len(lines)):] {
+		f := strings.Fields(l)
+		if len(f) == 3 {
+			v, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("parse %s: %w", path, err)
+			}
+			out[f[0]+" "+f[1]] = v
+		}
+	}
+	return out, nil
+}

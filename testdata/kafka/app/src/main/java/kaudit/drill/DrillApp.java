@@ -158,7 +158,10 @@ public final class DrillApp {
         p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         setIf(p, StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "commit.interval.ms");
         setIf(p, StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "purge.interval.ms");
-        setIf(p, StreamsConfig.restoreConsumerPrefix(ConsumerConfig.MAX_POLL_RECORDS_CONFIG), "restore.max.poll.records");
+        String restorePoll = System.getProperty("restore.max.poll.records");
+        if (restorePoll != null && !restorePoll.isEmpty()) {
+            p.put(StreamsConfig.restoreConsumerPrefix(ConsumerConfig.MAX_POLL_RECORDS_CONFIG), Integer.parseInt(restorePoll));
+        }
         if (Boolean.parseBoolean(System.getProperty("seed.timeouts", "true"))) {
             p.put(StreamsConfig.producerPrefix(ProducerConfig.MAX_REQUEST_SIZE_CONFIG), 20000000);
             p.put(StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG), "all");
