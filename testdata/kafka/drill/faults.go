@@ -567,6 +567,18 @@ func (r *scRun) outage(ctx context.Context, o appOpts, down time.Duration) error
 	}
 	r.truth.Records = append(r.truth.Records, recs...)
 	s, err := r.d.waitCaughtUp(ctx, r.app, 240*time.Second)
+	// A stream thread that died of the outage (Kafka 4.x: "Cannot execute transactional method
+	// because we are in an error state") is restarted as an operator would, at most twice.
+	for restarts := 0; err != nil && r.app != nil && !r.app.alive() && restarts < 2; restarts++ {
+		why, _ := r.app.find("stream thread died", 0)
+		logf("the app died after the outage (%v): restarting it, as an operator would", err)
+		r.addFault(fault{Kind: "app-died", Note: fmt.Sprintf("the app exited after the outage (%s; %s); restarted by the drill", strings.TrimSpace(why), r.app.log)})
+		r.app = nil
+		if err := r.startApp(ctx, o); err != nil {
+			return err
+		}
+		s, err = r.d.waitCaughtUp(ctx, r.app, 240*time.Second)
+	}
 	if err != nil {
 		return err
 	}
