@@ -80,7 +80,7 @@ func expectRecords(what string, fs []finding, want []*inputRec) error {
 	sort.Strings(missing)
 	sort.Strings(extra)
 	if len(missing) > 0 || len(extra) > 0 {
-		return fmt.Errorf("%s findings: %d of %d swallowed records not named %v, %d other records named %v",
+		return fmt.Errorf("%s findings: %d of %d expected records not named %v, %d other records named %v",
 			what, len(missing), len(wantSet), head(missing, 8), len(extra), head(extra, 8))
 	}
 	return nil
