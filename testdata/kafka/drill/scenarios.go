@@ -36,11 +36,11 @@ var scenarios = []scenario{
 	{name: "state-wipe", about: "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", brokers: 1, run: scenarioStateWipe},
 	{name: "outage", about: "every broker killed -9 during processing, restarted after the outage (the seed)", brokers: 1, run: scenarioOutage},
 	{name: "outage-defaults", about: "the outage (75 s) with the clients' max.block.ms of 60 s, as the seed ran before its fix", brokers: 1, run: scenarioOutageDefaults},
-	{name: "outage-rf3", about: "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", brokers: 3, run: scenarioOutage},
 	{name: "kafka-17635", about: "Streams 3.6.2 purges repartition records it consumed but did not commit during a rebalance, then is fenced (KAFKA-17635, for real)", brokers: 1, run: scenarioKafka17635, streams: "3.6.2", partitions: 4, attempts: 3},
 	{name: "kafka-17635-control", about: "the KAFKA-17635 steps on Streams 3.7.2 (fixed): fenced, nothing purged past the commit, no loss", brokers: 1, run: scenarioKafka17635Control, streams: "3.7.2", partitions: 4, attempts: 3},
 	{name: "kafka-16017", about: "Streams 3.6.1 closes a corrupted task cleanly mid-restoration and checkpoints its last written offset (KAFKA-16017, for real)", brokers: 1, run: scenarioKafka16017, streams: "3.6.1", partitions: 4, attempts: 3},
 	{name: "kafka-16017-control", about: "the KAFKA-16017 steps on Streams 3.6.2 (fixed): the checkpoint holds the restored offset, no loss", brokers: 1, run: scenarioKafka16017Control, streams: "3.6.2", partitions: 4, attempts: 3},
+	{name: "outage-rf3", about: "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", brokers: 3, run: scenarioOutage},
 	{name: "unclean", about: "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", brokers: 3, run: scenarioUnclean},
 }
 
