@@ -35,7 +35,7 @@ type tailer struct {
 func (d *drill) tail(ctx context.Context, re string) (*tailer, error) {
 	cl, err := d.client(
 		kgo.ConsumeRegex(), kgo.ConsumeTopics(re),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()), // from the start; out of range is an error
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.MetadataMinAge(200*time.Millisecond), kgo.MetadataMaxAge(time.Second),
 		kgo.FetchMaxWait(100*time.Millisecond),
