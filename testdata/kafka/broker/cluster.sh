@@ -116,6 +116,7 @@ props() {
 			log.retention.check.interval.ms=1000
 			log.segment.delete.delay.ms=1000
 			log.flush.offset.checkpoint.interval.ms=5000
+			transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 		EOF
 	} >"$f"
 	echo "$f"

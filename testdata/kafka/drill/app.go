@@ -20,6 +20,7 @@ type appRun struct {
 	log     string
 	mu      sync.Mutex
 	running bool // saw "-> RUNNING" at least once
+	lines   []string
 	exited  chan struct{}
 	err     error
 }
@@ -29,10 +30,14 @@ type appOpts struct {
 	purgeMs      int64 // repartition.purge.interval.ms; 0: Streams' default (30 s)
 	commitMs     int64 // commit.interval.ms; 0: Streams' EOS default (100 ms)
 	dropOrders   []string
+	dropKeys     map[string][]string // source topic -> source record keys the app swallows
 	slowRepartMs int64
 	rf           int
-	noCache      bool // statestore.cache.max.bytes=0: every update goes downstream at once
-	kafkaTimeout bool // the clients' own max.block.ms (60 s) instead of the seed's 18,000,000
+	noCache      bool     // statestore.cache.max.bytes=0: every update goes downstream at once
+	kafkaTimeout bool     // the clients' own max.block.ms (60 s) instead of the seed's 18,000,000
+	streams      string   // Kafka Streams version of the app's build ("": the broker's)
+	sessionMs    int      // the main consumer's session.timeout.ms (0: the app's 6000)
+	props        []string // more -D system properties, "name=value"
 }
 
 // startApp starts the app with state dir stateDir, logging to dir/app-N.log, and writes its
@@ -52,6 +57,17 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	if len(o.dropOrders) > 0 {
 		props = append(props, "-Ddrop.orders="+strings.Join(o.dropOrders, ","))
 	}
+	for _, t := range sourceTopics {
+		if len(o.dropKeys[t]) > 0 {
+			props = append(props, "-Ddrop.keys."+t+"="+strings.Join(o.dropKeys[t], ","))
+		}
+	}
+	if o.sessionMs > 0 {
+		props = append(props, fmt.Sprintf("-Dsession.timeout.ms=%d", o.sessionMs))
+	}
+	for _, p := range o.props {
+		props = append(props, "-D"+p)
+	}
 	if o.kafkaTimeout {
 		props = append(props, "-Dseed.timeouts=false")
 	}
@@ -63,7 +79,8 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	}
 	args := append([]string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-Djava.io.tmpdir=" + filepath.Join(d.o.work, "tmp")}, props...)
-	cp := filepath.Join(d.appLib, "classes") + ":" + filepath.Join(d.appLib, "lib") + "/*"
+	lib := d.appLibFor(o.streams)
+	cp := filepath.Join(lib, "classes") + ":" + filepath.Join(lib, "lib") + "/*"
 	args = append(args, "-cp", cp, "kaudit.drill.DrillApp", d.bootstrap, stateDir, d.regURL)
 	if err := os.MkdirAll(filepath.Join(d.o.work, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("create tmp dir: %w", err)
@@ -88,11 +105,12 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(f, line)
+			a.mu.Lock()
+			a.lines = append(a.lines, line)
 			if strings.HasPrefix(line, "STATE ") && strings.HasSuffix(line, "-> RUNNING") {
-				a.mu.Lock()
 				a.running = true
-				a.mu.Unlock()
 			}
+			a.mu.Unlock()
 		}
 		f.Close()
 	}()
@@ -126,6 +144,34 @@ func (a *appRun) waitRunning(ctx context.Context, timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// linesFrom returns the app's output lines from index i on, and the index after them.
+func (a *appRun) linesFrom(i int) ([]string, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i > len(a.lines) {
+		i = len(a.lines)
+	}
+	return append([]string(nil), a.lines[i:]...), len(a.lines)
+}
+
+// find returns the first output line containing sub, from index from on.
+func (a *appRun) find(sub string, from int) (string, bool) {
+	ls, _ := a.linesFrom(from)
+	for _, l := range ls {
+		if strings.Contains(l, sub) {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// signal sends sig to the JVM (SIGSTOP, SIGCONT, SIGTERM).
+func (a *appRun) signal(sig syscall.Signal) {
+	if a.alive() {
+		_ = a.cmd.Process.Signal(sig)
+	}
 }
 
 // kill9 kills the app with SIGKILL, mid-whatever it was doing.

@@ -25,7 +25,7 @@ const (
 	topicPayments  = "payments"
 	topicShipments = "shipments"
 	topicOutput    = "order-status"
-	numPartitions  = 2
+	numPartitions  = 2 // per source topic, unless the scenario says otherwise
 )
 
 var sourceTopics = []string{topicOrders, topicPayments, topicShipments}
@@ -39,7 +39,7 @@ type drill struct {
 	regURL    string
 	kaudit    string
 	schemas   *schemaSet
-	appLib    string // the app's classpath: target/kafka-<version>/{classes,lib/*}
+	appLib    string // the app's classpath: target/kafka-<version>/{classes,lib/*}, for -kafka-version
 	brokers   int    // brokers of the running cluster
 	bootstrap string // of the running cluster
 }
@@ -57,6 +57,13 @@ func newDrill(ctx context.Context, o options) (*drill, error) {
 	if _, err := os.Stat(d.appLib); err != nil {
 		return nil, fmt.Errorf("the app is not built for Kafka %s (%w): run mvn -B -q -f testdata/kafka/app/pom.xml package -Dkafka.version=%s", o.kafkaVersion, err, o.kafkaVersion)
 	}
+	for _, sc := range o.scenarios {
+		if s, ok := scenarioByName(sc); ok && s.streams != "" {
+			if _, err := os.Stat(d.appLibFor(s.streams)); err != nil {
+				return nil, fmt.Errorf("scenario %s needs the app built for Kafka Streams %s (%w): run mvn -B -q -f testdata/kafka/app/pom.xml package -Dstreams.version=%s", sc, s.streams, err, s.streams)
+			}
+		}
+	}
 	if d.schemas, err = loadSchemas(filepath.Join(d.root, "app", "src", "main", "resources", "avro")); err != nil {
 		return nil, err
 	}
@@ -67,6 +74,14 @@ func newDrill(ctx context.Context, o options) (*drill, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// appLibFor is the app's build dir for Kafka Streams version v ("": the broker's version).
+func (d *drill) appLibFor(v string) string {
+	if v == "" {
+		return d.appLib
+	}
+	return filepath.Join(d.root, "app", "target", "kafka-"+v)
 }
 
 func (d *drill) close() {

@@ -186,3 +186,91 @@ func TestForgeCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestSwallowChoices(t *testing.T) {
+	chosen := pickPayments(genWave(wave1))
+	if len(chosen) != 6 {
+		t.Fatalf("pickPayments chose %d payments, want 6", len(chosen))
+	}
+	versions := spreadOrders(3, spreadN, spreadVersions)
+	for v := range versions {
+		if len(versions[v]) != spreadN {
+			t.Fatalf("version %d holds %d orders", v, len(versions[v]))
+		}
+	}
+	if !reflect.DeepEqual(versions, spreadOrders(3, spreadN, spreadVersions)) {
+		t.Fatal("spreadOrders is not deterministic")
+	}
+}
+
+func TestReadCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, text string
+		want       map[string]int64
+		err        bool
+	}{
+		{"two entries", "0\n2\nkaudit-drill-S-changelog 3 56\nkaudit-drill-T-changelog 3 -4\n",
+			map[string]int64{"kaudit-drill-S-changelog 3": 56, "kaudit-drill-T-changelog 3": -4}, false},
+		{"empty", "0\n0\n", map[string]int64{}, false},
+		{"bad offset", "0\n1\nt 0 x\n", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.name)
+			if err := os.WriteFile(p, []byte(tt.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readCheckpoint(p)
+			if (err != nil) != tt.err {
+				t.Fatalf("err %v, want error %v", err, tt.err)
+			}
+			if !tt.err && !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGaps(t *testing.T) {
+	s := state{committed: tpOffsets{}, start: tpOffsets{}, internal: []string{"a-repartition", "b-changelog"}}
+	s.start.set("a-repartition", 0, 10)
+	s.committed.set("a-repartition", 0, 7)
+	s.start.set("a-repartition", 1, 5)
+	s.committed.set("a-repartition", 1, 5)
+	s.start.set("b-changelog", 0, 9)
+	s.committed.set("b-changelog", 0, 1)
+	got := gaps(s)
+	if want := []gap{{"a-repartition", 0, 7, 10}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("gaps %v, want %v", got, want)
+	}
+}
+
+func TestExpectRecordsLatest(t *testing.T) {
+	s := func(v string) *string { return &v }
+	o1 := &inputRec{Topic: topicOrders, Partition: 0, Offset: 1, OrderID: s("o1")}
+	o1b := &inputRec{Topic: topicOrders, Partition: 0, Offset: 2, OrderID: s("o1")}
+	p1 := &inputRec{Topic: topicPayments, Partition: 1, Offset: 4, OrderID: s("o1")}
+	p2 := &inputRec{Topic: topicPayments, Partition: 1, Offset: 5, OrderID: s("o1")}
+	all := []*inputRec{o1, p1, o1b, p2}
+	lost := []*inputRec{o1, o1b, p1, p2}
+	f := func(r *inputRec) finding { return finding{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset} }
+	tests := []struct {
+		name string
+		fs   []finding
+		ok   bool
+	}{
+		{"every record", []finding{f(o1), f(o1b), f(p1), f(p2)}, true},
+		{"overwritten order left out", []finding{f(o1b), f(p1), f(p2)}, true},
+		{"a payment left out", []finding{f(o1), f(o1b), f(p2)}, false},
+		{"last order version left out", []finding{f(o1), f(p1), f(p2)}, false},
+		{"another record named", []finding{f(o1b), f(p1), f(p2), {Topic: topicOrders, Partition: 1, Offset: 9}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := expectRecordsLatest("x", tt.fs, lost, all); (err == nil) != tt.ok {
+				t.Fatalf("err %v, want ok %v", err, tt.ok)
+			}
+		})
+	}
+}

@@ -395,30 +395,9 @@ func scenarioDroppedPurged(ctx context.Context, r *scRun) error {
 		return err
 	}
 	r.addDropFault()
-	// Streams purges every 30 s: wait until each repartition partition starts at its committed
-	// offset (or one below it, the final marker).
-	deadline := time.Now().Add(75 * time.Second)
-	var s state
-	for {
-		var err error
-		if s, err = r.d.observe(ctx); err != nil {
-			return err
-		}
-		purged := true
-		for _, t := range s.repartitions() {
-			for p := range s.hw[t] {
-				st, _ := s.start.get(t, p)
-				c, _ := s.committed.get(t, p)
-				purged = purged && st >= c-1 && c > 0
-			}
-		}
-		if purged {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the repartition topics were not purged within 75s")
-		}
-		time.Sleep(time.Second)
+	s, err := r.waitPurged(ctx)
+	if err != nil {
+		return err
 	}
 	if err := r.stopApp(); err != nil {
 		return err
@@ -436,6 +415,34 @@ func scenarioDroppedPurged(ctx context.Context, r *scRun) error {
 	}
 	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "unapplied"),
 		expectKeys("unapplied", rep.byCause("unapplied"), dropList))
+}
+
+// waitPurged waits for Streams' own purge (every 30 s by default) to move each repartition
+// partition's log start to its committed offset (or one below it, the final marker), so that
+// every copy written so far is gone.
+func (r *scRun) waitPurged(ctx context.Context) (state, error) {
+	deadline := time.Now().Add(75 * time.Second)
+	for {
+		s, err := r.d.observe(ctx)
+		if err != nil {
+			return s, err
+		}
+		purged := len(s.repartitions()) > 0
+		for _, t := range s.repartitions() {
+			for p := range s.hw[t] {
+				st, _ := s.start.get(t, p)
+				c, _ := s.committed.get(t, p)
+				purged = purged && st >= c-1 && c > 0
+			}
+		}
+		if purged {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return s, errors.New("the repartition topics were not purged within 75s")
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // scenarioOffsetsForward: after a clean baseline the app is down, 60 new orders arrive and the
@@ -560,6 +567,18 @@ func (r *scRun) outage(ctx context.Context, o appOpts, down time.Duration) error
 	}
 	r.truth.Records = append(r.truth.Records, recs...)
 	s, err := r.d.waitCaughtUp(ctx, r.app, 240*time.Second)
+	// A stream thread that died of the outage (Kafka 4.x: "Cannot execute transactional method
+	// because we are in an error state") is restarted as an operator would, at most twice.
+	for restarts := 0; err != nil && r.app != nil && !r.app.alive() && restarts < 2; restarts++ {
+		why, _ := r.app.find("stream thread died", 0)
+		logf("the app died after the outage (%v): restarting it, as an operator would", err)
+		r.addFault(fault{Kind: "app-died", Note: fmt.Sprintf("the app exited after the outage (%s; %s); restarted by the drill", strings.TrimSpace(why), r.app.log)})
+		r.app = nil
+		if err := r.startApp(ctx, o); err != nil {
+			return err
+		}
+		s, err = r.d.waitCaughtUp(ctx, r.app, 240*time.Second)
+	}
 	if err != nil {
 		return err
 	}

@@ -112,6 +112,37 @@ func genWave(ws waveSpec) []*inputRec {
 	return append(out, updates...)
 }
 
+// spreadOrders builds n orders (wave w) of versions versions each (NEW, CONFIRMED, SHIPPED,
+// ...), keyed not by orderId but by an event id chosen so that consecutive versions of one
+// order land in different source partitions (Java's murmur2 partitioner, as kgo's default):
+// out[v] holds version v of every order. The app must finish out[v] before out[v+1] is
+// produced, so that the order of versions is the order of production.
+func spreadOrders(w, n, versions int) [][]*inputRec {
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(topicOrders)
+	statuses := []string{"NEW", "CONFIRMED", "SHIPPED", "DELIVERED"}
+	out := make([][]*inputRec, versions)
+	str := func(s string) *string { return &s }
+	for i := range n {
+		oid := fmt.Sprintf("o-w%d-%04d", w, i)
+		prev := -1
+		for v := range versions {
+			var key string
+			for salt := 0; ; salt++ {
+				key = fmt.Sprintf("ev-%s-%d-%d", oid, v, salt)
+				p := part.Partition(&kgo.Record{Key: []byte(key)}, numPartitions)
+				if p != prev {
+					prev = p
+					break
+				}
+			}
+			out[v] = append(out[v], &inputRec{Topic: topicOrders, Key: key, OrderID: str(oid), Wave: w,
+				Value: map[string]any{"orderId": oid, "customer": fmt.Sprintf("c-%03d", i%200), "amount": int64(1000 + 10*i + v),
+					"status": statuses[v%len(statuses)], "seq": int64(v*n + i)}})
+		}
+	}
+	return out
+}
+
 // produce writes recs in order (keyed, default murmur2 partitioner like Java's), filling in
 // partition and offset. chunk records go out per round trip; pause sleeps between chunks so
 // that the app is mid-transaction while input still arrives.
@@ -163,11 +194,13 @@ type fault struct {
 	From      int64    `json:"from"` // first offset hit
 	To        int64    `json:"to"`   // one past the last offset hit
 	Keys      []string `json:"keys"`
+	Records   []string `json:"records,omitempty"` // source records the fault took away, topic/partition@offset
 	Note      string   `json:"note,omitempty"`
 }
 
 type truth struct {
 	Scenario string      `json:"scenario"`
+	Attempt  int         `json:"attempt"` // which attempt this is (retried while preconditions did not happen)
 	Records  []*inputRec `json:"records"`
 	Faults   []fault     `json:"faults"`
 }
@@ -184,20 +217,14 @@ func writeJSON(path string, v any) error {
 }
 
 // expectedOutput folds the records the app should have applied the way DrillApp does:
-// orders latest (offset order), payments sum(amount), shipments latest; then the left-join
-// chain. skip removes records a fault took away.
+// orders latest, payments sum(amount), shipments latest; then the left-join chain. recs are in
+// production order, which within one source partition is offset order; a key whose records
+// span partitions (spreadOrders) is produced in phases the app finishes one by one, so
+// production order is also the order the app applied them in. skip removes records a fault
+// took away.
 func expectedOutput(recs []*inputRec, skip func(*inputRec) bool) map[string]map[string]any {
 	sorted := append([]*inputRec(nil), recs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.Partition != b.Partition {
-			return a.Partition < b.Partition
-		}
-		return a.Offset < b.Offset
-	})
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Topic < sorted[j].Topic })
 	orders := map[string]map[string]any{}
 	paid := map[string]int64{}
 	carrier := map[string]string{}

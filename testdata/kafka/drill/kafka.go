@@ -13,7 +13,7 @@ import (
 )
 
 // createTopics creates the app's source and output topics, replicated over every broker.
-func (d *drill) createTopics(ctx context.Context) error {
+func (d *drill) createTopics(ctx context.Context, partitions int32) error {
 	adm, closeFn, err := d.admin()
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func (d *drill) createTopics(ctx context.Context) error {
 		cfg["min.insync.replicas"] = &two
 	}
 	topics := append(append([]string(nil), sourceTopics...), topicOutput)
-	res, err := adm.CreateTopics(ctx, numPartitions, int16(d.brokers), cfg, topics...)
+	res, err := adm.CreateTopics(ctx, partitions, int16(d.brokers), cfg, topics...)
 	if err != nil {
 		return fmt.Errorf("create topics: %w", err)
 	}

@@ -17,20 +17,31 @@ type scenario struct {
 	about   string
 	brokers int
 	run     func(ctx context.Context, s *scRun) error
+	// streams is the Kafka Streams version of the app ("": the broker's); partitions of each
+	// source topic (0: numPartitions).
+	streams    string
+	partitions int32
+	attempts   int // runs while the fault's preconditions do not happen (0: 1)
 }
 
 var scenarios = []scenario{
-	{"clean", "the app killed -9 twice mid-transaction and restarted: no loss", 1, scenarioClean},
-	{"retention-gap", "source records deleted past the committed offset while the app is down", 1, scenarioRetentionGap},
-	{"purged-before-commit", "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", 1, scenarioPurgedBeforeCommit},
-	{"dropped", "the app swallows chosen records before selectKey; repartition topics not purged", 1, scenarioDropped},
-	{"dropped-purged", "the app swallows chosen records; repartition purged every 30 s (Streams' default)", 1, scenarioDroppedPurged},
-	{"offsets-forward", "the group's offsets moved forward while the app is down", 1, scenarioOffsetsForward},
-	{"state-wipe", "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", 1, scenarioStateWipe},
-	{"outage", "every broker killed -9 during processing, restarted after the outage (the seed)", 1, scenarioOutage},
-	{"outage-defaults", "the outage (75 s) with the clients' max.block.ms of 60 s, as the seed ran before its fix", 1, scenarioOutageDefaults},
-	{"outage-rf3", "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", 3, scenarioOutage},
-	{"unclean", "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", 3, scenarioUnclean},
+	{name: "clean", about: "the app killed -9 twice mid-transaction and restarted: no loss", brokers: 1, run: scenarioClean},
+	{name: "retention-gap", about: "source records deleted past the committed offset while the app is down", brokers: 1, run: scenarioRetentionGap},
+	{name: "purged-before-commit", about: "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", brokers: 1, run: scenarioPurgedBeforeCommit},
+	{name: "dropped", about: "the app swallows chosen records before selectKey; repartition topics not purged", brokers: 1, run: scenarioDropped},
+	{name: "dropped-purged", about: "the app swallows chosen records; repartition purged every 30 s (Streams' default)", brokers: 1, run: scenarioDroppedPurged},
+	{name: "dropped-sum", about: "the app swallows chosen payments (the sum(amount) table); repartition purged every 30 s", brokers: 1, run: scenarioDroppedSum},
+	{name: "dropped-spread", about: "orders keyed off their orderId (versions in different partitions); the last version of some swallowed; purge on", brokers: 1, run: scenarioDroppedSpread},
+	{name: "offsets-forward", about: "the group's offsets moved forward while the app is down", brokers: 1, run: scenarioOffsetsForward},
+	{name: "state-wipe", about: "one store's RocksDB dir deleted under a forged .checkpoint (KAFKA-16017)", brokers: 1, run: scenarioStateWipe},
+	{name: "outage", about: "every broker killed -9 during processing, restarted after the outage (the seed)", brokers: 1, run: scenarioOutage},
+	{name: "outage-defaults", about: "the outage (75 s) with the clients' max.block.ms of 60 s, as the seed ran before its fix", brokers: 1, run: scenarioOutageDefaults},
+	{name: "kafka-17635", about: "Streams 3.6.2 purges repartition records it consumed but did not commit during a rebalance, then is fenced (KAFKA-17635, for real)", brokers: 1, run: scenarioKafka17635, streams: "3.6.2", partitions: 4, attempts: 3},
+	{name: "kafka-17635-control", about: "the KAFKA-17635 steps on Streams 3.7.2 (fixed): fenced, nothing purged past the commit, no loss", brokers: 1, run: scenarioKafka17635Control, streams: "3.7.2", partitions: 4, attempts: 3},
+	{name: "kafka-16017", about: "Streams 3.6.1 closes a corrupted task cleanly mid-restoration and checkpoints its last written offset (KAFKA-16017, for real)", brokers: 1, run: scenarioKafka16017, streams: "3.6.1", partitions: 4, attempts: 3},
+	{name: "kafka-16017-control", about: "the KAFKA-16017 steps on Streams 3.6.2 (fixed): the checkpoint holds the restored offset, no loss", brokers: 1, run: scenarioKafka16017Control, streams: "3.6.2", partitions: 4, attempts: 3},
+	{name: "outage-rf3", about: "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", brokers: 3, run: scenarioOutage},
+	{name: "unclean", about: "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", brokers: 3, run: scenarioUnclean},
 }
 
 func scenarioNames() []string {
@@ -58,11 +69,38 @@ type scRun struct {
 	truth    truth
 	app      *appRun
 	apps     int
+	streams  string    // the app's Kafka Streams version ("": the broker's)
+	extra    []*appRun // more instances of the app (multi-instance scenarios), killed at the end
 }
 
-func (d *drill) runScenario(ctx context.Context, sc scenario) (err error) {
+// preconditionError says that a scenario's fault did not happen (a race Streams did not
+// lose): the attempt proves nothing either way and is retried, never passed.
+type preconditionError struct{ error }
+
+func notInjected(format string, args ...any) error {
+	return preconditionError{fmt.Errorf(format, args...)}
+}
+
+// runScenario runs sc, again (up to sc.attempts in all) while its preconditions did not happen.
+func (d *drill) runScenario(ctx context.Context, sc scenario) error {
+	n := max(sc.attempts, 1)
+	for attempt := 1; ; attempt++ {
+		err := d.runAttempt(ctx, sc, attempt)
+		var pe preconditionError
+		if !errors.As(err, &pe) {
+			return err
+		}
+		if attempt == n {
+			return fmt.Errorf("the fault's preconditions did not happen in %d attempts (last: %w)", n, err)
+		}
+		logf("attempt %d of %d: the fault's preconditions did not happen (%v); retrying", attempt, n, err)
+	}
+}
+
+func (d *drill) runAttempt(ctx context.Context, sc scenario, attempt int) (err error) {
 	r := &scRun{d: d, dir: filepath.Join(d.o.work, "results", sc.name), stateDir: filepath.Join(d.o.work, "state", sc.name)}
 	r.truth.Scenario = sc.name
+	r.truth.Attempt = attempt
 	for _, p := range []string{r.dir, r.stateDir} {
 		if err := os.RemoveAll(p); err != nil {
 			return fmt.Errorf("clear %s: %w", p, err)
@@ -74,6 +112,9 @@ func (d *drill) runScenario(ctx context.Context, sc scenario) (err error) {
 	defer func() {
 		if r.app != nil {
 			r.app.kill9()
+		}
+		for _, a := range r.extra {
+			a.kill9()
 		}
 		if werr := writeJSON(filepath.Join(r.dir, "truth.json"), r.truth); werr != nil && err == nil {
 			err = werr
@@ -93,7 +134,12 @@ func (d *drill) runScenario(ctx context.Context, sc scenario) (err error) {
 			return err
 		}
 	}
-	if err := d.createTopics(ctx); err != nil {
+	parts := sc.partitions
+	if parts == 0 {
+		parts = numPartitions
+	}
+	r.streams = sc.streams
+	if err := d.createTopics(ctx, parts); err != nil {
 		return err
 	}
 	return sc.run(ctx, r)
@@ -105,6 +151,9 @@ func (r *scRun) startApp(ctx context.Context, o appOpts) error {
 		return fmt.Errorf("an app run is still alive")
 	}
 	r.apps++
+	if o.streams == "" {
+		o.streams = r.streams
+	}
 	a, err := r.d.startApp(ctx, r.dir, r.stateDir, o, r.apps)
 	if err != nil {
 		return err

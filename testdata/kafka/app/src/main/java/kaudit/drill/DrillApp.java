@@ -11,17 +11,20 @@ import java.util.List;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
 import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericData;
 import org.apache.avro.generic.GenericRecord;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.TaskCorruptedException;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
@@ -29,6 +32,8 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.ValueMapperWithKey;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.TaskId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,11 +55,19 @@ import org.slf4j.LoggerFactory;
  *       {@code cache.bytes} (default 30 MB, as in the seed): unset means Streams' default;
  *   <li>{@code drop.orders}, {@code drop.payments}, {@code drop.shipments}: comma-separated orderIds
  *       whose records the app swallows before selectKey, as a processor that catches and ignores an
- *       exception would (the "dropped" fault);
+ *       exception would (the "dropped" fault); {@code drop.keys.orders} (and .payments, .shipments):
+ *       the same for chosen source records, named by their source key;
  *   <li>{@code seed.timeouts} (true): the seed's producer settings (max.block.ms and
  *       delivery.timeout.ms 18,000,000, acks=all, zstd, 20 MB requests);
  *   <li>{@code slow.repartition.ms}: see {@link ConfluentAvroSerde};
- *   <li>{@code session.timeout.ms} (6000): the main consumer's, so a killed instance leaves fast.
+ *   <li>{@code session.timeout.ms} (6000): the main consumer's, so a killed instance leaves fast;
+ *   <li>{@code restore.max.poll.records} (the restore consumer's max.poll.records) and
+ *       {@code restore.sleep.ms}: a global restore listener prints {@code RESTORE-START tp start end},
+ *       {@code RESTORE tp batchEnd n} per batch (then sleeps restore.sleep.ms) and
+ *       {@code RESTORE-END tp total}, so that restoration is slow and observable (KAFKA-16017);
+ *   <li>{@code corrupt.payment} and {@code corrupt.task}: the payments reducer throws
+ *       {@code TaskCorruptedException(corrupt.task)} once, at the payment with that paymentId, as
+ *       Kafka's EosIntegrationTest does (KAFKA-16017's trigger).
  * </ul>
  */
 public final class DrillApp {
@@ -85,6 +98,30 @@ public final class DrillApp {
                 done.countDown();
             }
         });
+        long restoreSleep = Long.getLong("restore.sleep.ms", 0L);
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+                say("RESTORE-START " + tp + " " + start + " " + end);
+            }
+
+            @Override
+            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {
+                say("RESTORE " + tp + " " + batchEnd + " " + n);
+                if (restoreSleep > 0) {
+                    try {
+                        Thread.sleep(restoreSleep);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+
+            @Override
+            public void onRestoreEnd(TopicPartition tp, String store, long total) {
+                say("RESTORE-END " + tp + " " + total);
+            }
+        });
         streams.setUncaughtExceptionHandler(e -> {
             LOG.error("stream thread died", e);
             return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
@@ -96,6 +133,11 @@ public final class DrillApp {
         }));
         streams.start();
         done.await();
+    }
+
+    private static synchronized void say(String line) {
+        System.out.println(line);
+        System.out.flush();
     }
 
     static Properties config(String bootstrap, String stateDir) {
@@ -116,6 +158,10 @@ public final class DrillApp {
         p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         setIf(p, StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "commit.interval.ms");
         setIf(p, StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "purge.interval.ms");
+        String restorePoll = System.getProperty("restore.max.poll.records");
+        if (restorePoll != null && !restorePoll.isEmpty()) {
+            p.put(StreamsConfig.restoreConsumerPrefix(ConsumerConfig.MAX_POLL_RECORDS_CONFIG), Integer.parseInt(restorePoll));
+        }
         if (Boolean.parseBoolean(System.getProperty("seed.timeouts", "true"))) {
             p.put(StreamsConfig.producerPrefix(ProducerConfig.MAX_REQUEST_SIZE_CONFIG), 20000000);
             p.put(StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG), "all");
@@ -138,7 +184,15 @@ public final class DrillApp {
     static Topology build(ConfluentAvroSerde avro) {
         StreamsBuilder b = new StreamsBuilder();
         KTable<String, GenericRecord> orders = table(b, avro, "orders", (agg, v) -> v);
+        String corruptPayment = System.getProperty("corrupt.payment", "");
+        AtomicBoolean corrupted = new AtomicBoolean();
         KTable<String, GenericRecord> payments = table(b, avro, "payments", (agg, v) -> {
+            if (!corruptPayment.isEmpty() && corruptPayment.equals(String.valueOf(v.get("paymentId")))
+                    && corrupted.compareAndSet(false, true)) {
+                TaskId task = TaskId.parse(System.getProperty("corrupt.task", "1_3"));
+                LOG.warn("throwing TaskCorruptedException for task {} at payment {}", task, corruptPayment);
+                throw new TaskCorruptedException(Set.of(task));
+            }
             GenericRecord sum = new GenericData.Record(agg.getSchema());
             for (Schema.Field f : agg.getSchema().getFields()) {
                 sum.put(f.pos(), agg.get(f.pos()));
@@ -172,11 +226,11 @@ public final class DrillApp {
 
     private static KTable<String, GenericRecord> table(StreamsBuilder b, ConfluentAvroSerde avro, String topic,
             org.apache.kafka.streams.kstream.Reducer<GenericRecord> reducer) {
-        Set<String> drop = Arrays.stream(System.getProperty("drop." + topic, "").split(","))
-                .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet());
+        Set<String> drop = csv("drop." + topic);
+        Set<String> dropKeys = csv("drop.keys." + topic);
         ValueMapperWithKey<String, GenericRecord, List<GenericRecord>> swallow = (k, v) -> {
             Object id = v == null ? null : v.get("orderId");
-            if (id != null && drop.contains(id.toString())) {
+            if ((id != null && drop.contains(id.toString())) || (k != null && dropKeys.contains(k))) {
                 // What a processor that catches an exception and returns nothing does.
                 LOG.info("swallowed {} record key={} orderId={}", topic, k, id);
                 return List.of();
@@ -188,6 +242,11 @@ public final class DrillApp {
                 .selectKey((k, v) -> v.get("orderId") == null ? null : v.get("orderId").toString())
                 .groupByKey(Grouped.with(Serdes.String(), avro))
                 .reduce(reducer, Materialized.with(Serdes.String(), avro));
+    }
+
+    private static Set<String> csv(String property) {
+        return Arrays.stream(System.getProperty(property, "").split(","))
+                .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toSet());
     }
 
     private static Schema schema(String name) {
