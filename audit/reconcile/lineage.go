@@ -99,18 +99,33 @@ func (r *run) timeline() {
 		if ts == nil {
 			continue
 		}
-		n, lost := ts.inputs, int64(0)
+		// each loss counts once, on the edge where it stopped: before the
+		// repartition topic (the repartition stage) or before the store
+		n := ts.inputs
+		var beforeRepartition, beforeStore int64
 		for _, in := range r.losses {
-			if in.table == ts {
-				lost++
+			if in.table != ts || in.loss == nil {
+				continue
+			}
+			if in.loss.stage == audit.StageRepartition && t.Repartition != "" {
+				beforeRepartition++
+			} else {
+				beforeStore++
 			}
 		}
 		to := cmp.Or(t.Changelog, t.Store)
 		if t.Repartition != "" {
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: t.Repartition, Records: n, Vanished: lost})
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Repartition, To: to, Records: n, Vanished: lost})
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: t.Repartition, Records: n, Vanished: beforeRepartition})
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Repartition, To: to, Records: n - beforeRepartition, Vanished: beforeStore})
 		} else {
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: to, Records: n, Vanished: lost})
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: t.Source, To: to, Records: n, Vanished: beforeStore})
+		}
+	}
+	// a join's losses (and a table output's) on the edge into its output
+	joinLost := map[string]int64{}
+	for _, f := range r.rep.Findings {
+		if f.Stage == audit.StageJoin && f.Severity == audit.SeverityLoss {
+			joinLost[f.Topic]++
 		}
 	}
 	for _, j := range r.p.Joins {
@@ -123,7 +138,16 @@ func (r *run) timeline() {
 			if ts := r.tables[name]; ts != nil {
 				n = ts.storeKeys
 			}
-			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: cmp.Or(t.Changelog, t.Store), To: j.Output, Records: n})
+			e := audit.Edge{From: cmp.Or(t.Changelog, t.Store), To: j.Output, Records: n}
+			if name == j.Left {
+				e.Vanished = joinLost[j.Output]
+			}
+			r.rep.Edges = append(r.rep.Edges, e)
+		}
+	}
+	for _, t := range r.p.Tables {
+		if ts := r.tables[t.Name]; ts != nil && t.Output != "" {
+			r.rep.Edges = append(r.rep.Edges, audit.Edge{From: cmp.Or(t.Changelog, t.Store), To: t.Output, Records: ts.storeKeys, Vanished: joinLost[t.Output]})
 		}
 	}
 }
