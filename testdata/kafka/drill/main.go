@@ -35,6 +35,7 @@ type options struct {
 	outage       time.Duration
 	kaudit       string // path of a prebuilt kaudit binary; empty: build one
 	keepGoing    bool
+	inferred     bool // also audit captures with the spec kaudit init drafts
 }
 
 func main() {
@@ -47,6 +48,7 @@ func main() {
 	flag.DurationVar(&o.outage, "outage", 30*time.Second, "how long the outage scenario keeps every broker down")
 	flag.StringVar(&o.kaudit, "kaudit", "", "a prebuilt kaudit binary (default: go build ./cmd/kaudit into -work)")
 	flag.BoolVar(&o.keepGoing, "keep-going", true, "run the remaining scenarios after a failure")
+	flag.BoolVar(&o.inferred, "inferred", true, "also audit each standard scenario's capture with the spec kaudit init drafts from it")
 	flag.Parse()
 	o.scenarios = strings.Split(list, ",")
 

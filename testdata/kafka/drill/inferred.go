@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// auditInferred is issue L's check on the real app: from a capture of the
+// scenario's topics, kaudit init with no spec and no --topology drafts a
+// spec, and kaudit diff --snapshot with the draft must name exactly the
+// loss and anomaly findings, and the verdict, that the hand-written spec
+// gives on the same capture. The draft is left in dir/kaudit-drafted.yaml.
+func (r *scRun) auditInferred(ctx context.Context) error {
+	capture := filepath.Join(r.dir, "capture")
+	if _, err := os.Stat(filepath.Join(capture, "manifest.json")); err != nil {
+		schemas := filepath.Join(r.dir, "schemas")
+		if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(capture); err != nil {
+			return err
+		}
+		code, stderr, err := r.d.runKaudit(ctx, r.dir, "capture-inferred", "capture", "--app-id", appID, "--bootstrap-server", r.d.bootstrap,
+			"--topology", filepath.Join(r.dir, "describe.txt"), "--schemas", schemas, "--out", capture)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return fmt.Errorf("kaudit capture exited %d: %s", code, lastLines(stderr, 5))
+		}
+	}
+	var draft bytes.Buffer
+	code, stderr, err := r.d.runKauditTo(ctx, r.dir, "init-inferred", &draft, "init", "--app-id", appID, "--snapshot", capture)
+	if err != nil {
+		return err
+	}
+	draftPath := filepath.Join(r.dir, "kaudit-drafted.yaml")
+	if err := os.WriteFile(draftPath, draft.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("kaudit init --snapshot exited %d: %s", code, lastLines(stderr, 5))
+	}
+	diff := func(name, spec string) (kauditReport, error) {
+		var rep kauditReport
+		out := filepath.Join(r.dir, "kaudit-"+name+".json")
+		code, stderr, err := r.d.runKaudit(ctx, r.dir, name, "diff", "--snapshot", capture, "--spec", spec, "--format", "json", "--output", out)
+		if err != nil {
+			return rep, err
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return rep, fmt.Errorf("kaudit diff --spec %s exited %d without JSON: %s", spec, code, lastLines(stderr, 5))
+		}
+		return rep, json.Unmarshal(b, &rep)
+	}
+	hand, err := diff("diff-handwritten", filepath.Join(r.d.root, "drill", "kaudit.yaml"))
+	if err != nil {
+		return err
+	}
+	drafted, err := diff("diff-drafted", draftPath)
+	if err != nil {
+		return err
+	}
+	ids := func(rep kauditReport) []string {
+		var out []string
+		for _, f := range rep.Findings {
+			if f.Severity == "loss" || f.Severity == "anomaly" {
+				out = append(out, fmt.Sprintf("%s/%s %s/%d@%d+%d key=%s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if drafted.Summary.Verdict != hand.Summary.Verdict {
+		return fmt.Errorf("with the drafted spec kaudit says %s, with the hand-written one %s (draft: %s)", drafted.Summary.Verdict, hand.Summary.Verdict, draftPath)
+	}
+	if a, b := ids(hand), ids(drafted); !slices.Equal(a, b) {
+		return fmt.Errorf("with the drafted spec kaudit finds %v, with the hand-written one %v (draft: %s)", head(b, 8), head(a, 8), draftPath)
+	}
+	logf("inferred: kaudit init drafted a spec from the capture alone; with it kaudit diff names the same %d findings, verdict %s, as the hand-written spec", len(ids(hand)), hand.Summary.Verdict)
+	return nil
+}
