@@ -52,6 +52,8 @@ func (h helpFlag) Apply(set *flag.FlagSet) error {
 
 func init() {
 	cli.HelpFlag = helpFlag{&cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}}
+	// the global --version flag races the same way (the app's root command applies it)
+	cli.VersionFlag = helpFlag{&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", DisableDefaultText: true}}
 }
 
 func main() {
@@ -120,10 +122,35 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			demoCommand(),
 			mergeCommand(),
 			versionCommand(),
+			helpCommand(),
 		},
+		// urfave/cli's own help command is one global value that every
+		// app and command writes to as it runs, a data race when two run
+		// at once (the tests do): each app gets its own (helpCommand)
+		HideHelpCommand: true,
 	}
 	conventions("kaudit", app.Commands)
 	return app
+}
+
+// helpCommand is `kaudit help [COMMAND]`, made anew for every app.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "show the commands, or one command's help",
+		ArgsUsage: "[COMMAND]",
+		Action: func(c *cli.Context) error {
+			name := c.Args().First()
+			if name == "" {
+				return cli.ShowAppHelp(c)
+			}
+			if c.App.Command(name) == nil {
+				return usagef("no command %q", name)
+			}
+			return cli.ShowCommandHelp(c, name)
+		},
+	}
 }
 
 // onUsageError makes a bad flag a usage error, printed once by run
@@ -135,6 +162,7 @@ func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{e
 func conventions(parent string, cmds []*cli.Command) {
 	for _, cmd := range cmds {
 		cmd.OnUsageError = onUsageError
+		cmd.HideHelpCommand = true // --help works; the global help subcommand races (see newApp)
 		conventions(parent+" "+cmd.Name, cmd.Subcommands)
 		if cmd.Action == nil || cmd.ArgsUsage != "" || cmd.Name == "help" {
 			continue
