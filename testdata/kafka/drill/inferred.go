@@ -16,8 +16,9 @@ import (
 // loss and anomaly findings, and the verdict, that the hand-written spec
 // gives on the same capture. The draft is left in dir/kaudit-drafted.yaml.
 func (r *scRun) auditInferred(ctx context.Context) error {
-	capture := filepath.Join(r.dir, "capture")
-	if _, err := os.Stat(filepath.Join(capture, "manifest.json")); err != nil {
+	// its own capture, with the schemas (a scenario's own capture may lack them)
+	capture := filepath.Join(r.dir, "capture-inferred")
+	{
 		schemas := filepath.Join(r.dir, "schemas")
 		if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
 			return err

@@ -61,11 +61,13 @@ func scenarioByName(n string) (scenario, bool) {
 	return scenario{}, false
 }
 
-// inferredScenarios are the scenarios of the standard app (one instance, the hand-written spec
-// drill/kaudit.yaml) whose capture is also audited with the spec kaudit init drafts (issue L).
+// inferredScenarios are the scenarios whose capture is also audited with the spec kaudit init
+// drafts from it (issue L): every one (the app and its hand-written spec drill/kaudit.yaml are
+// the same in all).
 var inferredScenarios = map[string]bool{"clean": true, "retention-gap": true, "purged-before-commit": true, "dropped": true,
 	"dropped-purged": true, "dropped-sum": true, "dropped-spread": true, "offsets-forward": true, "state-wipe": true,
-	"outage": true, "outage-defaults": true}
+	"outage": true, "outage-defaults": true, "outage-rf3": true, "unclean": true, "kafka-17635": true, "kafka-17635-control": true,
+	"kafka-16017": true, "kafka-16017-control": true}
 
 // run is the state of one scenario run.
 type scRun struct {
