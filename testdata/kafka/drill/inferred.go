@@ -18,22 +18,8 @@ import (
 func (r *scRun) auditInferred(ctx context.Context) error {
 	// its own capture, with the schemas (a scenario's own capture may lack them)
 	capture := filepath.Join(r.dir, "capture-inferred")
-	{
-		schemas := filepath.Join(r.dir, "schemas")
-		if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
-			return err
-		}
-		if err := os.RemoveAll(capture); err != nil {
-			return err
-		}
-		code, stderr, err := r.d.runKaudit(ctx, r.dir, "capture-inferred", "capture", "--app-id", appID, "--bootstrap-server", r.d.bootstrap,
-			"--topology", filepath.Join(r.dir, "describe.txt"), "--schemas", schemas, "--out", capture)
-		if err != nil {
-			return err
-		}
-		if code != 0 {
-			return fmt.Errorf("kaudit capture exited %d: %s", code, lastLines(stderr, 5))
-		}
+	if err := r.capture(ctx, capture, "capture-inferred"); err != nil {
+		return err
 	}
 	var draft bytes.Buffer
 	code, stderr, err := r.d.runKauditTo(ctx, r.dir, "init-inferred", &draft, "init", "--app-id", appID, "--snapshot", capture)

@@ -19,24 +19,12 @@ import (
 // the loss and anomaly findings the live one did. The capture is left in
 // dir/capture (testdata/incidents/ holds one such bundle).
 func (r *scRun) auditOffline(ctx context.Context, live kauditReport) error {
-	schemas := filepath.Join(r.dir, "schemas")
-	if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
-		return err
-	}
 	capture := filepath.Join(r.dir, "capture")
-	if err := os.RemoveAll(capture); err != nil {
+	if err := r.capture(ctx, capture, "capture-offline"); err != nil {
 		return err
-	}
-	code, stderr, err := r.d.runKaudit(ctx, r.dir, "capture-offline", "capture", "--app-id", appID, "--bootstrap-server", r.d.bootstrap,
-		"--topology", filepath.Join(r.dir, "describe.txt"), "--schemas", schemas, "--out", capture)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return fmt.Errorf("kaudit capture exited %d: %s", code, lastLines(stderr, 5))
 	}
 	out := filepath.Join(r.dir, "kaudit-snapshot.json")
-	code, stderr, err = r.d.runKaudit(ctx, r.dir, "diff-snapshot", "diff", "--snapshot", capture,
+	code, stderr, err := r.d.runKaudit(ctx, r.dir, "diff-snapshot", "diff", "--snapshot", capture,
 		"--spec", filepath.Join(r.d.root, "drill", "kaudit.yaml"), "--format", "json", "--output", out)
 	if err != nil {
 		return err
@@ -66,6 +54,27 @@ func (r *scRun) auditOffline(ctx context.Context, live kauditReport) error {
 		return fmt.Errorf("kaudit diff --snapshot found %v, the live audit %v", b, a)
 	}
 	logf("offline: kaudit diff --snapshot on the capture names the same %d findings as the live audit", len(ids(live)))
+	return nil
+}
+
+// capture writes a fresh kaudit capture of the app's topics into dir, with the registry's
+// schemas exported into the bundle (name names kaudit's stderr file).
+func (r *scRun) capture(ctx context.Context, dir, name string) error {
+	schemas := filepath.Join(r.dir, "schemas")
+	if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	code, stderr, err := r.d.runKaudit(ctx, r.dir, name, "capture", "--app-id", appID, "--bootstrap-server", r.d.bootstrap,
+		"--topology", filepath.Join(r.dir, "describe.txt"), "--schemas", schemas, "--out", dir)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("kaudit capture exited %d: %s", code, lastLines(stderr, 5))
+	}
 	return nil
 }
 
