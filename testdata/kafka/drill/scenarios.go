@@ -27,7 +27,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{name: "clean", about: "the app killed -9 twice mid-transaction and restarted: no loss", brokers: 1, run: scenarioClean},
 	{name: "retention-gap", about: "source records deleted past the committed offset while the app is down", brokers: 1, run: scenarioRetentionGap},
-	{name: "purged-before-commit", about: "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", brokers: 1, run: scenarioPurgedBeforeCommit},
+	{name: "purged-before-commit", about: "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", brokers: 1, run: scenarioPurgedBeforeCommit, attempts: 2},
 	{name: "dropped", about: "the app swallows chosen records before selectKey; repartition topics not purged", brokers: 1, run: scenarioDropped},
 	{name: "dropped-purged", about: "the app swallows chosen records; repartition purged every 30 s (Streams' default)", brokers: 1, run: scenarioDroppedPurged},
 	{name: "dropped-sum", about: "the app swallows chosen payments (the sum(amount) table); repartition purged every 30 s", brokers: 1, run: scenarioDroppedSum},

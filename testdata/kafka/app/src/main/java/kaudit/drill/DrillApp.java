@@ -59,7 +59,10 @@ import org.slf4j.LoggerFactory;
  *       the same for chosen source records, named by their source key;
  *   <li>{@code seed.timeouts} (true): the seed's producer settings (max.block.ms and
  *       delivery.timeout.ms 18,000,000, acks=all, zstd, 20 MB requests);
- *   <li>{@code slow.repartition.ms}: see {@link ConfluentAvroSerde};
+ *   <li>{@code slow.repartition.ms}: see {@link ConfluentAvroSerde}; {@code max.poll.records}: the
+ *       main consumer's (unset: Streams' 1000). A StreamThread processes everything it has buffered
+ *       before it looks at its state again, so a clean close drains the buffer first; few records
+ *       per poll make the close prompt;
  *   <li>{@code session.timeout.ms} (6000): the main consumer's, so a killed instance leaves fast;
  *   <li>{@code restore.max.poll.records} (the restore consumer's max.poll.records) and
  *       {@code restore.sleep.ms}: a global restore listener prints {@code RESTORE-START tp start end},
@@ -158,6 +161,10 @@ public final class DrillApp {
         p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
         setIf(p, StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "commit.interval.ms");
         setIf(p, StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, "purge.interval.ms");
+        String mainPoll = System.getProperty("max.poll.records");
+        if (mainPoll != null && !mainPoll.isEmpty()) {
+            p.put(StreamsConfig.mainConsumerPrefix(ConsumerConfig.MAX_POLL_RECORDS_CONFIG), Integer.parseInt(mainPoll));
+        }
         String restorePoll = System.getProperty("restore.max.poll.records");
         if (restorePoll != null && !restorePoll.isEmpty()) {
             p.put(StreamsConfig.restoreConsumerPrefix(ConsumerConfig.MAX_POLL_RECORDS_CONFIG), Integer.parseInt(restorePoll));
