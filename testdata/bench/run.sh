@@ -19,7 +19,7 @@
 # Environment: KAUDIT_FLAGS (extra flags for b, c, d and capture), KAUDIT_PROFILE=DIR
 # (--cpuprofile/--memprofile of c into DIR/SIZE-diff.{cpu,mem}), GEN_FLAGS (extra flags of
 # the generator, e.g. "-keys 3000"), BROKER_HEAP (default 1g), KAFKA_VERSION (default 3.6.2),
-# REGISTRY_ADDR (default 127.0.0.1:19381), KCAT_LOCAL=1 (unpack kcat under work/ even as root),
+# REGISTRY_ADDR (default 127.0.0.1:21381), KCAT_LOCAL=1 (unpack kcat under work/ even as root),
 # KAUDIT_REV=REV (build kaudit from that commit, not from the working tree), STEPS (default
 # a,a2,b,c,d: a subset skips the others; d includes the capture), RSS_LIMIT_MIB (a measured
 # command past it is killed; default 80 % of RAM).
@@ -33,8 +33,9 @@ export DRILL_WORK=$W/kafka
 export BROKER_HEAP=${BROKER_HEAP:-1g}
 export KAFKA_VERSION=${KAFKA_VERSION:-3.6.2}
 CLUSTER=$ROOT/testdata/kafka/broker/cluster.sh
-BS=127.0.0.1:19192
-REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:19381}
+export PORT_PREFIX=21 # the broker on 21192 (cluster.sh), apart from the drill's 19xxx ports
+BS=127.0.0.1:21192
+REGISTRY_ADDR=${REGISTRY_ADDR:-127.0.0.1:21381}
 REG=http://$REGISTRY_ADDR
 APP=bench
 read -r -a KFLAGS <<<"${KAUDIT_FLAGS:-}"

@@ -52,7 +52,10 @@ mode() { cat "$CL/mode" 2>/dev/null || echo 1; }
 # nodes prints every node id of the cluster, controller first.
 nodes() { if [[ $(mode) == 3 ]]; then echo 100 1 2 3; else echo 1; fi; }
 brokers() { if [[ $(mode) == 3 ]]; then echo 1 2 3; else echo 1; fi; }
-port() { if [[ $1 == 100 ]]; then echo 19090; else echo "19${1}92"; fi; }
+# PORT_PREFIX (default 19) is the ports' first two digits: the bench harness runs its broker on
+# 21192 (PORT_PREFIX=21) so that it never meets the drill's cluster.
+PP=${PORT_PREFIX:-19}
+port() { if [[ $1 == 100 ]]; then echo "${PP}090"; else echo "${PP}${1}92"; fi; }
 
 bootstrap() {
 	local out=() id
@@ -69,10 +72,10 @@ props() {
 		echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
 		echo "controller.listener.names=CONTROLLER"
 		if [[ $(mode) == 3 ]]; then
-			echo "controller.quorum.voters=100@127.0.0.1:19090"
+			echo "controller.quorum.voters=100@127.0.0.1:${PP}090"
 			if [[ $id == 100 ]]; then
 				echo "process.roles=controller"
-				echo "listeners=CONTROLLER://127.0.0.1:19090"
+				echo "listeners=CONTROLLER://127.0.0.1:${PP}090"
 			else
 				echo "process.roles=broker"
 				echo "listeners=PLAINTEXT://127.0.0.1:$(port "$id")"
@@ -91,9 +94,9 @@ props() {
 			echo "controller.socket.timeout.ms=1500"
 		else
 			echo "process.roles=broker,controller"
-			echo "controller.quorum.voters=1@127.0.0.1:19193"
-			echo "listeners=PLAINTEXT://127.0.0.1:19192,CONTROLLER://127.0.0.1:19193"
-			echo "advertised.listeners=PLAINTEXT://127.0.0.1:19192"
+			echo "controller.quorum.voters=1@127.0.0.1:${PP}193"
+			echo "listeners=PLAINTEXT://127.0.0.1:${PP}192,CONTROLLER://127.0.0.1:${PP}193"
+			echo "advertised.listeners=PLAINTEXT://127.0.0.1:${PP}192"
 			echo "inter.broker.listener.name=PLAINTEXT"
 			echo "default.replication.factor=1"
 			echo "min.insync.replicas=1"
