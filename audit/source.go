@@ -180,6 +180,69 @@ type Clock interface {
 	Now() time.Time
 }
 
+// SourceClock is the time the evidence describes and the name of that
+// clock: a source's own clock (a snapshot's capture time, a log dir's last
+// write) when it has one, else now. Every audit takes its "now" from it.
+func SourceClock(src Source) (time.Time, string) {
+	if c, ok := src.(Clock); ok {
+		if t := c.Now(); !t.IsZero() {
+			return t, "the source's clock"
+		}
+	}
+	return time.Now(), "now"
+}
+
+// TopologyHolder is implemented by sources that carry the app's
+// Topology#describe() text (a capture made with --topology).
+type TopologyHolder interface {
+	Topology() string
+}
+
+// SchemaHolder is implemented by sources that carry the schemas their
+// records were written with (a capture), by schema id.
+type SchemaHolder interface {
+	Schemas() map[int32]string
+}
+
+// TopologyOf is the describe() text src carries, or "".
+func TopologyOf(src Source) string {
+	if h, ok := src.(TopologyHolder); ok {
+		return h.Topology()
+	}
+	return ""
+}
+
+// SchemasOf is the schemas src carries, or nil.
+func SchemasOf(src Source) map[int32]string {
+	if h, ok := src.(SchemaHolder); ok {
+		return h.Schemas()
+	}
+	return nil
+}
+
+// UnreadablePartition is the finding for evidence of tp that could not be
+// read: everything that depends on it is unchecked. It counts no record.
+func UnreadablePartition(tp TopicPartition, detail string) Finding {
+	f := NewFinding(StageOffsets, CauseUnreadable, tp, -1)
+	f.Count = 0
+	f.Detail = detail
+	return f
+}
+
+// UsageError is an error in what the caller asked for (its options, its
+// spec, a file it named) rather than in the evidence: the CLI exits 2.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// NotRunError is an audit that could not run, so there is no report: the
+// evidence could not be opened or read midway. The CLI exits 4.
+type NotRunError struct{ Err error }
+
+func (e NotRunError) Error() string { return e.Err.Error() }
+func (e NotRunError) Unwrap() error { return e.Err }
+
 // Value is a decoded key or value in canonical JSON form: nil, bool, string,
 // json.Number, []any or map[string]any.
 type Value = any
@@ -189,10 +252,6 @@ type Decoder interface {
 	// Decode decodes data read from topic; isKey says which serde applies.
 	Decode(ctx context.Context, topic string, isKey bool, data []byte) (Value, error)
 }
-
-// FindingSink receives findings produced while reading, for components
-// that stream records and cannot return findings through their iterator.
-type FindingSink func(Finding)
 
 // Bounded is implemented by sources that hold only part of some
 // partitions: a capture bounded with --since starts later than the

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -317,6 +318,23 @@ func CheckJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 		v.Unjudged = fmt.Sprintf("join %s is not judged: its value fails on the data: %v (%s)", pj.Output, fail, v.Summary())
 	}
 	return v
+}
+
+// OutputOrder is the field order of a topic's first record value, its
+// schemas looked up through dec; nil when t is nil or holds no value.
+func OutputOrder(ctx context.Context, t *Topic, dec *codec.Codec) []string {
+	if t == nil {
+		return nil
+	}
+	for _, r := range t.Records() {
+		if r.RawValue != nil {
+			return FieldOrder(r.RawValue, func(id int32) (string, bool) {
+				s, err := dec.Schema(ctx, id)
+				return s.Schema, err == nil
+			})
+		}
+	}
+	return nil
 }
 
 // FieldOrder returns the field names of a record value in the order its

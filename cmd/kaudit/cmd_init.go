@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit/diff"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
@@ -89,12 +91,12 @@ func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) 
 	topoFrom := o.TopologyFile
 	if o.TopologyFile != "" {
 		var err error
-		if topo, err = loadTopology(o.TopologyFile); err != nil {
+		if topo, err = diff.LoadTopology(o.TopologyFile); err != nil {
 			return err
 		}
-	} else if s, ok := src.(interface{ Topology() string }); ok && s.Topology() != "" {
+	} else if text := audit.TopologyOf(src); text != "" {
 		// a capture carries the app's describe() text
-		t, err := topology.ParseString(s.Topology())
+		t, err := topology.ParseString(text)
 		if err != nil {
 			return notRunError{fmt.Errorf("parse the snapshot's topology: %w", err)}
 		}

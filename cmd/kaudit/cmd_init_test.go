@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaudit/kaudit/audit/diff"
+
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -45,7 +47,7 @@ func TestInitCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		topo, err := loadTopology(seedTopologyFile())
+		topo, err := diff.LoadTopology(seedTopologyFile())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +139,7 @@ func TestInitDraftsLoad(t *testing.T) {
 			if strings.Contains(out.String(), "describe the tables by hand") {
 				return // the hand-made table is not in the topology
 			}
-			topo, err := loadTopology(file)
+			topo, err := diff.LoadTopology(file)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -113,7 +113,7 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 		if err != nil {
 			return err
 		}
-		if dec, err = openDecoder(o.source, "", "", props, snapshotSchemas(src)); err != nil {
+		if dec, err = openDecoder(o.source, "", "", props, audit.SchemasOf(src)); err != nil {
 			return err
 		}
 	}
@@ -124,7 +124,7 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 	doc := &audit.TopicLedger{Topic: o.Topic}
 	var all []audit.Finding
 	problems := map[int32][]audit.Finding{} // what opening the source found wrong with this topic
-	for _, f := range src.problems {
+	for _, f := range src.Problems {
 		if f.Topic == o.Topic {
 			problems[f.Partition] = append(problems[f.Partition], f)
 		}
@@ -161,7 +161,7 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 		all = append(all, pl.Findings...)
 		delete(problems, p)
 	}
-	for _, f := range src.problems {
+	for _, f := range src.Problems {
 		if f.Topic != o.Topic || problems[f.Partition] != nil {
 			// evidence the ledger did not list is still evidence missing
 			fmt.Fprintf(errw, "kaudit: %s/%d: %s: %s\n", f.Topic, f.Partition, f.Cause, f.Detail)
@@ -232,12 +232,4 @@ func text(ctx context.Context, dec *codec.Codec, topic string, isKey bool, b []b
 		return codec.RawText(b)
 	}
 	return codec.Text(v)
-}
-
-// snapshotSchemas returns the schemas a snapshot carries, if it is one.
-func snapshotSchemas(src *openedSource) map[int32]string {
-	if s, ok := src.Source.(interface{ Schemas() map[int32]string }); ok {
-		return s.Schemas()
-	}
-	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/diff"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
@@ -66,21 +68,6 @@ func topologyCommand() *cli.Command {
 	}
 }
 
-// loadTopology reads and parses a describe() text file; a parse error is a
-// usage error naming the file and line.
-func loadTopology(path string) (*topology.Topology, error) {
-	f, err := openInput(path, topology.MaxTopologyBytes)
-	if err != nil {
-		return nil, usagef("read topology: %w", err)
-	}
-	defer f.Close()
-	t, err := topology.Parse(f)
-	if err != nil {
-		return nil, usagef("parse topology %s: %w", path, err)
-	}
-	return t, nil
-}
-
 // topologyDoc is kaudit topology's JSON document.
 type topologyDoc struct {
 	AppID     string              `json:"app_id"`
@@ -104,7 +91,7 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 	var topo *topology.Topology
 	if o.TopologyFile != "" {
 		var err error
-		if topo, err = loadTopology(o.TopologyFile); err != nil {
+		if topo, err = diff.LoadTopology(o.TopologyFile); err != nil {
 			return err
 		}
 	}
@@ -248,5 +235,5 @@ func topologySource(c *cli.Context) (src audit.Source, problems []audit.Finding,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return s.Source, s.problems, s.close, nil
+	return s.Source, s.Problems, s.close, nil
 }

@@ -94,11 +94,7 @@ func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []
 	if err != nil {
 		return nil, err
 	}
-	var schemas map[int32]string
-	if s, ok := src.(interface{ Schemas() map[int32]string }); ok {
-		schemas = s.Schemas()
-	}
-	dec, _, err := openDecoderTopics(o.source, cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes"), nil, props, schemas)
+	dec, err := openDecoder(o.source, cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes"), props, audit.SchemasOf(src))
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +197,7 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 		return infer.JoinGuess{}
 	}
 	pj := topology.PlannedJoin{Output: output, Left: left, Right: rights}
-	return infer.InferJoin(pj, inf.plan, inf.ev, outputOrder(ctx, inf.ev.Topics[output], inf.dec))
+	return infer.InferJoin(pj, inf.plan, inf.ev, infer.OutputOrder(ctx, inf.ev.Topics[output], inf.dec))
 }
 
 // maxOutputCandidates bounds the topics read as possible join outputs

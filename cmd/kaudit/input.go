@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
 
-	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/internal/input"
 )
 
 // Bounds on the files kaudit reads whole from its flags.
@@ -15,40 +13,11 @@ const (
 	maxReportBytes = 4 << 30
 )
 
-// openInput opens a file given on the command line after checking, on the
-// opened file, that it is a regular file of at most limit bytes: a device
-// or a pipe could never end (a symlink to /dev/zero).
-func openInput(path string, limit int64) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	switch {
-	case !info.Mode().IsRegular():
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file but %s", path, segment.KindOf(info.Mode()))
-	case info.Size() > limit:
-		f.Close()
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d it may hold", path, info.Size(), limit)
-	}
-	return f, nil
-}
+// openInput and readInput open a file given on the command line with
+// bounds (see internal/input).
+func openInput(path string, limit int64) (*os.File, error) { return input.Open(path, limit) }
 
-// readInput reads a file given on the command line whole, as openInput
-// bounds it.
-func readInput(path string, limit int64) ([]byte, error) {
-	f, err := openInput(path, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
+func readInput(path string, limit int64) ([]byte, error) { return input.Read(path, limit) }
 
 // checkWrites refuses to write any of outs inside one of the input dirs,
 // or over one of the input files: kaudit never writes where it reads.

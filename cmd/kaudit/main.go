@@ -219,15 +219,24 @@ type notRunError struct{ err error }
 func (e notRunError) Error() string { return e.err.Error() }
 func (e notRunError) Unwrap() error { return e.err }
 
+// isNotRun reports whether err says the audit could not run.
+func isNotRun(err error) bool {
+	var nr notRunError
+	var anr audit.NotRunError
+	return errors.As(err, &nr) || errors.As(err, &anr)
+}
+
 func exitCode(ctx context.Context, err error) int {
 	if err == nil {
 		return exitClean
 	}
 	var (
-		v  verdictError
-		u  usageError
-		in incompleteError
-		nr notRunError
+		v   verdictError
+		u   usageError
+		au  audit.UsageError
+		in  incompleteError
+		nr  notRunError
+		anr audit.NotRunError
 	)
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
@@ -240,11 +249,11 @@ func exitCode(ctx context.Context, err error) int {
 			return exitIncomplete
 		}
 		return exitClean
-	case errors.As(err, &u):
+	case errors.As(err, &u), errors.As(err, &au):
 		return exitUsage
 	case errors.As(err, &in):
 		return exitIncomplete
-	case errors.As(err, &nr):
+	case errors.As(err, &nr), errors.As(err, &anr):
 		return exitNotRun
 	}
 	// urfave/cli reports bad flags and unknown commands as plain errors.

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/kaudit/kaudit/audit/diff"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,10 +24,8 @@ const maxPartitions = 1 << 20
 // openedSource is a source of evidence with what opening it already found
 // wrong (a snapshot file whose hash does not match).
 type openedSource struct {
-	audit.Source
-	problems []audit.Finding
-	notes    []string // what the source cannot know, for the report
-	close    func()
+	diff.Evidence
+	close func()
 }
 
 // properties merges --command-config and --command-property.
@@ -83,7 +81,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 		if err != nil {
 			return nil, notRunError{err} // it says "open snapshot"
 		}
-		return &openedSource{Source: s, problems: s.Problems(), close: func() {}}, nil
+		return &openedSource{Evidence: diff.Evidence{Source: s, Problems: s.Problems()}, close: func() {}}, nil
 	case len(o.LogDirs) > 0:
 		d, err := segment.OpenDirs(o.LogDirs...)
 		if err != nil {
@@ -93,10 +91,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 		for _, tt := range d.TornTails() {
 			// the bytes of a torn batch are evidence that cannot be read:
 			// a broker's recovery would truncate them, an audit cannot vouch
-			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tt.TP, -1)
-			f.Count = 0
-			f.Detail = fmt.Sprintf("%s: %d bytes from byte %d are a torn or corrupt batch at the end of the log (a broker crash mid-write); what they held cannot be read", tt.File, tt.Bytes, tt.Pos)
-			problems = append(problems, f)
+			problems = append(problems, audit.UnreadablePartition(tt.TP, fmt.Sprintf("%s: %d bytes from byte %d are a torn or corrupt batch at the end of the log (a broker crash mid-write); what they held cannot be read", tt.File, tt.Bytes, tt.Pos)))
 		}
 		if len(o.LogDirs) > 1 {
 			// replicas of one partition in several brokers' dirs: compare them
@@ -106,7 +101,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 			}
 			problems = append(problems, div...)
 		}
-		return &openedSource{Source: d, problems: problems, notes: d.Unknowns(ctx), close: func() {}}, nil
+		return &openedSource{Evidence: diff.Evidence{Source: d, Problems: problems, Notes: d.Unknowns(ctx)}, close: func() {}}, nil
 	}
 	props, err := properties(o)
 	if err != nil {
@@ -115,7 +110,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout})
 	switch {
 	case err == nil:
-		return &openedSource{Source: s, close: s.Close}, nil
+		return &openedSource{Evidence: diff.Evidence{Source: s}, close: s.Close}, nil
 	case errors.Is(err, kafka.ErrConfig):
 		return nil, usageError{err}
 	case ctx.Err() != nil:
@@ -132,79 +127,21 @@ func wrapOnce(prefix string, err error) error {
 	return fmt.Errorf("%s: %w", prefix, err)
 }
 
-// groupNotes says, for log dirs, which transactional offset commits of
-// the group had no marker when the log stopped, and whether they count.
-func groupNotes(ctx context.Context, src *openedSource, group string) []string {
-	d, ok := src.Source.(*segment.Dir)
-	if !ok || group == "" {
-		return nil
-	}
-	gl, err := d.GroupLog(ctx, group)
-	if err != nil {
-		return nil // GroupOffsets already said why
-	}
-	var out []string
-	for _, p := range gl.Pending {
-		how := "its transaction had not been decided when the cluster stopped (a coordinator aborts it on restart): not counted in the cut"
-		if p.Committed {
-			how = "__transaction_state says its coordinator had decided to commit: counted in the cut"
-		}
-		out = append(out, fmt.Sprintf("group %s: a transactional offset commit of %s to %d by producer %d (%s offset %d) has no marker in the log dirs; %s",
-			group, p.TP, p.Offset, p.ProducerID, segment.ConsumerOffsetsTopic, p.At, how))
-	}
-	return out
-}
-
 // openCliSource is openSource from a command's flags.
 func openCliSource(c *cli.Context) (*openedSource, error) {
 	return openSource(c.Context, c.Command.Name, readSourceOptions(c))
 }
 
+// codecConfig is the decoding the flags choose.
+func codecConfig(o sourceOptions, props map[string]string) codec.Config {
+	return codec.Config{KeySerde: o.KeySerde, ValueSerde: o.ValueSerde, RegistryURL: o.SchemaRegistry, SchemasDir: o.SchemasDir, Properties: props, Timeout: o.Timeout}
+}
+
 // openDecoder builds the key and value decoder from the serde flags and
-// the spec's serdes (which win where the flags say nothing).
-func openDecoder(o sourceOptions, specKey, specValue string, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
-	c, _, err := openDecoderTopics(o, specKey, specValue, nil, props, schemas)
-	return c, err
-}
-
-// openDecoderTopics is openDecoder with per-topic serdes. Schemas a
-// snapshot carries are staged in a temporary dir that the codec reads
-// whole at once and that is removed before it returns.
-func openDecoderTopics(o sourceOptions, specKey, specValue string, topics map[string]codec.TopicSerdes, props map[string]string, schemas map[int32]string) (*codec.Codec, bool, error) {
-	cfg := codec.Config{KeySerde: first(o.KeySerde, specKey, "string"), ValueSerde: first(o.ValueSerde, specValue, "bytes"),
-		Topics: topics, RegistryURL: o.SchemaRegistry, SchemasDir: o.SchemasDir, Properties: props, Timeout: o.Timeout}
-	staged := false
-	if len(schemas) > 0 && cfg.RegistryURL == "" && cfg.SchemasDir == "" {
-		// a snapshot carries the schemas it used: serve them offline
-		dir, err := os.MkdirTemp("", "kaudit-schemas-")
-		if err != nil {
-			return nil, false, fmt.Errorf("stage snapshot schemas: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		for id, s := range schemas {
-			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(s), 0o600); err != nil {
-				return nil, false, fmt.Errorf("stage snapshot schemas: %w", err)
-			}
-		}
-		cfg.SchemasDir, staged = dir, true
-	}
-	c, err := codec.New(cfg)
-	switch {
-	case err != nil && staged:
-		// the snapshot's own schemas are evidence: unusable ones leave
-		// the run without it, they are no usage error
-		return nil, staged, notRunError{fmt.Errorf("read the snapshot's schemas: %w", err)}
-	case err != nil:
-		return nil, staged, usagef("configure decoding: %w", err)
-	}
-	return c, staged, nil
-}
-
-func first(s ...string) string {
-	for _, x := range s {
-		if strings.TrimSpace(x) != "" {
-			return x
-		}
-	}
-	return ""
+// the given serdes (which serve where the flags say nothing), with the
+// schemas a capture carries.
+func openDecoder(o sourceOptions, key, value string, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
+	cfg := codecConfig(o, props)
+	cfg.KeySerde, cfg.ValueSerde = cmp.Or(cfg.KeySerde, key, "string"), cmp.Or(cfg.ValueSerde, value, "bytes")
+	return diff.OpenDecoder(cfg, schemas)
 }

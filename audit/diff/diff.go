@@ -1,0 +1,212 @@
+package diff
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/statedir"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// Evidence is an opened source of evidence with what opening it already
+// found wrong (a snapshot file whose hash does not match, a torn tail)
+// and what it cannot know, for the report.
+type Evidence struct {
+	audit.Source
+	Problems []audit.Finding
+	Notes    []string
+}
+
+// Options say what to audit and how.
+type Options struct {
+	// AppID is the Streams application.id; "" takes the spec's.
+	AppID string
+	// TopologyFile is a Topology#describe() text file; "" takes the
+	// spec's, else the one the source carries, else none.
+	TopologyFile string
+	// SpecFile is a kaudit.yaml; "" runs the checks that need no key.
+	SpecFile string
+	// StateDir is a Streams state.dir whose checkpoints are checked
+	// against the changelogs; "" for none.
+	StateDir string
+	// Since and Until limit which inputs are judged: a duration ago
+	// (counted back from the source's clock) or an RFC 3339 time; "" for
+	// no bound.
+	Since, Until string
+	// BaselineSnapshot is an earlier capture: records it holds that are
+	// gone now are truncated.
+	BaselineSnapshot string
+	// Outage is how long the brokers were down: topics whose retention is
+	// shorter are a config risk.
+	Outage time.Duration
+	// MaxTxnTimeout: an open transaction older than this is hanging.
+	MaxTxnTimeout time.Duration
+	// Partitions limits the audit to these task partitions (a shard).
+	Partitions []int32
+	// CrossCheck compares each partition's derived read_committed view
+	// with the broker's.
+	CrossCheck bool
+	// Concurrency is how many partitions are read at once.
+	Concurrency int
+	// TableMemory bounds one table's per-record state in bytes (0: no
+	// bound); a table over it spills to SpillDir.
+	TableMemory int64
+	SpillDir    string
+	// Codec is the decoding the caller chose (serdes, a registry, offline
+	// schemas, client properties); the spec's serdes fill what it leaves
+	// empty, and the schemas a capture carries serve when it names no
+	// registry and no schema dir.
+	Codec codec.Config
+	// Progress, if set, draws progress; Log, if set, tells the user what
+	// the audit does that is not evidence (a table spilled to disk).
+	Progress audit.Progress
+	Log      func(string)
+}
+
+// Diff audits the app on ev and returns its finished report.
+func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
+	clock, clockName := audit.SourceClock(ev.Source)
+	since, err := ParseWhen(o.Since, clock)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("--since: %w", err)}
+	}
+	until, err := ParseWhen(o.Until, clock)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("--until: %w", err)}
+	}
+	s, err := Prepare(ctx, ev, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSpec(ctx, ev, o.Log); err != nil {
+		return nil, err
+	}
+	appID := cmp.Or(o.AppID, s.Pipeline.AppID)
+	rep, err := reconcile.Run(ctx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
+		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: o.Log,
+		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, audit.NotRunError{Err: err}
+	}
+	rep.Findings = append(rep.Findings, ev.Problems...)
+	addUnjudged(rep, s.unjudged)
+	rep.Findings = append(rep.Findings, topology.ConfigRisksFor(s.Discovery, o.Outage)...)
+	rep.Summary.Notes = append(rep.Summary.Notes, s.Discovery.Unknown...)
+	rep.Summary.Notes = append(rep.Summary.Notes, s.Warnings...)
+	if !since.IsZero() || !until.IsZero() {
+		rep.Summary.Notes = append(rep.Summary.Notes, windowNote(since, until, clock, clockName, rep.Timeline))
+	}
+	rep.Summary.Notes = append(rep.Summary.Notes, ev.Notes...)
+	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, ev.Source, appID)...)
+	if o.StateDir != "" {
+		if err := checkStateDir(o.StateDir, appID, rep); err != nil {
+			return nil, err
+		}
+	}
+	if o.BaselineSnapshot != "" {
+		if err := compareBaseline(ctx, o.BaselineSnapshot, ev.Source, rep); err != nil {
+			return nil, err
+		}
+	}
+	rep.Finish()
+	return rep, nil
+}
+
+// addUnjudged puts the reasons why tables and joins were not judged into
+// the report's missing evidence (the verdict is then at best incomplete),
+// once.
+func addUnjudged(rep *audit.Report, unjudged []string) {
+	for _, u := range unjudged {
+		if !slices.ContainsFunc(rep.Summary.Missing, func(m string) bool { return strings.Contains(m, u) }) {
+			rep.Summary.Missing = append(rep.Summary.Missing, u)
+		}
+	}
+}
+
+// groupNotes says, for log dirs, which transactional offset commits of
+// the group had no marker when the log stopped, and whether they count.
+func groupNotes(ctx context.Context, src audit.Source, group string) []string {
+	d, ok := src.(*segment.Dir)
+	if !ok || group == "" {
+		return nil
+	}
+	gl, err := d.GroupLog(ctx, group)
+	if err != nil {
+		return nil // GroupOffsets already said why
+	}
+	var out []string
+	for _, p := range gl.Pending {
+		how := "its transaction had not been decided when the cluster stopped (a coordinator aborts it on restart): not counted in the cut"
+		if p.Committed {
+			how = "__transaction_state says its coordinator had decided to commit: counted in the cut"
+		}
+		out = append(out, fmt.Sprintf("group %s: a transactional offset commit of %s to %d by producer %d (%s offset %d) has no marker in the log dirs; %s",
+			group, p.TP, p.Offset, p.ProducerID, segment.ConsumerOffsetsTopic, p.At, how))
+	}
+	return out
+}
+
+// checkStateDir checks the state dir's checkpoints against the cut's
+// changelog offsets.
+func checkStateDir(dir, appID string, rep *audit.Report) error {
+	st, err := statedir.Read(dir, appID)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return audit.UsageError{Err: fmt.Errorf("read --state-dir: %w", err)}
+	case err != nil:
+		// a state dir that cannot be read is missing evidence
+		rep.Summary.Missing = append(rep.Summary.Missing, "state dir: "+err.Error())
+		return nil
+	}
+	offsets := map[audit.TopicPartition]audit.PartitionOffsets{}
+	for _, c := range rep.Cut {
+		if c.Role == "changelog" {
+			offsets[audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}] = audit.PartitionOffsets{LogStart: c.LogStart, LSO: c.LSO, HW: c.HW}
+		}
+	}
+	rep.Findings = append(rep.Findings, statedir.Check(st, offsets, nil)...)
+	return nil
+}
+
+// compareBaseline finds the records an earlier capture holds that are
+// gone now.
+func compareBaseline(ctx context.Context, dir string, src audit.Source, rep *audit.Report) error {
+	earlier, err := snapshot.Open(dir)
+	if err != nil {
+		return audit.UsageError{Err: fmt.Errorf("open --baseline-snapshot: %w", err)}
+	}
+	var tps []audit.TopicPartition
+	var absent []string
+	for _, c := range rep.Cut {
+		if _, err := earlier.Partitions(ctx, c.Topic); err != nil {
+			if !slices.Contains(absent, c.Topic) {
+				absent = append(absent, c.Topic)
+			}
+			continue
+		}
+		tps = append(tps, audit.TopicPartition{Topic: c.Topic, Partition: c.Partition})
+	}
+	if len(absent) > 0 {
+		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("the baseline snapshot does not hold %s: those topics are not compared with it", strings.Join(absent, ", ")))
+	}
+	fs, err := snapshot.Baseline(ctx, earlier, src, tps)
+	if err != nil {
+		return audit.NotRunError{Err: fmt.Errorf("compare with the baseline snapshot: %w", err)}
+	}
+	rep.Findings = append(rep.Findings, fs...)
+	return nil
+}

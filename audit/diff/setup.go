@@ -1,0 +1,234 @@
+package diff
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/topology"
+	"github.com/kaudit/kaudit/internal/input"
+)
+
+// Setup is what an audit checks, resolved on the evidence: the engine's
+// pipeline, the app's topics, the decoder, and the spec when there is one.
+type Setup struct {
+	Pipeline  *reconcile.Pipeline
+	Discovery *topology.Discovery
+	Decoder   *codec.Codec
+	Spec      *topology.Spec // nil without a spec
+	Resolved  *topology.Plan // the spec resolved on the topology; nil without a spec
+	// Warnings are notes for the report: where the spec and the evidence
+	// disagree on the app's layout.
+	Warnings []string
+	unjudged []string // why tables and joins are not judged (checkSpec)
+}
+
+// Prepare resolves the spec (or, without one, the keyless checks) on what
+// the source holds, and builds the decoder.
+func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
+	var spec *topology.Spec
+	if o.SpecFile != "" {
+		var err error
+		if spec, err = topology.LoadSpec(o.SpecFile); err != nil {
+			return nil, audit.UsageError{Err: err}
+		}
+		o.AppID = cmp.Or(o.AppID, spec.AppID)
+		o.TopologyFile = cmp.Or(o.TopologyFile, spec.TopologyPath())
+	}
+	topo, err := TopologyFor(o.TopologyFile, ev.Source)
+	if err != nil {
+		return nil, err
+	}
+	d, err := topology.Discover(ctx, ev.Source, o.AppID, topo)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, audit.NotRunError{Err: fmt.Errorf("discover app %s: %w", o.AppID, err)}
+	}
+	s := &Setup{Discovery: d}
+	keySerde, valSerde, topics := "string", "", map[string]codec.TopicSerdes{}
+	if spec == nil {
+		s.Pipeline = keylessPipeline(o.AppID, d)
+	} else {
+		rp, err := topology.Resolve(spec, topo, o.AppID)
+		if err != nil {
+			return nil, audit.UsageError{Err: err}
+		}
+		if err := spec.CheckPlan(d, rp); err != nil {
+			s.Warnings = append(s.Warnings, err.Error())
+		}
+		s.Warnings = append(s.Warnings, rp.Warnings...)
+		keySerde, valSerde = first(spec.Serdes.Key, "string"), spec.Serdes.Value
+		for topic, sd := range rp.TopicSerdes() {
+			topics[topic] = codec.TopicSerdes{Key: sd.Key, Value: sd.Value}
+		}
+		s.Pipeline = reconcile.FromPlan(rp, keySerde)
+		s.Spec, s.Resolved = spec, rp
+	}
+	cfg := o.Codec
+	cfg.Topics = topics
+	cfg.KeySerde, cfg.ValueSerde = first(cfg.KeySerde, keySerde, "string"), first(cfg.ValueSerde, valSerde, "bytes")
+	if s.Decoder, err = OpenDecoder(cfg, audit.SchemasOf(ev.Source)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// keylessPipeline is the checks that need no key, on the topics'
+// roles: each existing source, repartition and changelog topic a table of
+// its own, the outputs as outputs.
+func keylessPipeline(appID string, d *topology.Discovery) *reconcile.Pipeline {
+	p := &reconcile.Pipeline{AppID: appID, Keyless: true}
+	for _, t := range d.Topics {
+		if !t.Exists {
+			continue
+		}
+		switch t.Role {
+		case topology.RoleSource:
+			p.Tables = append(p.Tables, reconcile.Table{Name: t.Name, Source: t.Name})
+		case topology.RoleRepartition:
+			p.Tables = append(p.Tables, reconcile.Table{Name: t.Name, Repartition: t.Name})
+		case topology.RoleChangelog:
+			p.Tables = append(p.Tables, reconcile.Table{Name: t.Name, Changelog: t.Name})
+		case topology.RoleOutput:
+			p.Outputs = append(p.Outputs, t.Name)
+		}
+	}
+	return p
+}
+
+// TopologyFor is the app's topology: from file when one is named, else
+// the describe() text src carries, else nil.
+func TopologyFor(file string, src audit.Source) (*topology.Topology, error) {
+	if file != "" {
+		return LoadTopology(file)
+	}
+	text := ""
+	if src != nil {
+		text = audit.TopologyOf(src)
+	}
+	if text == "" {
+		return nil, nil
+	}
+	t, err := topology.ParseString(text)
+	if err != nil {
+		return nil, audit.NotRunError{Err: fmt.Errorf("parse the snapshot's topology: %w", err)}
+	}
+	return t, nil
+}
+
+// LoadTopology reads and parses a describe() text file; a parse error is
+// a usage error naming the file and line.
+func LoadTopology(path string) (*topology.Topology, error) {
+	f, err := input.Open(path, topology.MaxTopologyBytes)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("read topology: %w", err)}
+	}
+	defer f.Close()
+	t, err := topology.Parse(f)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("parse topology %s: %w", path, err)}
+	}
+	return t, nil
+}
+
+// OpenDecoder builds the codec cfg configures. Schemas a capture carries
+// serve when cfg names no registry and no schema dir: they are staged in
+// a temporary dir that the codec reads whole at once and that is removed
+// before it returns.
+func OpenDecoder(cfg codec.Config, schemas map[int32]string) (*codec.Codec, error) {
+	staged := false
+	if len(schemas) > 0 && cfg.RegistryURL == "" && cfg.SchemasDir == "" {
+		dir, err := os.MkdirTemp("", "kaudit-schemas-")
+		if err != nil {
+			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		for id, s := range schemas {
+			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(s), 0o600); err != nil {
+				return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+			}
+		}
+		cfg.SchemasDir, staged = dir, true
+	}
+	c, err := codec.New(cfg)
+	switch {
+	case err != nil && staged:
+		// the snapshot's own schemas are evidence: unusable ones leave
+		// the run without it, they are no usage error
+		return nil, audit.NotRunError{Err: fmt.Errorf("read the snapshot's schemas: %w", err)}
+	case err != nil:
+		return nil, audit.UsageError{Err: fmt.Errorf("configure decoding: %w", err)}
+	}
+	return c, nil
+}
+
+// ParseWhen reads a duration ago (counted back from now) or an RFC 3339
+// time; "" is the zero time.
+func ParseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (90m) nor an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+// windowNote says which window since and until judged, from which clock,
+// and how many inputs fell inside it (from the timeline, by minute: the
+// minutes the window's edges cut count as a range).
+func windowNote(since, until, clock time.Time, clockName string, tl []audit.Minute) string {
+	from, to := "the first input", "the last"
+	sinceMs, untilMs := int64(math.MinInt64), int64(math.MaxInt64)
+	if !since.IsZero() {
+		from, sinceMs = since.UTC().Format(time.RFC3339), since.UnixMilli()
+	}
+	if !until.IsZero() {
+		to, untilMs = until.UTC().Format(time.RFC3339), until.UnixMilli()
+	}
+	lo, hi := int64(0), int64(0)
+	for _, m := range tl {
+		start, end := m.Start, m.Start+60_000
+		switch {
+		case start >= sinceMs && end <= untilMs:
+			lo += m.Produced
+			hi += m.Produced
+		case end > sinceMs && start < untilMs:
+			hi += m.Produced // the window cuts this minute
+		}
+	}
+	n := fmt.Sprintf("%d inputs fell inside it", lo)
+	if hi != lo {
+		n = fmt.Sprintf("%d to %d inputs fell inside it (the window cuts a minute of the timeline)", lo, hi)
+	}
+	if hi == 0 {
+		n = "no input fell inside it: no record was judged, so a clean verdict says nothing about this window"
+	}
+	return fmt.Sprintf("judged the inputs with timestamps from %s to %s (durations count back from %s, %s); %s",
+		from, to, clockName, clock.UTC().Format(time.RFC3339), n)
+}
+
+// first is the first of s that is not blank.
+func first(s ...string) string {
+	for _, x := range s {
+		if strings.TrimSpace(x) != "" {
+			return x
+		}
+	}
+	return ""
+}

@@ -1,0 +1,94 @@
+package diff
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/infer"
+)
+
+// SpecCheck is what checking a spec against the evidence found.
+type SpecCheck struct {
+	Notes    []string
+	Keys     []infer.Verdict // select_key, per table of the resolved spec
+	Tables   []infer.Verdict // reducers, per table
+	Joins    []infer.Verdict // per join
+	Unjudged []string        // why tables and joins would not be judged
+	Unread   error           // the evidence could not be read
+}
+
+// CheckSpec reads the evidence the resolved spec needs and checks it:
+// fields named by expressions that the values lack are a spec error
+// (audit.UsageError); reducers and join values the evidence contradicts
+// are unjudged. s must hold a spec.
+func CheckSpec(ctx context.Context, s *Setup, src audit.RecordSource) (*SpecCheck, error) {
+	ev, err := infer.Load(ctx, src, s.Decoder, s.Resolved, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return &SpecCheck{Notes: []string{"the spec was not checked against the evidence: " + err.Error()}, Unread: err}, nil
+	}
+	c := &SpecCheck{}
+	notes, err := infer.CheckFields(s.Spec, s.Resolved, ev)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("the spec does not describe the app's records:\n%w", err)}
+	}
+	c.Notes = notes
+	for _, pt := range s.Resolved.Tables {
+		k := infer.CheckSelectKey(pt, ev)
+		c.Keys = append(c.Keys, k)
+		v := infer.CheckTable(pt, ev)
+		c.Tables = append(c.Tables, v)
+		for _, x := range []infer.Verdict{k, v} {
+			if x.Unjudged != "" {
+				c.Unjudged = append(c.Unjudged, x.Unjudged)
+			}
+		}
+	}
+	for _, pj := range s.Resolved.Joins {
+		v := infer.CheckJoin(pj, s.Resolved, ev, infer.OutputOrder(ctx, ev.Topics[pj.Output], s.Decoder))
+		c.Joins = append(c.Joins, v)
+		if v.Unjudged != "" {
+			c.Unjudged = append(c.Unjudged, v.Unjudged)
+		}
+	}
+	return c, nil
+}
+
+// checkSpec runs the spec check before the audit judges: the tables and
+// joins the evidence contradicts are not judged.
+func (s *Setup) checkSpec(ctx context.Context, src audit.RecordSource, log func(string)) error {
+	if s.Spec == nil || s.Resolved == nil {
+		return nil
+	}
+	c, err := CheckSpec(ctx, s, src)
+	if err != nil {
+		return err
+	}
+	s.Warnings = append(s.Warnings, c.Notes...)
+	for i, v := range c.Tables {
+		if k := c.Keys[i]; k.Unjudged != "" {
+			v = k
+		}
+		if v.Unjudged == "" {
+			continue
+		}
+		s.Pipeline.Tables[i].Unjudged = v.Unjudged
+		if log != nil {
+			log(v.Unjudged)
+		}
+	}
+	for i, v := range c.Joins {
+		if v.Unjudged == "" {
+			continue
+		}
+		s.Pipeline.Joins[i].Unjudged = v.Unjudged
+		if log != nil {
+			log(v.Unjudged)
+		}
+	}
+	s.unjudged = c.Unjudged
+	return nil
+}
