@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,14 @@ type TopicPartition struct {
 }
 
 func (tp TopicPartition) String() string { return tp.Topic + "/" + strconv.Itoa(int(tp.Partition)) }
+
+// CompareTopicPartitions orders partitions by topic, then partition number.
+func CompareTopicPartitions(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
 
 // ParseTopicPartition parses "topic/partition" as printed by String.
 func ParseTopicPartition(s string) (TopicPartition, error) {
