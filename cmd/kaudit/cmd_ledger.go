@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/ledger"
 	"github.com/kaudit/kaudit/report"
 )
@@ -78,158 +75,39 @@ func ledgerCommand() *cli.Command {
 	}
 }
 
+// runLedger classifies the topic through the library and renders it; a
+// problem of the source the ledger does not list goes to stderr.
 func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw io.Writer) error {
-	n, err := src.Partitions(ctx, o.Topic)
-	if err != nil {
-		if errors.Is(err, audit.ErrTopicNotFound) {
-			return usagef("topic %q not found in %s", o.Topic, src.Describe())
-		}
-		return notRunError{fmt.Errorf("describe topic %s: %w", o.Topic, err)}
-	}
-	if n < 0 || n > maxPartitions {
-		return notRunError{fmt.Errorf("describe topic %s: %d partitions: %w", o.Topic, n, audit.ErrCorrupt)}
-	}
-	var parts []int32
-	for p := range n {
-		parts = append(parts, p)
-	}
-	if o.Partition >= 0 {
-		if int32(o.Partition) >= n {
-			return usagef("topic %q has %d partitions: no partition %d", o.Topic, n, o.Partition)
-		}
-		parts = []int32{int32(o.Partition)}
-	}
-	compacted := false
-	if infos, err := src.Topics(ctx); err == nil {
-		for _, t := range infos {
-			if t.Name == o.Topic {
-				compacted = t.Compacted()
-			}
-		}
-	}
-	var dec *codec.Codec
+	lo := ledger.TopicOptions{Topic: o.Topic, Partition: o.Partition, From: o.From, To: o.To, CrossCheck: o.CrossCheck,
+		MaxTxnTimeout: o.MaxTxnTimeout, Concurrency: o.Concurrency, Problems: src.Problems}
 	if o.To >= 0 && (o.source.KeySerde != "" || o.source.ValueSerde != "") {
 		props, err := properties(o.source)
 		if err != nil {
 			return err
 		}
-		if dec, err = openDecoder(o.source, "", "", props, audit.SchemasOf(src)); err != nil {
+		if lo.Decoder, err = openDecoder(o.source, "", "", props, audit.SchemasOf(src.Source)); err != nil {
 			return err
 		}
 	}
-	now := time.Now()
-	if c, ok := src.Source.(audit.Clock); ok {
-		now = c.Now()
+	tl, err := ledger.Topic(ctx, src.Source, lo)
+	if err != nil {
+		return err
 	}
-	doc := &audit.TopicLedger{Topic: o.Topic}
-	var all []audit.Finding
-	problems := map[int32][]audit.Finding{} // what opening the source found wrong with this topic
-	for _, f := range src.Problems {
-		if f.Topic == o.Topic {
-			problems[f.Partition] = append(problems[f.Partition], f)
-		}
-	}
-	lo := ledger.Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck}
-	if o.To >= 0 {
-		lo.KeepFrom, lo.KeepTo = o.From, o.To+1
-	}
-	built := buildLedgers(ctx, src.Source, o.Topic, parts, lo, max(o.Concurrency, 1))
-	for i, p := range parts {
-		tp := audit.TopicPartition{Topic: o.Topic, Partition: p}
-		l, err := built[i].l, built[i].err
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
-			f.Count = 0
-			f.Detail = "the partition could not be read: " + err.Error()
-			doc.Partitions = append(doc.Partitions, audit.PartitionLedger{Partition: p, Findings: append([]audit.Finding{f}, problems[p]...)})
-			all = append(all, f)
-			all = append(all, problems[p]...)
-			continue
-		}
-		pl := l.Summary(lo)
-		pl.Findings = append(pl.Findings, problems[p]...)
-		if dec != nil {
-			pl.Values, err = decodeRange(ctx, src, dec, tp, o.From, o.To+1)
-			if err != nil {
-				return err
-			}
-		}
-		doc.Partitions = append(doc.Partitions, pl)
-		all = append(all, pl.Findings...)
-		delete(problems, p)
-	}
-	for _, f := range src.Problems {
-		if f.Topic != o.Topic || problems[f.Partition] != nil {
-			// evidence the ledger did not list is still evidence missing
-			fmt.Fprintf(errw, "kaudit: %s/%d: %s: %s\n", f.Topic, f.Partition, f.Cause, f.Detail)
-			all = append(all, f)
-		}
+	for _, f := range tl.Unlisted {
+		// evidence the ledger did not list is still evidence missing
+		fmt.Fprintf(errw, "kaudit: %s/%d: %s: %s\n", f.Topic, f.Partition, f.Cause, f.Detail)
 	}
 	var rerr error
 	switch o.Format {
 	case "json":
-		rerr = report.LedgerJSON(w, doc)
+		rerr = report.LedgerJSON(w, tl.TopicLedger)
 	case "csv":
-		rerr = report.LedgerCSV(w, doc)
+		rerr = report.LedgerCSV(w, tl.TopicLedger)
 	default:
-		rerr = report.LedgerTable(w, doc)
+		rerr = report.LedgerTable(w, tl.TopicLedger)
 	}
 	if rerr != nil {
 		return fmt.Errorf("write ledger: %w", rerr)
 	}
-	return verdictResult(audit.Judge(all, nil))
-}
-
-type builtLedger struct {
-	l   *ledger.Ledger
-	err error
-}
-
-// buildLedgers builds the ledgers of parts, up to n at once.
-func buildLedgers(ctx context.Context, src audit.RecordSource, topic string, parts []int32, lo ledger.Options, n int) []builtLedger {
-	out := make([]builtLedger, len(parts))
-	slots := make(chan struct{}, n)
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			l, err := ledger.Build(ctx, src, audit.TopicPartition{Topic: topic, Partition: p}, lo)
-			out[i] = builtLedger{l, err}
-		})
-	}
-	wg.Wait()
-	return out
-}
-
-// decodeRange decodes the data records in [from, to).
-func decodeRange(ctx context.Context, src audit.RecordSource, dec *codec.Codec, tp audit.TopicPartition, from, to int64) ([]audit.DecodedRecord, error) {
-	var out []audit.DecodedRecord
-	for r, err := range src.Records(ctx, tp, from, to) {
-		if err != nil {
-			return nil, fmt.Errorf("read %s at %d: %w", tp, from, err)
-		}
-		if r.Batch.Control || r.Offset < from {
-			continue
-		}
-		d := audit.DecodedRecord{Offset: r.Offset, Timestamp: r.Timestamp, Key: text(ctx, dec, tp.Topic, true, r.Key), Value: text(ctx, dec, tp.Topic, false, r.Value)}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// text is a key or value as canonical JSON text, or b64: and base64 when
-// it cannot be decoded.
-func text(ctx context.Context, dec *codec.Codec, topic string, isKey bool, b []byte) string {
-	if b == nil {
-		return "null"
-	}
-	v, err := dec.Decode(ctx, topic, isKey, b)
-	if err != nil {
-		return codec.RawText(b)
-	}
-	return codec.Text(v)
+	return verdictResult(audit.Judge(tl.Findings, nil))
 }

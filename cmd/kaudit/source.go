@@ -18,9 +18,6 @@ import (
 	"github.com/kaudit/kaudit/audit/snapshot"
 )
 
-// maxPartitions bounds a topic's partition count: more is corrupt evidence.
-const maxPartitions = 1 << 20
-
 // openedSource is a source of evidence with what opening it already found
 // wrong (a snapshot file whose hash does not match).
 type openedSource struct {
