@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,6 +88,169 @@ func TestOfflineLogDirAudit(t *testing.T) {
 			out, _, code = runCLI(t, "txns", "--log-dir", dir, "--app-id", "gen-app", "--max-transaction-timeout", "5s")
 			if code != 1 || !strings.Contains(out, "hanging-transaction  gen.out/0@4") {
 				t.Errorf("txns --max-transaction-timeout 5s exit %d: want a hanging transaction on gen.out/0:\n%s", code, out)
+			}
+		})
+	}
+}
+
+// liveAnswers is what the live broker answered before it stopped
+// (live.json, written by audit/segment/testdata/real/gen).
+type liveAnswers struct {
+	Transactions []struct {
+		TransactionalID string `json:"transactional_id"`
+		State           string `json:"state"`
+		ProducerID      int64  `json:"producer_id"`
+		ProducerEpoch   int16  `json:"producer_epoch"`
+	} `json:"transactions"`
+	Topics []struct {
+		Name              string `json:"name"`
+		Partitions        int32  `json:"partitions"`
+		ReplicationFactor int16  `json:"replication_factor"`
+	} `json:"topics"`
+	Partitions map[string]struct {
+		LogStart int64 `json:"log_start"`
+		LSO      int64 `json:"lso"`
+		HW       int64 `json:"hw"`
+	} `json:"partition_offsets"`
+}
+
+func readLive(t *testing.T, dir string) liveAnswers {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "live.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live liveAnswers
+	if err := json.Unmarshal(b, &live); err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// TestOfflineLogDirCommands runs kaudit ledger, txns and topology on
+// stopped real brokers' log dirs and compares what they say with what
+// the live broker answered before it stopped: every partition's log
+// start, LSO and high watermark with every offset below it accounted
+// for, the app's transactional ids with their state, producer and epoch,
+// and the app's topics with their partition counts.
+func TestOfflineLogDirCommands(t *testing.T) {
+	for _, dir := range realLogDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			live := readLive(t, dir)
+			topics := map[string]bool{}
+			for tp := range live.Partitions {
+				topics[tp[:strings.LastIndexByte(tp, '/')]] = true
+			}
+			for topic := range topics {
+				out, stderr, code := runCLI(t, "ledger", "--log-dir", dir, "--topic", topic, "--format", "json")
+				if code != exitClean {
+					t.Errorf("ledger %s: exit %d, stderr %s", topic, code, stderr)
+					continue
+				}
+				var l struct {
+					Partitions []struct {
+						Partition int32            `json:"partition"`
+						LogStart  int64            `json:"log_start"`
+						LSO       int64            `json:"lso"`
+						HW        int64            `json:"hw"`
+						Fates     map[string]int64 `json:"fates"`
+					} `json:"partitions"`
+				}
+				if err := json.Unmarshal([]byte(out), &l); err != nil {
+					t.Fatalf("ledger %s: %v\n%s", topic, err, out)
+				}
+				for _, p := range l.Partitions {
+					tp := fmt.Sprintf("%s/%d", topic, p.Partition)
+					want, ok := live.Partitions[tp]
+					if !ok {
+						t.Errorf("ledger lists %s, which the live broker did not", tp)
+						continue
+					}
+					if p.LogStart != want.LogStart || p.LSO != want.LSO || p.HW != want.HW {
+						t.Errorf("%s: log start %d, LSO %d, HW %d; live %d, %d, %d", tp, p.LogStart, p.LSO, p.HW, want.LogStart, want.LSO, want.HW)
+					}
+					var n int64
+					for _, c := range p.Fates {
+						n += c
+					}
+					if n != p.HW {
+						t.Errorf("%s: fates %v account for %d offsets, want all %d below the HW", tp, p.Fates, n, p.HW)
+					}
+				}
+			}
+
+			out, stderr, code := runCLI(t, "txns", "--log-dir", dir, "--app-id", "gen-app", "--format", "json")
+			if code != exitClean {
+				t.Fatalf("txns: exit %d, stderr %s", code, stderr)
+			}
+			var census struct {
+				Transactions []struct {
+					TransactionalID string `json:"transactional_id"`
+					State           string `json:"state"`
+					ProducerID      int64  `json:"producer_id"`
+					ProducerEpoch   int16  `json:"producer_epoch"`
+				} `json:"transactions"`
+			}
+			if err := json.Unmarshal([]byte(out), &census); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, tx := range live.Transactions {
+				if strings.HasPrefix(tx.TransactionalID, "gen-app-") {
+					want = append(want, fmt.Sprintf("%s %s %d/%d", tx.TransactionalID, tx.State, tx.ProducerID, tx.ProducerEpoch))
+				}
+			}
+			var got []string
+			for _, tx := range census.Transactions {
+				got = append(got, fmt.Sprintf("%s %s %d/%d", tx.TransactionalID, tx.State, tx.ProducerID, tx.ProducerEpoch))
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("txns from the log dir:\n%q\nlive:\n%q", got, want)
+			}
+
+			out, stderr, code = runCLI(t, "topology", "--log-dir", dir, "--app-id", "gen-app", "--format", "json")
+			if code != exitClean {
+				t.Fatalf("topology: exit %d, stderr %s", code, stderr)
+			}
+			var topo struct {
+				Discovery struct {
+					Topics []struct {
+						Name       string `json:"name"`
+						Role       string `json:"role"`
+						Partitions int32  `json:"partitions"`
+					} `json:"topics"`
+				} `json:"discovery"`
+				Findings []struct {
+					Cause string `json:"cause"`
+					Topic string `json:"topic"`
+				} `json:"findings"`
+			}
+			if err := json.Unmarshal([]byte(out), &topo); err != nil {
+				t.Fatal(err)
+			}
+			liveParts := map[string]int32{}
+			for _, ti := range live.Topics {
+				liveParts[ti.Name] = ti.Partitions
+			}
+			roles := map[string]string{}
+			for _, ti := range topo.Discovery.Topics {
+				roles[ti.Name] = ti.Role
+				if n, ok := liveParts[ti.Name]; !ok || n != ti.Partitions {
+					t.Errorf("topology: %s has %d partitions, live %d", ti.Name, ti.Partitions, n)
+				}
+			}
+			if roles["gen.orders"] != "source" || roles["gen-app-store-changelog"] != "changelog" {
+				t.Errorf("topology roles %v, want gen.orders a source and gen-app-store-changelog a changelog", roles)
+			}
+			if !slices.ContainsFunc(topo.Findings, func(f struct {
+				Cause string `json:"cause"`
+				Topic string `json:"topic"`
+			}) bool {
+				return f.Cause == "config-risk" && f.Topic == "gen.orders"
+			}) {
+				t.Errorf("topology: no config risk on gen.orders (unclean.leader.election.enable from the metadata log): %+v", topo.Findings)
 			}
 		})
 	}
