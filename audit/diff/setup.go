@@ -5,9 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/topology"
-	"github.com/kaudit/kaudit/internal/input"
 )
 
 // Setup is what an audit checks, resolved on the evidence: the engine's
@@ -78,7 +74,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 	cfg := o.Codec
 	cfg.Topics = topics
 	cfg.KeySerde, cfg.ValueSerde = first(cfg.KeySerde, keySerde, "string"), first(cfg.ValueSerde, valSerde, "bytes")
-	if s.Decoder, err = OpenDecoder(cfg, audit.SchemasOf(ev.Source)); err != nil {
+	if s.Decoder, err = codec.NewWithSchemas(cfg, audit.SchemasOf(ev.Source)); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -111,7 +107,7 @@ func keylessPipeline(appID string, d *topology.Discovery) *reconcile.Pipeline {
 // the describe() text src carries, else nil.
 func TopologyFor(file string, src audit.Source) (*topology.Topology, error) {
 	if file != "" {
-		return LoadTopology(file)
+		return loadTopology(file)
 	}
 	text := ""
 	if src != nil {
@@ -127,50 +123,14 @@ func TopologyFor(file string, src audit.Source) (*topology.Topology, error) {
 	return t, nil
 }
 
-// LoadTopology reads and parses a describe() text file; a parse error is
-// a usage error naming the file and line.
-func LoadTopology(path string) (*topology.Topology, error) {
-	f, err := input.Open(path, topology.MaxTopologyBytes)
+// loadTopology reads a describe() text file; what is wrong with it is
+// the caller's.
+func loadTopology(path string) (*topology.Topology, error) {
+	t, err := topology.ReadFile(path)
 	if err != nil {
-		return nil, audit.UsageError{Err: fmt.Errorf("read topology: %w", err)}
-	}
-	defer f.Close()
-	t, err := topology.Parse(f)
-	if err != nil {
-		return nil, audit.UsageError{Err: fmt.Errorf("parse topology %s: %w", path, err)}
+		return nil, audit.UsageError{Err: err}
 	}
 	return t, nil
-}
-
-// OpenDecoder builds the codec cfg configures. Schemas a capture carries
-// serve when cfg names no registry and no schema dir: they are staged in
-// a temporary dir that the codec reads whole at once and that is removed
-// before it returns.
-func OpenDecoder(cfg codec.Config, schemas map[int32]string) (*codec.Codec, error) {
-	staged := false
-	if len(schemas) > 0 && cfg.RegistryURL == "" && cfg.SchemasDir == "" {
-		dir, err := os.MkdirTemp("", "kaudit-schemas-")
-		if err != nil {
-			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
-		}
-		defer os.RemoveAll(dir)
-		for id, s := range schemas {
-			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(s), 0o600); err != nil {
-				return nil, fmt.Errorf("stage snapshot schemas: %w", err)
-			}
-		}
-		cfg.SchemasDir, staged = dir, true
-	}
-	c, err := codec.New(cfg)
-	switch {
-	case err != nil && staged:
-		// the snapshot's own schemas are evidence: unusable ones leave
-		// the run without it, they are no usage error
-		return nil, audit.NotRunError{Err: fmt.Errorf("read the snapshot's schemas: %w", err)}
-	case err != nil:
-		return nil, audit.UsageError{Err: fmt.Errorf("configure decoding: %w", err)}
-	}
-	return c, nil
 }
 
 // ParseWhen reads a duration ago (counted back from now) or an RFC 3339

@@ -3,8 +3,8 @@ package topology
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
+
+	"github.com/kaudit/kaudit/internal/input"
 )
 
 // Bounds on the inputs read whole before parsing. A spec is a page of
@@ -98,23 +98,20 @@ func checkSpecBounds(name string, data []byte) error {
 	return nil
 }
 
-// readBounded reads a regular file of at most limit bytes, checking its
-// size before reading: a device or a pipe could never end.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+// readBounded reads a file named on the command line whole, bounded.
+func readBounded(path string, limit int64) ([]byte, error) { return input.Read(path, limit) }
+
+// ReadFile reads and parses a describe() text file; a parse error names
+// the file and line.
+func ReadFile(path string) (*Topology, error) {
+	f, err := input.Open(path, MaxTopologyBytes)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read topology: %w", err)
 	}
 	defer f.Close()
-	info, err := f.Stat()
+	t, err := Parse(f)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("parse topology %s: %w", path, err)
 	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if info.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d it may hold", path, info.Size(), limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit+1))
+	return t, nil
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kaudit/kaudit/audit/diff"
-
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -47,7 +45,7 @@ func TestInitCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		topo, err := diff.LoadTopology(seedTopologyFile())
+		topo, err := topology.ReadFile(seedTopologyFile())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +137,7 @@ func TestInitDraftsLoad(t *testing.T) {
 			if strings.Contains(out.String(), "describe the tables by hand") {
 				return // the hand-made table is not in the topology
 			}
-			topo, err := diff.LoadTopology(file)
+			topo, err := topology.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,8 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/diff"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
@@ -91,8 +89,8 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 	var topo *topology.Topology
 	if o.TopologyFile != "" {
 		var err error
-		if topo, err = diff.LoadTopology(o.TopologyFile); err != nil {
-			return err
+		if topo, err = topology.ReadFile(o.TopologyFile); err != nil {
+			return usageError{err}
 		}
 	}
 	appID := o.AppID

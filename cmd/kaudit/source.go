@@ -140,5 +140,5 @@ func codecConfig(o sourceOptions, props map[string]string) codec.Config {
 func openDecoder(o sourceOptions, key, value string, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
 	cfg := codecConfig(o, props)
 	cfg.KeySerde, cfg.ValueSerde = cmp.Or(cfg.KeySerde, key, "string"), cmp.Or(cfg.ValueSerde, value, "bytes")
-	return diff.OpenDecoder(cfg, schemas)
+	return codec.NewWithSchemas(cfg, schemas)
 }

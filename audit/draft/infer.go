@@ -1,4 +1,4 @@
-package main
+package draft
 
 import (
 	"cmp"
@@ -30,7 +30,7 @@ type inferred struct {
 
 // inferTables reads the evidence of the drafted tables and fills in what
 // it shows: the serdes, each table's source, select_key and reducer.
-func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []draftTable, outputs []string) (*inferred, error) {
+func inferTables(ctx context.Context, o Options, src audit.Source, tables []draftTable, outputs []string) (*inferred, error) {
 	inf := &inferred{}
 	var topics []string
 	add := func(t string) {
@@ -90,11 +90,9 @@ func inferTables(ctx context.Context, o initOptions, src audit.Source, tables []
 	if o.ValueSerde != "" {
 		inf.valueSerde = infer.Guess{Value: o.ValueSerde, Evidence: "--value-serde"}
 	}
-	props, err := properties(o.source)
-	if err != nil {
-		return nil, err
-	}
-	dec, err := openDecoder(o.source, cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes"), props, audit.SchemasOf(src))
+	cfg := o.Codec
+	cfg.KeySerde, cfg.ValueSerde = cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes")
+	dec, err := codec.NewWithSchemas(cfg, audit.SchemasOf(src))
 	if err != nil {
 		return nil, err
 	}

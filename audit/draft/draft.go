@@ -1,0 +1,435 @@
+package draft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/infer"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// draftTable is one table of the draft.
+type draftTable struct {
+	name, source string
+	candidates   []string // when the source is not known
+	store        string
+	changelog    string
+	repartition  string
+	rekeyed      bool
+	tableSource  bool // builder.table() or toTable(): no reducer to decide
+	// inferred from the evidence (kaudit init with a source)
+	sourceNote string
+	selectKey  infer.Guess
+	reduce     *infer.Guess
+}
+
+// Options say what to draft from.
+type Options struct {
+	AppID string
+	// TopologyFile is a Topology#describe() text file; "" takes the one
+	// the source carries, else none.
+	TopologyFile string
+	// KeySerde and ValueSerde are the serdes the caller names for the
+	// draft; "" infers them from the evidence.
+	KeySerde, ValueSerde string
+	// Codec is how to decode the evidence (a registry, offline schemas,
+	// client properties); its serdes are ignored.
+	Codec codec.Config
+}
+
+// Write writes a draft spec to w; src may be nil (the topology alone).
+func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error {
+	if o.AppID == "" {
+		return audit.UsageError{Err: errors.New("kaudit init needs --app-id ID")}
+	}
+	if o.TopologyFile == "" && src == nil {
+		return audit.UsageError{Err: errors.New("kaudit init needs --topology FILE or a source (--bootstrap-server, --snapshot, --log-dir)")}
+	}
+	var topo *topology.Topology
+	topoFrom := o.TopologyFile
+	if o.TopologyFile != "" {
+		var err error
+		if topo, err = topology.ReadFile(o.TopologyFile); err != nil {
+			return audit.UsageError{Err: err}
+		}
+	} else if text := audit.TopologyOf(src); text != "" {
+		// a capture carries the app's describe() text
+		t, err := topology.ParseString(text)
+		if err != nil {
+			return audit.NotRunError{Err: fmt.Errorf("parse the snapshot's topology: %w", err)}
+		}
+		topo, topoFrom = t, "the snapshot's topology"
+	}
+	var d *topology.Discovery
+	if src != nil {
+		var err error
+		if d, err = topology.Discover(ctx, src, o.AppID, topo); err != nil {
+			return audit.NotRunError{Err: fmt.Errorf("discover %s: %w", o.AppID, err)}
+		}
+	}
+	var lay *topology.Layout
+	switch {
+	case topo != nil:
+		lay = topo.Layout(o.AppID)
+	default:
+		lay = d.NamingLayout()
+	}
+	tables := draftTables(lay, topo != nil, d)
+	var inf *inferred
+	if src != nil && len(tables) > 0 {
+		var outputs []string
+		for _, u := range lay.Topics {
+			if u.Role == topology.RoleOutput && !u.Pattern {
+				outputs = append(outputs, u.Name)
+			}
+		}
+		var err error
+		if inf, err = inferTables(ctx, o, src, tables, outputs); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var ue audit.UsageError
+			if errors.As(err, &ue) {
+				return err
+			}
+			return audit.NotRunError{Err: err}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# kaudit spec, drafted by kaudit init")
+	if topoFrom != "" {
+		b.WriteString(" from " + topoFrom)
+	}
+	if src != nil {
+		b.WriteString(" and " + src.Describe())
+	}
+	if inf != nil {
+		b.WriteString(".\n# Each guess from the evidence says what it rests on; fill in every TODO,\n")
+		b.WriteString("# check with: kaudit spec check --spec kaudit.yaml, then audit with: kaudit diff --spec kaudit.yaml\n")
+	} else {
+		b.WriteString(".\n# Fill in every TODO (select_key, reduce, value: what the app's Java lambdas do),\n")
+		b.WriteString("# then audit with: kaudit diff --spec kaudit.yaml\n")
+	}
+	b.WriteString("app_id: " + yamlScalar(o.AppID) + "\n")
+	if o.TopologyFile != "" {
+		b.WriteString("topology: " + yamlScalar(o.TopologyFile) + "\n")
+	}
+	switch {
+	case inf != nil && inf.keySerde.Value != "" && inf.valueSerde.Value != "":
+		fmt.Fprintf(&b, "serdes: {key: %s, value: %s}   # keys: %s; values: %s\n", yamlScalar(inf.keySerde.Value), yamlScalar(inf.valueSerde.Value),
+			inf.keySerde.Evidence, inf.valueSerde.Evidence)
+	case o.KeySerde != "" || o.ValueSerde != "":
+		fmt.Fprintf(&b, "serdes: {key: %s, value: %s}\n", yamlScalar(o.KeySerde), yamlScalar(o.ValueSerde))
+	default:
+		b.WriteString("# serdes: {key: string, value: avro}   # else --key-serde/--value-serde apply\n")
+	}
+	b.WriteString("tables:\n")
+	if len(tables) == 0 {
+		b.WriteString("  # No store holding a table was found (stream-stream join windows, suppression\n")
+		b.WriteString("  # buffers and global stores are not tables): describe the tables by hand.\n")
+		fmt.Fprintf(&b, "  - name: %s\n    source: %s\n    reduce: %s\n    store: %s\n",
+			yamlScalar("TODO: a name for the table"), yamlScalar("TODO: the topic it is folded from"),
+			yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"), yamlScalar("TODO: its state store"))
+	}
+	for _, t := range tables {
+		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
+		if t.source != "" {
+			fmt.Fprintf(&b, "    source: %s%s\n", yamlScalar(t.source), comment(t.sourceNote))
+		} else {
+			hint := "which source topic feeds store " + t.store
+			if len(t.candidates) > 0 {
+				hint += "? the group commits offsets on " + strings.Join(t.candidates, ", ")
+			}
+			fmt.Fprintf(&b, "    source: %s\n", yamlScalar("TODO: "+hint))
+		}
+		g := t.selectKey
+		switch {
+		case g.Value == "key":
+			fmt.Fprintf(&b, "    # select_key: none, the key is unchanged: %s\n", g.Evidence)
+		case g.Value != "":
+			fmt.Fprintf(&b, "    select_key: %s%s\n", yamlScalar(g.Value), comment(g.Evidence))
+		case len(g.Candidates) > 0:
+			fmt.Fprintf(&b, "    select_key: %s\n", yamlScalar("TODO: one of "+strings.Join(g.Candidates, ", ")+" ("+g.Evidence+")"))
+		case t.rekeyed:
+			fmt.Fprintf(&b, "    select_key: %s%s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId; remove the line if the key is unchanged"), comment(g.Evidence))
+		}
+		switch {
+		case t.tableSource:
+			b.WriteString("    reduce: latest   # a table read from its topic: the latest value per key\n")
+		case t.reduce != nil && t.reduce.Value != "":
+			fmt.Fprintf(&b, "    reduce: %s%s\n", yamlScalar(t.reduce.Value), comment(t.reduce.Evidence))
+		case t.reduce != nil:
+			fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: one of "+strings.Join(t.reduce.Candidates, ", ")+", or {expr: \"…agg…value…\"} ("+t.reduce.Evidence+")"))
+		default:
+			fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"))
+		}
+		fmt.Fprintf(&b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
+		if t.repartition != "" && topo == nil {
+			fmt.Fprintf(&b, "    repartition: %s\n", yamlScalar(t.repartition))
+		}
+	}
+	var guess func(output, left string, rights []string) *infer.JoinGuess
+	if inf != nil {
+		guess = func(output, left string, rights []string) *infer.JoinGuess {
+			g := inf.inferJoin(ctx, output, left, rights)
+			return &g
+		}
+	}
+	joins := draftJoins(lay, tables, guess)
+	switch {
+	case topo == nil && inf != nil && d != nil:
+		js := inf.joinsWithoutTopology(ctx, src, d, tables)
+		b.WriteString(js)
+		if strings.HasPrefix(js, "joins:") {
+			inf.foundJoins = true
+		}
+	case topo == nil:
+		b.WriteString("# joins: not known without a topology (--topology)\n")
+	case len(joins) > 0:
+		all := strings.Join(joins, "")
+		if strings.Contains(all, "  - output:") {
+			b.WriteString("joins:\n")
+		} else {
+			b.WriteString("# joins:\n")
+		}
+		b.WriteString(all)
+	}
+	var unknown []string
+	if d != nil {
+		sourced := !slices.ContainsFunc(tables, func(t draftTable) bool { return t.source == "" })
+		for _, u := range d.Unknown {
+			if inf != nil && sourced && strings.HasPrefix(u, "which source topic feeds") {
+				continue // inferred from the copies
+			}
+			if inf != nil && inf.foundJoins && (strings.HasPrefix(u, "output topics:") || strings.HasPrefix(u, "joins and the stores")) {
+				continue // inferred from the output's keys and values
+			}
+			unknown = append(unknown, u)
+		}
+	}
+	if len(unknown) > 0 {
+		b.WriteString("# Not known from the evidence:\n")
+		for _, u := range unknown {
+			b.WriteString("#   - " + u + "\n")
+		}
+	}
+	if inf != nil && len(inf.notes) > 0 {
+		b.WriteString("# Read from the evidence:\n")
+		for _, n := range inf.notes {
+			b.WriteString("#   - " + n + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// draftTables picks the stores that hold tables: those a source topic
+// feeds first, other than the stores of stream-stream join windows,
+// suppression buffers and foreign-key subscriptions.
+func draftTables(lay *topology.Layout, haveTopology bool, d *topology.Discovery) []draftTable {
+	var out []draftTable
+	used := map[string]bool{}
+	uniqueName := func(base string) string {
+		name := base
+		for i := 2; used[name]; i++ {
+			name = base + "-" + strconv.Itoa(i)
+		}
+		used[name] = true
+		return name
+	}
+	if !haveTopology {
+		var candidates []string
+		if d != nil {
+			for _, t := range d.ByRole(topology.RoleSource) {
+				candidates = append(candidates, t.Name)
+			}
+		}
+		for _, s := range lay.Stores {
+			out = append(out, draftTable{name: uniqueName(s.Name), candidates: candidates, store: s.Name, changelog: s.Changelog,
+				repartition: strings.Join(s.Repartitions, ""), rekeyed: s.Rekeyed})
+		}
+		return out
+	}
+	for _, u := range lay.Topics {
+		if u.Role != topology.RoleSource || u.Pattern {
+			continue
+		}
+		for _, s := range lay.StoresFedBy(u.Name) {
+			if !tableStore(s) {
+				continue
+			}
+			name := u.Name
+			if len(lay.StoresFedBy(u.Name)) > 1 {
+				name = s.Name
+			}
+			var reps []string
+			for _, r := range s.Repartitions {
+				if strings.HasSuffix(r, "-repartition") {
+					reps = append(reps, r)
+				}
+			}
+			rep := ""
+			if len(reps) == 1 {
+				rep = reps[0]
+			}
+			out = append(out, draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog,
+				repartition: rep, rekeyed: s.Rekeyed, tableSource: fromTableSource(s)})
+		}
+	}
+	return out
+}
+
+// fromTableSource reports whether a store is written only by a table
+// source (builder.table) or a toTable().
+func fromTableSource(s topology.StoreUse) bool {
+	for _, w := range s.Writers {
+		if !strings.HasPrefix(w, "KTABLE-SOURCE-") && !strings.HasPrefix(w, "KSTREAM-TOTABLE-") {
+			return false
+		}
+	}
+	return len(s.Writers) > 0 && !s.Rekeyed
+}
+
+func tableStore(s topology.StoreUse) bool {
+	if s.Global {
+		return false
+	}
+	for _, w := range s.Writers {
+		if strings.HasPrefix(w, "KSTREAM-WINDOWED-") {
+			return false
+		}
+	}
+	l := strings.ToLower(s.Name)
+	return !strings.Contains(l, "suppress") && !strings.Contains(l, "subscription") && !strings.HasSuffix(l, "-join-store")
+}
+
+// draftJoins writes one join entry per chain of table-table joins: the
+// left table of the first join, the right table of each, the output.
+func draftJoins(lay *topology.Layout, tables []draftTable, guess func(output, left string, rights []string) *infer.JoinGuess) []string {
+	byStore := map[string]string{}
+	for _, t := range tables {
+		byStore[t.store] = t.name
+	}
+	byNode := map[string]topology.JoinUse{}
+	isNext := map[string]bool{}
+	for _, j := range lay.Joins {
+		byNode[j.Node] = j
+		if j.Next != "" {
+			isNext[j.Next] = true
+		}
+	}
+	var out []string
+	for _, head := range lay.Joins {
+		if head.Kind != topology.JoinTableTable && !isNext[head.Node] {
+			out = append(out, fmt.Sprintf("  # %s join %s → %s: not audited by the spec (table-table joins only)\n",
+				head.Kind, head.Node, strings.Join(head.Outputs, ", ")))
+			continue
+		}
+		if isNext[head.Node] {
+			continue
+		}
+		left := tableOf(head.LeftStores, byStore)
+		var rights, nodes []string
+		last := head
+		for j, ok := head, true; ok; j, ok = byNode[j.Next] {
+			rights = append(rights, tableOf(j.RightStores, byStore))
+			nodes = append(nodes, j.Node)
+			last = j
+			if j.Next == "" {
+				break
+			}
+		}
+		var b strings.Builder
+		outputs := last.Outputs
+		if len(outputs) == 0 {
+			outputs = []string{"TODO: the topic the join result is written to"}
+		}
+		for _, output := range outputs {
+			fmt.Fprintf(&b, "  - output: %s   # %s\n", yamlScalar(output), strings.Join(nodes, " → "))
+			fmt.Fprintf(&b, "    left: %s\n", yamlScalar(left))
+			quoted := make([]string, len(rights))
+			for i, r := range rights {
+				quoted[i] = yamlScalar(r)
+			}
+			fmt.Fprintf(&b, "    right: [%s]\n", strings.Join(quoted, ", "))
+			if guess != nil && !strings.HasPrefix(left, "TODO") && !slices.ContainsFunc(rights, func(r string) bool { return strings.HasPrefix(r, "TODO") }) {
+				if g := guess(output, left, rights); g.Keys > 0 {
+					writeJoinGuess(&b, g)
+					continue
+				}
+			}
+			b.WriteString("    type: left   # left | inner | outer: describe() does not say which; check the code\n")
+			var vars []string
+			vars = append(vars, "left")
+			for i := range rights {
+				vars = append(vars, "r"+strconv.Itoa(i+1))
+			}
+			fmt.Fprintf(&b, "    value: %s\n", yamlScalar("TODO: the joiner's result over "+strings.Join(vars, ", ")+", or remove this line to check presence only"))
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// tableOf names the draft table of the first store of stores that is one.
+func tableOf(stores []string, byStore map[string]string) string {
+	for _, s := range slices.Sorted(slices.Values(stores)) {
+		if n, ok := byStore[s]; ok {
+			return n
+		}
+	}
+	return "TODO: the table kept in " + strings.Join(stores, " or ")
+}
+
+// yamlScalar quotes s when it is not a plain YAML scalar.
+func yamlScalar(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/') {
+			plain = false
+			break
+		}
+	}
+	if plain && s != "true" && s != "false" && s != "null" && s != "~" && !strings.HasPrefix(s, "-") {
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			return s
+		}
+	}
+	return strconv.Quote(s)
+}
+
+// comment is a YAML end-of-line comment, "" for no text.
+func comment(text string) string {
+	if text == "" {
+		return ""
+	}
+	return "   # " + text
+}
+
+// writeJoinGuess writes a join's inferred type and value, the evidence of
+// each output field as comments.
+func writeJoinGuess(b *strings.Builder, g *infer.JoinGuess) {
+	if strings.HasPrefix(g.TypeNote, "TODO") {
+		fmt.Fprintf(b, "    type: left   # %s\n", g.TypeNote)
+	} else {
+		fmt.Fprintf(b, "    type: %s%s\n", g.Type, comment(g.TypeNote))
+	}
+	for _, f := range g.Fields {
+		fmt.Fprintf(b, "    # %s\n", f)
+	}
+	if g.Value != "" {
+		fmt.Fprintf(b, "    value: %s\n", singleQuoted(g.Value))
+		return
+	}
+	fmt.Fprintf(b, "    value: %s\n", yamlScalar("TODO: "+strings.Join(g.TODO, "; ")+"; or remove this line to check presence only"))
+}
+
+// singleQuoted writes s as a single-quoted YAML scalar.
+func singleQuoted(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
