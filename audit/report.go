@@ -115,9 +115,17 @@ type Signature struct {
 
 // Lineage follows one vanished input through the pipeline: where each hop
 // should hold it and what is there instead.
+//
+// It names its finding by identity: Of is the finding itself. Finding is
+// where Of stands in Report.Findings, as the JSON says it; Finish points
+// it again after every sort, so appending findings, sorting or merging
+// reports never leaves a lineage on another finding. A lineage made (or
+// decoded) with only Finding is bound to the finding at that index by the
+// next Finish, before it sorts.
 type Lineage struct {
-	Finding int   `json:"finding"` // index into Report.Findings
-	Hops    []Hop `json:"hops"`
+	Of      Finding `json:"-"`
+	Finding int     `json:"finding"` // index into Report.Findings, as of the last Finish
+	Hops    []Hop   `json:"hops"`
 }
 
 // Hop is one place a record should be found.
@@ -150,7 +158,9 @@ type Minute struct {
 
 // Finish sorts the findings and fills the summary's counts and verdict.
 func (r *Report) Finish() {
+	r.bindLineage()
 	SortFindings(r.Findings)
+	r.pointLineage()
 	r.Summary.ByStage = map[Stage]int64{}
 	r.Summary.ByCause = map[Cause]int64{}
 	r.Summary.Vanished, r.Summary.Pending = 0, 0
@@ -166,4 +176,40 @@ func (r *Report) Finish() {
 		}
 	}
 	r.Summary.Verdict = Judge(r.Findings, r.Summary.Missing)
+}
+
+// bindLineage binds each lineage not yet bound to the finding its index
+// names.
+func (r *Report) bindLineage() {
+	for i := range r.Lineage {
+		l := &r.Lineage[i]
+		if l.Of == (Finding{}) && l.Finding >= 0 && l.Finding < len(r.Findings) {
+			l.Of = r.Findings[l.Finding]
+		}
+	}
+}
+
+// pointLineage sets each bound lineage's index to where its finding
+// stands now; -1 when the report no longer holds it.
+func (r *Report) pointLineage() {
+	if len(r.Lineage) == 0 {
+		return
+	}
+	at := make(map[Finding]int, len(r.Findings))
+	for i, f := range r.Findings {
+		if _, ok := at[f]; !ok {
+			at[f] = i
+		}
+	}
+	for i := range r.Lineage {
+		l := &r.Lineage[i]
+		if l.Of == (Finding{}) {
+			continue
+		}
+		if j, ok := at[l.Of]; ok {
+			l.Finding = j
+		} else {
+			l.Finding = -1
+		}
+	}
 }
