@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // encodeBatches encodes records (grouped by batch base offset, in order)
@@ -72,15 +72,15 @@ func encodeBatch(recs []audit.Record) []byte {
 // serve the suite's fixture batch for batch, so that every header field
 // travels through the wire format and back.
 func TestSourceConformance(t *testing.T) {
-	segmenttest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+	sourcetest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
 		c := newCluster(t)
-		createTopic(t, newClient(t, c), segmenttest.Topic, 2, nil)
-		serveLog(c, recs, map[int32]audit.PartitionOffsets{0: segmenttest.Offsets0, 1: segmenttest.Offsets1}, nil)
+		createTopic(t, newClient(t, c), sourcetest.Topic, 2, nil)
+		serveLog(c, recs, map[int32]audit.PartitionOffsets{0: sourcetest.Offsets0, 1: sourcetest.Offsets1}, nil)
 		return openSource(t, c, nil)
 	})
 }
 
-// serveLog makes c answer Fetch and ListOffsets for topic segmenttest.Topic
+// serveLog makes c answer Fetch and ListOffsets for topic sourcetest.Topic
 // from recs, batch for batch, with offsets as the partitions' offsets. A
 // read_committed fetch gets the batches below the LSO and aborted[p] as
 // its aborted transactions.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // FuzzSplitBatches feeds arbitrary fetch-response record bytes to the batch
@@ -14,7 +14,7 @@ import (
 // base (a read always moves forward).
 func FuzzSplitBatches(f *testing.F) {
 	var fixture []byte
-	for _, b := range encodeBatches(segmenttest.Fixture()[:10]) {
+	for _, b := range encodeBatches(sourcetest.Fixture()[:10]) {
 		fixture = append(fixture, b...)
 	}
 	f.Add(fixture)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/ledger"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // fetchLog records the Fetch requests a kfake cluster serves.
@@ -130,11 +130,11 @@ func TestCrossCheckBrokerView(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCluster(t)
-			createTopic(t, newClient(t, c), segmenttest.Topic, 2, nil)
-			serveLog(c, segmenttest.Fixture(), map[int32]audit.PartitionOffsets{0: segmenttest.Offsets0, 1: segmenttest.Offsets1},
+			createTopic(t, newClient(t, c), sourcetest.Topic, 2, nil)
+			serveLog(c, sourcetest.Fixture(), map[int32]audit.PartitionOffsets{0: sourcetest.Offsets0, 1: sourcetest.Offsets1},
 				map[int32][]audit.AbortedTxn{0: tt.aborted})
 			s := openSource(t, c, nil)
-			tp := audit.TopicPartition{Topic: segmenttest.Topic}
+			tp := audit.TopicPartition{Topic: sourcetest.Topic}
 			opts := ledger.Options{CrossCheck: true}
 			for _, src := range []struct {
 				how string

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/ledger"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // txnScenario writes, on one partition of topic "orders":
@@ -299,7 +299,7 @@ func checkScenario(t *testing.T, s *Source, sc scenario) {
 	t.Run("indexed", func(t *testing.T) {
 		var idx audit.CommittedIndex
 		got := collect(t, s.RecordsIndexed(t.Context(), tp, 0, -1, &idx))
-		if diff := segmenttest.Diff(got, recs); diff != "" {
+		if diff := sourcetest.Diff(got, recs); diff != "" {
 			t.Errorf("indexed read differs from the raw read: %s", diff)
 		}
 		if idx.LSO != sc.openFrom || !slices.Equal(idx.Aborted, sc.aborted) {

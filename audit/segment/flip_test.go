@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // TestFlippedBytes flips every byte of a log dir's segment in turn: the
@@ -18,7 +18,7 @@ import (
 // covers.
 func TestFlippedBytes(t *testing.T) {
 	base := t.TempDir()
-	writeLogDir(t, base, segmenttest.Fixture())
+	writeLogDir(t, base, sourcetest.Fixture())
 	path := segmentPath(t, base, tp0, 0)
 	orig, err := os.ReadFile(path)
 	if err != nil {

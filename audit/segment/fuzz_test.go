@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 func fixtureBatches(f *testing.F) [][]byte {
@@ -22,7 +22,7 @@ func fixtureBatches(f *testing.F) [][]byte {
 		}
 		cur = nil
 	}
-	for _, r := range segmenttest.Fixture() {
+	for _, r := range sourcetest.Fixture() {
 		if len(cur) > 0 && (cur[0].Batch.BaseOffset != r.Batch.BaseOffset || cur[0].Partition != r.Partition) {
 			flush()
 		}
@@ -30,7 +30,7 @@ func fixtureBatches(f *testing.F) [][]byte {
 	}
 	flush()
 	for _, c := range []string{"gzip", "snappy", "lz4", "zstd"} {
-		r := segmenttest.Fixture()[0]
+		r := sourcetest.Fixture()[0]
 		r.Batch.Compression = c
 		b, err := AppendBatch(nil, []audit.Record{r})
 		if err != nil {
@@ -74,7 +74,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decode re-encoded: %v", err)
 		}
-		if d := segmenttest.Diff(again, recs); d != "" {
+		if d := sourcetest.Diff(again, recs); d != "" {
 			t.Fatalf("round trip: %s", d)
 		}
 	})

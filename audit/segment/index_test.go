@@ -9,12 +9,12 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/ledger"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 func TestRecordsIndexed(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture(), 3, 6)
+	writeLogDir(t, root, sourcetest.Fixture(), 3, 6)
 	d := mustOpen(t, root)
 	for _, tc := range []struct {
 		tp   audit.TopicPartition
@@ -33,7 +33,7 @@ func TestRecordsIndexed(t *testing.T) {
 			}
 			got = append(got, r)
 		}
-		if diff := segmenttest.Diff(got, collectAll(t, d, tc.tp, tc.from, -1)); diff != "" {
+		if diff := sourcetest.Diff(got, collectAll(t, d, tc.tp, tc.from, -1)); diff != "" {
 			t.Errorf("RecordsIndexed(%s, %d) differs from Records: %s", tc.tp, tc.from, diff)
 		}
 		if idx.LSO != tc.want.LSO || !slices.Equal(idx.Aborted, tc.want.Aborted) {
@@ -47,7 +47,7 @@ func TestRecordsIndexed(t *testing.T) {
 // markers commit, as the second read through ReadCommitted did.
 func TestCrossCheckTxnIndex(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	var ent []byte // producer 2000's committed transaction 3-4 (COMMIT at 5), listed as aborted
 	ent = binary.BigEndian.AppendUint16(ent, 0)
 	for _, v := range []int64{2000, 3, 5, 3} {

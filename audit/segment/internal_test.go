@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // TestCoordinatorPartition checks Kafka's hash against values Java
@@ -325,7 +325,7 @@ func FuzzParseMetadataRecord(f *testing.F) {
 // KRaft dir says only static broker settings are unknown.
 func TestUnknowns(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	if err := os.WriteFile(filepath.Join(root, "meta.properties"), []byte("#\nversion=0\nbroker.id=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

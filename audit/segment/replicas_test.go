@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 func writeMeta(t *testing.T, root, body string) {
@@ -34,7 +34,7 @@ func writeEpochs(t *testing.T, root string, tp audit.TopicPartition, epochs stri
 // brokers and the range broker 2 lacks.
 func TestUncleanElectionReplicas(t *testing.T) {
 	b1, b2 := t.TempDir(), t.TempDir()
-	recs := segmenttest.Fixture()
+	recs := sourcetest.Fixture()
 	writeLogDir(t, b1, recs)
 	var short []audit.Record
 	for _, r := range recs {
@@ -293,7 +293,7 @@ func TestRealUncleanElection(t *testing.T) {
 // entries, as Kafka reads them.
 func TestEmptyCheckpoints(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	for _, p := range []string{LogStartCheckpoint, ReplicationCheckpoint, filepath.Join(tp0.Topic+"-0", LeaderEpochCheckpoint)} {
 		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
 			t.Fatal(err)

@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 var (
-	tp0 = audit.TopicPartition{Topic: segmenttest.Topic, Partition: 0}
-	tp1 = audit.TopicPartition{Topic: segmenttest.Topic, Partition: 1}
+	tp0 = audit.TopicPartition{Topic: sourcetest.Topic, Partition: 0}
+	tp1 = audit.TopicPartition{Topic: sourcetest.Topic, Partition: 1}
 )
 
 func TestConformance(t *testing.T) {
@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 		{"three segments", []int64{3, 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			segmenttest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+			sourcetest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
 				root := t.TempDir()
 				writeLogDir(t, root, recs, tc.splits...)
 				return mustOpen(t, root)
@@ -90,7 +90,7 @@ func TestBatchRoundTrip(t *testing.T) {
 			if h != b {
 				t.Errorf("header %+v, want %+v", h, b)
 			}
-			if d := segmenttest.Diff(got, recs); d != "" {
+			if d := sourcetest.Diff(got, recs); d != "" {
 				t.Fatal(d)
 			}
 		})
@@ -131,7 +131,7 @@ func TestCorruptFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			writeLogDir(t, root, segmenttest.Fixture(), tc.splits...)
+			writeLogDir(t, root, sourcetest.Fixture(), tc.splits...)
 			path := segmentPath(t, root, tp0, tc.file)
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -184,7 +184,7 @@ func TestTornTail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			recs := segmenttest.Fixture()
+			recs := sourcetest.Fixture()
 			writeLogDir(t, root, recs, 6)
 			path := segmentPath(t, root, tp0, 6)
 			b, _ := os.ReadFile(path)
@@ -202,7 +202,7 @@ func TestTornTail(t *testing.T) {
 			if tt := d.TornTails(); !slices.Equal(tt, want) {
 				t.Fatalf("torn tails %+v, want %+v", tt, want)
 			}
-			if o, err := d.Offsets(t.Context(), tp0); err != nil || o != segmenttest.Offsets0 {
+			if o, err := d.Offsets(t.Context(), tp0); err != nil || o != sourcetest.Offsets0 {
 				t.Fatalf("offsets %+v, %v", o, err)
 			}
 		})
@@ -222,7 +222,7 @@ func writeCheckpoint(t *testing.T, path string, entries map[audit.TopicPartition
 
 func TestCheckpoints(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	writeCheckpoint(t, filepath.Join(root, LogStartCheckpoint), map[audit.TopicPartition]int64{tp0: 4})
 	writeCheckpoint(t, filepath.Join(root, ReplicationCheckpoint), map[audit.TopicPartition]int64{tp0: 8, tp1: 1})
 	d := mustOpen(t, root)
@@ -250,7 +250,7 @@ func TestCheckpoints(t *testing.T) {
 
 func TestIndexSeek(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	path := segmentPath(t, root, tp0, 0)
 	b, _ := os.ReadFile(path)
 	pos := batchPositions(t, b)
@@ -277,12 +277,12 @@ func TestIndexSeek(t *testing.T) {
 			d := mustOpen(t, root)
 			for from := int64(0); from <= 10; from++ {
 				var want []audit.Record
-				for _, r := range segmenttest.Fixture() {
+				for _, r := range sourcetest.Fixture() {
 					if r.TP() == tp0 && r.Offset >= from {
 						want = append(want, r)
 					}
 				}
-				if diff := segmenttest.Diff(collectAll(t, d, tp0, from, -1), want); diff != "" {
+				if diff := sourcetest.Diff(collectAll(t, d, tp0, from, -1), want); diff != "" {
 					t.Fatalf("from %d: %s", from, diff)
 				}
 			}
@@ -292,7 +292,7 @@ func TestIndexSeek(t *testing.T) {
 
 func TestReadCommitted(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	d := mustOpen(t, root)
 	for _, tc := range []struct {
 		tp       audit.TopicPartition
@@ -327,7 +327,7 @@ func TestReadCommitted(t *testing.T) {
 // filters the read_committed view.
 func TestTxnIndex(t *testing.T) {
 	root := t.TempDir()
-	recs := segmenttest.Fixture()
+	recs := sourcetest.Fixture()
 	// Drop the ABORT marker at offset 8: the scan then sees the
 	// transaction as open, the txnindex says it was aborted.
 	recs = slices.DeleteFunc(recs, func(r audit.Record) bool { return r.TP() == tp0 && r.Offset == 8 })
@@ -354,7 +354,7 @@ func TestTxnIndex(t *testing.T) {
 
 func TestDivergence(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
-	recs := segmenttest.Fixture()
+	recs := sourcetest.Fixture()
 	writeLogDir(t, a, recs)
 	// Broker b: offset 1 holds different content, offsets 9 (and the
 	// marker 8) are missing, partition 1 is identical.
@@ -399,7 +399,7 @@ func TestDivergence(t *testing.T) {
 
 func TestTopicsAndUnsupported(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	if err := os.MkdirAll(filepath.Join(root, "other-topic-0.9f3c-delete"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestTopicsAndUnsupported(t *testing.T) {
 
 func TestProducerSnapshot(t *testing.T) {
 	root := t.TempDir()
-	writeLogDir(t, root, segmenttest.Fixture())
+	writeLogDir(t, root, sourcetest.Fixture())
 	entries := []ProducerEntry{
 		{ProducerID: 2000, ProducerEpoch: 3, LastSequence: 1, LastOffset: 4, OffsetDelta: 1, Timestamp: 5, CoordinatorEpoch: 7, CurrentTxnFirstOffset: -1},
 		{ProducerID: 3000, ProducerEpoch: 0, LastSequence: 1, LastOffset: 3, OffsetDelta: 1, Timestamp: 6, CoordinatorEpoch: -1, CurrentTxnFirstOffset: 2},
@@ -533,7 +533,7 @@ func TestRealSegments(t *testing.T) {
 }
 
 func TestAppendLegacy(t *testing.T) {
-	r := segmenttest.Fixture()[0]
+	r := sourcetest.Fixture()[0]
 	r.Batch = audit.Batch{BaseOffset: r.Offset, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, PartitionLeaderEpoch: -1,
 		Compression: "legacy", MaxTimestamp: r.Timestamp}
 	b, err := AppendBatch(nil, []audit.Record{r})
@@ -583,7 +583,7 @@ func TestRealLogDir(t *testing.T) {
 				if err != nil || o != p.Offsets {
 					t.Errorf("Offsets(%s) = %+v, %v; the broker said %+v", tp, o, err, p.Offsets)
 				}
-				if diff := segmenttest.Diff(collectAll(t, d, tp, 0, -1), p.Records); diff != "" {
+				if diff := sourcetest.Diff(collectAll(t, d, tp, 0, -1), p.Records); diff != "" {
 					t.Errorf("Records(%s): %s", tp, diff)
 				}
 			}
@@ -607,7 +607,7 @@ func TestRealLogDir(t *testing.T) {
 
 func TestConformanceProducedHeaders(t *testing.T) {
 	// The relaxed suite must still pass on a faithful source.
-	segmenttest.RunSourceTestsWith(t, segmenttest.Options{ProducedHeaders: true}, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+	sourcetest.RunSourceTestsWith(t, sourcetest.Options{ProducedHeaders: true}, func(t *testing.T, recs []audit.Record) audit.RecordSource {
 		root := t.TempDir()
 		writeLogDir(t, root, recs)
 		return mustOpen(t, root)
@@ -634,7 +634,7 @@ func TestCompactedBatch(t *testing.T) {
 		from, to int64
 		want     []audit.Record
 	}{{0, -1, recs}, {12, -1, recs[1:]}, {10, 15, recs[:1]}, {12, 15, nil}} {
-		if diff := segmenttest.Diff(collectAll(t, d, tp, tc.from, tc.to), tc.want); diff != "" {
+		if diff := sourcetest.Diff(collectAll(t, d, tp, tc.from, tc.to), tc.want); diff != "" {
 			t.Errorf("[%d, %d): %s", tc.from, tc.to, diff)
 		}
 	}

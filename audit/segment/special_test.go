@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 // TestSpecialFiles: a segment, index or checkpoint that is a symlink to a
@@ -39,7 +39,7 @@ func TestSpecialFiles(t *testing.T) {
 		for _, dev := range []string{"/dev/zero", "/dev/urandom"} {
 			t.Run(tc.name+" "+dev, func(t *testing.T) {
 				root := t.TempDir()
-				writeLogDir(t, root, segmenttest.Fixture())
+				writeLogDir(t, root, sourcetest.Fixture())
 				path := tc.file(root)
 				os.Remove(path)
 				if err := os.Symlink(dev, path); err != nil {

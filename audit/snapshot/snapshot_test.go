@@ -15,15 +15,15 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 var update = flag.Bool("update", false, "update golden files in testdata/")
 
 var (
 	captureTime = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	tp0         = audit.TopicPartition{Topic: segmenttest.Topic, Partition: 0}
-	tp1         = audit.TopicPartition{Topic: segmenttest.Topic, Partition: 1}
+	tp0         = audit.TopicPartition{Topic: sourcetest.Topic, Partition: 0}
+	tp1         = audit.TopicPartition{Topic: sourcetest.Topic, Partition: 1}
 )
 
 // fixtureSource is an in-memory source holding the conformance fixture,
@@ -31,11 +31,11 @@ var (
 func fixtureSource(t testing.TB) *audittest.Memory {
 	t.Helper()
 	m := audittest.NewMemory(captureTime)
-	m.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2, ReplicationFactor: 3,
+	m.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2, ReplicationFactor: 3,
 		Configs: map[string]string{"cleanup.policy": "delete", "retention.ms": "-1"}})
 	m.AddTopic(audit.TopicInfo{Name: "unrelated", Partitions: 1, ReplicationFactor: 1})
-	m.Append(segmenttest.Fixture()...)
-	m.SetOffsets(tp1, segmenttest.Offsets1)
+	m.Append(sourcetest.Fixture()...)
+	m.SetOffsets(tp1, sourcetest.Offsets1)
 	m.SetGroup(audit.GroupOffsets{Group: "conf", State: "Empty",
 		Offsets:  map[audit.TopicPartition]int64{tp0: 9, tp1: 2},
 		Metadata: map[audit.TopicPartition]string{tp0: "partition-time"}})
@@ -65,10 +65,10 @@ func mustOpen(t *testing.T, dir string) *Snapshot {
 }
 
 func TestConformance(t *testing.T) {
-	segmenttest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+	sourcetest.RunSourceTests(t, func(t *testing.T, recs []audit.Record) audit.RecordSource {
 		src := fixtureSource(t)
 		dir := t.TempDir()
-		capture(t, src, CaptureOptions{Dir: dir, AppID: "conf", Topics: []string{segmenttest.Topic}})
+		capture(t, src, CaptureOptions{Dir: dir, AppID: "conf", Topics: []string{sourcetest.Topic}})
 		s := mustOpen(t, dir)
 		if p := s.Problems(); len(p) != 0 {
 			t.Fatalf("problems: %+v", p)
@@ -149,7 +149,7 @@ func readAll(ctx context.Context, s audit.RecordSource, tp audit.TopicPartition)
 
 func fixtureOf(tp audit.TopicPartition) []audit.Record {
 	var out []audit.Record
-	for _, r := range segmenttest.Fixture() {
+	for _, r := range sourcetest.Fixture() {
 		if r.TP() == tp {
 			out = append(out, r)
 		}
@@ -179,7 +179,7 @@ func TestResume(t *testing.T) {
 
 	// A crash between writing a segment and saving the manifest leaves an
 	// unlisted file: the resumed run removes it.
-	stray := filepath.Join(dir, segmenttest.Topic+"-0", "00000000000000000099.log")
+	stray := filepath.Join(dir, sourcetest.Topic+"-0", "00000000000000000099.log")
 	if err := os.WriteFile(stray, []byte("partial"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := segmenttest.Diff(got, fixtureOf(tp)); d != "" {
+		if d := sourcetest.Diff(got, fixtureOf(tp)); d != "" {
 			t.Fatalf("%s after resume: %s", tp, d)
 		}
 	}
@@ -250,7 +250,7 @@ func TestCaptureInterrupted(t *testing.T) {
 	if err != nil || !m.Complete {
 		t.Fatal(err, m.Complete)
 	}
-	if d := segmenttest.Diff(got, fixtureOf(tp0)); d != "" {
+	if d := sourcetest.Diff(got, fixtureOf(tp0)); d != "" {
 		t.Fatal(d)
 	}
 }
@@ -338,8 +338,8 @@ func TestBaseline(t *testing.T) {
 	earlier := mustOpen(t, dir)
 
 	later := audittest.NewMemory(captureTime.Add(time.Hour))
-	later.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2})
-	for _, r := range segmenttest.Fixture() {
+	later.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2})
+	for _, r := range sourcetest.Fixture() {
 		switch {
 		case r.TP() == tp0 && r.Offset == 4:
 			continue // gone above the log start
@@ -372,7 +372,7 @@ func TestBaseline(t *testing.T) {
 	}
 
 	// On a compacted topic a missing record is the cleaner's work.
-	later.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2, Configs: map[string]string{"cleanup.policy": "compact"}})
+	later.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2, Configs: map[string]string{"cleanup.policy": "compact"}})
 	for _, r := range fixtureOf(tp0) {
 		if r.Offset != 4 {
 			later.Append(r)
@@ -416,15 +416,15 @@ func TestVanishedDuringCopy(t *testing.T) {
 
 func TestCompactedStartIsNotVanished(t *testing.T) {
 	src := audittest.NewMemory(captureTime)
-	src.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2})
-	for _, r := range segmenttest.Fixture() {
+	src.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2})
+	for _, r := range sourcetest.Fixture() {
 		if r.TP() != tp0 || r.Offset >= 3 {
 			src.Append(r)
 		}
 	}
-	src.SetOffsets(tp0, segmenttest.Offsets0) // log start 0, offsets 0-2 compacted away
+	src.SetOffsets(tp0, sourcetest.Offsets0) // log start 0, offsets 0-2 compacted away
 	dir := t.TempDir()
-	m := capture(t, src, CaptureOptions{Dir: dir, AppID: "conf", Topics: []string{segmenttest.Topic}})
+	m := capture(t, src, CaptureOptions{Dir: dir, AppID: "conf", Topics: []string{sourcetest.Topic}})
 	if p := m.Partitions[0]; len(p.Vanished) != 0 {
 		t.Fatalf("partition 0: %+v; a compacted start is not vanished", p)
 	}

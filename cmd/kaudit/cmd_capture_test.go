@@ -16,8 +16,8 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/kafka"
-	"github.com/kaudit/kaudit/audit/segment/segmenttest"
 	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
 func TestCaptureCLIErrors(t *testing.T) {
@@ -59,10 +59,10 @@ func TestParseBytes(t *testing.T) {
 
 func captureMemory() *audittest.Memory {
 	m := audittest.NewMemory(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
-	m.AddTopic(audit.TopicInfo{Name: segmenttest.Topic, Partitions: 2, ReplicationFactor: 3})
-	m.Append(segmenttest.Fixture()...)
-	m.SetOffsets(audit.TopicPartition{Topic: segmenttest.Topic, Partition: 1}, segmenttest.Offsets1)
-	m.SetGroup(audit.GroupOffsets{Group: "conf", Offsets: map[audit.TopicPartition]int64{{Topic: segmenttest.Topic, Partition: 0}: 9}})
+	m.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2, ReplicationFactor: 3})
+	m.Append(sourcetest.Fixture()...)
+	m.SetOffsets(audit.TopicPartition{Topic: sourcetest.Topic, Partition: 1}, sourcetest.Offsets1)
+	m.SetGroup(audit.GroupOffsets{Group: "conf", Offsets: map[audit.TopicPartition]int64{{Topic: sourcetest.Topic, Partition: 0}: 9}})
 	return m
 }
 
@@ -158,7 +158,7 @@ func TestCaptureLive(t *testing.T) {
 		if len(want) != 6 {
 			t.Fatalf("live %s: %d records, want 3 data records and 3 markers", tp, len(want))
 		}
-		if d := segmenttest.Diff(got, want); d != "" {
+		if d := sourcetest.Diff(got, want); d != "" {
 			t.Fatalf("%s: snapshot differs from the broker: %s", tp, d)
 		}
 		lo, _ := live.Offsets(t.Context(), tp)
@@ -193,7 +193,7 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// produceFixture produces segmenttest.Fixture to a kfake cluster, batch by
+// produceFixture produces sourcetest.Fixture to a kfake cluster, batch by
 // batch: what a producer controls of it (offsets, batch boundaries,
 // transactions, markers, keys, values, headers).
 func produceFixture(t *testing.T, c *kfake.Cluster, recs []audit.Record) {
@@ -205,7 +205,7 @@ func produceFixture(t *testing.T, c *kfake.Cluster, recs []audit.Record) {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 2, 1, nil, segmenttest.Topic); err != nil {
+	if _, err := kadm.NewClient(adm).CreateTopic(ctx, 2, 1, nil, sourcetest.Topic); err != nil {
 		t.Fatal(err)
 	}
 	clients := map[int64]*kgo.Client{}
@@ -265,7 +265,7 @@ func produceFixture(t *testing.T, c *kfake.Cluster, recs []audit.Record) {
 // TestLiveConformance runs the conformance suite, relaxed to what a
 // producer controls, over the live source: the fixture produced to kfake.
 func TestLiveConformance(t *testing.T) {
-	segmenttest.RunSourceTestsWith(t, segmenttest.Options{ProducedHeaders: true}, func(t *testing.T, recs []audit.Record) audit.RecordSource {
+	sourcetest.RunSourceTestsWith(t, sourcetest.Options{ProducedHeaders: true}, func(t *testing.T, recs []audit.Record) audit.RecordSource {
 		c, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package segmenttest
+package sourcetest
 
 import (
 	"bytes"
