@@ -33,7 +33,7 @@ const (
 )
 
 // Cause names the evidence that proves why a record vanished or what the
-// anomaly is. The vocabulary is closed: see DESIGN.md and the README.
+// anomaly is. The vocabulary is closed: see the README's "Findings".
 type Cause string
 
 const (
@@ -59,7 +59,7 @@ const (
 	// CauseTransactionInconsistent covers transaction evidence that
 	// contradicts itself: data with no marker below the LSO, a marker with
 	// no data, or a derived read_committed view that disagrees with the
-	// broker's. It extends DESIGN.md's table (see the README).
+	// broker's. It extends the seed design's table (see the README).
 	CauseTransactionInconsistent Cause = "transaction-inconsistent"
 	// CauseUncleanShutdown is a Streams task directory holding a store but
 	// no .checkpoint under exactly-once: the last close was not clean.
@@ -108,7 +108,7 @@ func (c Cause) Severity() Severity {
 }
 
 // Finding is one vanished record or one anomaly. Field order is the CSV and
-// JSON column order of DESIGN.md.
+// JSON column order of the report (README, "Findings").
 //
 // Topic, Partition and Offset name the vanished input where it can still be
 // read, furthest upstream; where nothing holds it any more they name the

@@ -14,7 +14,7 @@ import (
 	"github.com/kaudit/kaudit/audit"
 )
 
-// JSON writes the report as DESIGN.md's JSON document: app_id,
+// JSON writes the report as kaudit's JSON document: app_id,
 // generated_at, cut, summary and findings, plus the report's edges,
 // timeline, lineage and source when present. Empty lists print as [] and
 // empty counts as {}, never null.

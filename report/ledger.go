@@ -13,7 +13,7 @@ import (
 	"github.com/kaudit/kaudit/audit"
 )
 
-// LedgerJSON writes `kaudit ledger --format json`: DESIGN.md's shape
+// LedgerJSON writes `kaudit ledger --format json`, shaped
 // {"topic", "partitions": [{"partition", "log_start", "lso", "hw", "fates",
 // "transactions", "findings", "offsets"?}]}. Findings print as [] when
 // there are none; offsets (and txns, values) only when the ledger holds

@@ -14,6 +14,11 @@ import (
 	"github.com/kaudit/kaudit/audit"
 )
 
+var (
+	_ audit.Source = (*Memory)(nil)
+	_ audit.Clock  = (*Memory)(nil)
+)
+
 // Memory is an in-memory audit.Source. Append records in offset order per
 // partition; offsets may skip (compaction, gaps).
 type Memory struct {

@@ -21,9 +21,12 @@ import (
 
 // Evidence is an opened source of evidence with what opening it already
 // found wrong (a snapshot file whose hash does not match, a torn tail)
-// and what it cannot know, for the report.
+// and what it cannot know, for the report. Source is a named field, not
+// embedded: an Evidence is no audit.Source, so that no caller hands on a
+// wrapper that hides the source's optional evidence (its clock, its
+// schemas).
 type Evidence struct {
-	audit.Source
+	Source   audit.Source
 	Problems []audit.Finding
 	Notes    []string
 }
@@ -89,7 +92,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkSpec(ctx, ev, o.Log); err != nil {
+	if err := s.checkSpec(ctx, ev.Source, o.Log); err != nil {
 		return nil, err
 	}
 	appID := cmp.Or(o.AppID, s.Pipeline.AppID)

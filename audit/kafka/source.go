@@ -54,6 +54,12 @@ type Config struct {
 // is a hanging transaction, not one about to end.
 const DefaultStableTimeout = 30 * time.Second
 
+var (
+	_ audit.Source          = (*Source)(nil)
+	_ audit.CommittedReader = (*Source)(nil)
+	_ audit.IndexedReader   = (*Source)(nil)
+)
+
 // Source is a read-only live cluster: it implements audit.Source,
 // audit.CommittedReader and audit.IndexedReader. It is safe for concurrent use.
 type Source struct {

@@ -81,10 +81,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 		return nil, errors.New("run audit: no decoder")
 	}
 	if opts.Now.IsZero() {
-		opts.Now = time.Now()
-		if c, ok := src.(audit.Clock); ok {
-			opts.Now = c.Now()
-		}
+		opts.Now, _ = audit.SourceClock(src)
 	}
 	if opts.LineageSamples == 0 {
 		opts.LineageSamples = 5

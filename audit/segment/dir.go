@@ -34,6 +34,13 @@ var (
 	segmentFileRe  = regexp.MustCompile(`^([0-9]+)\.log$`)
 )
 
+var (
+	_ audit.Source          = (*Dir)(nil)
+	_ audit.Clock           = (*Dir)(nil)
+	_ audit.CommittedReader = (*Dir)(nil)
+	_ audit.IndexedReader   = (*Dir)(nil)
+)
+
 // Dir is one or several brokers' log dirs read offline. It serves
 // audit.Source: records and offsets come from the partition dirs, topics
 // and configs from the KRaft metadata log (metadata.go), group offsets from
@@ -149,10 +156,8 @@ func (d *Dir) openLogDir(root string) error {
 		p, err := strconv.ParseInt(m[2], 10, 32)
 		if err != nil {
 			// a partition dir whose number is no partition: corrupt, say so
-			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, audit.TopicPartition{Topic: m[1], Partition: -1}, -1)
-			f.Count = 0
-			f.Detail = fmt.Sprintf("%s: %q is not a partition number: %v", filepath.Join(root, e.Name()), m[2], audit.ErrCorrupt)
-			d.bad = append(d.bad, f)
+			d.bad = append(d.bad, audit.UnreadablePartition(audit.TopicPartition{Topic: m[1], Partition: -1},
+				fmt.Sprintf("%s: %q is not a partition number: %v", filepath.Join(root, e.Name()), m[2], audit.ErrCorrupt)))
 			continue
 		}
 		tp := audit.TopicPartition{Topic: m[1], Partition: int32(p)}

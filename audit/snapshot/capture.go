@@ -181,10 +181,8 @@ var segmentName = regexp.MustCompile(`^[0-9]{20}\.log$`)
 // before the partitions' so that every committed offset is at or below its
 // partition's HW.
 func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manifest, error) {
-	now := time.Now().UTC()
-	if c, ok := src.(audit.Clock); ok {
-		now = c.Now().UTC()
-	}
+	now, _ := audit.SourceClock(src)
+	now = now.UTC()
 	m := &Manifest{Format: FormatVersion, AppID: opts.AppID, CapturedAt: now, Source: src.Describe(),
 		Topology: opts.Topology, Schemas: opts.Schemas}
 	if !opts.Since.IsZero() {

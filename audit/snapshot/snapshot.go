@@ -22,6 +22,14 @@ import (
 // and does not: an interrupted capture, a missing or altered file.
 var ErrNotCaptured = fmt.Errorf("evidence not captured or altered: %w", audit.ErrCorrupt)
 
+var (
+	_ audit.Source         = (*Snapshot)(nil)
+	_ audit.Clock          = (*Snapshot)(nil)
+	_ audit.Bounded        = (*Snapshot)(nil)
+	_ audit.TopologyHolder = (*Snapshot)(nil)
+	_ audit.SchemaHolder   = (*Snapshot)(nil)
+)
+
 // Snapshot is a bundle opened for reading: an audit.Source whose records
 // come from the bundle's segment files and everything else from its
 // manifest, and an audit.Clock reading the capture time.

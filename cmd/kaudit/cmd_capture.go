@@ -187,15 +187,14 @@ func readSchemas(dir string) (map[int32]string, error) {
 // incomplete (--max-bytes) exits 3: run the command again to resume.
 func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout, stderr io.Writer) error {
 	opts := snapshot.CaptureOptions{Dir: o.Out, AppID: o.AppID, Topics: o.Topics, Since: o.Since, MaxBytes: o.MaxBytes}
-	snap, fromSnapshot := src.(*snapshot.Snapshot)
 	if o.Topology != "" {
 		b, err := readInput(o.Topology, topology.MaxTopologyBytes)
 		if err != nil {
 			return usagef("kaudit capture: read --topology: %w", err)
 		}
 		opts.Topology = string(b)
-	} else if fromSnapshot {
-		opts.Topology = snap.Topology() // a bundle captured again keeps its topology
+	} else {
+		opts.Topology = audit.TopologyOf(src) // a bundle captured again keeps its topology
 	}
 	if opts.Topology != "" {
 		if topo, err := topology.ParseString(opts.Topology); err == nil {
@@ -214,15 +213,13 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		}
 		opts.Schemas = s
 	}
-	if fromSnapshot {
-		// a bundle captured again keeps the schemas it carries
-		for id, text := range snap.Schemas() {
-			if _, ok := opts.Schemas[id]; !ok {
-				if opts.Schemas == nil {
-					opts.Schemas = map[int32]string{}
-				}
-				opts.Schemas[id] = text
+	// a bundle captured again keeps the schemas it carries
+	for id, text := range audit.SchemasOf(src) {
+		if _, ok := opts.Schemas[id]; !ok {
+			if opts.Schemas == nil {
+				opts.Schemas = map[int32]string{}
 			}
+			opts.Schemas[id] = text
 		}
 	}
 	if o.Registry != nil {

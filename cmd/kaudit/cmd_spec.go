@@ -55,7 +55,7 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 	if err != nil {
 		return err
 	}
-	c, err := diff.CheckSpec(ctx, s, src)
+	c, err := diff.CheckSpec(ctx, s, src.Source)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 		return notRunError{fmt.Errorf("read the evidence: %w", c.Unread)}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "kaudit spec check: %s against %s\n", s.Spec.File, src.Describe())
+	fmt.Fprintf(&b, "kaudit spec check: %s against %s\n", s.Spec.File, src.Source.Describe())
 	line := func(what string, v infer.Verdict, field string) {
 		switch {
 		case v.Keys == 0 && v.Note == "":
