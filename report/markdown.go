@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/internal/mermaid"
+
 	"github.com/kaudit/kaudit/audit"
 )
 
@@ -388,7 +390,6 @@ func writeTopology(md *mdWriter, r *audit.Report) {
 // distinct name with ids n0, n1… in order of first appearance, each edge
 // labelled "N records" plus ", M lost" where records vanished.
 func Mermaid(edges []audit.Edge) string {
-	var b strings.Builder
 	ids := map[string]string{}
 	var names []string
 	id := func(name string) string {
@@ -404,9 +405,9 @@ func Mermaid(edges []audit.Edge) string {
 		id(e.From)
 		id(e.To)
 	}
-	b.WriteString("```mermaid\nflowchart LR\n")
+	fc := mermaid.New()
 	for _, n := range names {
-		fmt.Fprintf(&b, "  %s[\"%s\"]\n", ids[n], mermaidLabel(n))
+		fc.Node(ids[n], mermaid.Box, n)
 	}
 	var lostLinks []string
 	lostNodes := map[string]bool{}
@@ -417,26 +418,19 @@ func Mermaid(edges []audit.Edge) string {
 			lostLinks = append(lostLinks, strconv.Itoa(i))
 			lostNodes[ids[e.To]] = true
 		}
-		fmt.Fprintf(&b, "  %s -->|\"%s\"| %s\n", ids[e.From], label, ids[e.To])
+		fc.Edge(ids[e.From], "-->", label, ids[e.To])
 	}
 	if len(lostLinks) > 0 {
-		fmt.Fprintf(&b, "  linkStyle %s stroke:#d62728,stroke-width:3px\n", strings.Join(lostLinks, ","))
-		b.WriteString("  classDef lost fill:#fde2e2,stroke:#d62728\n")
+		fc.LinkStyle(lostLinks, "stroke:#d62728,stroke-width:3px")
 		var ln []string
 		for _, n := range names {
 			if lostNodes[ids[n]] {
 				ln = append(ln, ids[n])
 			}
 		}
-		fmt.Fprintf(&b, "  class %s lost\n", strings.Join(ln, ","))
+		fc.Class("lost", "fill:#fde2e2,stroke:#d62728", ln)
 	}
-	b.WriteString("```\n")
-	return b.String()
-}
-
-// mermaidLabel escapes a node name for a quoted Mermaid label.
-func mermaidLabel(s string) string {
-	return strings.NewReplacer(`"`, "#quot;", "\n", " ", "`", "#96;").Replace(s)
+	return "```mermaid\n" + fc.String() + "```\n"
 }
 
 func writeFunnel(md *mdWriter, r *audit.Report) {

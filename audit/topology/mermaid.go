@@ -5,14 +5,15 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/kaudit/kaudit/internal/mermaid"
 )
 
 // Mermaid writes the layout's data flow as a Mermaid flowchart: source
 // topics, repartition topics, stores with their changelogs, joins and
 // output topics, internal topics under their full <app>- names.
 func (l *Layout) Mermaid(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("flowchart LR\n")
+	fc := mermaid.New()
 	ids := map[string]string{}
 	var order []string
 	for _, e := range l.Edges {
@@ -47,23 +48,22 @@ func (l *Layout) Mermaid(w io.Writer) error {
 		id := fmt.Sprintf("%c%d", prefix, counts[prefix])
 		counts[prefix]++
 		ids[ent] = id
-		label := mermaidLabel(name)
 		switch kind {
 		case "topic", "pattern":
 			role := roles[name]
 			if kind == "pattern" {
 				role = RoleSource
 			}
-			fmt.Fprintf(&b, "  %s[[\"%s\"]]\n", id, label)
+			fc.Node(id, mermaid.Subroutine, name)
 			classes[string(role)] = append(classes[string(role)], id)
 		case "store":
-			fmt.Fprintf(&b, "  %s[(\"%s\")]\n", id, label)
+			fc.Node(id, mermaid.Cylinder, name)
 			classes["store"] = append(classes["store"], id)
 		case "join":
-			fmt.Fprintf(&b, "  %s{{\"%s\"}}\n", id, label)
+			fc.Node(id, mermaid.Hexagon, name)
 			classes["join"] = append(classes["join"], id)
 		case "extractor":
-			fmt.Fprintf(&b, "  %s[/\"topic per record: %s\"/]\n", id, label)
+			fc.Node(id, mermaid.Parallelogram, "topic per record: "+name)
 			classes[string(RoleOutput)] = append(classes[string(RoleOutput)], id)
 		}
 	}
@@ -72,7 +72,7 @@ func (l *Layout) Mermaid(w io.Writer) error {
 		if strings.HasPrefix(e.From, entStore) && roles[strings.TrimPrefix(e.To, entTopic)] == RoleChangelog {
 			arrow = "-.->"
 		}
-		fmt.Fprintf(&b, "  %s %s %s\n", ids[e.From], arrow, ids[e.To])
+		fc.Edge(ids[e.From], arrow, "", ids[e.To])
 	}
 	style := map[string]string{
 		string(RoleSource):       "fill:#e3f2fd,stroke:#1565c0",
@@ -91,16 +91,8 @@ func (l *Layout) Mermaid(w io.Writer) error {
 	}
 	slices.Sort(names)
 	for _, c := range names {
-		cls := strings.ReplaceAll(c, "-", "_")
-		fmt.Fprintf(&b, "  classDef %s %s\n", cls, style[c])
-		fmt.Fprintf(&b, "  class %s %s\n", strings.Join(classes[c], ","), cls)
+		fc.Class(strings.ReplaceAll(c, "-", "_"), style[c], classes[c])
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, fc.String())
 	return err
-}
-
-// mermaidLabel escapes a name for a quoted Mermaid label.
-func mermaidLabel(s string) string {
-	r := strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;", "\n", " ")
-	return r.Replace(s)
 }
