@@ -10,13 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/discovery"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/segment"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/statedir"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // Evidence is an opened source of evidence with what opening it already
@@ -107,7 +108,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Findings = append(rep.Findings, ev.Problems...)
 	addUnjudged(rep, s.unjudged)
-	rep.Findings = append(rep.Findings, topology.ConfigRisksFor(s.Discovery, o.Outage)...)
+	rep.Findings = append(rep.Findings, discovery.ConfigRisksFor(s.Discovery, o.Outage)...)
 	rep.Summary.Notes = append(rep.Summary.Notes, s.Discovery.Unknown...)
 	rep.Summary.Notes = append(rep.Summary.Notes, s.Warnings...)
 	if !since.IsZero() || !until.IsZero() {

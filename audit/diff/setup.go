@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/discovery"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
@@ -18,7 +20,7 @@ import (
 // pipeline, the app's topics, the decoder, and the spec when there is one.
 type Setup struct {
 	Pipeline  *reconcile.Pipeline
-	Discovery *topology.Discovery
+	Discovery *discovery.Discovery
 	Decoder   *codec.Codec
 	Spec      *topology.Spec // nil without a spec
 	Resolved  *topology.Plan // the spec resolved on the topology; nil without a spec
@@ -44,7 +46,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := topology.Discover(ctx, ev.Source, o.AppID, topo)
+	d, err := discovery.Discover(ctx, ev.Source, o.AppID, topo)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -60,7 +62,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		if err != nil {
 			return nil, audit.UsageError{Err: err}
 		}
-		if err := spec.CheckPlan(d, rp); err != nil {
+		if err := discovery.CheckPlan(spec, d, rp); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())
 		}
 		s.Warnings = append(s.Warnings, rp.Warnings...)
@@ -83,7 +85,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 // keylessPipeline is the checks that need no key, on the topics'
 // roles: each existing source, repartition and changelog topic a table of
 // its own, the outputs as outputs.
-func keylessPipeline(appID string, d *topology.Discovery) *reconcile.Pipeline {
+func keylessPipeline(appID string, d *discovery.Discovery) *reconcile.Pipeline {
 	p := &reconcile.Pipeline{AppID: appID, Keyless: true}
 	for _, t := range d.Topics {
 		if !t.Exists {

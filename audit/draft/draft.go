@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit/discovery"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/infer"
@@ -67,10 +69,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		}
 		topo, topoFrom = t, "the snapshot's topology"
 	}
-	var d *topology.Discovery
+	var d *discovery.Discovery
 	if src != nil {
 		var err error
-		if d, err = topology.Discover(ctx, src, o.AppID, topo); err != nil {
+		if d, err = discovery.Discover(ctx, src, o.AppID, topo); err != nil {
 			return audit.NotRunError{Err: fmt.Errorf("discover %s: %w", o.AppID, err)}
 		}
 	}
@@ -233,7 +235,7 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 // draftTables picks the stores that hold tables: those a source topic
 // feeds first, other than the stores of stream-stream join windows,
 // suppression buffers and foreign-key subscriptions.
-func draftTables(lay *topology.Layout, haveTopology bool, d *topology.Discovery) []draftTable {
+func draftTables(lay *topology.Layout, haveTopology bool, d *discovery.Discovery) []draftTable {
 	var out []draftTable
 	used := map[string]bool{}
 	uniqueName := func(base string) string {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit/discovery"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/infer"
@@ -206,7 +208,7 @@ const maxOutputCandidates = 50
 // neither reads nor owns: those whose keys are a table's keys (its left
 // table: the one holding 90 % of them), and drafts each one's join over
 // the tables whose fields its values hold.
-func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *topology.Discovery, tables []draftTable) string {
+func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) string {
 	if inf == nil || inf.ev == nil || len(tables) == 0 {
 		return ""
 	}

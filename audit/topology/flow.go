@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -111,4 +112,29 @@ func (t *Topology) flow(l *Layout) []FlowEdge {
 		return strings.Compare(a.To, b.To)
 	})
 	return edges
+}
+
+// NamingLayout is the layout naming conventions allow without a topology:
+// the topics as used, a store per changelog, and an edge from
+// <app>-<store>-repartition to the store where that topic exists (has
+// says which do).
+func NamingLayout(appID string, topics []TopicUse, has func(topic string) bool) *Layout {
+	l := &Layout{AppID: appID}
+	for _, u := range topics {
+		l.Topics = append(l.Topics, u)
+		if u.Role != RoleChangelog {
+			continue
+		}
+		s := StoreUse{Name: u.Store, Changelog: u.Name, SubTopology: -1}
+		l.Edges = append(l.Edges, FlowEdge{From: entStore + u.Store, To: entTopic + u.Name})
+		rep := RepartitionTopic(appID, u.Store+"-repartition")
+		if has(rep) {
+			s.Repartitions = []string{rep}
+			s.Rekeyed = true
+			l.Edges = append(l.Edges, FlowEdge{From: entTopic + rep, To: entStore + u.Store})
+		}
+		l.Stores = append(l.Stores, s)
+	}
+	slices.SortFunc(l.Edges, func(a, b FlowEdge) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
+	return l
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaudit/kaudit/audit/discovery"
+
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -91,11 +93,11 @@ func TestRunInitFromDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := topology.Discover(t.Context(), seedCluster(), "orders-app", nil)
+	d, err := discovery.Discover(t.Context(), seedCluster(), "orders-app", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := spec.CheckPlan(d, plan); err != nil {
+	if err := discovery.CheckPlan(spec, d, plan); err != nil {
 		t.Errorf("the filled-in draft does not match the cluster: %v", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/discovery"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
@@ -68,12 +70,12 @@ func topologyCommand() *cli.Command {
 
 // topologyDoc is kaudit topology's JSON document.
 type topologyDoc struct {
-	AppID     string              `json:"app_id"`
-	Source    string              `json:"source,omitempty"`
-	Layout    *topology.Layout    `json:"layout"`
-	Discovery *topology.Discovery `json:"discovery,omitempty"`
-	Findings  []audit.Finding     `json:"findings"`
-	Topology  *topology.Topology  `json:"topology,omitempty"`
+	AppID     string               `json:"app_id"`
+	Source    string               `json:"source,omitempty"`
+	Layout    *topology.Layout     `json:"layout"`
+	Discovery *discovery.Discovery `json:"discovery,omitempty"`
+	Findings  []audit.Finding      `json:"findings"`
+	Topology  *topology.Topology   `json:"topology,omitempty"`
 }
 
 // runTopology prints the app's layout; src may be nil.
@@ -105,14 +107,14 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 		if o.AppID == "" {
 			return usagef("a source needs --app-id")
 		}
-		d, err := topology.Discover(ctx, src, appID, topo)
+		d, err := discovery.Discover(ctx, src, appID, topo)
 		if err != nil {
 			return notRunError{fmt.Errorf("discover %s: %w", appID, err)}
 		}
 		doc.Source = src.Describe()
 		doc.Discovery = d
 		doc.Layout = d.NamingLayout()
-		doc.Findings = append(slices.Clone(o.Problems), topology.ConfigRisksFor(d, o.Outage)...)
+		doc.Findings = append(slices.Clone(o.Problems), discovery.ConfigRisksFor(d, o.Outage)...)
 	}
 	switch o.Format {
 	case "mermaid":
@@ -133,7 +135,7 @@ func writeTopologyTable(w io.Writer, doc topologyDoc) error {
 	} else {
 		fmt.Fprintf(tw, "app %s\n\n", doc.AppID)
 	}
-	info := map[string]topology.DiscoveredTopic{}
+	info := map[string]discovery.DiscoveredTopic{}
 	if d != nil {
 		for _, t := range d.Topics {
 			info[t.Name] = t

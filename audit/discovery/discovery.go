@@ -1,4 +1,9 @@
-package topology
+// Package discovery finds what a source of evidence holds for one Kafka
+// Streams application.id: its topics with their roles (from the topology,
+// else naming conventions), partition counts and configs, its consumer
+// group and transactional ids; the config-risk findings on those topics;
+// and whether a spec's plan fits them (CheckPlan).
+package discovery
 
 import (
 	"cmp"
@@ -10,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kaudit/kaudit/audit/topology"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -25,19 +32,19 @@ type Discovery struct {
 	Group        *audit.GroupOffsets `json:"group,omitempty"`
 	Transactions []audit.Transaction `json:"transactions,omitempty"`
 	// Layout is the topology's layout when a topology was given.
-	Layout *Layout `json:"-"`
+	Layout *topology.Layout `json:"-"`
 	// Unknown lists, in plain words, what could not be inferred or read.
 	Unknown []string `json:"unknown,omitempty"`
 	all     map[string]audit.TopicInfo
-	topo    *Topology
+	topo    *topology.Topology
 }
 
 // DiscoveredTopic is one topic of the application.
 type DiscoveredTopic struct {
 	audit.TopicInfo
-	Role   TopicRole `json:"role"`
-	Store  string    `json:"store,omitempty"` // for a changelog
-	Exists bool      `json:"exists"`
+	Role   topology.TopicRole `json:"role"`
+	Store  string             `json:"store,omitempty"` // for a changelog
+	Exists bool               `json:"exists"`
 }
 
 // Topic returns any topic of the source by name, whether or not the
@@ -48,7 +55,7 @@ func (d *Discovery) Topic(name string) (audit.TopicInfo, bool) {
 }
 
 // ByRole lists the application's topics of one role.
-func (d *Discovery) ByRole(role TopicRole) []DiscoveredTopic {
+func (d *Discovery) ByRole(role topology.TopicRole) []DiscoveredTopic {
 	var out []DiscoveredTopic
 	for _, t := range d.Topics {
 		if t.Role == role {
@@ -60,15 +67,15 @@ func (d *Discovery) ByRole(role TopicRole) []DiscoveredTopic {
 
 // internalRole guesses an internal topic's role from its name with the
 // <app>- prefix removed; ok is false when the name follows no convention.
-func internalRole(rest string) (role TopicRole, store string, ok bool) {
+func internalRole(rest string) (role topology.TopicRole, store string, ok bool) {
 	l := strings.ToLower(rest)
 	switch {
 	case strings.HasSuffix(rest, "-changelog"):
-		return RoleChangelog, strings.TrimSuffix(rest, "-changelog"), true
+		return topology.RoleChangelog, strings.TrimSuffix(rest, "-changelog"), true
 	case strings.HasSuffix(rest, "-repartition"):
-		return RoleRepartition, "", true
+		return topology.RoleRepartition, "", true
 	case strings.HasSuffix(l, "-topic") && (strings.Contains(l, "subscription-registration") || strings.Contains(l, "subscription-response")):
-		return RoleSubscription, "", true
+		return topology.RoleSubscription, "", true
 	}
 	return "", "", false
 }
@@ -80,7 +87,7 @@ func internalRole(rest string) (role TopicRole, store string, ok bool) {
 // and the transactional ids starting with <app>-. With a topology (topo
 // may be nil) every topic it names is listed, present or not. What cannot
 // be inferred is listed in Unknown rather than guessed.
-func Discover(ctx context.Context, src audit.Source, appID string, topo *Topology) (*Discovery, error) {
+func Discover(ctx context.Context, src audit.Source, appID string, topo *topology.Topology) (*Discovery, error) {
 	if appID == "" {
 		return nil, errors.New("discover: no application.id")
 	}
@@ -93,7 +100,7 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *Topolog
 		d.all[t.Name] = t
 	}
 	found := map[string]*DiscoveredTopic{}
-	add := func(name string, role TopicRole, store string) {
+	add := func(name string, role topology.TopicRole, store string) {
 		if _, ok := found[name]; ok {
 			return
 		}
@@ -121,11 +128,11 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *Topolog
 			_, full := d.all[u.Name]
 			_, plain := d.all[u.As]
 			switch {
-			case !u.Pattern && u.Name != u.As && u.Role != RoleChangelog && !full && plain:
+			case !u.Pattern && u.Name != u.As && u.Role != topology.RoleChangelog && !full && plain:
 				// Written and read by the app under the user's own name
 				// (to("t") then stream("t")): describe() cannot tell it
 				// from an internal topic, the cluster can.
-				add(u.As, RoleInternal, "")
+				add(u.As, topology.RoleInternal, "")
 				d.Unknown = append(d.Unknown, fmt.Sprintf("topic %s is written and read by the app under its own name, not %s", u.As, u.Name))
 				continue
 			case !u.Pattern:
@@ -140,7 +147,7 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *Topolog
 			n := 0
 			for _, t := range infos {
 				if re.MatchString(t.Name) {
-					add(t.Name, RoleSource, "")
+					add(t.Name, topology.RoleSource, "")
 					n++
 				}
 			}
@@ -178,7 +185,7 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *Topolog
 			if topo != nil {
 				d.Unknown = append(d.Unknown, "the group commits offsets on "+name+", which the topology does not read")
 			}
-			add(name, RoleSource, "")
+			add(name, topology.RoleSource, "")
 		}
 	}
 	if topo == nil {
@@ -202,7 +209,7 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *Topolog
 		slices.SortFunc(d.Transactions, func(a, b audit.Transaction) int { return cmp.Compare(a.TransactionalID, b.TransactionalID) })
 	}
 
-	roleRank := map[TopicRole]int{RoleSource: 0, RoleGlobal: 1, RoleRepartition: 2, RoleSubscription: 3, RoleInternal: 4, RoleChangelog: 5, RoleOutput: 6}
+	roleRank := map[topology.TopicRole]int{topology.RoleSource: 0, topology.RoleGlobal: 1, topology.RoleRepartition: 2, topology.RoleSubscription: 3, topology.RoleInternal: 4, topology.RoleChangelog: 5, topology.RoleOutput: 6}
 	for _, t := range found {
 		d.Topics = append(d.Topics, *t)
 	}
@@ -239,12 +246,12 @@ func ConfigRisksFor(d *Discovery, outage time.Duration) []audit.Finding {
 		}
 		policy, hasPolicy := t.Configs["cleanup.policy"]
 		switch t.Role {
-		case RoleRepartition, RoleSubscription:
+		case topology.RoleRepartition, topology.RoleSubscription:
 			if t.Compacted() {
 				risk(t, "cleanup.policy=delete", "cleanup.policy="+policy,
 					fmt.Sprintf("%s topic %s is compacted: the cleaner may remove records of a key before Streams applies them", t.Role, t.Name))
 			}
-		case RoleChangelog:
+		case topology.RoleChangelog:
 			if hasPolicy && !t.Compacted() {
 				risk(t, "cleanup.policy=compact", "cleanup.policy="+policy,
 					fmt.Sprintf("changelog %s of store %s is not compacted: retention can delete the only copy of a key's state, and a restore then loses it", t.Name, t.Store))
@@ -260,7 +267,7 @@ func ConfigRisksFor(d *Discovery, outage time.Duration) []audit.Finding {
 			risk(t, "unclean.leader.election.enable=false", "unclean.leader.election.enable=true",
 				fmt.Sprintf("topic %s allows unclean leader election: an out-of-sync replica can become leader and truncate acknowledged records", t.Name))
 		}
-		if outage > 0 && (t.Role == RoleSource || t.Role == RoleRepartition) && (!hasPolicy || strings.Contains(policy, "delete")) {
+		if outage > 0 && (t.Role == topology.RoleSource || t.Role == topology.RoleRepartition) && (!hasPolicy || strings.Contains(policy, "delete")) {
 			if v, ok := t.Configs["retention.ms"]; ok {
 				if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 && time.Duration(ms)*time.Millisecond < outage {
 					risk(t, "retention.ms>="+strconv.FormatInt(outage.Milliseconds(), 10), "retention.ms="+v,
@@ -273,24 +280,24 @@ func ConfigRisksFor(d *Discovery, outage time.Duration) []audit.Finding {
 	return out
 }
 
-// Check resolves the spec against the topology discovery was given (or
-// naming conventions) and cross-checks the plan with CheckPlan.
-func (s *Spec) Check(d *Discovery) error {
-	p, err := Resolve(s, d.topo, d.AppID)
+// CheckSpec resolves the spec against the topology discovery was given
+// (or naming conventions) and cross-checks the plan with CheckPlan.
+func CheckSpec(s *topology.Spec, d *Discovery) error {
+	p, err := topology.Resolve(s, d.topo, d.AppID)
 	if err != nil {
 		return err
 	}
-	return s.CheckPlan(d, p)
+	return CheckPlan(s, d, p)
 }
 
 // CheckPlan cross-checks a plan against what discovery found: every
 // table's source topic exists, every store's changelog exists, the
 // repartition topic exists, and the topics a join co-partitions have the
 // same partition count. Errors name the spec's file, line and field.
-func (s *Spec) CheckPlan(d *Discovery, p *Plan) error {
+func CheckPlan(s *topology.Spec, d *Discovery, p *topology.Plan) error {
 	var errs []error
 	fail := func(line int, field, format string, args ...any) {
-		errs = append(errs, &SpecError{File: s.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &topology.SpecError{File: s.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	parts := map[string]int32{}
 	for i, t := range p.Tables {
@@ -343,30 +350,17 @@ func (s *Spec) CheckPlan(d *Discovery, p *Plan) error {
 	return errors.Join(errs...)
 }
 
-// NamingLayout is the layout naming conventions allow without a topology:
-// a store per changelog, and an edge from <app>-<store>-repartition to the
-// store where both exist. Which source feeds which repartition topic, and
-// the joins, are not known: see Unknown.
-func (d *Discovery) NamingLayout() *Layout {
+// NamingLayout is the layout naming conventions allow without a topology
+// (topology.NamingLayout over the topics found), or the topology's when
+// discovery was given one. Which source feeds which repartition topic,
+// and the joins, are not known: see Unknown.
+func (d *Discovery) NamingLayout() *topology.Layout {
 	if d.Layout != nil {
 		return d.Layout
 	}
-	l := &Layout{AppID: d.AppID}
+	uses := make([]topology.TopicUse, 0, len(d.Topics))
 	for _, t := range d.Topics {
-		l.Topics = append(l.Topics, TopicUse{Name: t.Name, As: t.Name, Role: t.Role, Store: t.Store})
-		if t.Role != RoleChangelog {
-			continue
-		}
-		s := StoreUse{Name: t.Store, Changelog: t.Name, SubTopology: -1}
-		l.Edges = append(l.Edges, FlowEdge{From: entStore + t.Store, To: entTopic + t.Name})
-		rep := RepartitionTopic(d.AppID, t.Store+"-repartition")
-		if _, ok := d.all[rep]; ok {
-			s.Repartitions = []string{rep}
-			s.Rekeyed = true
-			l.Edges = append(l.Edges, FlowEdge{From: entTopic + rep, To: entStore + t.Store})
-		}
-		l.Stores = append(l.Stores, s)
+		uses = append(uses, topology.TopicUse{Name: t.Name, As: t.Name, Role: t.Role, Store: t.Store})
 	}
-	slices.SortFunc(l.Edges, func(a, b FlowEdge) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
-	return l
+	return topology.NamingLayout(d.AppID, uses, func(topic string) bool { _, ok := d.all[topic]; return ok })
 }

@@ -1,4 +1,4 @@
-package topology
+package discovery
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kaudit/kaudit/audit/topology"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -114,7 +116,7 @@ func TestDiscover(t *testing.T) {
 	seed := parseFile(t, filepath.Join(describeDir, "3.6", "seed.txt"))
 	for _, tt := range []struct {
 		name        string
-		topo        *Topology
+		topo        *topology.Topology
 		wantRoles   []string
 		wantUnknown []string
 	}{
@@ -172,7 +174,7 @@ func TestDiscover(t *testing.T) {
 		}
 	})
 	t.Run("a topic the app writes and reads back under its own name", func(t *testing.T) {
-		topo, err := ParseString("Topologies:\n   Sub-topology: 0\n    Source: in (topics: [raw])\n      --> out\n    Sink: out (topic: through)\n      <-- in\n\n" +
+		topo, err := topology.ParseString("Topologies:\n   Sub-topology: 0\n    Source: in (topics: [raw])\n      --> out\n    Sink: out (topic: through)\n      <-- in\n\n" +
 			"  Sub-topology: 1\n    Source: back (topics: [through])\n      --> none\n\n")
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +184,7 @@ func TestDiscover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := d.ByRole(RoleInternal)
+		got := d.ByRole(topology.RoleInternal)
 		if len(got) != 1 || got[0].Name != "through" || !got[0].Exists || got[0].Partitions != 2 {
 			t.Errorf("internal topics = %+v; unknown %v", got, d.Unknown)
 		}
@@ -194,7 +196,7 @@ func TestDiscover(t *testing.T) {
 			t.Fatal(err)
 		}
 		var srcs []string
-		for _, dt := range d.ByRole(RoleSource) {
+		for _, dt := range d.ByRole(topology.RoleSource) {
 			srcs = append(srcs, dt.Name)
 		}
 		if !slices.Equal(srcs, []string{"events-a", "events-b"}) {
@@ -252,7 +254,7 @@ func TestSpecCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := loadSeedSpec(t).Check(d); err != nil {
+		if err := CheckSpec(loadSeedSpec(t), d); err != nil {
 			t.Error(err)
 		}
 	})
@@ -270,8 +272,8 @@ func TestSpecCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = loadSeedSpec(t).Check(d)
-		var se *SpecError
+		err = CheckSpec(loadSeedSpec(t), d)
+		var se *topology.SpecError
 		if !errors.As(err, &se) {
 			t.Fatalf("err = %v", err)
 		}
@@ -299,8 +301,8 @@ func TestSpecCheckCoPartitioning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = loadSeedSpec(t).Check(d)
-	want := "testdata/spec/seed.yaml:16: joins[0].right: table payments has 6 partitions but orders has 12: a table-table join needs co-partitioned tables"
+	err = CheckSpec(loadSeedSpec(t), d)
+	want := "../topology/testdata/spec/seed.yaml:16: joins[0].right: table payments has 6 partitions but orders has 12: a table-table join needs co-partitioned tables"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
@@ -312,4 +314,25 @@ func TestDiscoverCanceled(t *testing.T) {
 	if _, err := Discover(ctx, seedSource(), "orders-app", nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// describeDir holds describe() texts printed by real Kafka Streams builds.
+const describeDir = "../../testdata/kafka/describe/out"
+
+func parseFile(t testing.TB, file string) *topology.Topology {
+	t.Helper()
+	topo, err := topology.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func loadSeedSpec(t *testing.T) *topology.Spec {
+	t.Helper()
+	s, err := topology.LoadSpec(filepath.Join("..", "topology", "testdata", "spec", "seed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
