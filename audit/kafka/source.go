@@ -522,20 +522,13 @@ func (s *Source) Transactions(ctx context.Context, prefix string) ([]audit.Trans
 				t.Partitions = append(t.Partitions, audit.TopicPartition{Topic: topic, Partition: p})
 			}
 		}
-		slices.SortFunc(t.Partitions, compareTP)
+		slices.SortFunc(t.Partitions, audit.CompareTopicPartitions)
 		out = append(out, t)
 	}
 	if err != nil {
 		return out, fmt.Errorf("describe transactions: %w", err)
 	}
 	return out, nil
-}
-
-func compareTP(a, b audit.TopicPartition) int {
-	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	return int(a.Partition) - int(b.Partition)
 }
 
 // Producers returns the producers the partition leaders remember for each

@@ -26,9 +26,3 @@ func (e *FileError) Error() string {
 	return fmt.Sprintf("read %s at byte %d: %v", e.File, e.Pos, e.Err)
 }
 func (e *FileError) Unwrap() error { return e.Err }
-
-// corrupt returns an error wrapping audit.ErrCorrupt for the batch or entry
-// at byte pos of file.
-func corrupt(file string, pos int64, format string, args ...any) error {
-	return &FileError{File: file, Pos: pos, Err: fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), audit.ErrCorrupt)}
-}

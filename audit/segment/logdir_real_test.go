@@ -1,11 +1,9 @@
 package segment
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -15,10 +13,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kaudit/kaudit/internal/golden"
+
 	"github.com/kaudit/kaudit/audit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // liveAnswers is what testdata/real/gen asked the live broker before it
 // stopped (live.json).
@@ -289,19 +287,7 @@ func TestRealInternalRecordsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			b = append(b, '\n')
-			golden := dir + ".golden.json"
-			if *update {
-				if err := os.WriteFile(golden, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(b, want) {
-				t.Errorf("decoded internal records differ from %s (run with -update and review the diff)", golden)
-			}
+			golden.Check(t, dir+".golden.json", b)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package statedir
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaudit/kaudit/internal/golden"
+
 	"github.com/kaudit/kaudit/audit"
 )
-
-var update = flag.Bool("update", false, "update golden files in testdata/")
 
 // TestParseCheckpointGolden parses testdata/checkpoints/*.checkpoint and
 // compares the entries (or the error) with the .golden file beside it.
@@ -38,19 +37,7 @@ func TestParseCheckpointGolden(t *testing.T) {
 			} else {
 				got = string(FormatCheckpoint(m))
 			}
-			golden := strings.TrimSuffix(in, ".checkpoint") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Fatalf("got:\n%s\nwant (%s):\n%s", got, golden, want)
-			}
+			golden.Check(t, strings.TrimSuffix(in, ".checkpoint")+".golden", []byte(got))
 		})
 	}
 }

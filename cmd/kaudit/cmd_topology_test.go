@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"iter"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kaudit/kaudit/internal/golden"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -18,18 +18,6 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 )
-
-func init() {
-	// -update may be registered by another test file of this package.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata/")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // describeOut holds describe() texts printed by real Kafka Streams builds.
 const describeOut = "../../testdata/kafka/describe/out"
@@ -39,23 +27,7 @@ func seedTopologyFile() string { return filepath.Join(describeOut, "3.6", "seed.
 // checkGolden compares got with testdata/name, rewriting it with -update.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if updating() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden; got:\n%s", name, got)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 // runCLI runs kaudit in process and returns stdout, stderr and the exit

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/internal/golden"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/segment"
@@ -540,7 +542,7 @@ func sha256Hex(b []byte) string {
 // writes (-regen-bad rewrites it).
 func TestBadCorpus(t *testing.T) {
 	files := buildCorpus(t)
-	if *regenBad || updating() {
+	if *regenBad || golden.Updating() {
 		for _, sub := range []string{"logdir", "snapshot", "topology", "spec", "schemas", "reports", "statedir"} {
 			if err := os.RemoveAll(filepath.Join(badDir, sub)); err != nil {
 				t.Fatal(err)
