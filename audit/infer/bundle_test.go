@@ -253,7 +253,7 @@ func TestResetIsNotAWrongSpec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return topology.PlannedTable{Name: "t", Repartition: "rep", Changelog: "cl", Spec: &topology.Table{Name: "t", Reducer: r}}
+		return topology.PlannedTable{Name: "t", Repartition: "rep", Changelog: "cl", Spec: &topology.TableSpec{Name: "t", Reducer: r}}
 	}
 	if v := CheckTable(spec("sum(amount)"), ev); v.Unjudged != "" {
 		t.Errorf("a reset store leaves the sum table unjudged: %s", v.Unjudged)

@@ -344,7 +344,7 @@ func tableHistories(pt topology.PlannedTable, ev *Evidence) (map[string]*history
 // explains reports whether folding inputs with t gives states as a
 // subsequence of its states (caching and compaction skip states, never
 // reorder them); err when the reducer fails on an input.
-func explains(t *topology.Table, h *history) (bool, error) {
+func explains(t *topology.TableSpec, h *history) (bool, error) {
 	var agg any
 	j := 0
 	for i, in := range h.inputs {
@@ -362,7 +362,7 @@ func explains(t *topology.Table, h *history) (bool, error) {
 
 // explainsRestarting is explains allowing the fold to restart from the
 // raw input up to restarts times: the shape a store reset leaves.
-func explainsRestarting(t *topology.Table, h *history, restarts int) (bool, error) {
+func explainsRestarting(t *topology.TableSpec, h *history, restarts int) (bool, error) {
 	var agg any
 	j := 0
 	for i, in := range h.inputs {
@@ -475,7 +475,7 @@ func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, erro
 		} else if r, err = topology.ParseReducer(c); err != nil {
 			continue
 		}
-		t := &topology.Table{Name: pt.Name, Reducer: r}
+		t := &topology.TableSpec{Name: pt.Name, Reducer: r}
 		n := 0
 		var failed error
 		for _, k := range keys {
@@ -581,7 +581,7 @@ func sourceHistories(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any,
 // the last input of one partition; for the others, the fold in partition
 // order, with sum(F) compared on F and otherwise with any input's fields
 // (the first input's stay in the aggregate).
-func explainsFinal(t *topology.Table, h *history) (bool, error) {
+func explainsFinal(t *topology.TableSpec, h *history) (bool, error) {
 	final := h.states[0]
 	switch t.Reducer.Kind {
 	case topology.ReduceLatest:

@@ -283,7 +283,7 @@ func CheckJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 		return v
 	}
 	var fail error
-	count := func(j *topology.Join) int {
+	count := func(j *topology.JoinSpec) int {
 		n := 0
 		for _, r := range rows {
 			if !j.Present(r.left, r.rights) {

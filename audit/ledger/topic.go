@@ -32,9 +32,9 @@ type TopicOptions struct {
 	Problems []audit.Finding
 }
 
-// TopicLedger is the ledger of a topic's partitions and every finding
+// Result is the ledger of a topic's partitions and every finding
 // that judges it.
-type TopicLedger struct {
+type Result struct {
 	*audit.TopicLedger
 	// Findings are the ledger's findings and the source's problems,
 	// listed or not.
@@ -48,7 +48,7 @@ type TopicLedger struct {
 // once, at the time the source describes. A partition that cannot be read
 // is an unreadable finding; a topic that does not exist, or a partition it
 // does not have, is the caller's error (audit.UsageError).
-func Topic(ctx context.Context, src audit.Source, o TopicOptions) (*TopicLedger, error) {
+func Topic(ctx context.Context, src audit.Source, o TopicOptions) (*Result, error) {
 	n, err := src.Partitions(ctx, o.Topic)
 	if err != nil {
 		if errors.Is(err, audit.ErrTopicNotFound) {
@@ -78,7 +78,7 @@ func Topic(ctx context.Context, src audit.Source, o TopicOptions) (*TopicLedger,
 		}
 	}
 	now, _ := audit.SourceClock(src)
-	out := &TopicLedger{TopicLedger: &audit.TopicLedger{Topic: o.Topic}}
+	out := &Result{TopicLedger: &audit.TopicLedger{Topic: o.Topic}}
 	problems := map[int32][]audit.Finding{} // what opening the source found wrong with this topic
 	for _, f := range o.Problems {
 		if f.Topic == o.Topic {

@@ -69,7 +69,8 @@ const (
 	different
 )
 
-type run struct {
+// divergentRange is consecutive offsets where two replicas diverge the same way.
+type divergentRange struct {
 	kind  divergenceKind
 	first audit.Record
 	last  int64
@@ -86,7 +87,7 @@ func compareReplicas(ctx context.Context, ref, other *replica) ([]audit.Finding,
 
 	var (
 		out []audit.Finding
-		cur *run
+		cur *divergentRange
 	)
 	emit := func() {
 		if cur == nil {
@@ -117,7 +118,7 @@ func compareReplicas(ctx context.Context, ref, other *replica) ([]audit.Finding,
 			emit()
 		}
 		if cur == nil {
-			cur = &run{kind: kind, first: r}
+			cur = &divergentRange{kind: kind, first: r}
 		}
 		cur.last = r.Offset
 		cur.count++

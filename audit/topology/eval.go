@@ -43,7 +43,7 @@ func (r RecordEnv) env() map[string]any {
 // SelectKey returns the table key of a record: the select_key expression's
 // result, or the record key when the table has none. A nil key is one
 // Kafka Streams drops.
-func (t *Table) SelectKey(r RecordEnv) (any, error) {
+func (t *TableSpec) SelectKey(r RecordEnv) (any, error) {
 	if t.selectKey == nil {
 		return r.Key, nil
 	}
@@ -110,14 +110,14 @@ func walkPath(r RecordEnv, path []string) (any, bool) {
 
 // OrderDependent reports whether the reducer's result depends on the
 // order of its inputs (latest, expr and aggregate).
-func (t *Table) OrderDependent() bool {
+func (t *TableSpec) OrderDependent() bool {
 	return t.Reducer.Kind == ReduceLatest || t.Reducer.Kind == ReduceExpr || t.Reducer.Kind == ReduceAggregate
 }
 
 // Reduce folds value into agg; first says there is no aggregate yet (agg
 // is then ignored). A nil value returns ErrNullValue with agg unchanged.
 // Numbers are json.Number in and out.
-func (t *Table) Reduce(agg, value any, first bool) (any, error) {
+func (t *TableSpec) Reduce(agg, value any, first bool) (any, error) {
 	if value == nil {
 		return agg, ErrNullValue
 	}
@@ -420,12 +420,12 @@ func fromExpr(v any) (any, error) {
 }
 
 // HasValue reports whether the join has a value expression.
-func (j *Join) HasValue() bool { return j.prog != nil }
+func (j *JoinSpec) HasValue() bool { return j.prog != nil }
 
 // Present reports whether the join chain emits a result for a key whose
 // tables hold left and rights (nil where a table has no value): a left
 // join needs left, an inner join every table, an outer join any.
-func (j *Join) Present(left any, rights []any) bool {
+func (j *JoinSpec) Present(left any, rights []any) bool {
 	switch j.Type {
 	case JoinInner:
 		if left == nil {
@@ -455,7 +455,7 @@ func (j *Join) Present(left any, rights []any) bool {
 // chain emits nothing for it (see Present), else the value expression over
 // left, r1, r2… (right is r1). Without a value expression it returns
 // ErrNoValue.
-func (j *Join) Eval(left any, rights []any) (any, error) {
+func (j *JoinSpec) Eval(left any, rights []any) (any, error) {
 	if len(rights) != len(j.Right) {
 		return nil, fmt.Errorf("join %s: %d right values for %d right tables", j.Output, len(rights), len(j.Right))
 	}

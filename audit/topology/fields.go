@@ -106,11 +106,11 @@ func memberPath(m *exprast.MemberNode) (FieldPath, bool) {
 // Expression is one expression of a spec, with where it is and what its
 // names stand for.
 type Expression struct {
-	Line  int    // its line in the spec
-	Field string // tables[1].reduce
-	Src   string // the expression's text (sum(amount) reads as value.amount and agg.amount)
-	Table *Table // the table it belongs to (select_key, reduce)
-	Join  *Join  // the join it belongs to (value)
+	Line  int        // its line in the spec
+	Field string     // tables[1].reduce
+	Src   string     // the expression's text (sum(amount) reads as value.amount and agg.amount)
+	Table *TableSpec // the table it belongs to (select_key, reduce)
+	Join  *JoinSpec  // the join it belongs to (value)
 	Paths []FieldPath
 }
 
@@ -167,7 +167,7 @@ func (s *Spec) Line(path string) int { return s.line(path) }
 
 // JoinRoot returns the table a join expression's name stands for: left,
 // right (r1) and rN; nil for other names.
-func (j *Join) JoinRoot(name string) (table string, ok bool) {
+func (j *JoinSpec) JoinRoot(name string) (table string, ok bool) {
 	switch {
 	case name == "left":
 		return j.Left, true
@@ -192,8 +192,8 @@ func ParseReducer(s string) (Reducer, error) {
 
 // NewJoin returns a join with its value expression compiled, as a spec's
 // joins are (typ "" is a left join).
-func NewJoin(output, left string, right []string, typ JoinType, value string) (*Join, error) {
-	j := &Join{Output: output, Left: left, Right: right, Type: cmp.Or(typ, JoinLeft), Value: value}
+func NewJoin(output, left string, right []string, typ JoinType, value string) (*JoinSpec, error) {
+	j := &JoinSpec{Output: output, Left: left, Right: right, Type: cmp.Or(typ, JoinLeft), Value: value}
 	if value != "" {
 		prog, err := compile(value, joinEnv(len(right)))
 		if err != nil {

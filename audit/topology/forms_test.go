@@ -22,7 +22,7 @@ func TestSpecJavaSerdeNames(t *testing.T) {
 	}
 }
 
-func fold(t *testing.T, tb *Table, values ...any) any {
+func fold(t *testing.T, tb *TableSpec, values ...any) any {
 	t.Helper()
 	var agg any
 	for i, v := range values {

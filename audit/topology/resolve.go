@@ -23,21 +23,21 @@ type Plan struct {
 // empty when records go from the source to the store without a
 // repartition hop.
 type PlannedTable struct {
-	Spec        *Table `json:"-"`
-	Name        string `json:"name"`
-	Source      string `json:"source"`
-	Repartition string `json:"repartition,omitempty"`
-	Store       string `json:"store"`
-	Changelog   string `json:"changelog"`
+	Spec        *TableSpec `json:"-"`
+	Name        string     `json:"name"`
+	Source      string     `json:"source"`
+	Repartition string     `json:"repartition,omitempty"`
+	Store       string     `json:"store"`
+	Changelog   string     `json:"changelog"`
 }
 
 // PlannedJoin is one join chain with its output topic.
 type PlannedJoin struct {
-	Spec   *Join    `json:"-"`
-	Output string   `json:"output"`
-	Left   string   `json:"left"`
-	Right  []string `json:"right"`
-	Type   JoinType `json:"type"`
+	Spec   *JoinSpec `json:"-"`
+	Output string    `json:"output"`
+	Left   string    `json:"left"`
+	Right  []string  `json:"right"`
+	Type   JoinType  `json:"type"`
 }
 
 // TopicSerdes returns the serdes of each table topic that differ from

@@ -24,12 +24,12 @@ import (
 // expressions, and which topics the tables and joins use.
 type Spec struct {
 	// File is the name errors cite.
-	File     string   `yaml:"-"`
-	AppID    string   `yaml:"app_id"`
-	Topology string   `yaml:"topology"` // describe() text file, relative to the spec
-	Serdes   Serdes   `yaml:"serdes"`
-	Tables   []*Table `yaml:"tables"`
-	Joins    []*Join  `yaml:"joins"`
+	File     string       `yaml:"-"`
+	AppID    string       `yaml:"app_id"`
+	Topology string       `yaml:"topology"` // describe() text file, relative to the spec
+	Serdes   Serdes       `yaml:"serdes"`
+	Tables   []*TableSpec `yaml:"tables"`
+	Joins    []*JoinSpec  `yaml:"joins"`
 	doc      *ast.File
 }
 
@@ -41,8 +41,9 @@ type Serdes struct {
 	Value string `yaml:"value"`
 }
 
-// Table is one table the application folds from a source topic.
-type Table struct {
+// TableSpec is one table the application folds from a source topic, as
+// the spec describes it.
+type TableSpec struct {
 	Name   string `yaml:"name"`
 	Source string `yaml:"source"`
 	// SelectKeyExpr is an expression over key, value, headers and timestamp
@@ -204,9 +205,9 @@ const (
 	JoinOuter JoinType = "outer"
 )
 
-// Join is a chain of table-table joins, left.join(r1).join(r2)…, written
+// JoinSpec is a chain of table-table joins, left.join(r1).join(r2)…, written
 // to an output topic.
-type Join struct {
+type JoinSpec struct {
 	Output string     `yaml:"output"`
 	Left   string     `yaml:"left"`
 	Right  StringList `yaml:"right"`
@@ -641,7 +642,7 @@ func (s *Spec) TopologyPath() string {
 }
 
 // Table returns the table named name.
-func (s *Spec) Table(name string) *Table {
+func (s *Spec) Table(name string) *TableSpec {
 	for _, t := range s.Tables {
 		if t != nil && t.Name == name {
 			return t

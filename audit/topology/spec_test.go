@@ -94,7 +94,7 @@ func TestParseSpecErrors(t *testing.T) {
 
 func num(s string) json.Number { return json.Number(s) }
 
-func tableWith(t *testing.T, reduce string) *Table {
+func tableWith(t *testing.T, reduce string) *TableSpec {
 	t.Helper()
 	s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - name: x\n    source: y\n    reduce: "+reduce+"\n"))
 	if err != nil {
@@ -220,7 +220,7 @@ func TestJoinEval(t *testing.T) {
 	if !j.Present(nil, []any{nil, ship}) || j.Present(nil, []any{nil, nil}) {
 		t.Error("outer join presence")
 	}
-	noValue := &Join{Output: "o", Right: StringList{"b"}, Type: JoinLeft}
+	noValue := &JoinSpec{Output: "o", Right: StringList{"b"}, Type: JoinLeft}
 	if _, err := noValue.Eval(left, []any{nil}); !errors.Is(err, ErrNoValue) || noValue.HasValue() {
 		t.Errorf("Eval without value: %v", err)
 	}
