@@ -252,7 +252,7 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		if errors.Is(err, snapshot.ErrOutDir) {
 			return usagef("kaudit capture --out: %w", err)
 		}
-		return notRunError{fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
+		return notRunError{Err: fmt.Errorf("kaudit capture: %w (run it again with the same --out to resume)", err)}
 	}
 	var recs, bytes int64
 	done := 0

@@ -60,7 +60,7 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 		return err
 	}
 	if c.Unread != nil {
-		return notRunError{fmt.Errorf("read the evidence: %w", c.Unread)}
+		return notRunError{Err: fmt.Errorf("read the evidence: %w", c.Unread)}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kaudit spec check: %s against %s\n", s.Spec.File, src.Source.Describe())

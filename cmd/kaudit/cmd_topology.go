@@ -92,7 +92,7 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 	if o.TopologyFile != "" {
 		var err error
 		if topo, err = topology.ReadFile(o.TopologyFile); err != nil {
-			return usageError{err}
+			return usageError{Err: err}
 		}
 	}
 	appID := o.AppID
@@ -109,7 +109,7 @@ func runTopology(ctx context.Context, o topologyOptions, src audit.Source, w io.
 		}
 		d, err := discovery.Discover(ctx, src, appID, topo)
 		if err != nil {
-			return notRunError{fmt.Errorf("discover %s: %w", appID, err)}
+			return notRunError{Err: fmt.Errorf("discover %s: %w", appID, err)}
 		}
 		doc.Source = src.Describe()
 		doc.Discovery = d

@@ -155,7 +155,7 @@ func helpCommand() *cli.Command {
 
 // onUsageError makes a bad flag a usage error, printed once by run
 // instead of urfave/cli's "Incorrect Usage" and the whole help.
-func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+func onUsageError(_ *cli.Context, err error, _ bool) error { return usageError{Err: err} }
 
 // conventions gives every command the same usage errors and refuses
 // stray arguments where a command takes none (one without ArgsUsage).
@@ -196,13 +196,11 @@ func verdictResult(v audit.Verdict) error {
 	return verdictError{v}
 }
 
-// usageError is a usage or configuration error (exit 2).
-type usageError struct{ err error }
+// usageError is a usage or configuration error (exit 2): the library's
+// audit.UsageError, also for what the CLI's own flags get wrong.
+type usageError = audit.UsageError
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{Err: fmt.Errorf(format, args...)} }
 
 // incompleteError is a run that stopped with its evidence incomplete
 // (exit 3) without a report to say so: a capture cut by --max-bytes.
@@ -213,17 +211,13 @@ func (e incompleteError) Unwrap() error { return e.err }
 
 // notRunError is an audit that could not run (exit 4), so there is no
 // report: an unreachable cluster, refused credentials, a snapshot or log
-// dir that cannot be opened, a read that failed midway.
-type notRunError struct{ err error }
-
-func (e notRunError) Error() string { return e.err.Error() }
-func (e notRunError) Unwrap() error { return e.err }
+// dir that cannot be opened, a read that failed midway (audit.NotRunError).
+type notRunError = audit.NotRunError
 
 // isNotRun reports whether err says the audit could not run.
 func isNotRun(err error) bool {
 	var nr notRunError
-	var anr audit.NotRunError
-	return errors.As(err, &nr) || errors.As(err, &anr)
+	return errors.As(err, &nr)
 }
 
 func exitCode(ctx context.Context, err error) int {
@@ -231,12 +225,10 @@ func exitCode(ctx context.Context, err error) int {
 		return exitClean
 	}
 	var (
-		v   verdictError
-		u   usageError
-		au  audit.UsageError
-		in  incompleteError
-		nr  notRunError
-		anr audit.NotRunError
+		v  verdictError
+		u  usageError
+		in incompleteError
+		nr notRunError
 	)
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
@@ -249,11 +241,11 @@ func exitCode(ctx context.Context, err error) int {
 			return exitIncomplete
 		}
 		return exitClean
-	case errors.As(err, &u), errors.As(err, &au):
+	case errors.As(err, &u):
 		return exitUsage
 	case errors.As(err, &in):
 		return exitIncomplete
-	case errors.As(err, &nr), errors.As(err, &anr):
+	case errors.As(err, &nr):
 		return exitNotRun
 	}
 	// urfave/cli reports bad flags and unknown commands as plain errors.

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/txns"
 )
 
 // realLogDirs are the log dirs real brokers left (audit/segment/testdata/real/gen.sh).
@@ -96,13 +99,8 @@ func TestOfflineLogDirAudit(t *testing.T) {
 // liveAnswers is what the live broker answered before it stopped
 // (live.json, written by audit/segment/testdata/real/gen).
 type liveAnswers struct {
-	Transactions []struct {
-		TransactionalID string `json:"transactional_id"`
-		State           string `json:"state"`
-		ProducerID      int64  `json:"producer_id"`
-		ProducerEpoch   int16  `json:"producer_epoch"`
-	} `json:"transactions"`
-	Topics []struct {
+	Transactions []audit.Transaction `json:"transactions"`
+	Topics       []struct {
 		Name              string `json:"name"`
 		Partitions        int32  `json:"partitions"`
 		ReplicationFactor int16  `json:"replication_factor"`
@@ -183,14 +181,7 @@ func TestOfflineLogDirCommands(t *testing.T) {
 			if code != exitClean {
 				t.Fatalf("txns: exit %d, stderr %s", code, stderr)
 			}
-			var census struct {
-				Transactions []struct {
-					TransactionalID string `json:"transactional_id"`
-					State           string `json:"state"`
-					ProducerID      int64  `json:"producer_id"`
-					ProducerEpoch   int16  `json:"producer_epoch"`
-				} `json:"transactions"`
-			}
+			var census txns.Census
 			if err := json.Unmarshal([]byte(out), &census); err != nil {
 				t.Fatal(err)
 			}

@@ -76,13 +76,13 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	case o.Snapshot != "":
 		s, err := snapshot.OpenContext(ctx, o.Snapshot)
 		if err != nil {
-			return nil, notRunError{err} // it says "open snapshot"
+			return nil, notRunError{Err: err} // it says "open snapshot"
 		}
 		return &openedSource{Evidence: diff.Evidence{Source: s, Problems: s.Problems()}, close: func() {}}, nil
 	case len(o.LogDirs) > 0:
 		d, err := segment.OpenDirs(o.LogDirs...)
 		if err != nil {
-			return nil, notRunError{wrapOnce("open log dirs", err)}
+			return nil, notRunError{Err: wrapOnce("open log dirs", err)}
 		}
 		problems := d.Problems()
 		for _, tt := range d.TornTails() {
@@ -94,7 +94,7 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 			// replicas of one partition in several brokers' dirs: compare them
 			div, err := d.Divergence(ctx)
 			if err != nil {
-				return nil, notRunError{wrapOnce("compare replicas", err)}
+				return nil, notRunError{Err: wrapOnce("compare replicas", err)}
 			}
 			problems = append(problems, div...)
 		}
@@ -109,11 +109,11 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	case err == nil:
 		return &openedSource{Evidence: diff.Evidence{Source: s}, close: s.Close}, nil
 	case errors.Is(err, kafka.ErrConfig):
-		return nil, usageError{err}
+		return nil, usageError{Err: err}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
-	return nil, notRunError{err}
+	return nil, notRunError{Err: err}
 }
 
 // wrapOnce wraps err with prefix unless its message already starts so.
