@@ -157,14 +157,14 @@ func decodeRange(ctx context.Context, src audit.RecordSource, dec audit.Decoder,
 			continue
 		}
 		out = append(out, audit.DecodedRecord{Offset: r.Offset, Timestamp: r.Timestamp,
-			Key: text(ctx, dec, tp.Topic, true, r.Key), Value: text(ctx, dec, tp.Topic, false, r.Value)})
+			Key: recordText(ctx, dec, tp.Topic, true, r.Key), Value: recordText(ctx, dec, tp.Topic, false, r.Value)})
 	}
 	return out, nil
 }
 
-// text is a key or value as canonical JSON text, or b64: and base64 when
+// recordText is a key or value as canonical JSON text, or b64: and base64 when
 // it cannot be decoded.
-func text(ctx context.Context, dec audit.Decoder, topic string, isKey bool, b []byte) string {
+func recordText(ctx context.Context, dec audit.Decoder, topic string, isKey bool, b []byte) string {
 	if b == nil {
 		return "null"
 	}
