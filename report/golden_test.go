@@ -2,15 +2,13 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
+	goldenfile "github.com/kaudit/kaudit/internal/golden"
+
 	"github.com/kaudit/kaudit/audit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 var cases = []struct {
 	name   string
@@ -22,24 +20,9 @@ var cases = []struct {
 }
 
 // golden compares got with testdata/name, or rewrites it under -update.
-// On a mismatch it writes the output next to the golden file as .got.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		_ = os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("output differs from %s (written to %s.got); run go test -update if the change is intended", path, path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }
 
 func TestGolden(t *testing.T) {

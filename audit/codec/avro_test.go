@@ -3,16 +3,14 @@ package codec
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+	"github.com/kaudit/kaudit/internal/golden"
+)
 
 // allTypes is a record with a field of every Avro type and logical type.
 const allTypes = `{"type":"record","name":"All","namespace":"t","fields":[
@@ -69,19 +67,7 @@ func TestAvroAllTypesGolden(t *testing.T) {
 	c := offlineCodec(t, map[int]string{7: allTypes})
 	v := mustDecode(t, c, encode(t, 7, allTypes, allTypesValue()))
 	got := Text(v) + "\n"
-	golden := filepath.Join("testdata", "alltypes.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("canonical text differs from %s:\n got %s\nwant %s", golden, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "alltypes.golden"), []byte(got))
 	// The value is made of plain JSON-model types only.
 	checkPlain(t, v)
 }

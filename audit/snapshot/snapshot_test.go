@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"iter"
 	"os"
 	"path/filepath"
@@ -13,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/internal/golden"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/sourcetest"
 )
-
-var update = flag.Bool("update", false, "update golden files in testdata/")
 
 var (
 	captureTime = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -94,19 +93,7 @@ func TestManifestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "manifest.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) != string(got)+"\n" {
-		t.Fatalf("manifest differs from %s (run go test -update):\n%s", golden, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "manifest.golden.json"), append(got, '\n'))
 
 	s := mustOpen(t, dir)
 	if !s.Now().Equal(captureTime) || !strings.Contains(s.Describe(), "captured 2026-11-30T08:00:00Z from memory") {
