@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/discovery"
 
 	"github.com/kaudit/kaudit/audit"
@@ -22,8 +24,8 @@ type Setup struct {
 	Pipeline  *reconcile.Pipeline
 	Discovery *discovery.Discovery
 	Decoder   *codec.Codec
-	Spec      *topology.Spec // nil without a spec
-	Resolved  *topology.Plan // the spec resolved on the topology; nil without a spec
+	Spec      *spec.Spec // nil without a spec
+	Resolved  *spec.Plan // the spec resolved on the topology; nil without a spec
 	// Warnings are notes for the report: where the spec and the evidence
 	// disagree on the app's layout.
 	Warnings []string
@@ -33,14 +35,14 @@ type Setup struct {
 // Prepare resolves the spec (or, without one, the keyless checks) on what
 // the source holds, and builds the decoder.
 func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
-	var spec *topology.Spec
+	var sp *spec.Spec
 	if o.SpecFile != "" {
 		var err error
-		if spec, err = topology.LoadSpec(o.SpecFile); err != nil {
+		if sp, err = spec.LoadSpec(o.SpecFile); err != nil {
 			return nil, audit.UsageError{Err: err}
 		}
-		o.AppID = cmp.Or(o.AppID, spec.AppID)
-		o.TopologyFile = cmp.Or(o.TopologyFile, spec.TopologyPath())
+		o.AppID = cmp.Or(o.AppID, sp.AppID)
+		o.TopologyFile = cmp.Or(o.TopologyFile, sp.TopologyPath())
 	}
 	topo, err := TopologyFor(o.TopologyFile, ev.Source)
 	if err != nil {
@@ -55,23 +57,23 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 	}
 	s := &Setup{Discovery: d}
 	keySerde, valSerde, topics := "string", "", map[string]codec.TopicSerdes{}
-	if spec == nil {
+	if sp == nil {
 		s.Pipeline = keylessPipeline(o.AppID, d)
 	} else {
-		rp, err := topology.Resolve(spec, topo, o.AppID)
+		rp, err := spec.Resolve(sp, topo, o.AppID)
 		if err != nil {
 			return nil, audit.UsageError{Err: err}
 		}
-		if err := discovery.CheckPlan(spec, d, rp); err != nil {
+		if err := discovery.CheckPlan(sp, d, rp); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())
 		}
 		s.Warnings = append(s.Warnings, rp.Warnings...)
-		keySerde, valSerde = first(spec.Serdes.Key, "string"), spec.Serdes.Value
+		keySerde, valSerde = first(sp.Serdes.Key, "string"), sp.Serdes.Value
 		for topic, sd := range rp.TopicSerdes() {
 			topics[topic] = codec.TopicSerdes{Key: sd.Key, Value: sd.Value}
 		}
 		s.Pipeline = reconcile.FromPlan(rp, keySerde)
-		s.Spec, s.Resolved = spec, rp
+		s.Spec, s.Resolved = sp, rp
 	}
 	cfg := o.Codec
 	cfg.Topics = topics

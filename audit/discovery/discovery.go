@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/topology"
 
 	"github.com/kaudit/kaudit/audit"
@@ -282,8 +284,8 @@ func ConfigRisksFor(d *Discovery, outage time.Duration) []audit.Finding {
 
 // CheckSpec resolves the spec against the topology discovery was given
 // (or naming conventions) and cross-checks the plan with CheckPlan.
-func CheckSpec(s *topology.Spec, d *Discovery) error {
-	p, err := topology.Resolve(s, d.topo, d.AppID)
+func CheckSpec(s *spec.Spec, d *Discovery) error {
+	p, err := spec.Resolve(s, d.topo, d.AppID)
 	if err != nil {
 		return err
 	}
@@ -294,10 +296,10 @@ func CheckSpec(s *topology.Spec, d *Discovery) error {
 // table's source topic exists, every store's changelog exists, the
 // repartition topic exists, and the topics a join co-partitions have the
 // same partition count. Errors name the spec's file, line and field.
-func CheckPlan(s *topology.Spec, d *Discovery, p *topology.Plan) error {
+func CheckPlan(s *spec.Spec, d *Discovery, p *spec.Plan) error {
 	var errs []error
 	fail := func(line int, field, format string, args ...any) {
-		errs = append(errs, &topology.SpecError{File: s.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &spec.SpecError{File: s.File, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	parts := map[string]int32{}
 	for i, t := range p.Tables {

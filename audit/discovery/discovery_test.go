@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/topology"
 
 	"github.com/kaudit/kaudit/audit"
@@ -273,7 +275,7 @@ func TestSpecCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = CheckSpec(loadSeedSpec(t), d)
-		var se *topology.SpecError
+		var se *spec.SpecError
 		if !errors.As(err, &se) {
 			t.Fatalf("err = %v", err)
 		}
@@ -302,7 +304,7 @@ func TestSpecCheckCoPartitioning(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = CheckSpec(loadSeedSpec(t), d)
-	want := "../topology/testdata/spec/seed.yaml:16: joins[0].right: table payments has 6 partitions but orders has 12: a table-table join needs co-partitioned tables"
+	want := "../spec/testdata/spec/seed.yaml:16: joins[0].right: table payments has 6 partitions but orders has 12: a table-table join needs co-partitioned tables"
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}
@@ -328,9 +330,9 @@ func parseFile(t testing.TB, file string) *topology.Topology {
 	return topo
 }
 
-func loadSeedSpec(t *testing.T) *topology.Spec {
+func loadSeedSpec(t *testing.T) *spec.Spec {
 	t.Helper()
-	s, err := topology.LoadSpec(filepath.Join("..", "topology", "testdata", "spec", "seed.yaml"))
+	s, err := spec.LoadSpec(filepath.Join("..", "spec", "testdata", "spec", "seed.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

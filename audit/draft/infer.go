@@ -8,12 +8,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/discovery"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/infer"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // initRecords bounds the records kaudit init keeps of each topic (a
@@ -24,7 +25,7 @@ const initRecords = 200_000
 type inferred struct {
 	keySerde, valueSerde infer.Guess
 	ev                   *infer.Evidence
-	plan                 *topology.Plan // the drafted tables, for the join checks
+	plan                 *spec.Plan // the drafted tables, for the join checks
 	dec                  *codec.Codec
 	notes                []string
 	foundJoins           bool // joins found without a topology
@@ -113,7 +114,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
 		}
 	}
-	inf.plan = &topology.Plan{AppID: o.AppID}
+	inf.plan = &spec.Plan{AppID: o.AppID}
 	names := map[string]bool{}
 	for _, t := range tables {
 		names[t.name] = true
@@ -126,7 +127,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			delete(names, t.name)
 			t.name, names[t.source] = t.source, true
 		}
-		inf.plan.Tables = append(inf.plan.Tables, topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
+		inf.plan.Tables = append(inf.plan.Tables, spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
 	}
 	slices.Sort(inf.notes)
 	return inf, nil
@@ -187,7 +188,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
 		return
 	}
-	g := infer.GuessReducer(topology.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
+	g := infer.GuessReducer(spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
 	t.reduce = &g
 }
 
@@ -196,7 +197,7 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 	if inf.ev == nil || inf.plan == nil {
 		return infer.JoinGuess{}
 	}
-	pj := topology.PlannedJoin{Output: output, Left: left, Right: rights}
+	pj := spec.PlannedJoin{Output: output, Left: left, Right: rights}
 	return infer.InferJoin(pj, inf.plan, inf.ev, infer.OutputOrder(ctx, inf.ev.Topics[output], inf.dec))
 }
 

@@ -4,17 +4,21 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"encoding/json"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"iter"
 	"strconv"
 
+	"github.com/kaudit/kaudit/audit/audittest"
+
 	"context"
-	"github.com/kaudit/kaudit/audit"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kaudit/kaudit/audit"
 
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/snapshot"
@@ -44,7 +48,7 @@ func openBundle(t *testing.T) (*snapshot.Snapshot, *codec.Codec) {
 }
 
 // bundleSpec is the incident's hand-written spec with edit applied.
-func bundleSpec(t *testing.T, s *snapshot.Snapshot, edit func(string) string) (*topology.Spec, *topology.Plan) {
+func bundleSpec(t *testing.T, s *snapshot.Snapshot, edit func(string) string) (*spec.Spec, *spec.Plan) {
 	t.Helper()
 	data, err := os.ReadFile(bundle + ".kaudit.yaml")
 	if err != nil {
@@ -54,7 +58,7 @@ func bundleSpec(t *testing.T, s *snapshot.Snapshot, edit func(string) string) (*
 	if edit != nil {
 		text = edit(text)
 	}
-	spec, err := topology.ParseSpec("dropped.kaudit.yaml", []byte(text))
+	sp, err := spec.ParseSpec("dropped.kaudit.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +66,11 @@ func bundleSpec(t *testing.T, s *snapshot.Snapshot, edit func(string) string) (*
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := topology.Resolve(spec, topo, "")
+	plan, err := spec.Resolve(sp, topo, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return spec, plan
+	return sp, plan
 }
 
 func TestBundleChecks(t *testing.T) {
@@ -87,7 +91,7 @@ func TestBundleChecks(t *testing.T) {
 		{name: "join value swapped", old: `"paid": r1?.amount`, new: `"paid": left.amount`, unjudged: "order-status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, plan := bundleSpec(t, s, func(text string) string {
+			sp, plan := bundleSpec(t, s, func(text string) string {
 				if tc.old == "" {
 					return text
 				}
@@ -100,7 +104,7 @@ func TestBundleChecks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = CheckFields(spec, plan, ev)
+			_, err = CheckFields(sp, plan, ev)
 			if tc.fieldErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.fieldErr) {
 					t.Fatalf("CheckFields: %v, want an error with %q", err, tc.fieldErr)
@@ -248,14 +252,14 @@ func TestResetIsNotAWrongSpec(t *testing.T) {
 		add(changelog, key, sumOf(1, 2))
 	}
 	ev := &Evidence{Topics: map[string]*Topic{"rep": copies, "cl": changelog}}
-	spec := func(reduce string) topology.PlannedTable {
-		r, err := topology.ParseReducer(reduce)
+	sp := func(reduce string) spec.PlannedTable {
+		r, err := spec.ParseReducer(reduce)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return topology.PlannedTable{Name: "t", Repartition: "rep", Changelog: "cl", Spec: &topology.TableSpec{Name: "t", Reducer: r}}
+		return spec.PlannedTable{Name: "t", Repartition: "rep", Changelog: "cl", Spec: &spec.TableSpec{Name: "t", Reducer: r}}
 	}
-	if v := CheckTable(spec("sum(amount)"), ev); v.Unjudged != "" {
+	if v := CheckTable(sp("sum(amount)"), ev); v.Unjudged != "" {
 		t.Errorf("a reset store leaves the sum table unjudged: %s", v.Unjudged)
 	}
 	// a latest table: every state is the last input
@@ -267,7 +271,7 @@ func TestResetIsNotAWrongSpec(t *testing.T) {
 		}
 	}
 	ev.Topics["cl"] = latestCL
-	if v := CheckTable(spec("sum(amount)"), ev); v.Unjudged == "" {
+	if v := CheckTable(sp("sum(amount)"), ev); v.Unjudged == "" {
 		t.Errorf("sum(amount) for a latest table is judged: %s", v.Summary())
 	}
 }

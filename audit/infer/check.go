@@ -9,8 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // Evidence is what the checks read: topics by name, decoded.
@@ -29,7 +30,7 @@ const MaxRecords = 20_000
 // each source (their fields), and the repartition, changelog and output
 // topics of its tables and joins, bounded by max records a topic (0:
 // MaxRecords).
-func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *topology.Plan, max int) (*Evidence, error) {
+func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *spec.Plan, max int) (*Evidence, error) {
 	var hops, sources []string
 	for _, t := range plan.Tables {
 		if t.Repartition == "" {
@@ -295,7 +296,7 @@ func rawStates(h *history) int {
 // tableHistories groups a table's copies (the repartition topic's, or the
 // source's when nothing repartitions) and its changelog states by key,
 // for the keys whose copies were read whole.
-func tableHistories(pt topology.PlannedTable, ev *Evidence) (map[string]*history, []string) {
+func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []string) {
 	copies := ev.Topics[cmp.Or(pt.Repartition, pt.Source)]
 	changelog := ev.Topics[pt.Changelog]
 	if copies == nil || changelog == nil {
@@ -344,7 +345,7 @@ func tableHistories(pt topology.PlannedTable, ev *Evidence) (map[string]*history
 // explains reports whether folding inputs with t gives states as a
 // subsequence of its states (caching and compaction skip states, never
 // reorder them); err when the reducer fails on an input.
-func explains(t *topology.TableSpec, h *history) (bool, error) {
+func explains(t *spec.TableSpec, h *history) (bool, error) {
 	var agg any
 	j := 0
 	for i, in := range h.inputs {
@@ -362,7 +363,7 @@ func explains(t *topology.TableSpec, h *history) (bool, error) {
 
 // explainsRestarting is explains allowing the fold to restart from the
 // raw input up to restarts times: the shape a store reset leaves.
-func explainsRestarting(t *topology.TableSpec, h *history, restarts int) (bool, error) {
+func explainsRestarting(t *spec.TableSpec, h *history, restarts int) (bool, error) {
 	var agg any
 	j := 0
 	for i, in := range h.inputs {
@@ -396,7 +397,7 @@ func Candidates(inputs []any) []string {
 			continue
 		}
 		for k, x := range m {
-			if isNumber(x) && topology.IsIdent(k) {
+			if isNumber(x) && spec.IsIdent(k) {
 				nums[k] = true
 			}
 		}
@@ -423,11 +424,11 @@ func Candidates(inputs []any) []string {
 // leaves the table unjudged. Where the repartition copies were purged,
 // the keys' final states are checked against their inputs on the source
 // instead, when the source was read whole.
-func CheckTable(pt topology.PlannedTable, ev *Evidence) Verdict {
+func CheckTable(pt spec.PlannedTable, ev *Evidence) Verdict {
 	var sel func(Rec) (any, error)
 	if pt.Spec != nil {
 		sel = func(r Rec) (any, error) {
-			return pt.Spec.SelectKey(topology.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			return pt.Spec.SelectKey(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
 		}
 	}
 	return checkTable(pt, ev, sel)
@@ -443,7 +444,7 @@ func SelectPath(expr string) func(Rec) (any, error) {
 	return func(r Rec) (any, error) { return walk(r.Value, path), nil }
 }
 
-func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) Verdict {
+func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) Verdict {
 	v := Verdict{Name: pt.Name, Explained: map[string]int{}}
 	if pt.Spec != nil {
 		v.Spec = pt.Spec.Reducer.String()
@@ -468,14 +469,14 @@ func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, erro
 		cands = append(cands, v.Spec)
 	}
 	for _, c := range cands {
-		var r topology.Reducer
+		var r spec.Reducer
 		var err error
 		if c == v.Spec && pt.Spec != nil {
 			r = pt.Spec.Reducer
-		} else if r, err = topology.ParseReducer(c); err != nil {
+		} else if r, err = spec.ParseReducer(c); err != nil {
 			continue
 		}
-		t := &topology.TableSpec{Name: pt.Name, Reducer: r}
+		t := &spec.TableSpec{Name: pt.Name, Reducer: r}
 		n := 0
 		var failed error
 		for _, k := range keys {
@@ -523,7 +524,7 @@ func checkTable(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, erro
 // sourceHistories gives each key its inputs read from the source (per
 // source partition, in offset order: parts) and its final changelog
 // state, when every source partition was read whole and to its end.
-func sourceHistories(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) (map[string]*history, []string) {
+func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) (map[string]*history, []string) {
 	source, changelog := ev.Topics[pt.Source], ev.Topics[pt.Changelog]
 	if source == nil || changelog == nil || source.Partitions == 0 {
 		return nil, nil
@@ -581,17 +582,17 @@ func sourceHistories(pt topology.PlannedTable, ev *Evidence, sel func(Rec) (any,
 // the last input of one partition; for the others, the fold in partition
 // order, with sum(F) compared on F and otherwise with any input's fields
 // (the first input's stay in the aggregate).
-func explainsFinal(t *topology.TableSpec, h *history) (bool, error) {
+func explainsFinal(t *spec.TableSpec, h *history) (bool, error) {
 	final := h.states[0]
 	switch t.Reducer.Kind {
-	case topology.ReduceLatest:
+	case spec.ReduceLatest:
 		for _, in := range h.parts {
 			if same(in[len(in)-1], final) {
 				return true, nil
 			}
 		}
 		return false, nil
-	case topology.ReduceExpr, topology.ReduceAggregate:
+	case spec.ReduceExpr, spec.ReduceAggregate:
 		return explains(t, h)
 	}
 	var agg any
@@ -645,7 +646,7 @@ func isNumber(v any) bool {
 // copy matches), against the expression the evidence suggests. A
 // select_key that fails on the data, or that the suggestion beats by the
 // rule, leaves the table unjudged.
-func CheckSelectKey(pt topology.PlannedTable, ev *Evidence) Verdict {
+func CheckSelectKey(pt spec.PlannedTable, ev *Evidence) Verdict {
 	v := Verdict{Name: pt.Name, Explained: map[string]int{}, of: "repartition copies matched to source records"}
 	if pt.Spec == nil || pt.Repartition == "" || ev.Topics[pt.Source] == nil || ev.Topics[pt.Repartition] == nil {
 		return v
@@ -655,7 +656,7 @@ func CheckSelectKey(pt topology.PlannedTable, ev *Evidence) Verdict {
 	v.Keys = len(pairs)
 	var fail error
 	for _, p := range pairs {
-		k, err := pt.Spec.SelectKey(topology.RecordEnv{Key: p.Src.Key, Value: p.Src.Value, Timestamp: p.Src.Timestamp})
+		k, err := pt.Spec.SelectKey(spec.RecordEnv{Key: p.Src.Key, Value: p.Src.Value, Timestamp: p.Src.Timestamp})
 		if err != nil {
 			fail = err
 			continue

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // Guess is one inferred spec field: its value, the evidence it rests on
@@ -117,7 +118,7 @@ func leafPaths(v any, prefix []string, out *[][]string) {
 		return
 	}
 	for k, x := range m {
-		if topology.IsIdent(k) {
+		if spec.IsIdent(k) {
 			leafPaths(x, append(prefix, k), out)
 		}
 	}
@@ -201,7 +202,7 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 // is one, latest is taken: on this evidence they predict the same states.
 // selectKey is the table's guessed select_key ("" or "key": unchanged),
 // used where the repartition copies were purged.
-func GuessReducer(pt topology.PlannedTable, ev *Evidence, selectKey string) Guess {
+func GuessReducer(pt spec.PlannedTable, ev *Evidence, selectKey string) Guess {
 	pt.Spec = nil
 	v := checkTable(pt, ev, SelectPath(selectKey))
 	if v.Keys == 0 {

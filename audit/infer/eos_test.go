@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // TestEOSClientReducers: on evidence of Kafka's EosTestClient (Integer
@@ -20,11 +21,11 @@ import (
 // copy): inference takes latest there, so kaudit init cannot propose min
 // or max.
 func TestEOSClientReducers(t *testing.T) {
-	spec, err := topology.LoadSpec(filepath.Join("..", "..", "testdata", "eos", "eos.kaudit.yaml"))
+	sp, err := spec.LoadSpec(filepath.Join("..", "..", "testdata", "eos", "eos.kaudit.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestEOSClientReducers(t *testing.T) {
 	for topic, sd := range plan.TopicSerdes() {
 		topics[topic] = codec.TopicSerdes{Key: sd.Key, Value: sd.Value}
 	}
-	dec, err := codec.New(codec.Config{KeySerde: spec.Serdes.Key, ValueSerde: spec.Serdes.Value, Topics: topics})
+	dec, err := codec.New(codec.Config{KeySerde: sp.Serdes.Key, ValueSerde: sp.Serdes.Value, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestEOSClientReducers(t *testing.T) {
 	// a wrong spec is caught: max's adder on min's store
 	wrong := plan.Tables[0]
 	tb := *wrong.Spec
-	r, err := topology.ParseSpec("k.yaml", []byte("app_id: EosTest\ntables:\n  - {name: min, source: data, store: s, aggregate: {init: -2147483648, expr: 'value > agg ? value : agg'}}\n"))
+	r, err := spec.ParseSpec("k.yaml", []byte("app_id: EosTest\ntables:\n  - {name: min, source: data, store: s, aggregate: {init: -2147483648, expr: 'value > agg ? value : agg'}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

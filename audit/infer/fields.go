@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kaudit/kaudit/audit/topology"
+	"github.com/kaudit/kaudit/audit/spec"
 )
 
 // fieldSample bounds the records per partition whose fields are listed.
@@ -48,11 +48,11 @@ func fieldsAt(vals []any, path []string) (names []string, objects int) {
 // the key is unchanged) and agg the changelog's, a join's left, right and
 // rN their tables' changelogs. Avro values hold every field of their
 // writer schema, so the fields of the records read are the schema's. It
-// returns the errors as *topology.SpecError joined, and notes for the
+// returns the errors as *spec.SpecError joined, and notes for the
 // expressions it could not check (no decoded record).
-func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes []string, err error) {
-	var errs []*topology.SpecError
-	for _, x := range spec.Expressions() {
+func CheckFields(sp *spec.Spec, plan *spec.Plan, ev *Evidence) (notes []string, err error) {
+	var errs []*spec.SpecError
+	for _, x := range sp.Expressions() {
 		for _, p := range x.Paths {
 			topic, isKey, what := rootTopic(x, p[0], plan)
 			if topic == "" {
@@ -79,10 +79,10 @@ func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes 
 				if t.Undecodable > 0 {
 					// missing evidence (a registry down) or wrong serdes: the
 					// engine reports the records undecodable either way
-					notes = append(notes, fmt.Sprintf("%s:%d: %s: %s not checked against the evidence: no record of topic %s decodes (%d undecodable, the first: %v): check serdes", spec.File, x.Line, x.Field, p, topic, t.Undecodable, t.FirstError))
+					notes = append(notes, fmt.Sprintf("%s:%d: %s: %s not checked against the evidence: no record of topic %s decodes (%d undecodable, the first: %v): check serdes", sp.File, x.Line, x.Field, p, topic, t.Undecodable, t.FirstError))
 					continue
 				}
-				notes = append(notes, fmt.Sprintf("%s:%d: %s: %s not checked against the evidence: topic %s has no decoded record", spec.File, x.Line, x.Field, p, topic))
+				notes = append(notes, fmt.Sprintf("%s:%d: %s: %s not checked against the evidence: topic %s has no decoded record", sp.File, x.Line, x.Field, p, topic))
 				continue
 			}
 			// walk the path one name at a time: the first missing
@@ -104,7 +104,7 @@ func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes 
 							hint = fmt.Sprintf("check serdes: the bytes look like %s (%s)", g.Value, g.Evidence)
 						}
 					}
-					errs = append(errs, &topology.SpecError{File: spec.File, Line: x.Line, Field: x.Field,
+					errs = append(errs, &spec.SpecError{File: sp.File, Line: x.Line, Field: x.Field,
 						Msg: fmt.Sprintf("%s in %s: %s of topic %s holds no record with fields (its values decode as %s): %s", p, x.Src, strings.Join(p[:depth], "."), topic, kindOf(vals), hint)})
 					break
 				}
@@ -113,7 +113,7 @@ func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes 
 					if s := closest(p[depth], names); s != "" {
 						msg += fmt.Sprintf(" (did you mean %s?)", s)
 					}
-					errs = append(errs, &topology.SpecError{File: spec.File, Line: x.Line, Field: x.Field, Msg: msg})
+					errs = append(errs, &spec.SpecError{File: sp.File, Line: x.Line, Field: x.Field, Msg: msg})
 					break
 				}
 			}
@@ -122,7 +122,7 @@ func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes 
 	if len(errs) == 0 {
 		return notes, nil
 	}
-	slices.SortStableFunc(errs, func(a, b *topology.SpecError) int { return cmp.Compare(a.Line, b.Line) })
+	slices.SortStableFunc(errs, func(a, b *spec.SpecError) int { return cmp.Compare(a.Line, b.Line) })
 	all := make([]error, len(errs))
 	for i, e := range errs {
 		all[i] = e
@@ -132,7 +132,7 @@ func CheckFields(spec *topology.Spec, plan *topology.Plan, ev *Evidence) (notes 
 
 // rootTopic names the topic whose records an expression's root name
 // stands for.
-func rootTopic(x topology.Expression, root string, plan *topology.Plan) (topic string, isKey bool, what string) {
+func rootTopic(x spec.Expression, root string, plan *spec.Plan) (topic string, isKey bool, what string) {
 	if x.Table != nil {
 		pt := plan.Table(x.Table.Name)
 		if pt == nil {

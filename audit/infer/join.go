@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // finalStates is each key's last committed state in a changelog (nil for
@@ -41,7 +42,7 @@ type joinRow struct {
 
 // joinRows pairs each output key's last committed value with the final
 // states of the join's tables; false when a topic was not read.
-func joinRows(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence) ([]joinRow, bool) {
+func joinRows(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence) ([]joinRow, bool) {
 	out := ev.Topics[pj.Output]
 	if out == nil {
 		return nil, false
@@ -85,7 +86,7 @@ func joinRows(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence) ([]joi
 
 // JoinGuess is a join's value and type as the evidence shows them.
 type JoinGuess struct {
-	Type topology.JoinType
+	Type spec.JoinType
 	// TypeNote says what the type rests on.
 	TypeNote string
 	// Value is the value expression; "" when the evidence settles none.
@@ -112,8 +113,8 @@ func roots(n int) []string {
 // right state that equals it for the most keys (a right table without
 // the key gives null, as in a left join). order is the output fields'
 // order (the writer schema's); nil sorts them.
-func InferJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order []string) JoinGuess {
-	g := JoinGuess{Type: topology.JoinLeft}
+func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []string) JoinGuess {
+	g := JoinGuess{Type: spec.JoinLeft}
 	rows, ok := joinRows(pj, plan, ev)
 	if !ok || len(rows) == 0 {
 		g.TypeNote = "no output record to infer from"
@@ -131,11 +132,11 @@ func InferJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 	}
 	switch {
 	case leftNil > 0:
-		g.Type, g.TypeNote = topology.JoinOuter, fmt.Sprintf("%d of %d output keys have no left state", leftNil, len(rows))
+		g.Type, g.TypeNote = spec.JoinOuter, fmt.Sprintf("%d of %d output keys have no left state", leftNil, len(rows))
 	case rightNil > 0:
-		g.Type, g.TypeNote = topology.JoinLeft, fmt.Sprintf("%d of %d output keys lack a right state", rightNil, len(rows))
+		g.Type, g.TypeNote = spec.JoinLeft, fmt.Sprintf("%d of %d output keys lack a right state", rightNil, len(rows))
 	default:
-		g.Type, g.TypeNote = topology.JoinLeft, "TODO: every output key has every state: inner or left, the evidence cannot tell"
+		g.Type, g.TypeNote = spec.JoinLeft, "TODO: every output key has every state: inner or left, the evidence cannot tell"
 	}
 	names := roots(len(pj.Right))
 	rootVal := func(r joinRow, i int) any {
@@ -146,7 +147,7 @@ func InferJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 	}
 	ref := func(i int, field string) string {
 		opt := "?."
-		if i == 0 && g.Type != topology.JoinOuter {
+		if i == 0 && g.Type != spec.JoinOuter {
 			opt = "."
 		}
 		if field == "" {
@@ -203,7 +204,7 @@ func InferJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 			}
 			srcFields, _ := fieldsAt(vals, nil)
 			for _, sf := range srcFields {
-				if !topology.IsIdent(sf) {
+				if !spec.IsIdent(sf) {
 					continue
 				}
 				n := 0
@@ -270,7 +271,7 @@ func orderLike(names, order []string) []string {
 // last output equals the joiner over the tables' final states), against
 // the value the evidence suggests. A value that fails on the data, or
 // that the suggestion beats by the rule, leaves the join unjudged.
-func CheckJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order []string) Verdict {
+func CheckJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []string) Verdict {
 	v := Verdict{Name: pj.Output, Explained: map[string]int{}, of: "output keys"}
 	if pj.Spec == nil || !pj.Spec.HasValue() {
 		v.Note = fmt.Sprintf("join %s has no value: only presence is checked", pj.Output)
@@ -283,7 +284,7 @@ func CheckJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 		return v
 	}
 	var fail error
-	count := func(j *topology.JoinSpec) int {
+	count := func(j *spec.JoinSpec) int {
 		n := 0
 		for _, r := range rows {
 			if !j.Present(r.left, r.rights) {
@@ -309,7 +310,7 @@ func CheckJoin(pj topology.PlannedJoin, plan *topology.Plan, ev *Evidence, order
 	}
 	v.Explained[v.Spec] = count(pj.Spec)
 	if g := InferJoin(pj, plan, ev, order); g.Value != "" && g.Value != v.Spec {
-		if j, err := topology.NewJoin(pj.Output, pj.Left, pj.Right, pj.Type, g.Value); err == nil {
+		if j, err := spec.NewJoin(pj.Output, pj.Left, pj.Right, pj.Type, g.Value); err == nil {
 			v.Explained[g.Value] = count(j)
 		}
 	}

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // scenarioSpec is the spec of a generated app, as its author writes it.
-func scenarioSpec(t *testing.T, s audittest.Scenario) (*topology.Spec, *topology.Plan) {
+func scenarioSpec(t *testing.T, s audittest.Scenario) (*spec.Spec, *spec.Plan) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: json}\ntables:\n", s.AppID)
@@ -25,15 +26,15 @@ func scenarioSpec(t *testing.T, s audittest.Scenario) (*topology.Spec, *topology
 		rights = append(rights, tb.Name)
 	}
 	fmt.Fprintf(&b, "joins:\n  - {output: %s, left: %s, right: [%s], type: left}\n", s.Output, s.Tables[0].Name, strings.Join(rights, ", "))
-	spec, err := topology.ParseSpec("kaudit.yaml", []byte(b.String()))
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(b.String()))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return spec, plan
+	return sp, plan
 }
 
 // TestFaultsDoNotTripTheCheck: in every single-fault scenario of the
@@ -93,12 +94,12 @@ func TestFaultsDoNotTripTheCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, plan := scenarioSpec(t, s)
+			sp, plan := scenarioSpec(t, s)
 			ev, err := Load(t.Context(), m, dec, plan, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := CheckFields(spec, plan, ev); err != nil {
+			if _, err := CheckFields(sp, plan, ev); err != nil {
 				t.Fatal(err)
 			}
 			for i, pt := range plan.Tables {
@@ -128,13 +129,13 @@ func TestFaultsDoNotTripTheCheck(t *testing.T) {
 			// a wrong reducer kind is caught wherever keys tell them apart
 			for i, pt := range plan.Tables {
 				wrong := map[audittest.Reducer]string{audittest.ReduceLatest: "count", audittest.ReduceCount: "latest"}[s.Tables[i].Reducer]
-				r, err := topology.ParseReducer(wrong)
+				r, err := spec.ParseReducer(wrong)
 				if err != nil {
 					t.Fatal(err)
 				}
-				spec := *pt.Spec
-				spec.Reducer = r
-				pt.Spec = &spec
+				sp := *pt.Spec
+				sp.Reducer = r
+				pt.Spec = &sp
 				if v := CheckTable(pt, ev); v.Keys >= MinKeys && v.Unjudged == "" {
 					t.Errorf("table %s: %s for a %s table is judged: %s", pt.Name, wrong, s.Tables[i].Reducer, v.Summary())
 				}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // eosEvidence is one key's evidence for testdata/eos/eos.kaudit.yaml
@@ -36,11 +37,11 @@ func int64Bytes(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint
 // spec, its serdes as the plan says them.
 func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 	t.Helper()
-	spec, err := topology.LoadSpec(filepath.Join("..", "..", "testdata", "eos", "eos.kaudit.yaml"))
+	sp, err := spec.LoadSpec(filepath.Join("..", "..", "testdata", "eos", "eos.kaudit.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +86,11 @@ func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 	for topic, sd := range plan.TopicSerdes() {
 		topics[topic] = codec.TopicSerdes{Key: sd.Key, Value: sd.Value}
 	}
-	dec, err := codec.New(codec.Config{KeySerde: spec.Serdes.Key, ValueSerde: spec.Serdes.Value, Topics: topics})
+	dec, err := codec.New(codec.Config{KeySerde: sp.Serdes.Key, ValueSerde: sp.Serdes.Value, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, spec.Serdes.Key), reconcile.Options{Decoder: dec})
+	rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, sp.Serdes.Key), reconcile.Options{Decoder: dec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // judgeIn is one source input of key "k": its partition, id, amount and
@@ -54,7 +55,7 @@ func runJudge(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, pu
 // outputs (nil: no output topic).
 func runJudgeOut(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, purged bool, states, outputs []judgeState) *audit.Report {
 	t.Helper()
-	spec, err := topology.ParseSpec("kaudit.yaml", []byte(fmt.Sprintf(`app_id: app
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(fmt.Sprintf(`app_id: app
 serdes: {key: string, value: json}
 tables:
   - {name: t, source: src, select_key: value.orderId, reduce: %s, store: S}
@@ -62,7 +63,7 @@ tables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // TestSumFieldOrder pins what the real drill showed: sum(FIELD) keeps the
@@ -17,7 +18,7 @@ import (
 // inputs in either order, whatever their timestamps. Any feasible order
 // is accepted; a state no order explains is a loss.
 func TestSumFieldOrder(t *testing.T) {
-	spec, err := topology.ParseSpec("kaudit.yaml", []byte(`app_id: app
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(`app_id: app
 serdes: {key: string, value: json}
 tables:
   - {name: payments, source: payments, select_key: value.orderId, reduce: sum(amount), store: S}
@@ -25,7 +26,7 @@ tables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

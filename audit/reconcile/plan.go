@@ -3,29 +3,30 @@ package reconcile
 import (
 	"errors"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // FromPlan builds the engine's pipeline from a resolved spec. keySerde is
 // the serde of table keys (the spec's, else the command line's), by any
 // name codec accepts (Kafka's Java names are normalized: Integer is int).
-func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
+func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
 		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
 		}
-		if spec := pt.Spec; spec != nil {
+		if ts := pt.Spec; ts != nil {
 			t.SelectKey = func(e Env) (audit.Value, error) {
-				return spec.SelectKey(topology.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
+				return ts.SelectKey(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
 			}
-			if spec.Reducer.Kind != "" {
+			if ts.Reducer.Kind != "" {
 				t.Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) {
-					out, err := spec.Reduce(agg, v, first)
-					if errors.Is(err, topology.ErrNullValue) {
+					out, err := ts.Reduce(agg, v, first)
+					if errors.Is(err, spec.ErrNullValue) {
 						return agg, nil
 					}
 					return out, err
@@ -34,16 +35,16 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 				// input's other fields, so their result depends on the order
 				// too (seen in the real drill); aggregate's adder is any
 				// expression
-				t.OrderDependent = spec.OrderDependent() || spec.Reducer.Field != ""
-				t.Latest = spec.Reducer.Kind == topology.ReduceLatest
+				t.OrderDependent = ts.OrderDependent() || ts.Reducer.Field != ""
+				t.Latest = ts.Reducer.Kind == spec.ReduceLatest
 			}
 		}
 		out.Tables = append(out.Tables, t)
 	}
 	for _, pj := range p.Joins {
 		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type)}
-		if spec := pj.Spec; spec != nil && spec.HasValue() {
-			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return spec.Eval(left, rights) }
+		if js := pj.Spec; js != nil && js.HasValue() {
+			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return js.Eval(left, rights) }
 		}
 		out.Joins = append(out.Joins, j)
 	}

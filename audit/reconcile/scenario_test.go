@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // pipelineOf describes a generated scenario the way a spec would, through
@@ -32,11 +33,11 @@ func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
 		rights = append(rights, t.Name)
 	}
 	fmt.Fprintf(&b, "joins:\n  - {output: %s, left: %s, right: [%s], type: left}\n", s.Output, s.Tables[0].Name, strings.Join(rights, ", "))
-	spec, err := topology.ParseSpec("kaudit.yaml", []byte(b.String()))
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(b.String()))
 	if err != nil {
 		panic(fmt.Sprintf("%v\n%s", err, b.String()))
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		panic(err)
 	}

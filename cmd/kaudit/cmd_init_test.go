@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/kaudit/kaudit/audit/discovery"
 
 	"github.com/kaudit/kaudit/audit/topology"
@@ -33,7 +35,7 @@ func TestInitCommand(t *testing.T) {
 	}
 	checkGolden(t, "init-seed.yaml", []byte(out))
 	t.Run("the draft does not load before its TODOs are filled", func(t *testing.T) {
-		_, err := topology.ParseSpec("kaudit.yaml", []byte(out))
+		_, err := spec.ParseSpec("kaudit.yaml", []byte(out))
 		if err == nil || !strings.Contains(err.Error(), "kaudit.yaml:10: tables[0].select_key: still TODO") {
 			t.Errorf("err = %v", err)
 		}
@@ -43,7 +45,7 @@ func TestInitCommand(t *testing.T) {
 		if strings.Contains(filled, `"TODO`) {
 			t.Fatalf("TODO left after filling:\n%s", filled)
 		}
-		spec, err := topology.ParseSpec("kaudit.yaml", []byte(filled))
+		sp, err := spec.ParseSpec("kaudit.yaml", []byte(filled))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +53,7 @@ func TestInitCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := topology.Resolve(spec, topo, "")
+		plan, err := spec.Resolve(sp, topo, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,11 +87,11 @@ func TestRunInitFromDiscovery(t *testing.T) {
 			}
 			return "source: shipments-v1"
 		})
-	spec, err := topology.ParseSpec("kaudit.yaml", []byte(filled))
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(filled))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, filled)
 	}
-	plan, err := topology.Resolve(spec, nil, "")
+	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestRunInitFromDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := discovery.CheckPlan(spec, d, plan); err != nil {
+	if err := discovery.CheckPlan(sp, d, plan); err != nil {
 		t.Errorf("the filled-in draft does not match the cluster: %v", err)
 	}
 }
@@ -132,7 +134,7 @@ func TestInitDraftsLoad(t *testing.T) {
 				t.Fatalf("no answer for %s", m)
 				return ""
 			})
-			spec, err := topology.ParseSpec("kaudit.yaml", []byte(filled))
+			sp, err := spec.ParseSpec("kaudit.yaml", []byte(filled))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, filled)
 			}
@@ -143,7 +145,7 @@ func TestInitDraftsLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := topology.Resolve(spec, topo, ""); err != nil {
+			if _, err := spec.Resolve(sp, topo, ""); err != nil {
 				t.Errorf("%v\n%s", err, filled)
 			}
 		})

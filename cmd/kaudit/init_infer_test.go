@@ -14,20 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/spec"
+
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/snapshot"
-	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // specShape is what a spec says of an app, by source topic: what
 // inference must recover. Names and store overrides are left out.
 func specShape(t *testing.T, name string, text []byte) []string {
 	t.Helper()
-	s, err := topology.ParseSpec(name, text)
+	s, err := spec.ParseSpec(name, text)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", name, err, text)
 	}
@@ -80,11 +81,11 @@ func TestInitInfersTheBundle(t *testing.T) {
 }
 
 // bundleFindings are the findings of diff on the incident bundle with a spec.
-func bundleFindings(t *testing.T, spec string) []string {
+func bundleFindings(t *testing.T, sp string) []string {
 	t.Helper()
-	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", spec, "--format", "json")
+	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", sp, "--format", "json")
 	if code != exitFindings {
-		t.Fatalf("diff --spec %s: exit %d: %s", spec, code, errOut)
+		t.Fatalf("diff --spec %s: exit %d: %s", sp, code, errOut)
 	}
 	var rep audit.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {

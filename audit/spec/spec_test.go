@@ -1,4 +1,4 @@
-package topology
+package spec
 
 import (
 	"encoding/json"

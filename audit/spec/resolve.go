@@ -1,4 +1,4 @@
-package topology
+package spec
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kaudit/kaudit/audit/topology"
 )
 
 // Plan is what the engine reads per table and per join: the topics and
@@ -93,12 +95,12 @@ func (p *Plan) Table(name string) *PlannedTable {
 // repartition topic is <app>-<store>-repartition when select_key changes
 // the key. appID empty means the spec's. Errors name the spec's file and
 // line.
-func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
+func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	if appID == "" {
 		appID = spec.AppID
 	}
 	p := &Plan{AppID: appID}
-	var lay *Layout
+	var lay *topology.Layout
 	if topo != nil {
 		lay = topo.Layout(appID)
 	}
@@ -109,7 +111,7 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 	for i, t := range spec.Tables {
 		field := fmt.Sprintf("tables[%d]", i)
 		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Store: t.Store}
-		var use StoreUse
+		var use topology.StoreUse
 		switch {
 		case lay != nil && t.Store != "":
 			u, ok := lay.Store(t.Store)
@@ -139,7 +141,7 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 			fail(t.Line, field+".store", "required without a topology: the store the table is kept in")
 			continue
 		}
-		pt.Changelog = cmp.Or(t.Changelog, Changelog(appID, pt.Store))
+		pt.Changelog = cmp.Or(t.Changelog, topology.Changelog(appID, pt.Store))
 		switch {
 		case t.Repartition != "":
 			pt.Repartition = t.Repartition
@@ -161,7 +163,7 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: table %s has select_key but the topology has no repartition topic before store %s", spec.File, t.Line, t.Name, use.Name))
 			}
 		case t.SelectKeyExpr != "":
-			pt.Repartition = RepartitionTopic(appID, pt.Store+"-repartition")
+			pt.Repartition = topology.RepartitionTopic(appID, pt.Store+"-repartition")
 		}
 		p.Tables = append(p.Tables, pt)
 	}
@@ -169,7 +171,7 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 		field := fmt.Sprintf("joins[%d]", i)
 		pj := PlannedJoin{Spec: j, Output: j.Output, Left: j.Left, Right: slices.Clone(j.Right), Type: j.Type}
 		if lay != nil {
-			if u, ok := lay.Topic(j.Output); !ok || u.Role != RoleOutput {
+			if u, ok := lay.Topic(j.Output); !ok || u.Role != topology.RoleOutput {
 				fail(j.Line, field+".output", "the topology writes no output topic %q", j.Output)
 				continue
 			}
@@ -178,7 +180,7 @@ func Resolve(spec *Spec, topo *Topology, appID string) (*Plan, error) {
 				if pt == nil {
 					continue // reported above
 				}
-				if !lay.storeReaches(pt.Store, j.Output) {
+				if !lay.StoreReaches(pt.Store, j.Output) {
 					p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: store %s of table %s does not reach output %s in the topology", spec.File, j.Line, pt.Store, name, j.Output))
 				}
 			}
@@ -207,68 +209,4 @@ func hopName(appID, full string) string {
 		return ""
 	}
 	return printed
-}
-
-// StoresFedBy lists the stores that topic feeds first: stores it reaches
-// without passing through another store it feeds.
-func (l *Layout) StoresFedBy(topic string) []StoreUse {
-	var fed []StoreUse
-	for _, s := range l.Stores {
-		if slices.Contains(s.Sources, topic) {
-			fed = append(fed, s)
-		}
-	}
-	var out []StoreUse
-	for _, s := range fed {
-		first := true
-		for _, o := range fed {
-			if o.Name != s.Name && l.reachable("store:"+o.Name, "store:"+s.Name) {
-				first = false
-				break
-			}
-		}
-		if first {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// reachable reports whether the flow leads from entity a to entity b.
-func (l *Layout) reachable(a, b string) bool {
-	seen := map[string]bool{a: true}
-	stack := []string{a}
-	for len(stack) > 0 {
-		cur := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, e := range l.Edges {
-			if e.From != cur || seen[e.To] {
-				continue
-			}
-			if e.To == b {
-				return true
-			}
-			// A store's changelog is where its data rests, not a hop.
-			if strings.HasPrefix(e.From, entStore) && strings.HasSuffix(e.To, "-changelog") {
-				continue
-			}
-			seen[e.To] = true
-			stack = append(stack, e.To)
-		}
-	}
-	return false
-}
-
-// storeReaches reports whether a store's data flows to topic, through the
-// stores' join lookups or the flow.
-func (l *Layout) storeReaches(store, topic string) bool {
-	if l.reachable(entStore+store, entTopic+topic) {
-		return true
-	}
-	for _, j := range l.Joins {
-		if (slices.Contains(j.LeftStores, store) || slices.Contains(j.RightStores, store)) && l.reachable(entJoin+j.Node, entTopic+topic) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package topology
+package spec
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kaudit/kaudit/audit/topology"
 )
 
 func TestSpecJavaSerdeNames(t *testing.T) {
@@ -180,7 +182,7 @@ func TestResolveEOSWithTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := ParseString(string(text))
+	topo, err := topology.ParseString(string(text))
 	if err != nil {
 		t.Fatal(err)
 	}
