@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,9 +128,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
-	switch o.Format {
-	case "md", "html", "table", "json", "csv", "prom":
-	default:
+	if !slices.Contains(report.Formats, o.Format) {
 		return o, usagef("--format %q: want md, html, table, json, csv or prom", o.Format)
 	}
 	var err error

@@ -31,7 +31,7 @@ func txnsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "txns",
 		Usage:     "transactions, producers and hanging transactions",
-		UsageText: "kaudit txns --app-id ID --bootstrap-server HOST:PORT [--max-transaction-timeout 15m] [--format table|json]",
+		UsageText: "kaudit txns --app-id ID [source] [--max-transaction-timeout 15m] [--format table|json]",
 		Description: "Lists the app's transactional ids (<app>-…) with their coordinator state, the producers\n" +
 			"the partition leaders remember on the app's topics (<app>-… and the group's committed topics),\n" +
 			"and the open transactions. A transaction is hanging (finding hanging-transaction) when it has\n" +
