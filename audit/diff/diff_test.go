@@ -17,12 +17,11 @@ import (
 // roles, the config risk the metadata log shows, and the note on the
 // transactional offset commit that had no marker when the broker stopped.
 func TestDiffLogDirs(t *testing.T) {
-	d, err := segment.OpenDirs(filepath.Join("..", "segment", "testdata", "real", "kafka-3.6.2-logdir"))
+	ev, err := OpenLogDirs(t.Context(), filepath.Join("..", "segment", "testdata", "real", "kafka-3.6.2-logdir"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Diff(t.Context(), Evidence{Source: d, Problems: d.Problems(), Notes: d.Unknowns(t.Context())},
-		Options{AppID: "gen-app", MaxTxnTimeout: 15 * time.Minute})
+	rep, err := Diff(t.Context(), ev, Options{AppID: "gen-app", MaxTxnTimeout: 15 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

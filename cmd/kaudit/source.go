@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit/diff"
@@ -14,8 +13,6 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/kafka"
-	"github.com/kaudit/kaudit/audit/segment"
-	"github.com/kaudit/kaudit/audit/snapshot"
 )
 
 // openedSource is a source of evidence with what opening it already found
@@ -74,31 +71,17 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	}
 	switch {
 	case o.Snapshot != "":
-		s, err := snapshot.OpenContext(ctx, o.Snapshot)
+		ev, err := diff.OpenSnapshot(ctx, o.Snapshot)
 		if err != nil {
-			return nil, notRunError{Err: err} // it says "open snapshot"
+			return nil, err
 		}
-		return &openedSource{Evidence: diff.Evidence{Source: s, Problems: s.Problems()}, close: func() {}}, nil
+		return &openedSource{Evidence: ev, close: func() {}}, nil
 	case len(o.LogDirs) > 0:
-		d, err := segment.OpenDirs(o.LogDirs...)
+		ev, err := diff.OpenLogDirs(ctx, o.LogDirs...)
 		if err != nil {
-			return nil, notRunError{Err: wrapOnce("open log dirs", err)}
+			return nil, err
 		}
-		problems := d.Problems()
-		for _, tt := range d.TornTails() {
-			// the bytes of a torn batch are evidence that cannot be read:
-			// a broker's recovery would truncate them, an audit cannot vouch
-			problems = append(problems, audit.UnreadablePartition(tt.TP, fmt.Sprintf("%s: %d bytes from byte %d are a torn or corrupt batch at the end of the log (a broker crash mid-write); what they held cannot be read", tt.File, tt.Bytes, tt.Pos)))
-		}
-		if len(o.LogDirs) > 1 {
-			// replicas of one partition in several brokers' dirs: compare them
-			div, err := d.Divergence(ctx)
-			if err != nil {
-				return nil, notRunError{Err: wrapOnce("compare replicas", err)}
-			}
-			problems = append(problems, div...)
-		}
-		return &openedSource{Evidence: diff.Evidence{Source: d, Problems: problems, Notes: d.Unknowns(ctx)}, close: func() {}}, nil
+		return &openedSource{Evidence: ev, close: func() {}}, nil
 	}
 	props, err := properties(o)
 	if err != nil {
@@ -114,14 +97,6 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 		return nil, ctx.Err()
 	}
 	return nil, notRunError{Err: err}
-}
-
-// wrapOnce wraps err with prefix unless its message already starts so.
-func wrapOnce(prefix string, err error) error {
-	if strings.HasPrefix(err.Error(), prefix+":") {
-		return err
-	}
-	return fmt.Errorf("%s: %w", prefix, err)
 }
 
 // openCliSource is openSource from a command's flags.
