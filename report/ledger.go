@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,21 +18,41 @@ import (
 // there are none; offsets (and txns, values) only when the ledger holds
 // them.
 func LedgerJSON(w io.Writer, l *audit.TopicLedger) error {
-	c := *l
-	if c.Partitions == nil {
-		c.Partitions = []audit.PartitionLedger{}
+	type record struct {
+		Offset    int64 `json:"offset"`
+		Key       value `json:"key"`
+		Value     value `json:"value"`
+		Timestamp int64 `json:"timestamp"`
 	}
-	c.Partitions = append([]audit.PartitionLedger(nil), c.Partitions...)
-	for i := range c.Partitions {
-		if c.Partitions[i].Findings == nil {
-			c.Partitions[i].Findings = []audit.Finding{}
+	type partition struct {
+		Partition    int32              `json:"partition"`
+		LogStart     int64              `json:"log_start"`
+		LSO          int64              `json:"lso"`
+		HW           int64              `json:"hw"`
+		Fates        audit.FateCounts   `json:"fates"`
+		Transactions audit.TxnCounts    `json:"transactions"`
+		Findings     []wireFinding      `json:"findings"`
+		Txns         []audit.Txn        `json:"txns,omitempty"`
+		Offsets      []audit.OffsetFate `json:"offsets,omitempty"`
+		Values       []record           `json:"values,omitempty"`
+	}
+	doc := struct {
+		Schema     int         `json:"schema"`
+		Topic      string      `json:"topic"`
+		Partitions []partition `json:"partitions"`
+	}{Schema: jsonSchema, Topic: l.Topic, Partitions: make([]partition, len(l.Partitions))}
+	for i, p := range l.Partitions {
+		doc.Partitions[i] = partition{p.Partition, p.LogStart, p.LSO, p.HW, p.Fates, p.Transactions,
+			wireFindings(p.Findings), p.Txns, p.Offsets, nil}
+		for _, v := range p.Values {
+			doc.Partitions[i].Values = append(doc.Partitions[i].Values, record{v.Offset, value(v.Key), value(v.Value), v.Timestamp})
 		}
 	}
-	b, err := json.MarshalIndent(&c, "", "  ")
+	b, err := encodeIndented(&doc)
 	if err != nil {
 		return fmt.Errorf("encode ledger %s: %w", l.Topic, err)
 	}
-	return write(w, append(b, '\n'), "write ledger "+l.Topic)
+	return write(w, b, "write ledger "+l.Topic)
 }
 
 // ledgerColumns is LedgerCSV's header for per-partition rows.

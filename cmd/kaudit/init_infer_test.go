@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"net"
@@ -87,7 +86,7 @@ func bundleFindings(t *testing.T, spec string) []string {
 		t.Fatalf("diff --spec %s: exit %d: %s", spec, code, errOut)
 	}
 	var rep audit.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+	if err := decodeReport([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
 	var fs []string
