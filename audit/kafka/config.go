@@ -203,10 +203,10 @@ func jaasTokens(s string) ([]jaasToken, error) {
 
 // tlsConfig builds the TLS config from ssl.* properties. Trust: PEM from
 // ssl.ca.location (librdkafka), ssl.truststore.certificates (inline PEM) or
-// ssl.truststore.location with ssl.truststore.type=PEM; JKS and PKCS12 trust
-// stores are not supported. Client certificate: ssl.certificate.location +
-// ssl.key.location, ssl.keystore.certificate.chain + ssl.keystore.key, or
-// ssl.keystore.location with ssl.keystore.type=PEM. An empty
+// ssl.truststore.location, a JKS (Java's default type), PKCS12 or PEM
+// store. Client certificate: ssl.certificate.location + ssl.key.location,
+// ssl.keystore.certificate.chain + ssl.keystore.key, or
+// ssl.keystore.location (JKS, PKCS12 or PEM). An empty
 // ssl.endpoint.identification.algorithm verifies the chain but not the host
 // name.
 func tlsConfig(props map[string]string) (*tls.Config, error) {
@@ -222,17 +222,11 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 	case props["ssl.truststore.certificates"] != "":
 		caPEM = []byte(props["ssl.truststore.certificates"])
 	case props["ssl.truststore.location"] != "":
-		if t := strings.ToUpper(props["ssl.truststore.type"]); t != "PEM" {
-			if t == "" {
-				t = "JKS"
-			}
-			return nil, fmt.Errorf("ssl.truststore.location: %s trust stores are not supported; export the CA as PEM (keytool -exportcert -rfc) and set ssl.ca.location", t)
-		}
-		b, err := os.ReadFile(props["ssl.truststore.location"])
+		pool, err := trustStore(props)
 		if err != nil {
-			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
+			return nil, err
 		}
-		caPEM = b
+		tc.RootCAs = pool
 	}
 	if caPEM != nil {
 		pool := x509.NewCertPool()
@@ -242,7 +236,6 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 
-	var certPEM, keyPEM []byte
 	switch {
 	case props["ssl.certificate.location"] != "" || props["ssl.key.location"] != "":
 		c, err := os.ReadFile(props["ssl.certificate.location"])
@@ -253,30 +246,21 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ssl.key.location: %w", err)
 		}
-		certPEM, keyPEM = c, k
+		cert, err := pemPair(c, k)
+		if err != nil {
+			return nil, err
+		}
+		tc.Certificates = []tls.Certificate{cert}
 	case props["ssl.keystore.certificate.chain"] != "" || props["ssl.keystore.key"] != "":
-		certPEM, keyPEM = []byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"])
+		cert, err := pemPair([]byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"]))
+		if err != nil {
+			return nil, err
+		}
+		tc.Certificates = []tls.Certificate{cert}
 	case props["ssl.keystore.location"] != "":
-		if t := strings.ToUpper(props["ssl.keystore.type"]); t != "PEM" {
-			if t == "" {
-				t = "JKS"
-			}
-			return nil, fmt.Errorf("ssl.keystore.location: %s key stores are not supported; set ssl.certificate.location and ssl.key.location to PEM files", t)
-		}
-		b, err := os.ReadFile(props["ssl.keystore.location"])
+		cert, err := keyStore(props)
 		if err != nil {
-			return nil, fmt.Errorf("ssl.keystore.location: %w", err)
-		}
-		certPEM, keyPEM = b, b
-	}
-	if certPEM != nil || keyPEM != nil {
-		if isEncryptedKey(keyPEM) {
-			return nil, errors.New("ssl client key: encrypted private keys are not supported; decrypt it (openssl pkey)")
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			// The crypto error can describe the key; do not repeat it.
-			return nil, errors.New("ssl client certificate: the certificate and key are not a valid PEM pair")
+			return nil, err
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
