@@ -54,18 +54,20 @@ func securityOpts(props map[string]string) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// saslMechanism builds PLAIN or SCRAM from sasl.mechanism and the
-// credentials of sasl.jaas.config (or sasl.username/sasl.password).
+// saslMechanism builds the mechanism of sasl.mechanism (or the one
+// sasl.jaas.config's login module implies; with neither, Kafka's default
+// GSSAPI): PLAIN and SCRAM from the module's username and password (or
+// sasl.username/sasl.password), OAUTHBEARER, GSSAPI and AWS_MSK_IAM (see
+// auth.go).
 func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 	mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
 	user, pass := props["sasl.username"], props["sasl.password"]
-	var module string
+	var j jaasConfig
 	if jaas := strings.TrimSpace(props["sasl.jaas.config"]); jaas != "" {
-		j, err := parseJAAS(jaas)
-		if err != nil {
+		var err error
+		if j, err = parseJAAS(jaas); err != nil {
 			return nil, fmt.Errorf("sasl.jaas.config: %w", err)
 		}
-		module = j.module
 		if u, ok := j.options["username"]; ok {
 			user = u
 		}
@@ -73,28 +75,39 @@ func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 			pass = p
 		}
 	}
-	isPlainModule := strings.HasSuffix(module, ".PlainLoginModule")
-	isScramModule := strings.HasSuffix(module, ".ScramLoginModule")
+	implied, known := moduleMechanism(j.module)
+	if !known {
+		return nil, errors.New("sasl.jaas.config: the login module is not supported: want PlainLoginModule, ScramLoginModule, OAuthBearerLoginModule, Krb5LoginModule or IAMLoginModule")
+	}
 	if mech == "" {
-		if !isPlainModule {
-			return nil, errors.New("sasl.mechanism is not set (Kafka's default GSSAPI is not supported): want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+		switch implied {
+		case "SCRAM":
+			return nil, errors.New("sasl.mechanism is not set and ScramLoginModule does not say which: want SCRAM-SHA-256 or SCRAM-SHA-512")
+		case "":
+			mech = "GSSAPI" // Kafka's default
+		default:
+			mech = implied
 		}
-		mech = "PLAIN"
+	}
+	family := mech
+	if strings.HasPrefix(mech, "SCRAM-") {
+		family = "SCRAM"
 	}
 	switch mech {
-	case "PLAIN":
-		if isScramModule {
-			return nil, errors.New("sasl.mechanism PLAIN does not go with ScramLoginModule in sasl.jaas.config")
-		}
-	case "SCRAM-SHA-256", "SCRAM-SHA-512":
-		if isPlainModule {
-			return nil, fmt.Errorf("sasl.mechanism %s does not go with PlainLoginModule in sasl.jaas.config", mech)
-		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM":
 	default:
-		return nil, fmt.Errorf("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+		return nil, fmt.Errorf("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI or AWS_MSK_IAM", mech)
 	}
-	if module != "" && !isPlainModule && !isScramModule {
-		return nil, errors.New("sasl.jaas.config: the login module is not supported: want org.apache.kafka.common.security.plain.PlainLoginModule or org.apache.kafka.common.security.scram.ScramLoginModule")
+	if implied != "" && implied != family {
+		return nil, fmt.Errorf("sasl.mechanism %s does not go with %s in sasl.jaas.config", mech, j.module[strings.LastIndexByte(j.module, '.')+1:])
+	}
+	switch mech {
+	case "OAUTHBEARER":
+		return oauthMechanism(props, j)
+	case "GSSAPI":
+		return kerberosMechanism(props, j)
+	case "AWS_MSK_IAM":
+		return awsMechanism(j)
 	}
 	if user == "" || pass == "" {
 		return nil, fmt.Errorf("sasl.mechanism %s needs a username and a password: set them in sasl.jaas.config or sasl.username and sasl.password", mech)

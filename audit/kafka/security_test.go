@@ -295,7 +295,8 @@ func TestSASLConfigErrors(t *testing.T) {
 		want  string
 	}{
 		{"gssapi default", map[string]string{"sasl.username": "u", "sasl.password": pw}, "GSSAPI"},
-		{"oauthbearer", map[string]string{"sasl.mechanism": "OAUTHBEARER"}, `"OAUTHBEARER" is not supported`},
+		{"oauthbearer without an endpoint", map[string]string{"sasl.mechanism": "OAUTHBEARER"}, "needs sasl.oauthbearer.token.endpoint.url"},
+		{"unknown mechanism", map[string]string{"sasl.mechanism": "NTLM"}, `"NTLM" is not supported`},
 		{"no password", map[string]string{"sasl.mechanism": "PLAIN", "sasl.username": "u"}, "needs a username and a password"},
 		{"plain with scram module", map[string]string{"sasl.mechanism": "PLAIN",
 			"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="` + pw + `";`}, "ScramLoginModule"},

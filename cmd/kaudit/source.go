@@ -112,7 +112,11 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	if err != nil {
 		return nil, err
 	}
-	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout})
+	var warn func(string)
+	if w := o.Stderr; w != nil {
+		warn = func(s string) { fmt.Fprintln(w, "kaudit: warning: "+s) }
+	}
+	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout, Warn: warn})
 	switch {
 	case err == nil:
 		return &openedSource{Source: s, close: s.Close}, nil
