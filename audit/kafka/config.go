@@ -3,13 +3,14 @@ package kafka
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaudit/kaudit/audit/kafka/tlsstore"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -235,7 +236,7 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 	case props["ssl.truststore.certificates"] != "":
 		caPEM = []byte(props["ssl.truststore.certificates"])
 	case props["ssl.truststore.location"] != "":
-		pool, err := trustStore(props)
+		pool, err := tlsstore.TrustStore(props, "")
 		if err != nil {
 			return nil, err
 		}
@@ -259,19 +260,19 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ssl.key.location: %w", err)
 		}
-		cert, err := pemPair(c, k)
+		cert, err := tlsstore.PEMPair(c, k)
 		if err != nil {
 			return nil, err
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	case props["ssl.keystore.certificate.chain"] != "" || props["ssl.keystore.key"] != "":
-		cert, err := pemPair([]byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"]))
+		cert, err := tlsstore.PEMPair([]byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"]))
 		if err != nil {
 			return nil, err
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	case props["ssl.keystore.location"] != "":
-		cert, err := keyStore(props)
+		cert, err := tlsstore.KeyStore(props, "")
 		if err != nil {
 			return nil, err
 		}
@@ -299,18 +300,4 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		}
 	}
 	return tc, nil
-}
-
-func isEncryptedKey(b []byte) bool {
-	for len(b) > 0 {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			return false
-		}
-		if blk.Type == "ENCRYPTED PRIVATE KEY" || blk.Headers["Proc-Type"] != "" {
-			return true
-		}
-	}
-	return false
 }

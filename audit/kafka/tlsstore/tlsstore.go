@@ -1,4 +1,8 @@
-package kafka
+// Package tlsstore reads the trust and key stores of Java client settings
+// (ssl.truststore.*, ssl.keystore.*, ssl.key.password): JKS, PKCS12 and
+// PEM, as a Kafka client and Confluent's Schema Registry client read them.
+// Errors name properties, never passwords.
+package tlsstore
 
 import (
 	"bytes"
@@ -51,12 +55,15 @@ func storeType(props map[string]string, prop string) (string, error) {
 	return "", fmt.Errorf("%s %q: want JKS, PKCS12 or PEM", prop, t)
 }
 
-// trustStore returns the CA certificates of ssl.truststore.location: PEM,
-// JKS (its trusted certificate entries) or PKCS12 (its certificates).
-// ssl.truststore.password opens JKS and PKCS12 stores.
-func trustStore(props map[string]string) (*x509.CertPool, error) {
-	const loc = "ssl.truststore.location"
-	typ, err := storeType(props, "ssl.truststore.type")
+// TrustStore returns the CA certificates of prefix+ssl.truststore.location
+// (prefix is "" for Kafka's own, "schema.registry." for the registry's):
+// PEM, JKS (its trusted certificate entries, and the chains of its key
+// entries) or PKCS12 (its certificates). prefix+ssl.truststore.password
+// opens JKS and PKCS12 stores; prefix+ssl.truststore.type says which,
+// Java's default JKS when unset, though the format is told from the bytes.
+func TrustStore(props map[string]string, prefix string) (*x509.CertPool, error) {
+	loc := prefix + "ssl.truststore.location"
+	typ, err := storeType(props, prefix+"ssl.truststore.type")
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +71,12 @@ func trustStore(props map[string]string) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return trustFrom(b, typ, props[prefix+"ssl.truststore.password"], loc, prefix)
+}
+
+// trustFrom reads trust store bytes b of the declared type.
+func trustFrom(b []byte, typ, pass, loc, prefix string) (*x509.CertPool, error) {
+	var err error
 	pool := x509.NewCertPool()
 	if typ == "PEM" {
 		if !pool.AppendCertsFromPEM(b) {
@@ -71,11 +84,10 @@ func trustStore(props map[string]string) (*x509.CertPool, error) {
 		}
 		return pool, nil
 	}
-	pass := props["ssl.truststore.password"]
 	var certs []*x509.Certificate
 	if bytes.HasPrefix(b, jksMagic) {
 		if pass == "" {
-			return nil, fmt.Errorf("%s: a JKS store needs ssl.truststore.password (its integrity check)", loc)
+			return nil, fmt.Errorf("%s: a JKS store needs %sssl.truststore.password (its integrity check)", loc, prefix)
 		}
 		ks := keystore.New()
 		if err := ks.Load(bytes.NewReader(b), []byte(pass)); err != nil {
@@ -127,13 +139,14 @@ func trustStore(props map[string]string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// keyStore returns the client certificate of ssl.keystore.location: PEM
-// (certificate chain and key in one file), JKS or PKCS12 (its one private
-// key entry). ssl.keystore.password opens the store; ssl.key.password the
-// key, defaulting to the store's password as in Java.
-func keyStore(props map[string]string) (tls.Certificate, error) {
-	const loc = "ssl.keystore.location"
-	typ, err := storeType(props, "ssl.keystore.type")
+// KeyStore returns the client certificate of prefix+ssl.keystore.location:
+// PEM (certificate chain and key in one file), JKS or PKCS12 (its one
+// private key entry). prefix+ssl.keystore.password opens the store;
+// prefix+ssl.key.password the key, defaulting to the store's password as in
+// Java.
+func KeyStore(props map[string]string, prefix string) (tls.Certificate, error) {
+	loc := prefix + "ssl.keystore.location"
+	typ, err := storeType(props, prefix+"ssl.keystore.type")
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -141,18 +154,21 @@ func keyStore(props map[string]string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	return keyFrom(b, typ, props[prefix+"ssl.keystore.password"], props[prefix+"ssl.key.password"], loc, prefix)
+}
+
+// keyFrom reads key store bytes b of the declared type.
+func keyFrom(b []byte, typ, pass, keyPass, loc, prefix string) (tls.Certificate, error) {
 	if typ == "PEM" {
-		return pemPair(b, b)
+		return PEMPair(b, b)
 	}
-	pass := props["ssl.keystore.password"]
-	keyPass := props["ssl.key.password"]
 	if keyPass == "" {
 		keyPass = pass
 	}
 	if bytes.HasPrefix(b, jksMagic) {
 		ks := keystore.New()
 		if err := ks.Load(bytes.NewReader(b), []byte(pass)); err != nil {
-			return tls.Certificate{}, fmt.Errorf("%s: not a JKS store ssl.keystore.password opens", loc)
+			return tls.Certificate{}, fmt.Errorf("%s: not a JKS store %sssl.keystore.password opens", loc, prefix)
 		}
 		var keys []string
 		for _, a := range ks.Aliases() {
@@ -165,7 +181,7 @@ func keyStore(props map[string]string) (tls.Certificate, error) {
 		}
 		e, err := ks.GetPrivateKeyEntry(keys[0], []byte(keyPass))
 		if err != nil {
-			return tls.Certificate{}, fmt.Errorf("%s: the key of entry %q does not open with ssl.key.password (or the store's password)", loc, keys[0])
+			return tls.Certificate{}, fmt.Errorf("%s: the key of entry %q does not open with %sssl.key.password (or the store's password)", loc, keys[0], prefix)
 		}
 		key, err := x509.ParsePKCS8PrivateKey(e.PrivateKey)
 		if err != nil {
@@ -179,7 +195,7 @@ func keyStore(props map[string]string) (tls.Certificate, error) {
 	}
 	key, leaf, cas, err := pkcs12.DecodeChain(b, pass)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("%s: not a PKCS12 key store ssl.keystore.password opens", loc)
+		return tls.Certificate{}, fmt.Errorf("%s: not a PKCS12 key store %sssl.keystore.password opens", loc, prefix)
 	}
 	cert := tls.Certificate{PrivateKey: key, Certificate: [][]byte{leaf.Raw}}
 	for _, c := range cas {
@@ -205,8 +221,8 @@ func checkedPair(c tls.Certificate) (tls.Certificate, error) {
 	return c, nil
 }
 
-// pemPair is a PEM certificate chain and key, refusing an encrypted key.
-func pemPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
+// PEMPair is a PEM certificate chain and key, refusing an encrypted key.
+func PEMPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 	if isEncryptedKey(keyPEM) {
 		return tls.Certificate{}, errors.New("ssl client key: encrypted private keys are not supported; decrypt it (openssl pkey)")
 	}
@@ -216,4 +232,18 @@ func pemPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 		return tls.Certificate{}, errors.New("ssl client certificate: the certificate and key are not a valid PEM pair")
 	}
 	return cert, nil
+}
+
+func isEncryptedKey(b []byte) bool {
+	for len(b) > 0 {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return false
+		}
+		if blk.Type == "ENCRYPTED PRIVATE KEY" || blk.Headers["Proc-Type"] != "" {
+			return true
+		}
+	}
+	return false
 }
