@@ -51,6 +51,7 @@ func TestPropertiesLikeJava(t *testing.T) {
 	if len(want) != len(javaCases) {
 		t.Fatalf("java printed %d lines for %d cases", len(want), len(javaCases))
 	}
+	t.Logf("%d inputs read as Java reads them", len(javaCases))
 	for i, c := range javaCases {
 		got := "ERROR"
 		if m, err := ParseProperties(strings.NewReader(c)); err == nil {
