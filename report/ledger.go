@@ -24,17 +24,37 @@ func LedgerJSON(w io.Writer, l *audit.TopicLedger) error {
 		Value     value `json:"value"`
 		Timestamp int64 `json:"timestamp"`
 	}
+	type txn struct {
+		ProducerID      opt[int64]    `json:"producer_id"`
+		ProducerEpoch   opt[int16]    `json:"producer_epoch"`
+		TransactionalID string        `json:"transactional_id,omitempty"`
+		FirstOffset     opt[int64]    `json:"first_offset"`
+		LastOffset      opt[int64]    `json:"last_offset"`
+		MarkerOffset    opt[int64]    `json:"marker_offset"`
+		Outcome         audit.Outcome `json:"outcome"`
+		Records         int64         `json:"records"`
+		FirstTimestamp  opt[int64]    `json:"first_timestamp"`
+		MarkerTimestamp opt[int64]    `json:"marker_timestamp"`
+	}
+	type offset struct {
+		Offset        int64      `json:"offset"`
+		Fate          audit.Fate `json:"fate"`
+		ProducerID    opt[int64] `json:"producer_id"`
+		ProducerEpoch opt[int16] `json:"producer_epoch"`
+		Transactional bool       `json:"transactional"`
+		Control       bool       `json:"control"`
+	}
 	type partition struct {
-		Partition    int32              `json:"partition"`
-		LogStart     int64              `json:"log_start"`
-		LSO          int64              `json:"lso"`
-		HW           int64              `json:"hw"`
-		Fates        audit.FateCounts   `json:"fates"`
-		Transactions audit.TxnCounts    `json:"transactions"`
-		Findings     []wireFinding      `json:"findings"`
-		Txns         []audit.Txn        `json:"txns,omitempty"`
-		Offsets      []audit.OffsetFate `json:"offsets,omitempty"`
-		Values       []record           `json:"values,omitempty"`
+		Partition    int32            `json:"partition"`
+		LogStart     int64            `json:"log_start"`
+		LSO          int64            `json:"lso"`
+		HW           int64            `json:"hw"`
+		Fates        audit.FateCounts `json:"fates"`
+		Transactions audit.TxnCounts  `json:"transactions"`
+		Findings     []wireFinding    `json:"findings"`
+		Txns         []txn            `json:"txns,omitempty"`
+		Offsets      []offset         `json:"offsets,omitempty"`
+		Values       []record         `json:"values,omitempty"`
 	}
 	doc := struct {
 		Schema     int         `json:"schema"`
@@ -42,8 +62,17 @@ func LedgerJSON(w io.Writer, l *audit.TopicLedger) error {
 		Partitions []partition `json:"partitions"`
 	}{Schema: jsonSchema, Topic: l.Topic, Partitions: make([]partition, len(l.Partitions))}
 	for i, p := range l.Partitions {
-		doc.Partitions[i] = partition{p.Partition, p.LogStart, p.LSO, p.HW, p.Fates, p.Transactions,
-			wireFindings(p.Findings), p.Txns, p.Offsets, nil}
+		doc.Partitions[i] = partition{Partition: p.Partition, LogStart: p.LogStart, LSO: p.LSO, HW: p.HW,
+			Fates: p.Fates, Transactions: p.Transactions, Findings: wireFindings(p.Findings)}
+		for _, x := range p.Txns {
+			doc.Partitions[i].Txns = append(doc.Partitions[i].Txns, txn{opt[int64]{x.ProducerID}, opt[int16]{x.ProducerEpoch},
+				x.TransactionalID, opt[int64]{x.FirstOffset}, opt[int64]{x.LastOffset}, opt[int64]{x.MarkerOffset},
+				x.Outcome, x.Records, opt[int64]{x.FirstTimestamp}, opt[int64]{x.MarkerTimestamp}})
+		}
+		for _, o := range p.Offsets {
+			doc.Partitions[i].Offsets = append(doc.Partitions[i].Offsets, offset{o.Offset, o.Fate,
+				opt[int64]{o.ProducerID}, opt[int16]{o.ProducerEpoch}, o.Transactional, o.Control})
+		}
 		for _, v := range p.Values {
 			doc.Partitions[i].Values = append(doc.Partitions[i].Values, record{v.Offset, value(v.Key), value(v.Value), v.Timestamp})
 		}
