@@ -36,7 +36,13 @@ func (v value) MarshalJSON() ([]byte, error) {
 // reading back, a JSON string that is one of them is the marker, not a
 // string value.
 func isMarker(s string) bool {
-	return s == "absent" || s == "a committed copy" || strings.HasPrefix(s, "b64:") || strings.HasPrefix(s, "< ")
+	return markers[s] || strings.HasPrefix(s, "b64:") || strings.HasPrefix(s, "< ")
+}
+
+// markers are the fixed texts of audit/reconcile's findings and lineage
+// hops where a hop holds no value.
+var markers = map[string]bool{
+	"absent": true, "a committed copy": true, "committed copy": true, "aborted copy only": true, "no copy": true,
 }
 
 func (v *value) UnmarshalJSON(b []byte) error {

@@ -23,6 +23,8 @@ func TestJSONValues(t *testing.T) {
 			[]string{`"key": 42`, `"expected": "absent"`, `"actual": "b64:AAE="`}},
 		{"nothing stated", ``, ``, `"a string"`,
 			[]string{`"count": 1,` + "\n      \"timestamp\"", `"transactional_id": "",` + "\n      \"producer_id\"", `"producer_epoch": null,` + "\n      \"actual\": \"a string\""}},
+		{"lineage markers", `"k"`, `a committed copy`, `no copy`,
+			[]string{`"expected": "a committed copy"`, `"actual": "no copy"`}},
 		{"checkpoint", `""`, `< 12`, `15`,
 			[]string{`"key": ""`, `"expected": "< 12"`, `"actual": 15`}},
 	} {
