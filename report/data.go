@@ -35,11 +35,10 @@ func JSON(w io.Writer, r *audit.Report) error {
 	if c.Summary.Verdict == "" {
 		c.Summary.Verdict = audit.Judge(c.Findings, c.Summary.Missing)
 	}
-	b, err := json.MarshalIndent(&c, "", "  ")
+	b, err := encodeIndented(toWire(&c))
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
 	}
-	b = append(b, '\n')
 	if _, err := w.Write(b); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
@@ -53,14 +52,40 @@ var verdicts = map[audit.Verdict]bool{
 // ReadJSON reads a report written by JSON. It rejects a document that is
 // not one JSON object, a verdict outside the vocabulary, and findings with
 // no stage or cause. A finding with no severity gets its cause's.
+//
+// A document of schema 2 (what JSON writes) has key, expected and actual as
+// JSON values and null for unknown numbers; one without a schema is read
+// as the earlier shape (strings and -1), so last night's baseline still
+// reads.
 func ReadJSON(rd io.Reader) (*audit.Report, error) {
 	dec := json.NewDecoder(rd)
-	var r audit.Report
-	if err := dec.Decode(&r); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("decode report: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("decode report: trailing data after the report")
+	}
+	var probe struct {
+		Schema int `json:"schema"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("decode report: %w", err)
+	}
+	var r audit.Report
+	switch probe.Schema {
+	case 0:
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("decode report: %w", err)
+		}
+	case jsonSchema:
+		var w wireReport
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return nil, fmt.Errorf("decode report: %w", err)
+		}
+		r = *w.report()
+	default:
+		return nil, fmt.Errorf("decode report: schema %d is not one this kaudit reads (it reads %d)", probe.Schema, jsonSchema)
 	}
 	if r.AppID == "" {
 		return nil, errors.New("decode report: no app_id: not a kaudit report")

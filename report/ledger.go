@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,21 +18,70 @@ import (
 // there are none; offsets (and txns, values) only when the ledger holds
 // them.
 func LedgerJSON(w io.Writer, l *audit.TopicLedger) error {
-	c := *l
-	if c.Partitions == nil {
-		c.Partitions = []audit.PartitionLedger{}
+	type record struct {
+		Offset    int64 `json:"offset"`
+		Key       value `json:"key"`
+		Value     value `json:"value"`
+		Timestamp int64 `json:"timestamp"`
 	}
-	c.Partitions = append([]audit.PartitionLedger(nil), c.Partitions...)
-	for i := range c.Partitions {
-		if c.Partitions[i].Findings == nil {
-			c.Partitions[i].Findings = []audit.Finding{}
+	type txn struct {
+		ProducerID      opt[int64]    `json:"producer_id"`
+		ProducerEpoch   opt[int16]    `json:"producer_epoch"`
+		TransactionalID string        `json:"transactional_id,omitempty"`
+		FirstOffset     opt[int64]    `json:"first_offset"`
+		LastOffset      opt[int64]    `json:"last_offset"`
+		MarkerOffset    opt[int64]    `json:"marker_offset"`
+		Outcome         audit.Outcome `json:"outcome"`
+		Records         int64         `json:"records"`
+		FirstTimestamp  opt[int64]    `json:"first_timestamp"`
+		MarkerTimestamp opt[int64]    `json:"marker_timestamp"`
+	}
+	type offset struct {
+		Offset        int64      `json:"offset"`
+		Fate          audit.Fate `json:"fate"`
+		ProducerID    opt[int64] `json:"producer_id"`
+		ProducerEpoch opt[int16] `json:"producer_epoch"`
+		Transactional bool       `json:"transactional"`
+		Control       bool       `json:"control"`
+	}
+	type partition struct {
+		Partition    int32            `json:"partition"`
+		LogStart     int64            `json:"log_start"`
+		LSO          int64            `json:"lso"`
+		HW           int64            `json:"hw"`
+		Fates        audit.FateCounts `json:"fates"`
+		Transactions audit.TxnCounts  `json:"transactions"`
+		Findings     []wireFinding    `json:"findings"`
+		Txns         []txn            `json:"txns,omitempty"`
+		Offsets      []offset         `json:"offsets,omitempty"`
+		Values       []record         `json:"values,omitempty"`
+	}
+	doc := struct {
+		Schema     int         `json:"schema"`
+		Topic      string      `json:"topic"`
+		Partitions []partition `json:"partitions"`
+	}{Schema: jsonSchema, Topic: l.Topic, Partitions: make([]partition, len(l.Partitions))}
+	for i, p := range l.Partitions {
+		doc.Partitions[i] = partition{Partition: p.Partition, LogStart: p.LogStart, LSO: p.LSO, HW: p.HW,
+			Fates: p.Fates, Transactions: p.Transactions, Findings: wireFindings(p.Findings)}
+		for _, x := range p.Txns {
+			doc.Partitions[i].Txns = append(doc.Partitions[i].Txns, txn{opt[int64]{x.ProducerID}, opt[int16]{x.ProducerEpoch},
+				x.TransactionalID, opt[int64]{x.FirstOffset}, opt[int64]{x.LastOffset}, opt[int64]{x.MarkerOffset},
+				x.Outcome, x.Records, opt[int64]{x.FirstTimestamp}, opt[int64]{x.MarkerTimestamp}})
+		}
+		for _, o := range p.Offsets {
+			doc.Partitions[i].Offsets = append(doc.Partitions[i].Offsets, offset{o.Offset, o.Fate,
+				opt[int64]{o.ProducerID}, opt[int16]{o.ProducerEpoch}, o.Transactional, o.Control})
+		}
+		for _, v := range p.Values {
+			doc.Partitions[i].Values = append(doc.Partitions[i].Values, record{v.Offset, value(v.Key), value(v.Value), v.Timestamp})
 		}
 	}
-	b, err := json.MarshalIndent(&c, "", "  ")
+	b, err := encodeIndented(&doc)
 	if err != nil {
 		return fmt.Errorf("encode ledger %s: %w", l.Topic, err)
 	}
-	return write(w, append(b, '\n'), "write ledger "+l.Topic)
+	return write(w, b, "write ledger "+l.Topic)
 }
 
 // ledgerColumns is LedgerCSV's header for per-partition rows.

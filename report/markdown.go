@@ -30,6 +30,10 @@ const (
 // keys follow alphabetically.
 var funnelOrder = []string{"read", "consumed", "repartitioned", "applied", "joined", "output"}
 
+// inputHops are the funnel's hops that count inputs (one record each per
+// source record): only between them is a change from hop to hop meaningful.
+var inputHops = []string{"read", "consumed", "repartitioned", "applied"}
+
 // Markdown writes the postmortem: verdict and summary, missing evidence,
 // the cut, the topology, the funnel, the timeline, findings by cause with
 // the known issues they match, sample lineage and what to do next.
@@ -444,7 +448,7 @@ func writeFunnel(md *mdWriter, r *audit.Report) {
 	md.header("hop", ">records", ">change from previous hop")
 	for i, k := range keys {
 		change := ""
-		if i > 0 && slices.Contains(funnelOrder, k) {
+		if i > 0 && slices.Contains(inputHops, k) && slices.Contains(inputHops, keys[i-1]) {
 			d := recs[k] - recs[keys[i-1]]
 			change = strconv.FormatInt(d, 10)
 			if d > 0 {
@@ -454,6 +458,9 @@ func writeFunnel(md *mdWriter, r *audit.Report) {
 		md.row(text(k), num(recs[k]), change)
 	}
 	md.s("\nA hop may legitimately hold fewer records than the one before (null keys, filters, a `latest` reducer folding updates); the findings below say which differences are losses.\n\n")
+	if _, ok := recs["output"]; ok {
+		md.s("`output` counts the records the app wrote, not inputs: record caching folds several updates of a key into one record, and a join writes one for an update of any of its tables, so it is not compared with the inputs applied (its difference is no loss; the join findings are).\n\n")
+	}
 }
 
 func funnelKeys(recs map[string]int64) []string {

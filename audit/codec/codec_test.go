@@ -168,7 +168,7 @@ func TestNewErrors(t *testing.T) {
 		{"bad user info", Config{ValueSerde: "avro", RegistryURL: "http://h", Properties: map[string]string{"basic.auth.user.info": "secret"}}, "user:password"},
 		{"url source without user", Config{ValueSerde: "avro", RegistryURL: "http://h", Properties: map[string]string{"basic.auth.credentials.source": "URL"}}, "no user"},
 		{"unsupported source", Config{ValueSerde: "avro", RegistryURL: "http://h", Properties: map[string]string{"basic.auth.credentials.source": "OAUTH"}}, "not supported"},
-		{"truststore", Config{ValueSerde: "avro", RegistryURL: "https://h", Properties: map[string]string{"schema.registry.ssl.truststore.location": "/x.jks"}}, "PEM"},
+		{"missing truststore", Config{ValueSerde: "avro", RegistryURL: "https://h", Properties: map[string]string{"schema.registry.ssl.truststore.location": "/x.jks"}}, "schema.registry.ssl.truststore.location"},
 		{"cert without key", Config{ValueSerde: "avro", RegistryURL: "https://h", Properties: map[string]string{"ssl.certificate.location": "/c.pem"}}, "go together"},
 		{"missing ca", Config{ValueSerde: "avro", RegistryURL: "https://h", Properties: map[string]string{"ssl.ca.location": "/nonexistent.pem"}}, "CA"},
 	} {

@@ -113,7 +113,12 @@
 //	ssl.certificate.location        PEM client certificate, with
 //	ssl.key.location                its unencrypted PEM key
 //
-// schema.registry.ssl.truststore.location and …keystore.location (JKS or
-// PKCS12) are refused with a message pointing to the PEM settings. Errors
-// name the request URL and HTTP status, never credentials.
+//	schema.registry.ssl.truststore.location, .type, .password
+//	                                a JKS, PKCS12 or PEM trust store
+//	schema.registry.ssl.keystore.location, .type, .password, and
+//	schema.registry.ssl.key.password a client key store
+//
+// The stores are read only under the schema.registry. prefix, as
+// Confluent's client reads them. Errors name the request URL and HTTP
+// status, never credentials.
 package codec

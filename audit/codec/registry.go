@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kaudit/kaudit/audit/kafka/tlsstore"
 )
 
 // Defaults of the registry client.
@@ -198,21 +200,22 @@ func (r *registryClient) setAuth(props map[string]string, urlUser *url.Userinfo)
 	return nil
 }
 
-// tlsConfig builds the registry client's TLS settings from PEM files:
-// ssl.ca.location (trusted CAs) and ssl.certificate.location with
-// ssl.key.location (client certificate), each also under the
-// schema.registry. prefix, which wins.
+// tlsConfig builds the registry client's TLS settings: trusted CAs from
+// ssl.ca.location (PEM) or schema.registry.ssl.truststore.location (JKS,
+// PKCS12 or PEM, as Confluent's client reads it); a client certificate
+// from ssl.certificate.location with ssl.key.location (PEM) or
+// schema.registry.ssl.keystore.location. The PEM settings are also read
+// under the schema.registry. prefix, which wins; the stores only under it,
+// as Confluent's client does (Kafka's own trust store is not the
+// registry's).
 func tlsConfig(props map[string]string, https bool) (*tls.Config, error) {
-	for _, k := range []string{"schema.registry.ssl.truststore.location", "schema.registry.ssl.keystore.location"} {
-		if props[k] != "" {
-			return nil, fmt.Errorf("configure schema registry TLS: %s (JKS/PKCS12) is not supported: give PEM files in schema.registry.ssl.ca.location, ssl.certificate.location and ssl.key.location", k)
-		}
-	}
+	const prefix = "schema.registry."
 	if !https {
 		return nil, nil
 	}
 	conf := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ca := prop(props, "ssl.ca.location"); ca != "" {
+	switch ca := prop(props, "ssl.ca.location"); {
+	case ca != "":
 		pem, err := os.ReadFile(ca)
 		if err != nil {
 			return nil, fmt.Errorf("read schema registry CA: %w", err)
@@ -220,6 +223,12 @@ func tlsConfig(props map[string]string, https bool) (*tls.Config, error) {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("read schema registry CA %s: no PEM certificate", ca)
+		}
+		conf.RootCAs = pool
+	case props[prefix+"ssl.truststore.location"] != "":
+		pool, err := tlsstore.TrustStore(props, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("configure schema registry TLS: %w", err)
 		}
 		conf.RootCAs = pool
 	}
@@ -233,6 +242,12 @@ func tlsConfig(props map[string]string, https bool) (*tls.Config, error) {
 		conf.Certificates = []tls.Certificate{pair}
 	case cert != "" || key != "":
 		return nil, errors.New("configure schema registry TLS: ssl.certificate.location and ssl.key.location go together")
+	case props[prefix+"ssl.keystore.location"] != "":
+		pair, err := tlsstore.KeyStore(props, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("configure schema registry TLS: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{pair}
 	}
 	return conf, nil
 }

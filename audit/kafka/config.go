@@ -3,13 +3,14 @@ package kafka
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaudit/kaudit/audit/kafka/tlsstore"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -54,18 +55,20 @@ func securityOpts(props map[string]string) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// saslMechanism builds PLAIN or SCRAM from sasl.mechanism and the
-// credentials of sasl.jaas.config (or sasl.username/sasl.password).
+// saslMechanism builds the mechanism of sasl.mechanism (or the one
+// sasl.jaas.config's login module implies; with neither, Kafka's default
+// GSSAPI): PLAIN and SCRAM from the module's username and password (or
+// sasl.username/sasl.password), OAUTHBEARER, GSSAPI and AWS_MSK_IAM (see
+// auth.go).
 func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 	mech := strings.ToUpper(strings.TrimSpace(props["sasl.mechanism"]))
 	user, pass := props["sasl.username"], props["sasl.password"]
-	var module string
+	var j jaasConfig
 	if jaas := strings.TrimSpace(props["sasl.jaas.config"]); jaas != "" {
-		j, err := parseJAAS(jaas)
-		if err != nil {
+		var err error
+		if j, err = parseJAAS(jaas); err != nil {
 			return nil, fmt.Errorf("sasl.jaas.config: %w", err)
 		}
-		module = j.module
 		if u, ok := j.options["username"]; ok {
 			user = u
 		}
@@ -73,28 +76,39 @@ func saslMechanism(props map[string]string) (sasl.Mechanism, error) {
 			pass = p
 		}
 	}
-	isPlainModule := strings.HasSuffix(module, ".PlainLoginModule")
-	isScramModule := strings.HasSuffix(module, ".ScramLoginModule")
+	implied, known := moduleMechanism(j.module)
+	if !known {
+		return nil, errors.New("sasl.jaas.config: the login module is not supported: want PlainLoginModule, ScramLoginModule, OAuthBearerLoginModule, Krb5LoginModule or IAMLoginModule")
+	}
 	if mech == "" {
-		if !isPlainModule {
-			return nil, errors.New("sasl.mechanism is not set (Kafka's default GSSAPI is not supported): want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+		switch implied {
+		case "SCRAM":
+			return nil, errors.New("sasl.mechanism is not set and ScramLoginModule does not say which: want SCRAM-SHA-256 or SCRAM-SHA-512")
+		case "":
+			mech = "GSSAPI" // Kafka's default
+		default:
+			mech = implied
 		}
-		mech = "PLAIN"
+	}
+	family := mech
+	if strings.HasPrefix(mech, "SCRAM-") {
+		family = "SCRAM"
 	}
 	switch mech {
-	case "PLAIN":
-		if isScramModule {
-			return nil, errors.New("sasl.mechanism PLAIN does not go with ScramLoginModule in sasl.jaas.config")
-		}
-	case "SCRAM-SHA-256", "SCRAM-SHA-512":
-		if isPlainModule {
-			return nil, fmt.Errorf("sasl.mechanism %s does not go with PlainLoginModule in sasl.jaas.config", mech)
-		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM":
 	default:
-		return nil, fmt.Errorf("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+		return nil, fmt.Errorf("sasl.mechanism %q is not supported: want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI or AWS_MSK_IAM", mech)
 	}
-	if module != "" && !isPlainModule && !isScramModule {
-		return nil, errors.New("sasl.jaas.config: the login module is not supported: want org.apache.kafka.common.security.plain.PlainLoginModule or org.apache.kafka.common.security.scram.ScramLoginModule")
+	if implied != "" && implied != family {
+		return nil, fmt.Errorf("sasl.mechanism %s does not go with %s in sasl.jaas.config", mech, j.module[strings.LastIndexByte(j.module, '.')+1:])
+	}
+	switch mech {
+	case "OAUTHBEARER":
+		return oauthMechanism(props, j)
+	case "GSSAPI":
+		return kerberosMechanism(props, j)
+	case "AWS_MSK_IAM":
+		return awsMechanism(j)
 	}
 	if user == "" || pass == "" {
 		return nil, fmt.Errorf("sasl.mechanism %s needs a username and a password: set them in sasl.jaas.config or sasl.username and sasl.password", mech)
@@ -203,10 +217,10 @@ func jaasTokens(s string) ([]jaasToken, error) {
 
 // tlsConfig builds the TLS config from ssl.* properties. Trust: PEM from
 // ssl.ca.location (librdkafka), ssl.truststore.certificates (inline PEM) or
-// ssl.truststore.location with ssl.truststore.type=PEM; JKS and PKCS12 trust
-// stores are not supported. Client certificate: ssl.certificate.location +
-// ssl.key.location, ssl.keystore.certificate.chain + ssl.keystore.key, or
-// ssl.keystore.location with ssl.keystore.type=PEM. An empty
+// ssl.truststore.location, a JKS (Java's default type), PKCS12 or PEM
+// store. Client certificate: ssl.certificate.location + ssl.key.location,
+// ssl.keystore.certificate.chain + ssl.keystore.key, or
+// ssl.keystore.location (JKS, PKCS12 or PEM). An empty
 // ssl.endpoint.identification.algorithm verifies the chain but not the host
 // name.
 func tlsConfig(props map[string]string) (*tls.Config, error) {
@@ -222,17 +236,11 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 	case props["ssl.truststore.certificates"] != "":
 		caPEM = []byte(props["ssl.truststore.certificates"])
 	case props["ssl.truststore.location"] != "":
-		if t := strings.ToUpper(props["ssl.truststore.type"]); t != "PEM" {
-			if t == "" {
-				t = "JKS"
-			}
-			return nil, fmt.Errorf("ssl.truststore.location: %s trust stores are not supported; export the CA as PEM (keytool -exportcert -rfc) and set ssl.ca.location", t)
-		}
-		b, err := os.ReadFile(props["ssl.truststore.location"])
+		pool, err := tlsstore.TrustStore(props, "")
 		if err != nil {
-			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
+			return nil, err
 		}
-		caPEM = b
+		tc.RootCAs = pool
 	}
 	if caPEM != nil {
 		pool := x509.NewCertPool()
@@ -242,7 +250,6 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 
-	var certPEM, keyPEM []byte
 	switch {
 	case props["ssl.certificate.location"] != "" || props["ssl.key.location"] != "":
 		c, err := os.ReadFile(props["ssl.certificate.location"])
@@ -253,30 +260,21 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ssl.key.location: %w", err)
 		}
-		certPEM, keyPEM = c, k
+		cert, err := tlsstore.PEMPair(c, k)
+		if err != nil {
+			return nil, err
+		}
+		tc.Certificates = []tls.Certificate{cert}
 	case props["ssl.keystore.certificate.chain"] != "" || props["ssl.keystore.key"] != "":
-		certPEM, keyPEM = []byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"])
+		cert, err := tlsstore.PEMPair([]byte(props["ssl.keystore.certificate.chain"]), []byte(props["ssl.keystore.key"]))
+		if err != nil {
+			return nil, err
+		}
+		tc.Certificates = []tls.Certificate{cert}
 	case props["ssl.keystore.location"] != "":
-		if t := strings.ToUpper(props["ssl.keystore.type"]); t != "PEM" {
-			if t == "" {
-				t = "JKS"
-			}
-			return nil, fmt.Errorf("ssl.keystore.location: %s key stores are not supported; set ssl.certificate.location and ssl.key.location to PEM files", t)
-		}
-		b, err := os.ReadFile(props["ssl.keystore.location"])
+		cert, err := tlsstore.KeyStore(props, "")
 		if err != nil {
-			return nil, fmt.Errorf("ssl.keystore.location: %w", err)
-		}
-		certPEM, keyPEM = b, b
-	}
-	if certPEM != nil || keyPEM != nil {
-		if isEncryptedKey(keyPEM) {
-			return nil, errors.New("ssl client key: encrypted private keys are not supported; decrypt it (openssl pkey)")
-		}
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			// The crypto error can describe the key; do not repeat it.
-			return nil, errors.New("ssl client certificate: the certificate and key are not a valid PEM pair")
+			return nil, err
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -302,18 +300,4 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 		}
 	}
 	return tc, nil
-}
-
-func isEncryptedKey(b []byte) bool {
-	for len(b) > 0 {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			return false
-		}
-		if blk.Type == "ENCRYPTED PRIVATE KEY" || blk.Headers["Proc-Type"] != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -4,9 +4,10 @@
 // The main types are Source, which implements audit.Source and
 // audit.CommittedReader over one cluster, and Config, which says how to reach
 // it: bootstrap servers plus Kafka's Java client properties
-// (security.protocol, sasl.mechanism, sasl.jaas.config or
-// sasl.username/sasl.password, ssl.* with PEM files as librdkafka takes
-// them).
+// (security.protocol; sasl.mechanism PLAIN, SCRAM-SHA-256/512, OAUTHBEARER
+// with KIP-768's client credentials, GSSAPI or AWS_MSK_IAM, from
+// sasl.jaas.config; ssl.* with JKS, PKCS12 or PEM stores, read by package
+// tlsstore). UnusedProperties names the properties it ignores.
 //
 // A Source is strictly read-only: it has no group id and never joins a
 // group, commits, produces, creates topics, deletes records, changes configs

@@ -243,8 +243,8 @@ func TestTLS(t *testing.T) {
 		{"host name checked by default", with(clientFiles, map[string]string{"ssl.ca.location": f.caFile}), "reach bootstrap servers"},
 		{"wrong CA", with(noHost, clientFiles, map[string]string{"ssl.ca.location": f.otherCAFile}), "reach bootstrap servers"},
 		{"no client certificate", with(noHost, map[string]string{"ssl.ca.location": f.caFile}), "reach bootstrap servers"},
-		{"JKS trust store", with(map[string]string{"ssl.truststore.location": "/etc/kafka/truststore.jks", "ssl.truststore.password": "jks-pw"}), "JKS trust stores are not supported"},
-		{"PKCS12 key store", with(map[string]string{"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/k.p12"}), "PKCS12 key stores are not supported"},
+		{"missing JKS trust store", with(map[string]string{"ssl.truststore.location": "/etc/kafka/truststore.jks", "ssl.truststore.password": "jks-pw"}), "ssl.truststore.location"},
+		{"unknown store type", with(map[string]string{"ssl.keystore.type": "BKS", "ssl.keystore.location": "/k.bks"}), `ssl.keystore.type "BKS": want JKS, PKCS12 or PEM`},
 		{"missing CA file", with(map[string]string{"ssl.ca.location": filepath.Join(f.dir, "nope.pem")}), "ssl.ca.location"},
 		{"key does not match", with(map[string]string{"ssl.certificate.location": f.caFile, "ssl.key.location": f.keyFile}), "not a valid PEM pair"},
 		{"encrypted key", with(map[string]string{"ssl.keystore.certificate.chain": f.clientCertPEM,
@@ -295,7 +295,8 @@ func TestSASLConfigErrors(t *testing.T) {
 		want  string
 	}{
 		{"gssapi default", map[string]string{"sasl.username": "u", "sasl.password": pw}, "GSSAPI"},
-		{"oauthbearer", map[string]string{"sasl.mechanism": "OAUTHBEARER"}, `"OAUTHBEARER" is not supported`},
+		{"oauthbearer without an endpoint", map[string]string{"sasl.mechanism": "OAUTHBEARER"}, "needs sasl.oauthbearer.token.endpoint.url"},
+		{"unknown mechanism", map[string]string{"sasl.mechanism": "NTLM"}, `"NTLM" is not supported`},
 		{"no password", map[string]string{"sasl.mechanism": "PLAIN", "sasl.username": "u"}, "needs a username and a password"},
 		{"plain with scram module", map[string]string{"sasl.mechanism": "PLAIN",
 			"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="` + pw + `";`}, "ScramLoginModule"},

@@ -35,8 +35,12 @@ type Config struct {
 	// Bootstrap lists the seed brokers, host:port each.
 	Bootstrap []string
 	// Properties are Kafka's Java client properties (security.protocol,
-	// sasl.*, ssl.*). Unknown properties are ignored.
+	// sasl.*, ssl.*). Properties kaudit does not use are ignored, and named
+	// to Warn.
 	Properties map[string]string
+	// Warn, when set, is told the names of the properties kaudit does not
+	// use (never their values).
+	Warn func(string)
 	// Timeout bounds one request and the reachability check of Open;
 	// zero means DefaultTimeout.
 	Timeout time.Duration
@@ -92,6 +96,9 @@ func Open(ctx context.Context, cfg Config) (*Source, error) {
 	id := cfg.ClientID
 	if id == "" {
 		id = "kaudit"
+	}
+	if u := UnusedProperties(cfg.Properties); len(u) > 0 && cfg.Warn != nil {
+		cfg.Warn("client properties kaudit does not use, ignored: " + strings.Join(u, ", "))
 	}
 	sec, err := securityOpts(cfg.Properties)
 	if err != nil {

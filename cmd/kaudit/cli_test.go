@@ -259,7 +259,7 @@ func TestSinceSourceClock(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tt.code, stderr)
 			}
 			var r audit.Report
-			if err := json.Unmarshal([]byte(out), &r); err != nil {
+			if err := decodeReport([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}
 			notes := strings.Join(r.Summary.Notes, "\n")

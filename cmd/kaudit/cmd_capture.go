@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -240,7 +239,7 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		}
 	}
 	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-		p := &progressLine{w: stderr}
+		p := newCaptureBar(stderr)
 		opts.Progress = p.update
 		defer p.done()
 	}
@@ -321,33 +320,4 @@ func realPath(path string) (string, error) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// progressLine rewrites one line of a terminal, at most every 200 ms.
-type progressLine struct {
-	mu    sync.Mutex
-	w     io.Writer
-	last  time.Time
-	shown bool
-}
-
-func (p *progressLine) update(done, total int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond || done == total {
-		pct := 100.0
-		if total > 0 {
-			pct = float64(done) * 100 / float64(total)
-		}
-		fmt.Fprintf(p.w, "\rcapture: %d of %d offsets (%.0f%%)\033[K", done, total, pct)
-		p.last, p.shown = now, true
-	}
-}
-
-func (p *progressLine) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown {
-		fmt.Fprintln(p.w)
-	}
 }

@@ -181,18 +181,6 @@ func readPartition(t *testing.T, ctx context.Context, src audit.RecordSource, tp
 	return out
 }
 
-func TestProgressLine(t *testing.T) {
-	var b strings.Builder
-	p := &progressLine{w: &b}
-	p.update(0, 10)
-	p.update(5, 10) // within 200 ms of the last: skipped
-	p.update(10, 10)
-	p.done()
-	if got, want := b.String(), "\rcapture: 0 of 10 offsets (0%)\033[K\rcapture: 10 of 10 offsets (100%)\033[K\n"; got != want {
-		t.Fatalf("progress %q, want %q", got, want)
-	}
-}
-
 // produceFixture produces sourcetest.Fixture to a kfake cluster, batch by
 // batch: what a producer controls of it (offsets, batch boundaries,
 // transactions, markers, keys, values, headers).

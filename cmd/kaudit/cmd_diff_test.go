@@ -93,7 +93,7 @@ func TestDiffVerdicts(t *testing.T) {
 				return
 			}
 			var rep audit.Report
-			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			if err := decodeReport([]byte(stdout), &rep); err != nil {
 				t.Fatalf("parse report: %v\n%s", err, stdout)
 			}
 			if rep.Summary.Verdict != tt.verdict {

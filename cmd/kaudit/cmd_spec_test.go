@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +50,7 @@ func TestSpecTypos(t *testing.T) {
 				return
 			}
 			var rep audit.Report
-			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			if err := decodeReport([]byte(out), &rep); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(strings.Join(rep.Summary.Missing, "\n"), tc.missing) {

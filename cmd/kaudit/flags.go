@@ -38,6 +38,7 @@ type sourceOptions struct {
 	ValueSerde      string
 	MaxTxnTimeout   time.Duration
 	BaselineSnapDir string
+	Stderr          io.Writer // told the client properties kaudit does not use; nil: not told
 }
 
 func sourceFlags() []cli.Flag {
@@ -161,5 +162,6 @@ func readSourceOptions(c *cli.Context) sourceOptions {
 		KeySerde:       c.String("key-serde"),
 		ValueSerde:     c.String("value-serde"),
 		MaxTxnTimeout:  c.Duration("max-transaction-timeout"),
+		Stderr:         c.App.ErrWriter,
 	}
 }

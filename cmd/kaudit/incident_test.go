@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +18,7 @@ func TestCapturedIncident(t *testing.T) {
 		t.Fatalf("exit %d, want %d: %s", code, exitFindings, errOut)
 	}
 	var rep audit.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+	if err := decodeReport([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
 	var keys []string

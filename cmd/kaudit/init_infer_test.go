@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"net"
@@ -88,7 +87,7 @@ func bundleFindings(t *testing.T, sp string) []string {
 		t.Fatalf("diff --spec %s: exit %d: %s", sp, code, errOut)
 	}
 	var rep audit.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+	if err := decodeReport([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
 	var fs []string

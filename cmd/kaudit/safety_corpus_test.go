@@ -300,7 +300,7 @@ func buildCorpus(t *testing.T) []corpusFile {
 		add("reports/"+name+".json", append(b, '\n'))
 	}
 	loss := map[string]any{"stage": "source", "cause": "retention-gap", "severity": "loss", "topic": "orders-v1", "partition": 1, "offset": 3,
-		"count": 2, "key": "", "timestamp": -1, "transactional_id": "", "producer_id": -1, "producer_epoch": -1, "expected": "", "actual": "", "detail": "planted"}
+		"count": 2, "key": nil, "timestamp": nil, "transactional_id": "", "producer_id": nil, "producer_epoch": nil, "expected": nil, "actual": nil, "detail": "planted"}
 	add("reports/clean.json", clean)
 	addText("reports/not-json.json", "verdict: clean\n")
 	add("reports/truncated.json", clean[:len(clean)/2])

@@ -4,14 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
-
-	"github.com/kaudit/kaudit/audit/diff"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/diff"
 	"github.com/kaudit/kaudit/audit/kafka"
 )
 
@@ -87,7 +87,11 @@ func openSource(ctx context.Context, command string, o sourceOptions) (*openedSo
 	if err != nil {
 		return nil, err
 	}
-	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout})
+	var warn func(string)
+	if w := o.Stderr; w != nil {
+		warn = func(s string) { fmt.Fprintln(w, "kaudit: warning: "+s) }
+	}
+	s, err := kafka.Open(ctx, kafka.Config{Bootstrap: o.Bootstrap, Properties: props, Timeout: o.Timeout, StableTimeout: o.StableTimeout, Warn: warn})
 	switch {
 	case err == nil:
 		return &openedSource{Evidence: diff.Evidence{Source: s}, close: s.Close}, nil

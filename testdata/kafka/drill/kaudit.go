@@ -28,15 +28,21 @@ type finding struct {
 	Detail    string          `json:"detail"`
 }
 
-// keyString is the finding's table key as plain text. kaudit prints keys as decoded JSON text
-// inside a JSON string ("\"o-1\"" for the string key o-1), so a string is unquoted twice.
+// keyString is the finding's table key as plain text. kaudit's JSON (schema 2) prints a key as
+// its JSON value ("o-1" for the string key o-1, 42, {"a":1} indented); schema 1 printed the
+// JSON text inside a string ("\"o-1\""), so a string holding a JSON string is unquoted again.
+// Other values print as their compact JSON text.
 func (f finding) keyString() string {
 	if len(f.Key) == 0 || string(f.Key) == "null" {
 		return ""
 	}
 	var s string
 	if json.Unmarshal(f.Key, &s) != nil {
-		return string(f.Key)
+		var c bytes.Buffer
+		if json.Compact(&c, f.Key) != nil {
+			return string(f.Key)
+		}
+		return c.String()
 	}
 	var inner string
 	if json.Unmarshal([]byte(s), &inner) == nil {
