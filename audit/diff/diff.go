@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +59,11 @@ type Options struct {
 	MaxTxnTimeout time.Duration
 	// Partitions limits the audit to these task partitions (a shard).
 	Partitions []int32
+	// Shard, when Count > 0 and Partitions is nil, audits the task
+	// partitions p with p % Count == Index: shard Index of Count, whatever
+	// the app's partition counts (a Kubernetes Indexed Job's completion
+	// index). The shards of one Count cover every partition once.
+	Shard Shard
 	// CrossCheck compares each partition's derived read_committed view
 	// with the broker's.
 	CrossCheck bool
@@ -97,6 +103,9 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		return nil, err
 	}
 	appID := cmp.Or(o.AppID, s.Pipeline.AppID)
+	if o.Partitions == nil && o.Shard.Count > 0 {
+		o.Partitions = o.Shard.partitions(ctx, ev.Source, s.Pipeline)
+	}
 	rep, err := reconcile.Run(ctx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: o.Log,
 		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir})
@@ -128,6 +137,49 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// Shard is one of Count shards of an app's task partitions.
+type Shard struct{ Index, Count int32 }
+
+// ParseShard reads "I/N" (0 <= I < N).
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 32)
+	n, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 32)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("%q: want I/N with 0 <= I < N, e.g. 0/4", s)
+	}
+	return Shard{Index: int32(i), Count: int32(n)}, nil
+}
+
+// partitions lists the shard's task partitions below the largest
+// partition count of the pipeline's topics.
+func (sh Shard) partitions(ctx context.Context, src audit.Source, p *reconcile.Pipeline) []int32 {
+	var topics []string
+	for _, t := range p.Tables {
+		topics = append(topics, t.Source, t.Repartition, t.Changelog, t.Output)
+	}
+	for _, j := range p.Joins {
+		topics = append(topics, j.Output)
+	}
+	topics = append(topics, p.Outputs...)
+	var most int32
+	for _, t := range topics {
+		if t == "" {
+			continue
+		}
+		n, err := src.Partitions(ctx, t)
+		if err != nil {
+			continue // the engine reports the topic it cannot read
+		}
+		most = max(most, n)
+	}
+	out := []int32{}
+	for q := sh.Index; q < most; q += sh.Count {
+		out = append(out, q)
+	}
+	return out
 }
 
 // addUnjudged puts the reasons why tables and joins were not judged into

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/report"
 )
 
 // TestDiffLogDirs audits a real broker's log dirs through the library, as
@@ -52,6 +54,67 @@ func TestDiffErrors(t *testing.T) {
 		var u audit.UsageError
 		if !errors.As(err, &u) {
 			t.Errorf("%s: error %v, want a usage error", name, err)
+		}
+	}
+}
+
+// TestDiffShards: the shards I/N of the captured incident, merged, are the
+// whole audit, and each shard judges only its own partitions.
+func TestDiffShards(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "incidents")
+	audit1 := func(o Options) *audit.Report {
+		t.Helper()
+		ev, err := OpenSnapshot(t.Context(), filepath.Join(root, "dropped"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.SpecFile = filepath.Join(root, "dropped.kaudit.yaml")
+		rep, err := Diff(t.Context(), ev, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	whole := audit1(Options{})
+	var shards []*audit.Report
+	for i := range int32(3) {
+		rep := audit1(Options{Shard: Shard{Index: i, Count: 3}})
+		for _, c := range rep.Cut {
+			if c.Role != "source" && c.Partition%3 != i {
+				t.Errorf("shard %d/3 judged %s/%d", i, c.Topic, c.Partition)
+			}
+		}
+		shards = append(shards, rep)
+	}
+	merged, err := report.Merge(shards...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(r *audit.Report) []string {
+		var out []string
+		for _, f := range r.Findings {
+			out = append(out, fmt.Sprintf("%s %s %s/%d@%d %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Key))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if w, m := key(whole), key(merged); !slices.Equal(w, m) || merged.Summary.Verdict != whole.Summary.Verdict {
+		t.Errorf("merged shards: %s\n%q\nwhole: %s\n%q", merged.Summary.Verdict, m, whole.Summary.Verdict, w)
+	}
+	if len(key(whole)) == 0 {
+		t.Fatal("the incident has no findings: the test proves nothing")
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for in, want := range map[string]Shard{"0/4": {0, 4}, "3/4": {3, 4}, " 1 / 2 ": {1, 2}} {
+		if got, err := ParseShard(in); err != nil || got != want {
+			t.Errorf("ParseShard(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "4/4", "-1/4", "1", "a/b", "0/0", "$(JOB_COMPLETION_INDEX)/4"} {
+		if _, err := ParseShard(in); err == nil {
+			t.Errorf("ParseShard(%q): no error", in)
 		}
 	}
 }

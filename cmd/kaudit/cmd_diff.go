@@ -39,6 +39,7 @@ type diffOptions struct {
 	StreamsVersion   string
 	Outage           time.Duration
 	Partitions       []int32
+	Shard            diff.Shard
 	CrossCheck       bool
 	Concurrency      int
 	Wide             bool // --wide: the table unwrapped
@@ -60,7 +61,7 @@ type diffOptions struct {
 func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
 		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
-		Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
+		Partitions: o.Partitions, Shard: o.Shard, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
 		SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
 
@@ -82,6 +83,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
 		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
+		&cli.StringFlag{Name: "shard", Usage: "audit shard `I/N` of the task partitions (those with partition % N == I), e.g. --shard $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job; see kaudit merge", EnvVars: env("shard")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
@@ -141,6 +143,14 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	}
 	if o.Partitions, err = parsePartitions(c.String("partitions")); err != nil {
 		return o, usagef("--partitions: %w", err)
+	}
+	if sh := c.String("shard"); sh != "" {
+		if o.Partitions != nil {
+			return o, usagef("give --partitions or --shard, not both")
+		}
+		if o.Shard, err = diff.ParseShard(sh); err != nil {
+			return o, usagef("--shard: %w", err)
+		}
 	}
 	if o.Concurrency < 1 || o.Concurrency > 64 {
 		return o, usagef("--concurrency %d: want 1 to 64", o.Concurrency)

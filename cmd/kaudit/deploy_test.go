@@ -254,9 +254,9 @@ func TestDeployScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// the bundle's tasks are partitions 0 and 1: two shards of one
+	// the bundle's tasks are partitions 0 and 1: two shards (--shard 0/2, 1/2)
 	shard := m.jobs["kaudit-shards"].Spec.Template.Spec.Containers[0]
-	sizes := map[string]string{"REPORTS": reports, "SHARDS": "2", "PER_SHARD": "1"}
+	sizes := map[string]string{"REPORTS": reports, "SHARDS": "2"}
 	for i := range 2 {
 		env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i)}
 		for k, v := range sizes {
