@@ -99,8 +99,19 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			s.problem(tp, fmt.Sprintf("%s: sha256 %s (%d bytes), the manifest says %s (%d bytes)", f.Path, sum, size, f.SHA256, f.Size))
 		}
 	}
+	filesOf := map[string]int{}
+	for _, f := range m.Files {
+		if d, _, ok := strings.Cut(f.Path, "/"); ok {
+			filesOf[d]++
+		}
+	}
 	for _, p := range m.Partitions {
 		dirName := partitionDir(p.TP())
+		if filesOf[dirName] == 0 && p.Next > p.From {
+			// compaction never empties a log: a partition captured with
+			// records and no file has lost its file
+			s.problem(p.TP(), fmt.Sprintf("%s: the manifest says offsets %d-%d were captured, and lists no file of it", dirName, p.From, p.Next-1))
+		}
 		entries, err := os.ReadDir(filepath.Join(dir, dirName))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.problem(p.TP(), fmt.Sprintf("list %s: %v", dirName, err))

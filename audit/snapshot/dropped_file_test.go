@@ -1,0 +1,61 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// TestFileDroppedCompacted: a compacted topic's segment deleted from the
+// bundle and from the manifest's file list, while the manifest's partition
+// still says records were captured. Compaction never empties a log, so the
+// partition is unreadable; read as an empty changelog it gave hundreds of
+// state-diverged and join-stale losses with no missing evidence (found by
+// the safety probe, testdata/probe, on testdata/incidents/dropped).
+func TestFileDroppedCompacted(t *testing.T) {
+	dir := t.TempDir()
+	capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
+	rel, m := segmentOf(t, dir)
+	if err := os.RemoveAll(filepath.Join(dir, filepath.Dir(rel))); err != nil {
+		t.Fatal(err)
+	}
+	m.Files = slices.DeleteFunc(m.Files, func(f File) bool { return strings.HasPrefix(f.Path, partitionDir(tp0)+"/") })
+	compacted := false
+	for i := range m.Topics {
+		if m.Topics[i].Name == tp0.Topic {
+			if m.Topics[i].Configs == nil {
+				m.Topics[i].Configs = map[string]string{}
+			}
+			m.Topics[i].Configs["cleanup.policy"] = "compact"
+			compacted = true
+		}
+	}
+	if !compacted {
+		m.Topics = append(m.Topics, audit.TopicInfo{Name: tp0.Topic, Partitions: tp0.Partition + 1, Configs: map[string]string{"cleanup.policy": "compact"}})
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	problems, recs, err := damaged(t, dir)
+	named := false
+	for _, f := range problems {
+		if f.Cause == audit.CauseUnreadable && f.Topic == tp0.Topic && f.Partition == tp0.Partition && strings.Contains(f.Detail, partitionDir(tp0)) {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("problems %+v, want an unreadable finding naming %s", problems, partitionDir(tp0))
+	}
+	if err == nil {
+		t.Errorf("reading %s gave %d records and no error; want an error", tp0, len(recs))
+	}
+}
