@@ -26,12 +26,15 @@ var ErrNotCaptured = fmt.Errorf("evidence not captured or altered: %w", audit.Er
 // come from the bundle's segment files and everything else from its
 // manifest, and an audit.Clock reading the capture time.
 type Snapshot struct {
-	dir      string
-	m        *Manifest
-	seg      *segment.Dir // nil when no partition holds a record
-	parts    map[audit.TopicPartition]*PartitionState
-	bad      map[audit.TopicPartition]string // why a partition cannot be trusted
-	problems []audit.Finding
+	dir   string
+	m     *Manifest
+	seg   *segment.Dir // nil when no partition holds a record
+	parts map[audit.TopicPartition]*PartitionState
+	bad   map[audit.TopicPartition]string // why a partition cannot be trusted
+	// badOffsets says why a partition's offsets in the manifest contradict
+	// each other: it has no offsets to give.
+	badOffsets map[audit.TopicPartition]string
+	problems   []audit.Finding
 }
 
 var (
@@ -55,7 +58,7 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
-	s := &Snapshot{dir: dir, m: m, parts: map[audit.TopicPartition]*PartitionState{}, bad: map[audit.TopicPartition]string{}}
+	s := &Snapshot{dir: dir, m: m, parts: map[audit.TopicPartition]*PartitionState{}, bad: map[audit.TopicPartition]string{}, badOffsets: map[audit.TopicPartition]string{}}
 	for i := range m.Partitions {
 		p := &m.Partitions[i]
 		s.parts[p.TP()] = p
@@ -69,7 +72,9 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			s.problem(p.TP(), fmt.Sprintf("the manifest lists partition %d of %s, which has %d partitions", p.Partition, p.Topic, n))
 		}
 		if p.Partition < 0 || p.LogStart < 0 || p.LogStart > p.HW || p.LSO > p.HW || p.From < 0 {
-			s.problem(p.TP(), fmt.Sprintf("the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d", p.LogStart, p.LSO, p.HW, p.From))
+			why := fmt.Sprintf("the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d", p.LogStart, p.LSO, p.HW, p.From)
+			s.problem(p.TP(), why)
+			s.badOffsets[p.TP()] = why
 		}
 	}
 	listed := map[string]bool{}
@@ -272,6 +277,9 @@ func (s *Snapshot) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.
 	p, err := s.part(tp)
 	if err != nil {
 		return audit.PartitionOffsets{}, err
+	}
+	if why, ok := s.badOffsets[tp]; ok {
+		return audit.PartitionOffsets{}, fmt.Errorf("offsets of %s: %s: %w", tp, why, ErrNotCaptured)
 	}
 	ls := max(p.LogStart, p.From)
 	return audit.PartitionOffsets{LogStart: ls, LSO: max(p.LSO, ls), HW: max(p.HW, ls)}, nil
