@@ -92,3 +92,31 @@ func TestSpecialFilesWholeReads(t *testing.T) {
 		within(t, "the ZooKeeper-era check", func() error { d.zkEra(); return nil })
 	})
 }
+
+// TestSegmentFileDeleted: a partition dir of a real log dir whose only .log
+// was deleted (its indexes and the dir's high-watermark checkpoint left):
+// Kafka never leaves a partition without a segment, and the checkpoint says
+// acknowledged offsets are gone, so the partition is corrupt evidence. Read
+// as an empty log it made a confident truncated loss (found by the safety
+// probe, testdata/probe).
+func TestSegmentFileDeleted(t *testing.T) {
+	for _, version := range []string{"3.6.2", "4.1.1"} {
+		t.Run(version, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.CopyFS(root, os.DirFS(filepath.Join("testdata", "real", "kafka-"+version+"-logdir"))); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(root, "gen.orders-1", "00000000000000000000.log")); err != nil {
+				t.Fatal(err)
+			}
+			d, err := OpenDirs(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := d.Offsets(t.Context(), audit.TopicPartition{Topic: "gen.orders", Partition: 1})
+			if !errors.Is(err, audit.ErrCorrupt) {
+				t.Fatalf("offsets %+v, error %v; want an error wrapping %v", o, err, audit.ErrCorrupt)
+			}
+		})
+	}
+}
