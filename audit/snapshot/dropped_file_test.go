@@ -56,34 +56,45 @@ func TestFileDroppedCompacted(t *testing.T) {
 // start of 2^62, it made a retention-gap loss on the incident bundle (found
 // by the safety probe, testdata/probe).
 func TestOffsetsContradict(t *testing.T) {
-	dir := t.TempDir()
-	capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
-	m, err := ReadManifest(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for i := range m.Partitions {
-		if m.Partitions[i].TP() == tp0 {
-			m.Partitions[i].LogStart, found = 1<<62, true
-		}
-	}
-	if !found {
-		t.Fatalf("no %s in the manifest", tp0)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, err := s.Offsets(t.Context(), tp0); !errors.Is(err, ErrNotCaptured) {
-		t.Errorf("offsets %+v, error %v; want an error wrapping %v", o, err, ErrNotCaptured)
+	for _, tc := range []struct {
+		name string
+		edit func(p *PartitionState)
+	}{
+		{"log start above the HW", func(p *PartitionState) { p.LogStart = 1 << 62 }},
+		{"captured from above the next offset", func(p *PartitionState) { p.From = p.HW + 1000 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
+			m, err := ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for i := range m.Partitions {
+				if m.Partitions[i].TP() == tp0 {
+					tc.edit(&m.Partitions[i])
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no %s in the manifest", tp0)
+			}
+			b, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, err := s.Offsets(t.Context(), tp0); !errors.Is(err, ErrNotCaptured) {
+				t.Errorf("offsets %+v, error %v; want an error wrapping %v", o, err, ErrNotCaptured)
+			}
+		})
 	}
 }
 
