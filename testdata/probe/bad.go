@@ -71,13 +71,14 @@ func badRuns(dir string) ([]badRun, error) {
 }
 
 // runBadCorpus runs kaudit over a copy of testdata/bad, one run at a time
-// (each run's writes are checked over the whole copy).
+// (each run's writes are checked over the whole copy and its working dir).
 func runBadCorpus(root, bin, work string, _ int, timeout time.Duration) ([]badRun, error) {
-	dir := filepath.Join(work, "bad")
+	top := filepath.Join(work, "badrun")
+	dir := filepath.Join(top, "bad")
 	if err := copyTree(filepath.Join(root, "testdata", "bad"), dir); err != nil {
 		return nil, err
 	}
-	cwd := filepath.Join(work, "bad-cwd")
+	cwd := filepath.Join(top, "cwd")
 	if err := os.MkdirAll(cwd, 0o755); err != nil {
 		return nil, err
 	}
@@ -87,12 +88,12 @@ func runBadCorpus(root, bin, work string, _ int, timeout time.Duration) ([]badRu
 	}
 	for i := range rs {
 		r := &rs[i]
-		before, err := treeState(work)
+		before, err := treeState(top)
 		if err != nil {
 			return nil, err
 		}
 		r.res = runKaudit(bin, runOpts{dir: cwd, timeout: timeout}, r.args...)
-		after, err := treeState(work)
+		after, err := treeState(top)
 		if err != nil {
 			return nil, err
 		}

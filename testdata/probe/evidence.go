@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -401,6 +403,54 @@ func specMutation(r *rand.Rand, t *target, root string) mutation {
 		}}
 }
 
+// rehashable are the .log mutations that leave a regular file whose hash
+// and size can be written into the manifest, as someone editing a bundle
+// would.
+var rehashable = map[string]bool{"flip-record": true, "flip-crc": true, "flip-magic": true, "flip-length": true, "flip-base-offset": true,
+	"flip-epoch": true, "claim-length": true, "claim-count": true, "truncate-mid": true, "truncate-boundary": true, "zero-length": true}
+
+// rehashed makes the manifest agree with the mutated file's size and
+// sha256: only the bundle's own checks (CRC, offsets, sizes) can tell.
+// A base offset or leader epoch no checksum covers is then uncovered.
+func rehashed(m mutation) mutation {
+	apply := m.apply
+	m.kind += "+rehash"
+	m.desc += ", manifest rehashed"
+	if strings.HasPrefix(m.kind, "flip-base-offset") || strings.HasPrefix(m.kind, "flip-epoch") {
+		m.class = classUncovered
+	}
+	m.apply = func(d, outside string) error {
+		if err := apply(d, outside); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(d, filepath.FromSlash(m.file)))
+		if err != nil {
+			return err
+		}
+		mp := filepath.Join(d, "manifest.json")
+		mb, err := os.ReadFile(mp)
+		if err != nil {
+			return err
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(mb, &doc); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		for _, f := range doc["files"].([]any) {
+			if f := f.(map[string]any); f["path"] == filepath.ToSlash(m.file) {
+				f["size"], f["sha256"] = len(b), hex.EncodeToString(sum[:])
+			}
+		}
+		out, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(mp, out, 0o644)
+	}
+	return m
+}
+
 // mutations makes n mutations over the targets, by weight, from seed.
 func mutations(root string, seed uint64, n int) ([]mutation, error) {
 	ts := targets()
@@ -429,6 +479,9 @@ func mutations(root string, seed uint64, n int) ([]mutation, error) {
 				m = metaMutation(r, t, fx)
 			default:
 				m = logMutation(r, t, fx)
+				if t.kind == "snapshot" && rehashable[m.kind] && r.IntN(2) == 0 {
+					m = rehashed(m)
+				}
 			}
 			m.seq = j
 			ms = append(ms, m)
@@ -452,6 +505,7 @@ type verdictOf struct {
 
 // allowed are the causes a new loss finding may name after a mutation.
 func allowed(kind string) []string {
+	kind = strings.TrimSuffix(kind, "+rehash")
 	a := []string{"unreadable", "undecodable"}
 	if kind == "claim-group" {
 		// a committed offset above the log end is what an unclean

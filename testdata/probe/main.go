@@ -109,6 +109,14 @@ func run(n int, seed uint64, jobs int, timeout time.Duration, sections []string,
 		printBad(rows, verbose)
 		totals.addBad(rows)
 	}
+	// The race tests run beside the live faults, whose runs mostly wait.
+	var races chan []raceResult
+	if slices.Contains(sections, "race") {
+		races = make(chan []raceResult, 1)
+		if slices.Contains(sections, "live") {
+			go func() { races <- runRace(root, logf) }()
+		}
+	}
 	if slices.Contains(sections, "live") {
 		lr, err := runLive(root, bin, work, timeout, logf)
 		if err != nil {
@@ -125,8 +133,11 @@ func run(n int, seed uint64, jobs int, timeout time.Duration, sections []string,
 		printSecrets(sr, verbose)
 		totals.secretRuns, totals.leaks = sr.runs, len(sr.leaks)
 	}
-	if slices.Contains(sections, "race") {
-		rr := runRace(root, logf)
+	if races != nil {
+		if !slices.Contains(sections, "live") {
+			races <- runRace(root, logf)
+		}
+		rr := <-races
 		printRace(rr)
 		totals.race = rr
 	}
