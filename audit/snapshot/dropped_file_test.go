@@ -160,3 +160,33 @@ func setCompacted(m *Manifest, topic string) {
 	}
 	m.Topics = append(m.Topics, audit.TopicInfo{Name: topic, Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
 }
+
+// TestManifestUnknownField: a manifest key flipped into one the format does
+// not have (the partition's "log_start" lost) is damage, not a log start of
+// 0: read loosely, it gave state-diverged losses on testdata/bad/snapshot/base
+// (found by the safety probe, testdata/probe).
+func TestManifestUnknownField(t *testing.T) {
+	dir := t.TempDir()
+	capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
+	p := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"log_start"`) {
+		t.Fatal("no log_start in the manifest")
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"log_start"`, `"log_sta\u0072u"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); !errors.Is(err, audit.ErrCorrupt) {
+		t.Errorf("read manifest: %v, want an error wrapping %v", err, audit.ErrCorrupt)
+	}
+	// a key in another case is not the key either
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), `"log_start"`, `"LOG_START"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); !errors.Is(err, audit.ErrCorrupt) {
+		t.Errorf("read manifest with LOG_START: %v, want an error wrapping %v", err, audit.ErrCorrupt)
+	}
+}
