@@ -289,8 +289,13 @@ func (rep *liveReport) countWrites(seen map[kmsg.Key]int, auto int) int {
 
 func printLive(rep *liveReport, verbose bool) {
 	fmt.Printf("## 3. Live faults (kfake, %d runs, %s)\n\n", len(rep.runs), rep.elapsed.Round(time.Second))
-	for app, ks := range rep.keys {
-		b := rep.baselines[app]
+	apps := make([]string, 0, len(rep.keys))
+	for app := range rep.keys {
+		apps = append(apps, app)
+	}
+	sort.Strings(apps)
+	for _, app := range apps {
+		ks, b := rep.keys[app], rep.baselines[app]
 		fmt.Printf("- %s untouched: verdict %s, %d loss findings; request keys kaudit sends: %s\n", app, b.verdict, len(b.losses()), strings.Join(ks, ", "))
 	}
 	fmt.Println()

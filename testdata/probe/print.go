@@ -22,8 +22,9 @@ func codes(m map[int]int) string {
 
 func printEvidence(rep *evidenceReport, verbose bool) {
 	fmt.Printf("## 1. Mutated evidence (%d runs, %s)\n\n", len(rep.runs), rep.elapsed.Round(time.Second))
-	for name, b := range rep.baselines {
-		fmt.Printf("- unmutated %s: verdict %s, %d loss findings\n", name, b.verdict, len(b.losses()))
+	for _, t := range targets() {
+		b := rep.baselines[t.name]
+		fmt.Printf("- unmutated %s: verdict %s, %d loss findings\n", t.name, b.verdict, len(b.losses()))
 	}
 	fmt.Println()
 	table := func(title string, rows []*evidenceRow) {
