@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,7 +9,7 @@ import (
 // BrokerID reads the node id a log dir's meta.properties names (node.id
 // in KRaft mode, broker.id in ZooKeeper mode), or -1 when it names none.
 func BrokerID(root string) int32 {
-	b, err := os.ReadFile(filepath.Join(root, "meta.properties"))
+	b, err := ReadRegular(filepath.Join(root, "meta.properties"), maxPropertiesBytes)
 	if err != nil {
 		return -1
 	}

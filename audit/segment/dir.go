@@ -251,6 +251,11 @@ func (r *replica) open(d *Dir, logStarts, hws map[audit.TopicPartition]int64) er
 		// No segment at all: an empty log whose start is the checkpoint's.
 		start := max(logStarts[r.tp], 0)
 		r.logStart, r.logEnd, r.hw = start, start, start
+		if hw, ok := hws[r.tp]; ok && hw > start {
+			// Kafka keeps an active segment in every partition: offsets
+			// the checkpoint says were acknowledged have no file
+			return fmt.Errorf("%s: the high watermark %d is past the log start %d, and %s holds no segment file: %w", ReplicationCheckpoint, hw, start, r.path, audit.ErrCorrupt)
+		}
 		return nil
 	}
 	last := r.segments[len(r.segments)-1]

@@ -320,6 +320,9 @@ func allZero(b []byte) bool {
 // by default) and producer snapshots.
 const MaxMetaFileBytes = 128 << 20
 
+// maxPropertiesBytes bounds a log dir's meta.properties (a few lines).
+const maxPropertiesBytes = 1 << 20
+
 // ErrNotRegular is wrapped by errors about a path that should be a regular
 // file and is not (a device, a pipe, a directory): reading one could block
 // or never end. It also wraps audit.ErrCorrupt.

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -483,10 +481,7 @@ func latestCheckpoint(dir string) (string, int64, error) {
 // replaySnapshot applies the records of a metadata snapshot file: record
 // batches like a segment's, framed by control records.
 func replaySnapshot(ctx context.Context, path string, s *metadataState) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read metadata snapshot: %w", err)
-	}
+	b, err := ReadRegular(path, MaxMetaFileBytes)
 	if err != nil {
 		return fmt.Errorf("read metadata snapshot: %w", err)
 	}
@@ -637,7 +632,7 @@ func (d *Dir) staleHWs() []string {
 // ZooKeeper-mode broker's).
 func (d *Dir) zkEra() bool {
 	for _, root := range d.dirs {
-		b, err := os.ReadFile(filepath.Join(root, "meta.properties"))
+		b, err := ReadRegular(filepath.Join(root, "meta.properties"), maxPropertiesBytes)
 		if err != nil {
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
-	"os"
 	"slices"
 	"strings"
 
@@ -87,7 +86,7 @@ func (r *replica) scanTxns(ctx context.Context) (*txnState, error) {
 	}
 	for _, s := range r.segments {
 		path := strings.TrimSuffix(s.path, ".log") + ".txnindex"
-		b, err := os.ReadFile(path)
+		b, err := ReadRegular(path, MaxMetaFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

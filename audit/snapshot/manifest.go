@@ -12,7 +12,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
@@ -146,6 +148,12 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if m.Format < 1 || m.Format > FormatVersion {
 		return nil, fmt.Errorf("read %s: format %d, this kaudit reads 1 to %d: %w", filepath.Join(dir, ManifestFile), m.Format, FormatVersion, audit.ErrNotSupported)
 	}
+	// A format this kaudit reads has no key it does not know: a key
+	// damaged into another (or another case of it) would read as absent,
+	// a log start or offset of 0.
+	if err := checkKeys(b, reflect.TypeFor[Manifest]()); err != nil {
+		return nil, fmt.Errorf("decode %s: %v: %w", filepath.Join(dir, ManifestFile), err, audit.ErrCorrupt)
+	}
 	return &m, nil
 }
 
@@ -240,4 +248,86 @@ func sortGroupOffsets(os []GroupOffset) {
 	slices.SortFunc(os, func(a, b GroupOffset) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
+}
+
+// checkKeys reports the first object key of the JSON document b that is
+// not, exactly, the JSON name of a field of t's struct types (maps take any
+// key).
+func checkKeys(b []byte, t reflect.Type) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	return keysOf(v, t, "")
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+func keysOf(v any, t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil // its own decoding says what it takes
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Map:
+			for k, e := range x {
+				if err := keysOf(e, t.Elem(), at+"."+k); err != nil {
+					return err
+				}
+			}
+		case reflect.Struct:
+			fields := map[string]reflect.Type{}
+			jsonFields(t, fields)
+			for k, e := range x {
+				ft, ok := fields[k]
+				if !ok {
+					return fmt.Errorf("unknown key %q at %s", k, strings.TrimPrefix(at+"."+k, "."))
+				}
+				if err := keysOf(e, ft, at+"."+k); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range x {
+				if err := keysOf(e, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields adds the JSON names of t's fields, those of embedded structs
+// without a name of their own included, as encoding/json sees them.
+func jsonFields(t reflect.Type, out map[string]reflect.Type) {
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				jsonFields(ft, out)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
 }

@@ -34,12 +34,15 @@ var (
 // come from the bundle's segment files and everything else from its
 // manifest, and an audit.Clock reading the capture time.
 type Snapshot struct {
-	dir      string
-	m        *Manifest
-	seg      *segment.Dir // nil when no partition holds a record
-	parts    map[audit.TopicPartition]*PartitionState
-	bad      map[audit.TopicPartition]string // why a partition cannot be trusted
-	problems []audit.Finding
+	dir   string
+	m     *Manifest
+	seg   *segment.Dir // nil when no partition holds a record
+	parts map[audit.TopicPartition]*PartitionState
+	bad   map[audit.TopicPartition]string // why a partition cannot be trusted
+	// badOffsets says why a partition's offsets in the manifest contradict
+	// each other: it has no offsets to give.
+	badOffsets map[audit.TopicPartition]string
+	problems   []audit.Finding
 }
 
 var (
@@ -63,7 +66,7 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
-	s := &Snapshot{dir: dir, m: m, parts: map[audit.TopicPartition]*PartitionState{}, bad: map[audit.TopicPartition]string{}}
+	s := &Snapshot{dir: dir, m: m, parts: map[audit.TopicPartition]*PartitionState{}, bad: map[audit.TopicPartition]string{}, badOffsets: map[audit.TopicPartition]string{}}
 	for i := range m.Partitions {
 		p := &m.Partitions[i]
 		s.parts[p.TP()] = p
@@ -76,8 +79,10 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 		if n, ok := counts[p.Topic]; ok && p.Partition >= n {
 			s.problem(p.TP(), fmt.Sprintf("the manifest lists partition %d of %s, which has %d partitions", p.Partition, p.Topic, n))
 		}
-		if p.Partition < 0 || p.LogStart < 0 || p.LogStart > p.HW || p.LSO > p.HW || p.From < 0 {
-			s.problem(p.TP(), fmt.Sprintf("the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d", p.LogStart, p.LSO, p.HW, p.From))
+		if p.Partition < 0 || p.LogStart < 0 || p.LogStart > p.HW || p.LSO > p.HW || p.From < 0 || p.From > p.Next {
+			why := fmt.Sprintf("the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d to %d", p.LogStart, p.LSO, p.HW, p.From, p.Next)
+			s.problem(p.TP(), why)
+			s.badOffsets[p.TP()] = why
 		}
 	}
 	listed := map[string]bool{}
@@ -107,8 +112,26 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			s.problem(tp, fmt.Sprintf("%s: sha256 %s (%d bytes), the manifest says %s (%d bytes)", f.Path, sum, size, f.SHA256, f.Size))
 		}
 	}
+	filesOf, bytesOf := map[string]int{}, map[string]int64{}
+	for _, f := range m.Files {
+		if d, _, ok := strings.Cut(f.Path, "/"); ok {
+			filesOf[d]++
+			bytesOf[d] += f.Size
+		}
+	}
 	for _, p := range m.Partitions {
 		dirName := partitionDir(p.TP())
+		switch {
+		case filesOf[dirName] == 0 && p.Next > p.From:
+			// compaction never empties a log: a partition captured with
+			// records and no file has lost its file
+			s.problem(p.TP(), fmt.Sprintf("%s: the manifest says offsets %d-%d were captured, and lists no file of it", dirName, p.From, p.Next-1))
+		case bytesOf[dirName] != p.Bytes:
+			// the capture adds each file's size to its partition's
+			// bytes: a file cut or emptied and rehashed no longer adds up
+			// (a compacted log may end early, so offsets cannot tell)
+			s.problem(p.TP(), fmt.Sprintf("%s: the manifest lists %d bytes of files, and says %d bytes were captured", dirName, bytesOf[dirName], p.Bytes))
+		}
 		entries, err := os.ReadDir(filepath.Join(dir, dirName))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.problem(p.TP(), fmt.Sprintf("list %s: %v", dirName, err))
@@ -269,6 +292,9 @@ func (s *Snapshot) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.
 	p, err := s.part(tp)
 	if err != nil {
 		return audit.PartitionOffsets{}, err
+	}
+	if why, ok := s.badOffsets[tp]; ok {
+		return audit.PartitionOffsets{}, fmt.Errorf("offsets of %s: %s: %w", tp, why, ErrNotCaptured)
 	}
 	ls := max(p.LogStart, p.From)
 	return audit.PartitionOffsets{LogStart: ls, LSO: max(p.LSO, ls), HW: max(p.HW, ls)}, nil
