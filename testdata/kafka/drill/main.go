@@ -36,6 +36,7 @@ type options struct {
 	kaudit       string // path of a prebuilt kaudit binary; empty: build one
 	keepGoing    bool
 	inferred     bool // also audit captures with the spec kaudit init drafts
+	logDirs      bool // also audit the stopped brokers' log dirs after each live audit
 }
 
 func main() {
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&o.kaudit, "kaudit", "", "a prebuilt kaudit binary (default: go build ./cmd/kaudit into -work)")
 	flag.BoolVar(&o.keepGoing, "keep-going", true, "run the remaining scenarios after a failure")
 	flag.BoolVar(&o.inferred, "inferred", true, "also audit each standard scenario's capture with the spec kaudit init drafts from it")
+	flag.BoolVar(&o.logDirs, "log-dirs", true, "after each live audit, stop the brokers and audit their log dirs with kaudit diff --log-dir: the same verdict and findings")
 	flag.Parse()
 	o.scenarios = strings.Split(list, ",")
 
