@@ -120,7 +120,7 @@ func scenarioUnclean(ctx context.Context, r *scRun) error {
 	}
 	if offline != nil {
 		r.live.done = true // the log dirs now agree with the truncated cluster: compared before
-		if err := compareReports(r.live.report, offline, filepath.Join(r.dir, "kaudit-logdir.compare.txt")); err != nil {
+		if err := compareReports(r.live.report, offline, filepath.Join(r.dir, "kaudit-logdir.compare.txt"), true); err != nil {
 			return err
 		}
 	}
