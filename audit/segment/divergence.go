@@ -6,18 +6,28 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/kaudit/kaudit/audit"
 )
 
 // Divergence compares the replicas of every partition held in more than one
 // of the dirs with the replica read first (latest leader epoch, longest
-// log), over the offsets both still hold above their log starts. A replica
-// missing offsets another holds, or holding different content at the same
-// offset, gives one truncated finding per contiguous run of offsets, with
-// the replicas named in the detail. A replica whose files cannot be read
+// log), over the offsets each still holds above both log starts. Every
+// replica is compared at once, offset by offset, so that a range several
+// replicas hold alike and the read one lacks (the old leader and its
+// followers after an unclean election) is one truncated finding naming all
+// of them, counted once: one finding per contiguous run of offsets where the
+// same replicas lack, hold or differ. A replica whose files cannot be read
 // gives an unreadable finding.
+//
+// A range that reaches above the high watermark is said so; when a replica
+// holding it was not shut down cleanly, its checkpointed high watermark may
+// trail what it had acknowledged (the checkpoint is flushed every 5 s), and
+// the detail says that whether those offsets were acknowledged is not known.
 //
 // Internal topics are not compared: a broker's copy of the KRaft metadata
 // log trails the controller's by design (it is a Raft log its observers
@@ -37,26 +47,24 @@ func (d *Dir) Divergence(ctx context.Context) ([]audit.Finding, error) {
 	var out []audit.Finding
 	for _, tp := range tps {
 		rs := d.replicas[tp]
+		var others []*replica
 		for _, r := range rs {
 			if r.err != nil {
 				f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
 				f.Detail = "replica " + r.path + ": " + r.err.Error()
 				out = append(out, f)
+			} else if r != rs[0] {
+				others = append(others, r)
 			}
 		}
-		if rs[0].err != nil {
+		if rs[0].err != nil || len(others) == 0 {
 			continue
 		}
-		for _, o := range rs[1:] {
-			if o.err != nil {
-				continue
-			}
-			fs, err := compareReplicas(ctx, rs[0], o)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, fs...)
+		fs, err := compareReplicas(ctx, rs[0], others)
+		if err != nil {
+			return out, err
 		}
+		out = append(out, fs...)
 	}
 	return out, nil
 }
@@ -64,93 +72,222 @@ func (d *Dir) Divergence(ctx context.Context) ([]audit.Finding, error) {
 type divergenceKind int
 
 const (
-	onlyInRef   divergenceKind = iota // the other replica lacks it
-	onlyInOther                       // the read replica lacks it
-	different
+	onlyInRef   divergenceKind = iota // other replicas lack it
+	onlyInOther                       // the read replica lacks it, other replicas hold it
+	different                         // other replicas hold different records
+	kinds
 )
 
-// divergentRange is consecutive offsets where two replicas diverge the same way.
+// divergentRange is a contiguous range of offsets where the same replicas (who, a
+// bit per other replica) lack, hold or differ.
 type divergentRange struct {
-	kind  divergenceKind
+	who   uint64
 	first audit.Record
 	last  int64
 	count int64
 }
 
-func compareReplicas(ctx context.Context, ref, other *replica) ([]audit.Finding, error) {
-	lo := max(ref.logStart, other.logStart)
-	hi := max(ref.logEnd, other.logEnd)
-	nextA, stopA := iter.Pull2(ref.records(ctx, lo, hi))
-	defer stopA()
-	nextB, stopB := iter.Pull2(other.records(ctx, lo, hi))
-	defer stopB()
+// maxCompared bounds the replicas of one partition compared at once (the
+// bits of divergentRange.who); more are compared in groups.
+const maxCompared = 64
 
+func compareReplicas(ctx context.Context, ref *replica, others []*replica) ([]audit.Finding, error) {
+	if len(others) > maxCompared {
+		a, err := compareReplicas(ctx, ref, others[:maxCompared])
+		if err != nil {
+			return a, err
+		}
+		b, err := compareReplicas(ctx, ref, others[maxCompared:])
+		return append(a, b...), err
+	}
+	type cursor struct {
+		r    *replica
+		lo   int64 // compared from here: both log starts
+		next func() (audit.Record, error, bool)
+		stop func()
+		rec  audit.Record
+		ok   bool
+	}
+	lo, hi := int64(-1), ref.logEnd
+	cs := make([]*cursor, len(others))
+	for i, o := range others {
+		c := &cursor{r: o, lo: max(ref.logStart, o.logStart)}
+		if lo < 0 || c.lo < lo {
+			lo = c.lo
+		}
+		hi = max(hi, o.logEnd)
+		cs[i] = c
+	}
+	refNext, refStop := iter.Pull2(ref.records(ctx, lo, hi))
+	defer refStop()
+	for _, c := range cs {
+		c.next, c.stop = iter.Pull2(c.r.records(ctx, c.lo, hi))
+		defer c.stop()
+	}
+	advance := func(next func() (audit.Record, error, bool)) (audit.Record, bool, error) {
+		r, err, ok := next()
+		if ok && err != nil {
+			return r, false, err
+		}
+		return r, ok, nil
+	}
+	a, okA, err := advance(refNext)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if c.rec, c.ok, err = advance(c.next); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		out []audit.Finding
-		cur *divergentRange
+		cur [kinds]*divergentRange
 	)
-	emit := func() {
-		if cur == nil {
-			return
+	emit := func(k divergenceKind) {
+		if cur[k] != nil {
+			out = append(out, divergenceFinding(ref, others, k, cur[k]))
+			cur[k] = nil
 		}
-		f := audit.NewFinding(audit.StageOffsets, audit.CauseTruncated, ref.tp, cur.first.Offset)
-		f.Count = cur.count
-		f.Timestamp = cur.first.Timestamp
-		f.ProducerID, f.ProducerEpoch = cur.first.Batch.ProducerID, cur.first.Batch.ProducerEpoch
-		span := fmt.Sprintf("offsets %d-%d (%d records)", cur.first.Offset, cur.last, cur.count)
-		switch cur.kind {
-		case onlyInRef:
-			f.Detail = fmt.Sprintf("%s lacks %s that %s holds", other.label(), span, ref.label())
-		case onlyInOther:
-			f.Detail = fmt.Sprintf("%s lacks %s that %s holds", ref.label(), span, other.label())
-		case different:
-			f.Detail = fmt.Sprintf("replicas %s and %s hold different records at %s", ref.short(), other.short(), span)
-		}
-		if hw := max(ref.hw, other.hw); cur.first.Offset >= hw {
-			f.Detail += fmt.Sprintf("; above the high watermark %d", hw)
-		}
-		f.Detail += fmt.Sprintf("; the audit reads %s (leader epoch %d, log end %d: the last leader's by the leader-epoch history)", ref.label(), ref.lastEpoch(), ref.logEnd)
-		out = append(out, f)
-		cur = nil
 	}
-	add := func(kind divergenceKind, r audit.Record) {
-		if cur != nil && cur.kind != kind {
-			emit()
+	for {
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("compare replicas of %s: %w", ref.tp, err)
 		}
-		if cur == nil {
-			cur = &divergentRange{kind: kind, first: r}
+		o, any := int64(0), false
+		if okA {
+			o, any = a.Offset, true
 		}
-		cur.last = r.Offset
-		cur.count++
-	}
-	a, errA, okA := nextA()
-	b, errB, okB := nextB()
-	for okA || okB {
-		if errA != nil {
-			return out, errA
-		}
-		if errB != nil {
-			return out, errB
-		}
-		switch {
-		case okA && okB && a.Offset == b.Offset:
-			if !sameRecord(&a, &b) {
-				add(different, a)
-			} else {
-				emit()
+		for _, c := range cs {
+			if c.ok && (!any || c.rec.Offset < o) {
+				o, any = c.rec.Offset, true
 			}
-			a, errA, okA = nextA()
-			b, errB, okB = nextB()
-		case okA && (!okB || a.Offset < b.Offset):
-			add(onlyInRef, a)
-			a, errA, okA = nextA()
-		default:
-			add(onlyInOther, b)
-			b, errB, okB = nextB()
+		}
+		if !any {
+			break
+		}
+		refHas := okA && a.Offset == o
+		var who [kinds]uint64
+		var first [kinds]audit.Record
+		for i, c := range cs {
+			has := c.ok && c.rec.Offset == o
+			switch {
+			case o < c.lo:
+				// below this replica's log start or the read one's: not compared
+			case refHas && !has:
+				who[onlyInRef] |= 1 << i
+				first[onlyInRef] = a
+			case refHas && !sameRecord(&a, &c.rec):
+				who[different] |= 1 << i
+				first[different] = a
+			case !refHas && has:
+				if who[onlyInOther] == 0 {
+					first[onlyInOther] = c.rec
+				}
+				who[onlyInOther] |= 1 << i
+			}
+		}
+		for k := range kinds {
+			if cur[k] != nil && cur[k].who != who[k] {
+				emit(k)
+			}
+			if who[k] == 0 {
+				continue
+			}
+			if cur[k] == nil {
+				cur[k] = &divergentRange{who: who[k], first: first[k]}
+			}
+			cur[k].last = o
+			cur[k].count++
+		}
+		if refHas {
+			if a, okA, err = advance(refNext); err != nil {
+				return out, err
+			}
+		}
+		for _, c := range cs {
+			if c.ok && c.rec.Offset == o {
+				if c.rec, c.ok, err = advance(c.next); err != nil {
+					return out, err
+				}
+			}
 		}
 	}
-	emit()
+	for k := range kinds {
+		emit(k)
+	}
+	slices.SortStableFunc(out, func(x, y audit.Finding) int { return cmp.Compare(x.Offset, y.Offset) })
 	return out, nil
+}
+
+// divergenceFinding is the truncated finding of run cur of kind k.
+func divergenceFinding(ref *replica, others []*replica, k divergenceKind, cur *divergentRange) audit.Finding {
+	var who []*replica
+	for i, o := range others {
+		if cur.who&(1<<i) != 0 {
+			who = append(who, o)
+		}
+	}
+	f := audit.NewFinding(audit.StageOffsets, audit.CauseTruncated, ref.tp, cur.first.Offset)
+	f.Count = cur.count
+	f.Timestamp = cur.first.Timestamp
+	f.ProducerID, f.ProducerEpoch = cur.first.Batch.ProducerID, cur.first.Batch.ProducerEpoch
+	span := fmt.Sprintf("offsets %d-%d (%d records)", cur.first.Offset, cur.last, cur.count)
+	names := func(label bool) string {
+		l := make([]string, len(who))
+		for i, r := range who {
+			l[i] = r.short()
+		}
+		s := joinAnd(l)
+		if label {
+			s = map[bool]string{true: "replica ", false: "replicas "}[len(who) == 1] + s
+		}
+		return s
+	}
+	verb := map[bool][2]string{true: {"lacks", "holds"}, false: {"lack", "hold"}}[len(who) == 1]
+	switch k {
+	case onlyInRef:
+		f.Detail = fmt.Sprintf("%s %s %s that %s holds", names(true), verb[0], span, ref.label())
+	case onlyInOther:
+		f.Detail = fmt.Sprintf("%s lacks %s that %s %s", ref.label(), span, names(true), verb[1])
+	case different:
+		f.Detail = fmt.Sprintf("replicas %s and %s hold different records at %s", ref.short(), names(false), span)
+	}
+	hw := ref.hw
+	for _, r := range who {
+		hw = max(hw, r.hw)
+	}
+	switch {
+	case cur.first.Offset >= hw:
+		f.Detail += fmt.Sprintf("; above the high watermark %d", hw)
+	case cur.last >= hw:
+		f.Detail += fmt.Sprintf("; offsets %d-%d of it are above the high watermark %d", hw, cur.last, hw)
+	}
+	if cur.last >= hw && k != onlyInRef {
+		// a broker killed -9 checkpointed its HW up to 5 s before it died
+		for _, r := range who {
+			if r.hw < r.logEnd && !r.cleanShutdown() {
+				f.Detail += fmt.Sprintf("; %s was not shut down cleanly: its checkpointed high watermark %d trails its log end %d, so whether it acknowledged offsets %d-%d is not known", r.short(), r.hw, r.logEnd, max(hw, cur.first.Offset), min(cur.last, r.logEnd-1))
+			}
+		}
+	}
+	f.Detail += fmt.Sprintf("; the audit reads %s (leader epoch %d, log end %d: the last leader's by the leader-epoch history)", ref.label(), ref.lastEpoch(), ref.logEnd)
+	return f
+}
+
+// cleanShutdown reports whether the replica's log dir holds the marker of
+// a clean broker shutdown.
+func (r *replica) cleanShutdown() bool {
+	_, err := os.Stat(filepath.Join(filepath.Dir(r.path), CleanShutdownFile))
+	return err == nil
+}
+
+// joinAnd joins names as "a", "a and b", "a, b and c".
+func joinAnd(l []string) string {
+	if len(l) <= 1 {
+		return strings.Join(l, "")
+	}
+	return strings.Join(l[:len(l)-1], ", ") + " and " + l[len(l)-1]
 }
 
 // sameRecord compares what a replica must hold identically at one offset.

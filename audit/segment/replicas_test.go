@@ -307,3 +307,106 @@ func TestEmptyCheckpoints(t *testing.T) {
 		t.Errorf("leader epochs %+v, %v", e, err)
 	}
 }
+
+// TestDivergenceCountsOnce: after an unclean election the read replica
+// (broker 3, the new leader) lacks what the old leader and its follower
+// (brokers 1 and 2) both hold. The range is one finding naming both, so a
+// lost offset counts once whatever the replication factor; where only one
+// of them holds an offset, that part is its own finding. A replica whose
+// broker was killed (no clean-shutdown marker) with a checkpointed HW below
+// its log end makes the detail say that whether it acknowledged the
+// records above it is not known.
+func TestDivergenceCountsOnce(t *testing.T) {
+	recs := sourcetest.Fixture()
+	upTo := func(end int64) []audit.Record {
+		var out []audit.Record
+		for _, r := range recs {
+			if r.TP() != tp0 || r.Offset < end {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	setup := func(t *testing.T, end2 int64) (b1, b2, b3 string) {
+		b1, b2, b3 = t.TempDir(), t.TempDir(), t.TempDir()
+		writeLogDir(t, b1, recs)
+		writeLogDir(t, b2, upTo(end2))
+		writeLogDir(t, b3, upTo(8))
+		for i, b := range []string{b1, b2, b3} {
+			writeMeta(t, b, fmt.Sprintf("#\nnode.id=%d\nversion=1\ncluster.id=x\n", i+1))
+			if err := os.WriteFile(filepath.Join(b, CleanShutdownFile), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeEpochs(t, b1, tp0, "0\n1\n4 0\n")
+		writeEpochs(t, b2, tp0, "0\n1\n4 0\n")
+		writeEpochs(t, b3, tp0, "0\n2\n4 0\n5 8\n")
+		return b1, b2, b3
+	}
+	rep := func(b string) string { return filepath.Join(b, tp0.Topic+"-0") }
+	summary := func(fs []audit.Finding) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, fmt.Sprintf("%s@%d+%d", f.Cause, f.Offset, f.Count))
+		}
+		return out
+	}
+
+	t.Run("both hold the range", func(t *testing.T) {
+		b1, b2, b3 := setup(t, 10)
+		fs, err := mustOpen(t, b1, b2, b3).Divergence(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(fs); !slices.Equal(got, []string{"truncated@8+2"}) {
+			t.Fatalf("findings %v, want one truncated@8+2", got)
+		}
+		want := "replica " + rep(b3) + " (broker 3) lacks offsets 8-9 (2 records) that replicas " + rep(b1) + " (broker 1) and " + rep(b2) + " (broker 2) hold"
+		if !strings.Contains(fs[0].Detail, want) {
+			t.Errorf("detail %q lacks %q", fs[0].Detail, want)
+		}
+		if strings.Contains(fs[0].Detail, "not known") {
+			t.Errorf("detail %q: every broker shut down cleanly", fs[0].Detail)
+		}
+	})
+	t.Run("one holds more", func(t *testing.T) {
+		b1, b2, b3 := setup(t, 9)
+		fs, err := mustOpen(t, b1, b2, b3).Divergence(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(fs); !slices.Equal(got, []string{"truncated@8+1", "truncated@9+1"}) {
+			t.Fatalf("findings %v, want truncated@8+1 (brokers 1 and 2) and @9+1 (broker 1)", got)
+		}
+		if !strings.Contains(fs[0].Detail, "replicas "+rep(b1)+" (broker 1) and "+rep(b2)+" (broker 2) hold") ||
+			!strings.Contains(fs[1].Detail, "that replica "+rep(b1)+" (broker 1) holds") {
+			t.Errorf("details %q, %q", fs[0].Detail, fs[1].Detail)
+		}
+	})
+	t.Run("stale checkpoint of a killed broker", func(t *testing.T) {
+		b1, b2, b3 := setup(t, 10)
+		for _, b := range []string{b1, b2} {
+			if err := os.Remove(filepath.Join(b, CleanShutdownFile)); err != nil {
+				t.Fatal(err)
+			}
+			// the last flush before the kill -9: HW 8, the log goes to 10
+			if err := os.WriteFile(filepath.Join(b, ReplicationCheckpoint), []byte("0\n1\n"+tp0.Topic+" 0 8\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fs, err := mustOpen(t, b1, b2, b3).Divergence(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := summary(fs); !slices.Equal(got, []string{"truncated@8+2"}) {
+			t.Fatalf("findings %v, want one truncated@8+2", got)
+		}
+		for _, want := range []string{"; above the high watermark 8",
+			rep(b1) + " (broker 1) was not shut down cleanly: its checkpointed high watermark 8 trails its log end 10, so whether it acknowledged offsets 8-9 is not known",
+			rep(b2) + " (broker 2) was not shut down cleanly"} {
+			if !strings.Contains(fs[0].Detail, want) {
+				t.Errorf("detail %q lacks %q", fs[0].Detail, want)
+			}
+		}
+	})
+}

@@ -217,11 +217,15 @@ func (r *scRun) kafka17635(ctx context.Context, bug bool) error {
 	stillGap := len(gaps(s1)) > 0
 	var errs []error
 	// kaudit before the restart: the committed offset is still below the log start.
-	rep, err := r.d.runDiff(ctx, r.dir)
+	rep, err := r.runDiff(ctx)
 	if err != nil {
 		return err
 	}
 	if err := keepReport(r.dir, "before"); err != nil {
+		return err
+	}
+	// issue P: the same audit from the stopped brokers' log dirs, then the brokers again
+	if err := r.auditLogDirsNow(ctx, "before"); err != nil {
 		return err
 	}
 	if bug {
@@ -271,7 +275,7 @@ func (r *scRun) kafka17635(ctx context.Context, bug bool) error {
 	if len(bad) > 0 {
 		errs = append(errs, fmt.Errorf("the output is not the input minus [C, S): %d keys differ %v", len(bad), head(bad, 10)))
 	}
-	rep, err = r.d.runDiff(ctx, r.dir)
+	rep, err = r.runDiff(ctx)
 	if err != nil {
 		return err
 	}
@@ -612,10 +616,14 @@ func (r *scRun) kafka16017(ctx context.Context, bug bool) error {
 		Note: fmt.Sprintf("after the restart: payments for K1 %v, order updates for K2 %v (keys of (R, L] of %s)", k1, k2, payLog)})
 	// kaudit before the restart, for the record: the changelogs are complete and the
 	// checkpoint is not ahead of them, so nothing it reads shows the store's gap yet.
-	if _, err := r.d.runDiff(ctx, r.dir, "--state-dir", r.stateDir); err != nil {
+	if _, err := r.runDiff(ctx, "--state-dir", r.stateDir); err != nil {
 		return err
 	}
 	if err := keepReport(r.dir, "before"); err != nil {
+		return err
+	}
+	// issue P: the same audit from the stopped brokers' log dirs, then the brokers again
+	if err := r.auditLogDirsNow(ctx, "before"); err != nil {
 		return err
 	}
 	// Restart on the same state dir, without the trigger.
@@ -647,7 +655,7 @@ func (r *scRun) kafka16017(ctx context.Context, bug bool) error {
 	k1 = append(k1, trigger)
 	affected := append(append([]string(nil), k1...), k2...)
 	sort.Strings(affected)
-	rep, err := r.d.runDiff(ctx, r.dir, "--state-dir", r.stateDir)
+	rep, err := r.runDiff(ctx, "--state-dir", r.stateDir)
 	if err != nil {
 		return err
 	}

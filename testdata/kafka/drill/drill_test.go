@@ -274,3 +274,57 @@ func TestExpectRecordsLatest(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeDisturbed: the chaos case accepts the undisturbed report, or incomplete with the
+// missing evidence named and no finding but unreadable ones beyond the undisturbed run's;
+// another verdict, or a loss the undisturbed run does not have, fails.
+func TestJudgeDisturbed(t *testing.T) {
+	loss := `{"severity":"loss","cause":"truncated","topic":"orders","partition":0,"offset":5,"count":2}`
+	base := `{"summary":{"verdict":"loss"},"findings":[` + loss + `]}`
+	tests := []struct {
+		name, rep string
+		ok        bool
+	}{
+		{"same", base, true},
+		{"incomplete, unreadable named", `{"summary":{"verdict":"incomplete","missing_evidence":["committed offsets"]},"findings":[{"severity":"anomaly","cause":"unreadable","topic":"orders","partition":1,"offset":-1}]}`, true},
+		{"incomplete without missing evidence", `{"summary":{"verdict":"incomplete"},"findings":[]}`, false},
+		{"incomplete with a new loss", `{"summary":{"verdict":"incomplete","missing_evidence":["x"]},"findings":[{"severity":"loss","cause":"dropped","topic":"orders","partition":1,"offset":3}]}`, false},
+		{"clean", `{"summary":{"verdict":"clean"},"findings":[]}`, false},
+		{"loss elsewhere", `{"summary":{"verdict":"loss"},"findings":[{"severity":"loss","cause":"truncated","topic":"orders","partition":0,"offset":6,"count":1}]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := judgeDisturbed([]byte(base), "", 0, "", []byte(tt.rep))
+			if (err == nil) != tt.ok {
+				t.Errorf("judgeDisturbed = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+	if res, _, err := judgeDisturbed([]byte(base), filepath.Join(t.TempDir(), "none.json"), 4, "kaudit: could not run"); err != nil || !strings.HasPrefix(res, "no report") {
+		t.Errorf("exit 4 without a report: %q, %v", res, err)
+	}
+}
+
+// TestCompareReports: the log-dir report must equal the live one field by field, notes aside;
+// noDetail leaves the detail out.
+func TestCompareReports(t *testing.T) {
+	live := `{"summary":{"verdict":"loss","vanished":2,"notes":["a"]},"cut":[1],"findings":[{"cause":"truncated","offset":5,"detail":"capture"}]}`
+	file := filepath.Join(t.TempDir(), "c.txt")
+	for _, tt := range []struct {
+		name, off string
+		noDetail  bool
+		ok        bool
+	}{
+		{"equal but notes", `{"summary":{"verdict":"loss","vanished":2,"notes":["b"]},"cut":[1],"findings":[{"cause":"truncated","offset":5,"detail":"capture"}]}`, false, true},
+		{"detail differs", `{"summary":{"verdict":"loss","vanished":2},"cut":[1],"findings":[{"cause":"truncated","offset":5,"detail":"replicas"}]}`, false, false},
+		{"detail differs, not compared", `{"summary":{"verdict":"loss","vanished":2},"cut":[1],"findings":[{"cause":"truncated","offset":5,"detail":"replicas"}]}`, true, true},
+		{"counted twice", `{"summary":{"verdict":"loss","vanished":4},"cut":[1],"findings":[{"cause":"truncated","offset":5,"detail":"capture"}]}`, false, false},
+		{"cut differs", `{"summary":{"verdict":"loss","vanished":2},"cut":[2],"findings":[{"cause":"truncated","offset":5,"detail":"capture"}]}`, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := compareReports([]byte(live), []byte(tt.off), file, tt.noDetail); (err == nil) != tt.ok {
+				t.Errorf("compareReports = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}

@@ -36,6 +36,8 @@ type options struct {
 	kaudit       string // path of a prebuilt kaudit binary; empty: build one
 	keepGoing    bool
 	inferred     bool // also audit captures with the spec kaudit init drafts
+	logDirs      bool // also audit the stopped brokers' log dirs after each live audit
+	chaos        bool // on the RF 3 cluster, kill a broker in the middle of kaudit diff and capture
 }
 
 func main() {
@@ -49,6 +51,8 @@ func main() {
 	flag.StringVar(&o.kaudit, "kaudit", "", "a prebuilt kaudit binary (default: go build ./cmd/kaudit into -work)")
 	flag.BoolVar(&o.keepGoing, "keep-going", true, "run the remaining scenarios after a failure")
 	flag.BoolVar(&o.inferred, "inferred", true, "also audit each standard scenario's capture with the spec kaudit init drafts from it")
+	flag.BoolVar(&o.logDirs, "log-dirs", true, "after each live audit, stop the brokers and audit their log dirs with kaudit diff --log-dir: the same verdict and findings")
+	flag.BoolVar(&o.chaos, "chaos", true, "on the RF 3 cluster, after the live audit, kill -9 one broker in the middle of kaudit diff and of kaudit capture: the same report, or incomplete")
 	flag.Parse()
 	o.scenarios = strings.Split(list, ",")
 

@@ -76,6 +76,7 @@ type scRun struct {
 	stateDir string // the app's state.dir
 	truth    truth
 	app      *appRun
+	live     *liveDiff // the last live kaudit diff, for the log-dir audit (logdirs.go)
 	apps     int
 	streams  string    // the app's Kafka Streams version ("": the broker's)
 	extra    []*appRun // more instances of the app (multi-instance scenarios), killed at the end
@@ -155,9 +156,13 @@ func (d *drill) runAttempt(ctx context.Context, sc scenario, attempt int) (err e
 	}
 	if inferredScenarios[sc.name] && d.o.inferred {
 		// issue L: the spec kaudit init drafts from the evidence alone finds what the hand-written one does
-		return r.auditInferred(ctx)
+		if err := r.auditInferred(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	// issue P: the last live audit again from the stopped brokers' log dirs; the cluster
+	// stays down and the next scenario starts a fresh one
+	return r.auditLogDirs(ctx)
 }
 
 // startApp starts one more JVM of the app and waits until it is RUNNING.

@@ -168,7 +168,7 @@ func (r *scRun) finishSwallow(ctx context.Context, chosen []*inputRec) error {
 	if len(bad) > 0 {
 		return fmt.Errorf("the app's output is not the input minus the swallowed records: %v", head(bad, 10))
 	}
-	rep, err := r.d.runDiff(ctx, r.dir)
+	rep, err := r.runDiff(ctx)
 	if err != nil {
 		return err
 	}
