@@ -64,6 +64,11 @@ const (
 	// CauseUncleanShutdown is a Streams task directory holding a store but
 	// no .checkpoint under exactly-once: the last close was not clean.
 	CauseUncleanShutdown Cause = "unclean-shutdown"
+	// CauseUnderReplicated is a range of offsets the replica the audit
+	// reads (the last leader's) holds and other replicas of the partition
+	// lack: nothing is lost while that replica lives, but it is the only
+	// copy (broker log dirs only).
+	CauseUnderReplicated Cause = "under-replicated"
 )
 
 var causeSeverity = map[Cause]Severity{
@@ -88,6 +93,7 @@ var causeSeverity = map[Cause]Severity{
 	CauseUnreadable:              SeverityAnomaly,
 	CauseTransactionInconsistent: SeverityAnomaly,
 	CauseUncleanShutdown:         SeverityInfo,
+	CauseUnderReplicated:         SeverityRisk,
 }
 
 // Causes lists every cause, in the order of the README's table.
@@ -96,7 +102,7 @@ var Causes = []Cause{
 	CauseUnapplied, CauseStateDiverged, CauseStateReset, CauseDuplicate, CauseJoinMissing,
 	CauseJoinStale, CausePending, CauseNullKey, CauseHangingTransaction, CauseCheckpointAhead,
 	CauseTruncated, CauseOffsetGap, CauseConfigRisk, CauseUndecodable, CauseUnreadable,
-	CauseTransactionInconsistent, CauseUncleanShutdown,
+	CauseTransactionInconsistent, CauseUncleanShutdown, CauseUnderReplicated,
 }
 
 // Severity is the cause's fixed severity.

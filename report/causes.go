@@ -70,6 +70,9 @@ var CauseText = map[audit.Cause]string{
 		"disagrees with the broker's own read_committed fetch.",
 	audit.CauseUncleanShutdown: "A Streams task directory holds a store but no .checkpoint under exactly-once: the " +
 		"last close of that task was not clean, so Streams will wipe and restore the store on its next start.",
+	audit.CauseUnderReplicated: "The replica the audit reads (the last leader's, in the broker log dirs) holds " +
+		"offsets other replicas of the partition lack: a follower was behind, or cut back when it restarted. " +
+		"Nothing is lost while that replica lives, but it is the only copy of those records.",
 }
 
 // causeShort is the phrase the summary paragraph uses for a cause.
@@ -95,6 +98,7 @@ var causeShort = map[audit.Cause]string{
 	audit.CauseUnreadable:              "unreadable partitions or files",
 	audit.CauseTransactionInconsistent: "inconsistent transaction evidence",
 	audit.CauseUncleanShutdown:         "unclean task shutdowns",
+	audit.CauseUnderReplicated:         "held by one replica only",
 }
 
 // Explain returns CauseText for c, or a fallback naming the cause.

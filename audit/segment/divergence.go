@@ -220,7 +220,10 @@ func compareReplicas(ctx context.Context, ref *replica, others []*replica) ([]au
 	return out, nil
 }
 
-// divergenceFinding is the truncated finding of run cur of kind k.
+// divergenceFinding is the finding of run cur of kind k: truncated where
+// the read replica lacks records or holds others, under-replicated where
+// only other replicas lack them (a follower behind or cut back: the records
+// are in the log the audit reads, so nothing is lost).
 func divergenceFinding(ref *replica, others []*replica, k divergenceKind, cur *divergentRange) audit.Finding {
 	var who []*replica
 	for i, o := range others {
@@ -228,7 +231,11 @@ func divergenceFinding(ref *replica, others []*replica, k divergenceKind, cur *d
 			who = append(who, o)
 		}
 	}
-	f := audit.NewFinding(audit.StageOffsets, audit.CauseTruncated, ref.tp, cur.first.Offset)
+	cause := audit.CauseTruncated
+	if k == onlyInRef {
+		cause = audit.CauseUnderReplicated
+	}
+	f := audit.NewFinding(audit.StageOffsets, cause, ref.tp, cur.first.Offset)
 	f.Count = cur.count
 	f.Timestamp = cur.first.Timestamp
 	f.ProducerID, f.ProducerEpoch = cur.first.Batch.ProducerID, cur.first.Batch.ProducerEpoch

@@ -382,9 +382,13 @@ func TestDivergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, f := range fs {
-		if f.Cause != audit.CauseTruncated || f.Severity != audit.SeverityLoss {
-			t.Errorf("finding %+v: want truncated/loss", f)
+	// offset 1 differs (the read replica's record may not be the one
+	// acknowledged): truncated; offsets 8-9 only the read replica holds:
+	// under-replicated, a risk, since the audit reads them
+	wantCause := []audit.Cause{audit.CauseTruncated, audit.CauseUnderReplicated}
+	for i, f := range fs {
+		if i < len(wantCause) && f.Cause != wantCause[i] {
+			t.Errorf("finding %+v: want %s", f, wantCause[i])
 		}
 		got = append(got, fmt.Sprintf("%s@%d+%d %s", f.Topic, f.Offset, f.Count, strings.Fields(f.Detail)[0]))
 	}
