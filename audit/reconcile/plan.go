@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -22,6 +23,7 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 			t.SelectKey = func(e Env) (audit.Value, error) {
 				return spec.SelectKey(topology.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
 			}
+			t.SelectField = valueField(spec.SelectKeyExpr)
 			if spec.Reducer.Kind != "" {
 				t.Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) {
 					out, err := spec.Reduce(agg, v, first)
@@ -48,4 +50,15 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 		out.Joins = append(out.Joins, j)
 	}
 	return out
+}
+
+// valueField returns FIELD for a select_key of the form value.FIELD, which
+// topology.Table.SelectKey answers by walking the path (its own test of
+// a field path, on one step), else "".
+func valueField(src string) string {
+	parts := strings.Split(strings.TrimSpace(src), ".")
+	if len(parts) != 2 || parts[0] != "value" || parts[1] == "" || !topology.IsIdent(parts[1]) {
+		return ""
+	}
+	return parts[1]
 }

@@ -441,8 +441,11 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			}
 		}
 	}
-	rd := r.read(ctx, tpsOf(t.Source, parts), "source", r.mode(decodeAll))
-	rd.foreign = foreign
+	rd := &reads{r: r, role: "source", decode: r.mode(decodeAll), foreign: foreign}
+	if t.Latest && t.SelectField != "" {
+		rd.field = t.SelectField // the inputs' values are compared by digest
+	}
+	rd = r.startReads(ctx, rd, tpsOf(t.Source, parts))
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
@@ -482,7 +485,14 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			key := k
 			if t.SelectKey != nil {
 				var err error
-				key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				switch s, isString := it.field.(string); {
+				case it.picked && isString:
+					key = s // value.FIELD of a string is the string
+				case it.picked:
+					key, err = t.SelectKey(Env{Key: k, Value: map[string]any{t.SelectField: it.field}, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				default:
+					key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				}
 				if err != nil && !own {
 					return
 				}
@@ -493,6 +503,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 					r.add(f)
 					return
 				}
+			}
+			if it.picked {
+				v = pickedValue // not null, and not kept (Latest)
 			}
 			if key == nil || v == nil {
 				if own {
@@ -563,6 +576,10 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	}
 	return ctx.Err()
 }
+
+// pickedValue stands for a source value that was digested, not built
+// (item.picked): not null, and never folded.
+var pickedValue audit.Value = struct{}{}
 
 // addInput matches one consumed input with its copy and adds it to its
 // key's state; v is its decoded value, kept for folds only.
