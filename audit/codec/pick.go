@@ -23,7 +23,7 @@ func (c *Codec) DigestField(ctx context.Context, topic string, data []byte, fiel
 		return nil, Digest{}, false, nil
 	}
 	id := int32(binary.BigEndian.Uint32(data[1:5]))
-	sch, err := c.schemas.get(ctx, id)
+	sch, err := c.schema(ctx, id)
 	if err != nil {
 		var re *RegistryError
 		if errors.As(err, &re) || ctx.Err() != nil {
