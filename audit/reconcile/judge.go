@@ -291,7 +291,7 @@ func (r *run) expectation(ts *tableState, key string, x *explainer, ins []*input
 				exp = in
 			}
 		}
-		ts.expIn[key] = exp
+		ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset}
 		return
 	}
 	var a aggState

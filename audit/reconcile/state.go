@@ -327,7 +327,9 @@ func (r *run) record(ctx context.Context, in *input) (audit.Record, bool) {
 // expectedOf is a key's expected value in a table: where the inputs say
 // otherwise than the store, theirs; else the store's, as actual gives it.
 func (r *run) expectedOf(ctx context.Context, ts *tableState, key string, actual func(*tableState, string) side) side {
-	if in, ok := ts.expIn[key]; ok {
+	if ref, ok := ts.expIn[key]; ok {
+		// read again: latest tables keep no value (the same as the input's own, if a finding read it)
+		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: ref.part}, offset: ref.offset, key: key, r: -1}
 		v := r.valueOf(ctx, in)
 		return side{value: v, present: v != nil}
 	}

@@ -103,6 +103,12 @@ type inputRec struct {
 	status     copyStatus
 }
 
+// inputRef names one input of a table: its source partition and offset.
+type inputRef struct {
+	part   int32
+	offset int64
+}
+
 type keyState struct {
 	key     string        // the map's key, shared by the inputs
 	r       int32         // the key's repartition partition, -1 unknown
@@ -180,7 +186,7 @@ type tableState struct {
 	// otherwise than the store (for the join); expIn the input whose value
 	// it is, re-read when needed, for latest tables.
 	expected map[string]audit.Value
-	expIn    map[string]*input
+	expIn    map[string]inputRef
 	// want lists, per key, the findings whose Actual is the key's final
 	// state; finals holds those states, decoded, for the report.
 	want      map[string][]*audit.Finding
@@ -214,7 +220,7 @@ type tableState struct {
 // audit checks one table end to end.
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
-		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
+		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{}}
 	r.tables[t.Name] = ts
