@@ -23,6 +23,12 @@ type item struct {
 	// field of it the table's select_key reads
 	picked bool
 	field  audit.Value
+	// fp is the record's fingerprint, computed by its reader where the
+	// role needs it and hasFP says so: for repartition copies, and for
+	// picked sources whose table key is the field's string (selText)
+	fp      fingerprint
+	hasFP   bool
+	selText string
 }
 
 // readBatch is how many items a reader hands over at once; readAhead is
@@ -216,6 +222,10 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	if fd, ok := dec.(fieldDigester); ok && rd.field != "" {
 		if v, dg, ok, err := fd.DigestField(ctx, rec.Topic, rec.Value, rd.field); ok && err == nil {
 			it.picked, it.field, it.digest = true, v, dg
+			if _, ok := v.(string); ok { // the table key (readSource), worked out here on both cores
+				it.selText = codec.Text(v)
+				it.fp, it.hasFP = fingerprintOf(it.selText, dg, rec.Timestamp), true
+			}
 			return
 		}
 		// anything else decodes in full, for Decode's own value or error
@@ -233,6 +243,10 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	}
 	if err != nil {
 		it.value, it.decErr, it.decWhat = nil, err, "value"
+		return
+	}
+	if rd.role == "repartition" && rd.decode == decodeDigest {
+		it.fp, it.hasFP = fingerprintOf(it.keyText, it.digest, rec.Timestamp), true
 	}
 }
 

@@ -319,7 +319,7 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, fn func()) error {
 					return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
 				}
 			}
-			r.addInput(ts, key, x, v)
+			r.addInput(ts, key, x, v, nil)
 			return nil
 		})
 		if err != nil {

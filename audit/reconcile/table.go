@@ -291,6 +291,7 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
 		c := r.committed(tp)
 		var inFlight, inFlightOpen int64
+		applied, repartitioned := r.counter("applied"), r.counter("repartitioned")
 		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
 			e := &it.Entry
 			if r.p.Keyless {
@@ -302,16 +303,20 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			if !r.decoded(it) {
 				return
 			}
-			ev := copyEvent{f: fingerprintOf(it.keyText, it.digest, e.Record.Timestamp), partition: p, offset: e.Record.Offset, ts: e.Record.Timestamp,
+			fp := it.fp
+			if !it.hasFP {
+				fp = fingerprintOf(it.keyText, it.digest, e.Record.Timestamp)
+			}
+			ev := copyEvent{f: fp, partition: p, offset: e.Record.Offset, ts: e.Record.Timestamp,
 				fate: e.Fate, applied: c >= 0 && e.Record.Offset < c}
 			switch e.Fate {
 			case audit.FateCommitted:
 				if ev.applied {
-					r.count("applied", 1)
+					*applied++
 				} else {
 					inFlight++
 				}
-				r.count("repartitioned", 1)
+				*repartitioned++
 			case audit.FateOpen:
 				inFlightOpen++
 			case audit.FateAborted:
@@ -458,6 +463,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		own := !foreign[tp]
 		c := r.committed(tp)
 		var lag int64
+		read, consumed := r.counter("read"), r.counter("consumed")
 		var nullKeys []int64
 		var nullCount int64
 		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
@@ -468,14 +474,14 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			rec := &e.Record
 			if c < 0 || rec.Offset >= c {
 				if own {
-					r.count("read", 1)
+					*read++
 					lag++
 				}
 				return
 			}
 			if own {
-				r.count("read", 1)
-				r.count("consumed", 1)
+				*read++
+				*consumed++
 				ts.consumed++
 			}
 			if r.p.Keyless {
@@ -522,7 +528,13 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				}
 				return
 			}
-			text := codec.Text(key)
+			var text string
+			var fp *fingerprint
+			if it.picked && it.hasFP && t.SelectKey != nil {
+				text, fp = it.selText, &it.fp // key is the field's string: its text and fingerprint are the reader's
+			} else {
+				text = codec.Text(key)
+			}
 			if shardByKey && !r.inShard(ts, text) {
 				return
 			}
@@ -535,7 +547,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				ts.spill.addInput(text, x, raw)
 				return
 			}
-			r.addInput(ts, text, x, v)
+			r.addInput(ts, text, x, v, fp)
 		})
 		if !ok {
 			ts.complete = false
@@ -589,7 +601,7 @@ var pickedValue audit.Value = struct{}{}
 
 // addInput matches one consumed input with its copy and adds it to its
 // key's state; v is its decoded value, kept for folds only.
-func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
+func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value, fp *fingerprint) {
 	ks := ts.keys[key]
 	if ks == nil {
 		ks = &keyState{key: key, r: -1}
@@ -599,7 +611,7 @@ func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
 		ts.keys[key] = ks
 	}
 	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r}
-	r.match(ts, &in)
+	r.match(ts, &in, fp)
 	x.r, x.status = in.r, in.status
 	if in.status == copyPending || in.status == copyOpen {
 		ks.pending = append(ks.pending, x) // in flight: not part of the expected state
@@ -638,12 +650,17 @@ func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit
 
 // match finds the input's copy on the repartition topic; in.r is the
 // partition its key hashes to, which a matched copy's replaces.
-func (r *run) match(ts *tableState, in *input) {
+func (r *run) match(ts *tableState, in *input, fp *fingerprint) {
 	if ts.t.Repartition == "" {
 		in.status = copyDirect
 		return
 	}
-	f := fingerprintOf(in.key, in.digest, in.ts)
+	var f fingerprint
+	if fp != nil {
+		f = *fp // computed by the reader of the same key, digest and timestamp
+	} else {
+		f = fingerprintOf(in.key, in.digest, in.ts)
+	}
 	ci, ok := ts.copies[f]
 	switch {
 	case !ok:
