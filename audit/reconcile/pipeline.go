@@ -57,6 +57,9 @@ type Join struct {
 	Value func(left audit.Value, rights []audit.Value) (audit.Value, error)
 	// Unjudged says why the join is not judged ("" judges it).
 	Unjudged string
+	// concurrent says Value may be called from several goroutines at
+	// once (FromPlan's is)
+	concurrent bool
 }
 
 // Pipeline is what the app does, as far as an audit needs to know.

@@ -43,7 +43,7 @@ func FromPlan(p *topology.Plan, keySerde string) *Pipeline {
 		out.Tables = append(out.Tables, t)
 	}
 	for _, pj := range p.Joins {
-		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type)}
+		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), concurrent: true}
 		if spec := pj.Spec; spec != nil && spec.HasValue() {
 			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return spec.Eval(left, rights) }
 		}
