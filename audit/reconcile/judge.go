@@ -475,13 +475,15 @@ var noCleanLatest bool
 // for the common key of a latest table whose state the inputs explain
 // plainly: no source partition lost records, nothing in flight, every
 // input applied through a copy of its own and no copy left over, and the
-// store's state the input with the last copy, at the newest timestamp.
+// store's state the input with the last copy, at the newest timestamp
+// (the copies are those match found, and checkKeys lists the ones left
+// over in ts.leftover).
 // natural says so of such a key: elements makes every input fixed at its
 // copy's offset (stably sorted, so the last of the highest offset is
 // last), nothing blocked and nothing free. It records what expectation
 // records, and reports false (judgeKey decides) for any other key.
 func (ts *tableState) cleanLatest(key string, ks *keyState, cl *clState) bool {
-	if noCleanLatest || !ts.t.Latest || len(ts.deletedFrom) > 0 || len(ks.pending) > 0 || len(ks.inputs) == 0 || ts.copies == nil {
+	if noCleanLatest || !ts.t.Latest || len(ts.deletedFrom) > 0 || len(ks.pending) > 0 || len(ks.inputs) == 0 || ts.copies == nil || ts.leftover == nil {
 		return false
 	}
 	fin, present := cl.final()
@@ -491,16 +493,15 @@ func (ts *tableState) cleanLatest(key string, ks *keyState, cl *clState) bool {
 	maxTs, lastPos := int64(math.MinInt64), int64(math.MinInt64)
 	var last inputRec
 	for _, x := range ks.inputs {
-		if x.status != copyApplied {
+		if x.status != copyApplied { // matched a copy, whose offset is x.pos
 			return false
 		}
-		ci, ok := ts.copies[fingerprintOf(key, x.digest, x.ts)]
-		if !ok || ci.applied > 0 {
+		if len(ts.leftover) > 0 && ts.leftover[fingerprintOf(key, x.digest, x.ts)] {
 			return false
 		}
 		maxTs = max(maxTs, x.ts)
-		if ci.offset >= lastPos {
-			lastPos, last = ci.offset, x
+		if x.pos >= lastPos {
+			lastPos, last = x.pos, x
 		}
 	}
 	if maxTs != fin.ts || last.digest != fin.digest {

@@ -17,7 +17,7 @@ import (
 )
 
 // bytesPerRecord is what a table keeps in memory per source input and
-// per repartition copy while it is checked: the record (48 and 56 bytes),
+// per repartition copy while it is checked: the record (56 bytes each),
 // its share of the maps and of their growth, measured on the bench.
 const bytesPerRecord = 200
 

@@ -147,6 +147,13 @@ func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 // inputs whose effect is missing, to be attributed.
 func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 	var out []*input
+	ts.leftover = map[fingerprint]bool{}
+	for f, ci := range ts.copies {
+		if ci.applied > 0 {
+			ts.leftover[f] = true
+		}
+	}
+	defer func() { ts.leftover = nil }()
 	for key, ks := range ts.keys { // in any order: the notes and losses are sorted after
 		if err := ctx.Err(); err != nil {
 			return out

@@ -74,6 +74,7 @@ type input struct {
 	f      *audit.Finding // its finding, once reported
 	loss   *loss          // set once attributed
 	detail []string
+	cpos   int64    // its copy's offset, as match found it
 	how    lostHow  // how the key's explanation lost it
 	kind   elemKind // what the evidence allowed of it
 }
@@ -94,13 +95,14 @@ type loss struct {
 }
 
 // inputRec is what a table keeps of one input until the table is
-// checked: 48 bytes and no pointer. The check makes an input of it for
+// checked: 56 bytes and no pointer. The check makes an input of it for
 // one key at a time (materialize).
 type inputRec struct {
 	offset, ts int64
 	digest     codec.Digest
 	part, r    int32
 	status     copyStatus
+	pos        int64 // the offset of its copy (copyInfo.offset), when applied or pending
 }
 
 // inputRef names one input of a table: its source partition and offset.
@@ -173,6 +175,7 @@ type tableState struct {
 	// those of one bucket of keys at a time (eachBucket).
 	keys      map[string]*keyState
 	copies    map[fingerprint]copyInfo
+	leftover  map[fingerprint]bool // while the keys are checked: copies no input matched (cleanLatest)
 	spill     *spill
 	changelog map[string]*clState
 	aborts    map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
@@ -612,7 +615,7 @@ func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value, fp
 	}
 	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r}
 	r.match(ts, &in, fp)
-	x.r, x.status = in.r, in.status
+	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	if in.status == copyPending || in.status == copyOpen {
 		ks.pending = append(ks.pending, x) // in flight: not part of the expected state
 		if !ts.t.Latest {
@@ -685,7 +688,7 @@ func (r *run) match(ts *tableState, in *input, fp *fingerprint) {
 		ts.copies[f] = ci
 	}
 	if in.status == copyApplied || in.status == copyPending {
-		in.r = ci.partition
+		in.r, in.cpos = ci.partition, ci.offset
 		k := [2]int32{in.tp.Partition, ci.partition}
 		if mm, ok := ts.found[k]; ok {
 			ts.found[k] = [2]int64{min(mm[0], in.offset), max(mm[1], in.offset)}
