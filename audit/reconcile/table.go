@@ -288,6 +288,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		return true
 	}
 	ts.rParts = r.topics[ts.t.Repartition].Partitions
+	if ts.spill == nil && len(ts.copies) == 0 && !r.p.Keyless {
+		ts.copies = make(map[fingerprint]copyInfo, r.records(ctx, ts.t.Repartition, parts)) // grown once, not doubled up to it
+	}
 	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", r.mode(decodeDigest))
 	defer rd.stop()
 	for _, p := range parts {
@@ -361,6 +364,20 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		}
 	}
 	return true
+}
+
+// records returns how many offsets the partitions of topic hold (capped
+// at 16M), to size a map for them; 0 when the source cannot say.
+func (r *run) records(ctx context.Context, topic string, parts []int32) int {
+	var n int64
+	for _, p := range parts {
+		o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
+		if err != nil {
+			return 0
+		}
+		n += max(o.HW-o.LogStart, 0)
+	}
+	return int(min(n, 1<<24))
 }
 
 // copyEvent is one record of a repartition topic, as the table keeps it.
