@@ -100,6 +100,10 @@ func (d *avroDecoder) owns(s string) bool {
 // already point to: when the chunk is full it starts another.
 func (d *avroDecoder) reserve(n int) {
 	if d.hdr-headerSize-len(d.arena) < n {
+		if d.pick != 0 {
+			d.newChunk(0, n+headerSize) // one field's value: no room for more
+			return
+		}
 		d.newChunk(0, max(arenaChunk, n+headerSize))
 	}
 }

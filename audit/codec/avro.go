@@ -299,6 +299,11 @@ type avroDecoder struct {
 	canon     []byte
 	ends      []int
 	entries   []mapEntry
+	// pick, when set (DigestField), is 1 + the index of a field of the
+	// top-level record decoded in full while the rest is only digested;
+	// picked its value.
+	pick   int
+	picked any
 }
 
 func (d *avroDecoder) fail(err error) {
@@ -668,7 +673,16 @@ func (d *avroDecoder) record(n *node) any {
 		}
 	case d.valueless:
 		start, base := len(d.canon), len(d.ends)
-		for _, f := range n.fields {
+		for i, f := range n.fields {
+			if d.pick == i+1 && d.depth == 1 {
+				// a scalar, its strings boxed in a chunk of their own: as
+				// the full decoder builds it, digested as it digests it
+				d.valueless = false
+				d.picked = d.value(f)
+				d.valueless, d.pick = true, 0
+				d.ends = append(d.ends, len(d.canon))
+				continue
+			}
 			d.value(f)
 			d.ends = append(d.ends, len(d.canon))
 		}

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,6 +86,34 @@ type Codec struct {
 	exact      map[string][2]serde
 	patterns   []topicPattern
 	schemas    *schemaStore
+	// hot holds the schemas found so far, read without a lock: every
+	// record asks for its schema
+	hot atomic.Pointer[map[int32]*schemaEntry]
+}
+
+// schema returns schema id from hot, else from the store (remembered in
+// hot once found: the store returns the same entry for an id ever after).
+func (c *Codec) schema(ctx context.Context, id int32) (*schemaEntry, error) {
+	if m := c.hot.Load(); m != nil {
+		if e, ok := (*m)[id]; ok {
+			return e, nil
+		}
+	}
+	e, err := c.schemas.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		old := c.hot.Load()
+		m := make(map[int32]*schemaEntry, 1)
+		if old != nil {
+			maps.Copy(m, *old)
+		}
+		m[id] = e
+		if c.hot.CompareAndSwap(old, &m) {
+			return e, nil
+		}
+	}
 }
 
 type topicPattern struct {
@@ -377,7 +407,7 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 	if c.schemas == nil {
 		return nil, derr(id, "no schema registry or schemas dir", ErrUnknownSchema)
 	}
-	sch, err := c.schemas.get(ctx, id)
+	sch, err := c.schema(ctx, id)
 	if err != nil {
 		var re *RegistryError
 		if errors.As(err, &re) || ctx.Err() != nil {

@@ -66,6 +66,11 @@ func KeyBytes(serde, keyText string) ([]byte, bool) {
 	}
 	switch s {
 	case SerdeString, SerdeUUID, SerdeBytes:
+		if s != SerdeBytes {
+			if b, ok := plainJSONString(keyText); ok {
+				return b, true
+			}
+		}
 		var str string
 		if strings.TrimSpace(keyText) == "null" {
 			return nil, false
@@ -141,4 +146,14 @@ func keyFloat(text string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// plainJSONString returns the text of a JSON string literal that holds
+// only ASCII needing no escape (the common key, "ord-42"), as
+// json.Unmarshal would, without parsing it: false for any other text.
+func plainJSONString(text string) ([]byte, bool) {
+	if len(text) < 2 || text[0] != '"' || text[len(text)-1] != '"' || !plainString(text[1:len(text)-1]) {
+		return nil, false
+	}
+	return []byte(text[1 : len(text)-1]), true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -183,4 +184,25 @@ func binaryUint(b []byte) uint64 {
 		n = n<<8 | uint64(x)
 	}
 	return n
+}
+
+// FuzzKeyBytesPlain: the plain-string shortcut of KeyBytes gives what
+// json.Unmarshal gives, for any text.
+func FuzzKeyBytesPlain(f *testing.F) {
+	for _, s := range []string{`"ord-42"`, `""`, `"a\"b"`, `"é"`, ` "x"`, `"x`, `"\u0041"`, "\"\x7f\"", "\"a\tb\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		b, ok := plainJSONString(text)
+		if !ok {
+			return
+		}
+		var str string
+		if err := json.Unmarshal([]byte(text), &str); err != nil {
+			t.Fatalf("%q: shortcut took it, json.Unmarshal: %v", text, err)
+		}
+		if string(b) != str {
+			t.Fatalf("%q: shortcut %q, json.Unmarshal %q", text, b, str)
+		}
+	})
 }

@@ -13,6 +13,9 @@ import (
 type openTxn struct {
 	txn  audit.Txn
 	runs []int // indices into Ledger.Runs holding its data
+	// snap is the ended transaction as its records' entries share it:
+	// one copy per transaction, not per record
+	snap *audit.Txn
 }
 
 type pending struct {
@@ -28,7 +31,8 @@ type walker struct {
 	next     int64
 	open     map[int64]*openTxn
 	runTxn   []*openTxn // parallel to l.Runs: the open transaction a run waits on
-	queue    []pending
+	queue    []pending  // queue[qhead:] waits for a marker
+	qhead    int
 	spilled  bool
 	spillAt  int64
 	seenPID  map[int64]bool
@@ -200,37 +204,51 @@ func (w *walker) emit(p pending, yield func(Entry, error) bool) bool {
 	if w.spilled {
 		return true
 	}
-	if p.txn == nil && len(w.queue) == 0 {
+	if p.txn == nil && len(w.queue) == w.qhead {
 		return yield(Entry{Record: p.rec, Fate: p.fat}, nil)
 	}
+	if w.qhead > 0 && len(w.queue) == cap(w.queue) && w.qhead >= len(w.queue)/2 {
+		// reuse the array rather than grow it: what is flushed is gone
+		n := copy(w.queue, w.queue[w.qhead:])
+		clear(w.queue[n:])
+		w.queue, w.qhead = w.queue[:n], 0
+	}
 	w.queue = append(w.queue, p)
-	if len(w.queue) > w.opts.Buffer {
+	if len(w.queue)-w.qhead > w.opts.Buffer {
 		// Too much waits on an open transaction: stop buffering and read
 		// the rest again once every fate is known.
-		w.spilled, w.spillAt, w.queue = true, w.queue[0].rec.Offset, nil
+		w.spilled, w.spillAt, w.queue, w.qhead = true, w.queue[w.qhead].rec.Offset, nil, 0
 	}
 	return true
 }
 
 // flush yields queued records whose fate is known, in offset order.
 func (w *walker) flush(yield func(Entry, error) bool, all bool) bool {
-	i := 0
+	i := w.qhead
 	for ; i < len(w.queue); i++ {
-		p := w.queue[i]
+		p := &w.queue[i]
 		e := Entry{Record: p.rec, Fate: p.fat}
-		if p.txn != nil {
-			if p.txn.txn.Outcome == audit.OutcomeOpen && !all {
+		if t := p.txn; t != nil {
+			if t.txn.Outcome == audit.OutcomeOpen && !all {
 				break
 			}
-			e.Fate = fateOf(p.txn.txn.Outcome)
-			tx := p.txn.txn
-			e.Txn = &tx
+			e.Fate = fateOf(t.txn.Outcome)
+			if t.snap == nil { // its outcome is final now (drain runs after finish)
+				tx := t.txn
+				t.snap = &tx
+			}
+			e.Txn = t.snap
 		}
 		if !yield(e, nil) {
 			return false
 		}
 	}
-	w.queue = w.queue[i:]
+	if i == len(w.queue) {
+		clear(w.queue) // the records' bytes are the consumer's now
+		w.queue, w.qhead = w.queue[:0], 0
+	} else {
+		w.qhead = i
+	}
 	return true
 }
 

@@ -298,7 +298,6 @@ func (r *run) joinUnjudged(ctx context.Context, j *Join, parts []int32, unreadab
 // judgeJoin checks one group's output against the joiner over the tables'
 // final states.
 func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, finals []map[string]clFinal, out map[string]outRecord) (found []audit.Finding, failed []string) {
-	outValue := func(o outRecord) string { return r.text(ctx, j.Output, false, o.raw) }
 	keys := map[string]bool{}
 	for k := range finals[0] {
 		keys[k] = true
@@ -315,7 +314,30 @@ func (r *run) judgeJoin(ctx context.Context, j *Join, sides []*tableState, final
 			keys[k] = true
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(keys)) {
+	sorted := slices.Sorted(maps.Keys(keys))
+	if !j.concurrent || len(sorted) < 4096 {
+		return r.judgeJoinKeys(ctx, j, sides, finals, out, sorted)
+	}
+	// two halves at once (FromPlan's joiner and the decoders are safe for
+	// it), their findings and failures put back in key order
+	mid := len(sorted) / 2
+	var found2 []audit.Finding
+	var failed2 []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		found2, failed2 = r.judgeJoinKeys(ctx, j, sides, finals, out, sorted[mid:])
+	}()
+	found, failed = r.judgeJoinKeys(ctx, j, sides, finals, out, sorted[:mid])
+	<-done
+	return append(found, found2...), append(failed, failed2...)
+}
+
+// judgeJoinKeys is judgeJoin for keys, in their order; it changes nothing
+// of r.
+func (r *run) judgeJoinKeys(ctx context.Context, j *Join, sides []*tableState, finals []map[string]clFinal, out map[string]outRecord, keys []string) (found []audit.Finding, failed []string) {
+	outValue := func(o outRecord) string { return r.text(ctx, j.Output, false, o.raw) }
+	for _, key := range keys {
 		l := r.finalSide(sides[0], finals[0][key])
 		rs := make([]side, len(sides)-1)
 		for i := range rs {

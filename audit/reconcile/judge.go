@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -19,6 +20,9 @@ import (
 func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	t := ts.t
 	cl := ts.changelog[key]
+	if ts.cleanLatest(key, ks, cl) {
+		return nil
+	}
 	ins := ts.materialize(key, ks.inputs, ks.values)
 	pend := ts.materialize(key, ks.pending, ks.pvalues)
 	x := &explainer{t: t, latest: t.Latest}
@@ -283,17 +287,12 @@ func (r *run) expectation(ts *tableState, key string, x *explainer, ins []*input
 	if len(ins) == 0 {
 		return
 	}
-	order := foldOrder(ins)
 	if ts.t.Latest {
-		exp := order[len(order)-1]
-		for _, in := range ins {
-			if in.ts > exp.ts {
-				exp = in
-			}
-		}
-		ts.expIn[key] = exp
+		exp := expectedLatest(ins)
+		ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset}
 		return
 	}
+	order := foldOrder(ins)
 	var a aggState
 	for _, in := range order {
 		var ok bool
@@ -303,6 +302,19 @@ func (r *run) expectation(ts *tableState, key string, x *explainer, ins []*input
 	}
 	x.failed = nil
 	ts.expected[key] = a.value
+}
+
+// expectedLatest is the input a latest table's key is expected to hold:
+// the last in fold order, unless a later one is newer.
+func expectedLatest(ins []*input) *input {
+	order := foldOrder(ins)
+	exp := order[len(order)-1]
+	for _, in := range ins {
+		if in.ts > exp.ts {
+			exp = in
+		}
+	}
+	return exp
 }
 
 // provenWithout returns the losses the evidence proves without an
@@ -454,4 +466,53 @@ func (ts *tableState) addReset(p int32, key string, ri *resetInfo) {
 	lr.from, lr.to = min(lr.from, ri.lostStates[0]), max(lr.to, ri.lostStates[1])
 	lr.keys[key] = true
 	lr.inputs++
+}
+
+// noCleanLatest turns cleanLatest off (a test compares the reports).
+var noCleanLatest bool
+
+// cleanLatest answers judgeKey, without building the key's explanation,
+// for the common key of a latest table whose state the inputs explain
+// plainly: no source partition lost records, nothing in flight, every
+// input applied through a copy of its own and no copy left over, and the
+// store's state the input with the last copy, at the newest timestamp
+// (the copies are those match found, and checkKeys lists the ones left
+// over in ts.leftover).
+// natural says so of such a key: elements makes every input fixed at its
+// copy's offset (stably sorted, so the last of the highest offset is
+// last), nothing blocked and nothing free. It records what expectation
+// records, and reports false (judgeKey decides) for any other key.
+func (ts *tableState) cleanLatest(key string, ks *keyState, cl *clState) bool {
+	if noCleanLatest || !ts.t.Latest || len(ts.deletedFrom) > 0 || len(ks.pending) > 0 || len(ks.inputs) == 0 || ts.copies == nil || ts.leftover == nil {
+		return false
+	}
+	fin, present := cl.final()
+	if !present {
+		return false
+	}
+	maxTs, lastPos := int64(math.MinInt64), int64(math.MinInt64)
+	var last inputRec
+	for _, x := range ks.inputs {
+		if x.status != copyApplied { // matched a copy, whose offset is x.pos
+			return false
+		}
+		if len(ts.leftover) > 0 && ts.leftover[fingerprintOf(key, x.digest, x.ts)] {
+			return false
+		}
+		maxTs = max(maxTs, x.ts)
+		if x.pos >= lastPos {
+			lastPos, last = x.pos, x
+		}
+	}
+	if maxTs != fin.ts || last.digest != fin.digest {
+		return false
+	}
+	if len(ks.inputs) == 1 {
+		x := ks.inputs[0]
+		ts.expIn[key] = inputRef{part: x.part, offset: x.offset}
+	} else {
+		exp := expectedLatest(ts.materialize(key, ks.inputs, nil))
+		ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset}
+	}
+	return true
 }

@@ -21,6 +21,11 @@ type Table struct {
 	Changelog   string
 	// SelectKey returns the table key of an input; nil keeps the record key.
 	SelectKey func(Env) (audit.Value, error)
+	// SelectField, when set, says SelectKey reads nothing of an input but
+	// its value's top-level field of this name (select_key: value.FIELD):
+	// where the table keeps no value either (Latest), a source value is
+	// then digested and only that field built.
+	SelectField string
 	// Reduce folds value into agg; first says there is no aggregate yet.
 	// Nil when no spec says the reducer: the state checks are then skipped.
 	Reduce func(agg, value audit.Value, first bool) (audit.Value, error)
@@ -52,6 +57,9 @@ type Join struct {
 	Value func(left audit.Value, rights []audit.Value) (audit.Value, error)
 	// Unjudged says why the join is not judged ("" judges it).
 	Unjudged string
+	// concurrent says Value may be called from several goroutines at
+	// once (FromPlan's is)
+	concurrent bool
 }
 
 // Pipeline is what the app does, as far as an audit needs to know.

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/kaudit/kaudit/audit/spec"
 
@@ -23,6 +24,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 			t.SelectKey = func(e Env) (audit.Value, error) {
 				return ts.SelectKey(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
 			}
+			t.SelectField = valueField(ts.SelectKeyExpr)
 			if ts.Reducer.Kind != "" {
 				t.Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) {
 					out, err := ts.Reduce(agg, v, first)
@@ -42,11 +44,22 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		out.Tables = append(out.Tables, t)
 	}
 	for _, pj := range p.Joins {
-		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type)}
+		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), concurrent: true}
 		if js := pj.Spec; js != nil && js.HasValue() {
 			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return js.Eval(left, rights) }
 		}
 		out.Joins = append(out.Joins, j)
 	}
 	return out
+}
+
+// valueField returns FIELD for a select_key of the form value.FIELD, which
+// spec.TableSpec.SelectKey answers by walking the path (its own test of
+// a field path, on one step), else "".
+func valueField(src string) string {
+	parts := strings.Split(strings.TrimSpace(src), ".")
+	if len(parts) != 2 || parts[0] != "value" || parts[1] == "" || !spec.IsIdent(parts[1]) {
+		return ""
+	}
+	return parts[1]
 }

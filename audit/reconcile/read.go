@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -18,6 +19,16 @@ type item struct {
 	digest     codec.Digest // digest of value, where the role needs it
 	decErr     error        // decoding failed; decWhat says which part
 	decWhat    string
+	// picked says value was not built (reads.field): field holds the one
+	// field of it the table's select_key reads
+	picked bool
+	field  audit.Value
+	// fp is the record's fingerprint, computed by its reader where the
+	// role needs it and hasFP says so: for repartition copies, and for
+	// picked sources whose table key is the field's string (selText)
+	fp      fingerprint
+	hasFP   bool
+	selText string
 }
 
 // readBatch is how many items a reader hands over at once; readAhead is
@@ -26,6 +37,18 @@ const (
 	readBatch = 256
 	readAhead = 16
 )
+
+// batchPool recycles the batches readers hand over, once the audit has
+// consumed them (no consumer keeps an item past its call).
+var batchPool = sync.Pool{New: func() any { b := make([]item, 0, readBatch); return &b }}
+
+func newBatch() []item { return (*batchPool.Get().(*[]item))[:0] }
+
+func freeBatch(b []item) {
+	clear(b[:cap(b)])
+	b = b[:0]
+	batchPool.Put(&b)
+}
 
 // stream is one partition being read by a reader goroutine.
 type stream struct {
@@ -45,7 +68,11 @@ type reads struct {
 	r      *run
 	role   string
 	decode decodeMode
-	again  bool // a second read: the ledger's findings and the cut are recorded already
+	// field, with decodeAll, is the one field of a source value the
+	// table reads (Table.SelectField of a Latest table): the value is
+	// digested and only that field built, where the codec can
+	field string
+	again bool // a second read: the ledger's findings and the cut are recorded already
 	// foreign lists partitions another shard owns (--partitions): read for
 	// the inputs of this shard's keys, their findings and cut left to the owner
 	foreign map[audit.TopicPartition]bool
@@ -63,6 +90,12 @@ const (
 	decodeDigest                   // the key, its text and the value's digest: the value is not kept
 	decodeAll                      // key, value and the value's digest (sources, whose table key is selected from the value)
 )
+
+// fieldDigester is implemented by decoders that digest a value and build
+// only one of its fields (codec.Codec).
+type fieldDigester interface {
+	DigestField(ctx context.Context, topic string, data []byte, field string) (audit.Value, codec.Digest, bool, error)
+}
 
 // digester is implemented by decoders that digest a value without a
 // second walk over it (codec.Codec), or without building it at all.
@@ -147,7 +180,7 @@ func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func
 	opts := ledger.Options{Compacted: info.Compacted(), MaxTxnTimeout: r.opts.MaxTxnTimeout, Now: r.opts.Now,
 		TxnIDs: r.txnIDs, CrossCheck: r.opts.CrossCheck && !rd.again}
 	var l *ledger.Ledger
-	batch := make([]item, 0, readBatch)
+	batch := newBatch()
 	for e, err := range ledger.Walk(ctx, r.src, tp, opts, &l) {
 		if err != nil {
 			return nil, err
@@ -160,7 +193,7 @@ func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func
 			if !emit(batch) {
 				return nil, ctx.Err()
 			}
-			batch = make([]item, 0, readBatch)
+			batch = newBatch()
 		}
 	}
 	if len(batch) > 0 && !emit(batch) {
@@ -186,6 +219,17 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	if rec.Value == nil || rd.decode == decodeKey {
 		return
 	}
+	if fd, ok := dec.(fieldDigester); ok && rd.field != "" {
+		if v, dg, ok, err := fd.DigestField(ctx, rec.Topic, rec.Value, rd.field); ok && err == nil {
+			it.picked, it.field, it.digest = true, v, dg
+			if _, ok := v.(string); ok { // the table key (readSource), worked out here on both cores
+				it.selText = codec.Text(v)
+				it.fp, it.hasFP = fingerprintOf(it.selText, dg, rec.Timestamp), true
+			}
+			return
+		}
+		// anything else decodes in full, for Decode's own value or error
+	}
 	dg, fast := dec.(digester)
 	switch {
 	case fast && rd.decode == decodeDigest:
@@ -199,6 +243,10 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	}
 	if err != nil {
 		it.value, it.decErr, it.decWhat = nil, err, "value"
+		return
+	}
+	if rd.role == "repartition" && rd.decode == decodeDigest {
+		it.fp, it.hasFP = fingerprintOf(it.keyText, it.digest, rec.Timestamp), true
 	}
 }
 
@@ -239,6 +287,7 @@ func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition
 	if s := rd.streams[tp]; s != nil {
 		for b := range s.batches {
 			consume(b)
+			freeBatch(b)
 		}
 		<-s.done
 		l, err = s.l, s.err
@@ -246,7 +295,11 @@ func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition
 			<-rd.slots
 		}
 	} else {
-		l, err = rd.produce(ctx, tp, consume)
+		l, err = rd.produce(ctx, tp, func(b []item) bool {
+			consume(b)
+			freeBatch(b)
+			return true
+		})
 	}
 	if err == nil && l == nil {
 		err = ctx.Err()

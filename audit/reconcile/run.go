@@ -69,6 +69,8 @@ type run struct {
 	ctx context.Context
 	// vanished inputs found so far, in attribution order
 	losses []*input
+	// counts holds the records counted per hop (count)
+	counts map[string]*int64
 	// found holds the run's findings; later phases amend them through
 	// these pointers (the store's actual value, the join's end-to-end
 	// detail), and Run puts them in the report once, at the end
@@ -110,6 +112,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 			r.walkAll(ctx, tpsOf(o, parts), "output", func(*item) {})
 		}
 	}
+	r.flushCounts()
 	if p.Keyless {
 		r.skipped("no spec: inputs are not decoded or followed across hops; only offsets, transactions, retention gaps, purges before commit and lag are checked (write one with kaudit init)")
 	}
@@ -150,10 +153,36 @@ func (r *run) report() {
 }
 
 func (r *run) count(hop string, n int64) {
-	if r.rep.Summary.Records == nil {
-		r.rep.Summary.Records = map[string]int64{}
+	*r.counter(hop) += n
+}
+
+// counter returns the count of hop's records, for the walks that count
+// every record: Run adds them to the report's at the end (flushCounts).
+func (r *run) counter(hop string) *int64 {
+	p := r.counts[hop]
+	if p == nil {
+		if r.counts == nil {
+			r.counts = map[string]*int64{}
+		}
+		p = new(int64)
+		r.counts[hop] = p
 	}
-	r.rep.Summary.Records[hop] += n
+	return p
+}
+
+// flushCounts puts the counted records in the report: the hops that
+// counted some.
+func (r *run) flushCounts() {
+	for hop, p := range r.counts {
+		if *p == 0 {
+			continue
+		}
+		if r.rep.Summary.Records == nil {
+			r.rep.Summary.Records = map[string]int64{}
+		}
+		r.rep.Summary.Records[hop] += *p
+	}
+	r.counts = nil
 }
 
 // discover reads the topics, the group's cut and the transactional ids.

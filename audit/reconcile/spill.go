@@ -17,7 +17,7 @@ import (
 )
 
 // bytesPerRecord is what a table keeps in memory per source input and
-// per repartition copy while it is checked: the record (48 and 56 bytes),
+// per repartition copy while it is checked: the record (56 bytes each),
 // its share of the maps and of their growth, measured on the bench.
 const bytesPerRecord = 200
 
@@ -319,7 +319,7 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, fn func()) error {
 					return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
 				}
 			}
-			r.addInput(ts, key, x, v)
+			r.addInput(ts, key, x, v, nil)
 			return nil
 		})
 		if err != nil {

@@ -147,6 +147,13 @@ func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 // inputs whose effect is missing, to be attributed.
 func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 	var out []*input
+	ts.leftover = map[fingerprint]bool{}
+	for f, ci := range ts.copies {
+		if ci.applied > 0 {
+			ts.leftover[f] = true
+		}
+	}
+	defer func() { ts.leftover = nil }()
 	for key, ks := range ts.keys { // in any order: the notes and losses are sorted after
 		if err := ctx.Err(); err != nil {
 			return out
@@ -327,7 +334,9 @@ func (r *run) record(ctx context.Context, in *input) (audit.Record, bool) {
 // expectedOf is a key's expected value in a table: where the inputs say
 // otherwise than the store, theirs; else the store's, as actual gives it.
 func (r *run) expectedOf(ctx context.Context, ts *tableState, key string, actual func(*tableState, string) side) side {
-	if in, ok := ts.expIn[key]; ok {
+	if ref, ok := ts.expIn[key]; ok {
+		// read again: latest tables keep no value (the same as the input's own, if a finding read it)
+		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: ref.part}, offset: ref.offset, key: key, r: -1}
 		v := r.valueOf(ctx, in)
 		return side{value: v, present: v != nil}
 	}

@@ -74,6 +74,7 @@ type input struct {
 	f      *audit.Finding // its finding, once reported
 	loss   *loss          // set once attributed
 	detail []string
+	cpos   int64    // its copy's offset, as match found it
 	how    lostHow  // how the key's explanation lost it
 	kind   elemKind // what the evidence allowed of it
 }
@@ -94,13 +95,20 @@ type loss struct {
 }
 
 // inputRec is what a table keeps of one input until the table is
-// checked: 48 bytes and no pointer. The check makes an input of it for
+// checked: 56 bytes and no pointer. The check makes an input of it for
 // one key at a time (materialize).
 type inputRec struct {
 	offset, ts int64
 	digest     codec.Digest
 	part, r    int32
 	status     copyStatus
+	pos        int64 // the offset of its copy (copyInfo.offset), when applied or pending
+}
+
+// inputRef names one input of a table: its source partition and offset.
+type inputRef struct {
+	part   int32
+	offset int64
 }
 
 type keyState struct {
@@ -167,6 +175,7 @@ type tableState struct {
 	// those of one bucket of keys at a time (eachBucket).
 	keys      map[string]*keyState
 	copies    map[fingerprint]copyInfo
+	leftover  map[fingerprint]bool // while the keys are checked: copies no input matched (cleanLatest)
 	spill     *spill
 	changelog map[string]*clState
 	aborts    map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
@@ -180,7 +189,7 @@ type tableState struct {
 	// otherwise than the store (for the join); expIn the input whose value
 	// it is, re-read when needed, for latest tables.
 	expected map[string]audit.Value
-	expIn    map[string]*input
+	expIn    map[string]inputRef
 	// want lists, per key, the findings whose Actual is the key's final
 	// state; finals holds those states, decoded, for the report.
 	want      map[string][]*audit.Finding
@@ -214,7 +223,7 @@ type tableState struct {
 // audit checks one table end to end.
 func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
-		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]*input{},
+		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{}}
 	r.tables[t.Name] = ts
@@ -279,12 +288,16 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		return true
 	}
 	ts.rParts = r.topics[ts.t.Repartition].Partitions
+	if ts.spill == nil && len(ts.copies) == 0 && !r.p.Keyless {
+		ts.copies = make(map[fingerprint]copyInfo, r.records(ctx, ts.t.Repartition, parts)) // grown once, not doubled up to it
+	}
 	rd := r.read(ctx, tpsOf(ts.t.Repartition, parts), "repartition", r.mode(decodeDigest))
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: p}
 		c := r.committed(tp)
 		var inFlight, inFlightOpen int64
+		applied, repartitioned := r.counter("applied"), r.counter("repartitioned")
 		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
 			e := &it.Entry
 			if r.p.Keyless {
@@ -296,16 +309,20 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			if !r.decoded(it) {
 				return
 			}
-			ev := copyEvent{f: fingerprintOf(it.keyText, it.digest, e.Record.Timestamp), partition: p, offset: e.Record.Offset, ts: e.Record.Timestamp,
+			fp := it.fp
+			if !it.hasFP {
+				fp = fingerprintOf(it.keyText, it.digest, e.Record.Timestamp)
+			}
+			ev := copyEvent{f: fp, partition: p, offset: e.Record.Offset, ts: e.Record.Timestamp,
 				fate: e.Fate, applied: c >= 0 && e.Record.Offset < c}
 			switch e.Fate {
 			case audit.FateCommitted:
 				if ev.applied {
-					r.count("applied", 1)
+					*applied++
 				} else {
 					inFlight++
 				}
-				r.count("repartitioned", 1)
+				*repartitioned++
 			case audit.FateOpen:
 				inFlightOpen++
 			case audit.FateAborted:
@@ -347,6 +364,20 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		}
 	}
 	return true
+}
+
+// records returns how many offsets the partitions of topic hold (capped
+// at 16M), to size a map for them; 0 when the source cannot say.
+func (r *run) records(ctx context.Context, topic string, parts []int32) int {
+	var n int64
+	for _, p := range parts {
+		o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
+		if err != nil {
+			return 0
+		}
+		n += max(o.HW-o.LogStart, 0)
+	}
+	return int(min(n, 1<<24))
 }
 
 // copyEvent is one record of a repartition topic, as the table keeps it.
@@ -441,14 +472,18 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			}
 		}
 	}
-	rd := r.read(ctx, tpsOf(t.Source, parts), "source", r.mode(decodeAll))
-	rd.foreign = foreign
+	rd := &reads{r: r, role: "source", decode: r.mode(decodeAll), foreign: foreign}
+	if t.Latest && t.SelectField != "" {
+		rd.field = t.SelectField // the inputs' values are compared by digest
+	}
+	rd = r.startReads(ctx, rd, tpsOf(t.Source, parts))
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
 		own := !foreign[tp]
 		c := r.committed(tp)
 		var lag int64
+		read, consumed := r.counter("read"), r.counter("consumed")
 		var nullKeys []int64
 		var nullCount int64
 		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
@@ -459,14 +494,14 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			rec := &e.Record
 			if c < 0 || rec.Offset >= c {
 				if own {
-					r.count("read", 1)
+					*read++
 					lag++
 				}
 				return
 			}
 			if own {
-				r.count("read", 1)
-				r.count("consumed", 1)
+				*read++
+				*consumed++
 				ts.consumed++
 			}
 			if r.p.Keyless {
@@ -482,7 +517,14 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			key := k
 			if t.SelectKey != nil {
 				var err error
-				key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				switch s, isString := it.field.(string); {
+				case it.picked && isString:
+					key = s // value.FIELD of a string is the string
+				case it.picked:
+					key, err = t.SelectKey(Env{Key: k, Value: map[string]any{t.SelectField: it.field}, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				default:
+					key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				}
 				if err != nil && !own {
 					return
 				}
@@ -494,6 +536,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 					return
 				}
 			}
+			if it.picked {
+				v = pickedValue // not null, and not kept (Latest)
+			}
 			if key == nil || v == nil {
 				if own {
 					nullCount++
@@ -503,7 +548,13 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				}
 				return
 			}
-			text := codec.Text(key)
+			var text string
+			var fp *fingerprint
+			if it.picked && it.hasFP && t.SelectKey != nil {
+				text, fp = it.selText, &it.fp // key is the field's string: its text and fingerprint are the reader's
+			} else {
+				text = codec.Text(key)
+			}
 			if shardByKey && !r.inShard(ts, text) {
 				return
 			}
@@ -516,7 +567,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 				ts.spill.addInput(text, x, raw)
 				return
 			}
-			r.addInput(ts, text, x, v)
+			r.addInput(ts, text, x, v, fp)
 		})
 		if !ok {
 			ts.complete = false
@@ -564,9 +615,13 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	return ctx.Err()
 }
 
+// pickedValue stands for a source value that was digested, not built
+// (item.picked): not null, and never folded.
+var pickedValue audit.Value = struct{}{}
+
 // addInput matches one consumed input with its copy and adds it to its
 // key's state; v is its decoded value, kept for folds only.
-func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
+func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value, fp *fingerprint) {
 	ks := ts.keys[key]
 	if ks == nil {
 		ks = &keyState{key: key, r: -1}
@@ -576,8 +631,8 @@ func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value) {
 		ts.keys[key] = ks
 	}
 	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r}
-	r.match(ts, &in)
-	x.r, x.status = in.r, in.status
+	r.match(ts, &in, fp)
+	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	if in.status == copyPending || in.status == copyOpen {
 		ks.pending = append(ks.pending, x) // in flight: not part of the expected state
 		if !ts.t.Latest {
@@ -615,12 +670,17 @@ func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit
 
 // match finds the input's copy on the repartition topic; in.r is the
 // partition its key hashes to, which a matched copy's replaces.
-func (r *run) match(ts *tableState, in *input) {
+func (r *run) match(ts *tableState, in *input, fp *fingerprint) {
 	if ts.t.Repartition == "" {
 		in.status = copyDirect
 		return
 	}
-	f := fingerprintOf(in.key, in.digest, in.ts)
+	var f fingerprint
+	if fp != nil {
+		f = *fp // computed by the reader of the same key, digest and timestamp
+	} else {
+		f = fingerprintOf(in.key, in.digest, in.ts)
+	}
 	ci, ok := ts.copies[f]
 	switch {
 	case !ok:
@@ -645,7 +705,7 @@ func (r *run) match(ts *tableState, in *input) {
 		ts.copies[f] = ci
 	}
 	if in.status == copyApplied || in.status == copyPending {
-		in.r = ci.partition
+		in.r, in.cpos = ci.partition, ci.offset
 		k := [2]int32{in.tp.Partition, ci.partition}
 		if mm, ok := ts.found[k]; ok {
 			ts.found[k] = [2]int64{min(mm[0], in.offset), max(mm[1], in.offset)}
