@@ -28,8 +28,8 @@
 //	                 aborted-transaction index)
 //	Bounded          partitions held only from a later offset     -      yes       -        -
 //	TopologyHolder   the app's describe() text (TopologyOf)       -      yes       -        -
-//	SchemaHolder     the schemas the records were written with    -      yes       -        -
-//	                 (SchemasOf)
+//	SchemaHolder     the schemas the records were written with    -      yes       _schemas -
+//	                 (SchemasOf)                                                   topic
 //
 // What opening a source finds wrong with the evidence (a file whose hash
 // does not match, a torn tail, replicas that diverge) is findings the

@@ -45,7 +45,11 @@ func OpenLogDirs(ctx context.Context, dirs ...string) (Evidence, error) {
 		}
 		problems = append(problems, div...)
 	}
-	return Evidence{Source: d, Problems: problems, Notes: d.Unknowns(ctx)}, nil
+	notes := d.Unknowns(ctx)
+	if n := d.SchemasNote(); n != "" {
+		notes = append(notes, n)
+	}
+	return Evidence{Source: d, Problems: problems, Notes: notes}, nil
 }
 
 // wrapOnce wraps err with prefix unless its message already starts so.

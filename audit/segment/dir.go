@@ -58,6 +58,7 @@ type Dir struct {
 	torn map[string]TornTail
 
 	offline offlineState // what the internal topics say, replayed once (metadata.go, clock.go)
+	schemas schemasCache // what the Schema Registry's _schemas topic says (schemas.go)
 }
 
 var (
