@@ -223,8 +223,15 @@ func SchemasOf(src Source) map[int32]string {
 // UnreadablePartition is the finding for evidence of tp that could not be
 // read: everything that depends on it is unchecked. It counts no record.
 func UnreadablePartition(tp TopicPartition, detail string) Finding {
-	f := NewFinding(StageOffsets, CauseUnreadable, tp, -1)
-	f.Count = 0
+	return Unreadable(tp, -1, 0, detail)
+}
+
+// Unreadable is the finding for count offsets of tp from offset (-1 and 0:
+// the partition as a whole) whose evidence could not be read. Every
+// unreadable finding is built here.
+func Unreadable(tp TopicPartition, offset, count int64, detail string) Finding {
+	f := NewFinding(StageOffsets, CauseUnreadable, tp, offset)
+	f.Count = count
 	f.Detail = detail
 	return f
 }

@@ -308,9 +308,7 @@ func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition
 		if ctx.Err() != nil {
 			return nil, false
 		}
-		f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
-		f.Count = 0
-		f.Detail = fmt.Sprintf("%s partition could not be read: %v", rd.role, err)
+		f := audit.UnreadablePartition(tp, fmt.Sprintf("%s partition could not be read: %v", rd.role, err))
 		if rd.foreign[tp] {
 			r.missing("%s (read for the inputs of this shard's keys): %s", tp, f.Detail)
 		} else {

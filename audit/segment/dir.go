@@ -688,9 +688,7 @@ func (d *Dir) Problems() []audit.Finding {
 	out := slices.Clone(d.bad)
 	for tp, rs := range d.replicas {
 		if rs[0].err != nil {
-			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
-			f.Detail = rs[0].err.Error()
-			out = append(out, f)
+			out = append(out, audit.UnreadablePartition(tp, rs[0].err.Error()))
 		}
 	}
 	audit.SortFindings(out)

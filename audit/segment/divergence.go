@@ -50,9 +50,7 @@ func (d *Dir) Divergence(ctx context.Context) ([]audit.Finding, error) {
 		var others []*replica
 		for _, r := range rs {
 			if r.err != nil {
-				f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, -1)
-				f.Detail = "replica " + r.path + ": " + r.err.Error()
-				out = append(out, f)
+				out = append(out, audit.UnreadablePartition(tp, "replica "+r.path+": "+r.err.Error()))
 			} else if r != rs[0] {
 				others = append(others, r)
 			}

@@ -234,10 +234,7 @@ func (s *Snapshot) problem(tp audit.TopicPartition, detail string) {
 }
 
 func (s *Snapshot) addProblem(tp audit.TopicPartition, offset, count int64, detail string) {
-	f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, tp, offset)
-	f.Count = count
-	f.Detail = "snapshot " + s.dir + ": " + detail
-	s.problems = append(s.problems, f)
+	s.problems = append(s.problems, audit.Unreadable(tp, offset, count, "snapshot "+s.dir+": "+detail))
 }
 
 // Problems lists the bundle's integrity problems as unreadable findings, so

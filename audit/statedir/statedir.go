@@ -234,9 +234,7 @@ func Check(s *State, offsets map[audit.TopicPartition]audit.PartitionOffsets, co
 		ckpt := filepath.Join(t.Path, CheckpointFile)
 		switch {
 		case t.CheckpointErr != nil:
-			f := audit.NewFinding(audit.StageOffsets, audit.CauseUnreadable, audit.TopicPartition{Partition: t.Partition}, -1)
-			f.Detail = fmt.Sprintf("task %s: %v", t.ID, t.CheckpointErr)
-			out = append(out, f)
+			out = append(out, audit.UnreadablePartition(audit.TopicPartition{Partition: t.Partition}, fmt.Sprintf("task %s: %v", t.ID, t.CheckpointErr)))
 			continue
 		case !t.HasCheckpoint && len(t.Stores) > 0:
 			f := audit.NewFinding(audit.StageStore, audit.CauseUncleanShutdown, audit.TopicPartition{Partition: t.Partition}, -1)
