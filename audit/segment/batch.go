@@ -351,19 +351,13 @@ func decompressRecords(src []byte, codec kgo.CompressionCodecType, n int32, limi
 	switch codec {
 	case kgo.CodecSnappy:
 		return decodeSnappy(src, limit)
-	case kgo.CodecGzip:
-		z := gzipPool.Get().(*gzip.Reader)
-		defer gzipPool.Put(z)
-		if err := z.Reset(bytes.NewReader(src)); err != nil {
-			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+	case kgo.CodecGzip, kgo.CodecLz4:
+		pr, release, err := pooledStream(src, codec)
+		if err != nil {
+			return nil, err
 		}
-		z.Multistream(true)
-		r = z
-	case kgo.CodecLz4:
-		z := lz4Pool.Get().(*lz4.Reader)
-		defer lz4Pool.Put(z)
-		z.Reset(bytes.NewReader(src))
-		r = z
+		defer release()
+		r = pr
 	case kgo.CodecZstd:
 		// zstd decodes whole, faster than as a stream: the decoder's
 		// memory bound refuses a frame declaring more than the cap before
@@ -494,6 +488,23 @@ var (
 	}}
 )
 
+// pooledStream is a pooled gzip (multistream) or lz4 reader over src, and
+// the func that gives it back to its pool.
+func pooledStream(src []byte, codec kgo.CompressionCodecType) (io.Reader, func(), error) {
+	if codec == kgo.CodecGzip {
+		z := gzipPool.Get().(*gzip.Reader)
+		if err := z.Reset(bytes.NewReader(src)); err != nil {
+			gzipPool.Put(z)
+			return nil, nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+		}
+		z.Multistream(true)
+		return z, func() { gzipPool.Put(z) }, nil
+	}
+	z := lz4Pool.Get().(*lz4.Reader)
+	z.Reset(bytes.NewReader(src))
+	return z, func() { lz4Pool.Put(z) }, nil
+}
+
 // Decompressor is a kgo.Decompressor bounded by MaxBatchBytes, for readers
 // that hand whole batches to franz-go (the live source): a batch that
 // would inflate past the bound fails with an error wrapping ErrTooLarge
@@ -511,19 +522,13 @@ func (Decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]by
 		return src, nil
 	case kgo.CodecSnappy:
 		return decodeSnappy(src, limit)
-	case kgo.CodecGzip:
-		z := gzipPool.Get().(*gzip.Reader)
-		defer gzipPool.Put(z)
-		if err := z.Reset(bytes.NewReader(src)); err != nil {
-			return nil, fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+	case kgo.CodecGzip, kgo.CodecLz4:
+		pr, release, err := pooledStream(src, codec)
+		if err != nil {
+			return nil, err
 		}
-		z.Multistream(true)
-		r = z
-	case kgo.CodecLz4:
-		z := lz4Pool.Get().(*lz4.Reader)
-		defer lz4Pool.Put(z)
-		z.Reset(bytes.NewReader(src))
-		r = z
+		defer release()
+		r = pr
 	case kgo.CodecZstd:
 		z := zstdPool.Get().(*zstdReader)
 		defer zstdPool.Put(z)
