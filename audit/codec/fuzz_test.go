@@ -96,3 +96,36 @@ func writeFileTB(tb testing.TB, dir, name, content string) {
 		tb.Fatal(err)
 	}
 }
+
+// FuzzSplitWindowedKey: no panic; a split key is the inner key, the start
+// and the sequence number exactly (AppendWindowedKey gives the input
+// back); a key shorter than its suffix is an error.
+func FuzzSplitWindowedKey(f *testing.F) {
+	f.Add([]byte("k\x00\x00\x00\x00\x00\x00\xea\x60\x00\x00\x00\x00"), true)
+	f.Add([]byte("k\x00\x00\x00\x00\x00\x00\xea\x60"), false)
+	f.Add([]byte{}, true)
+	f.Add([]byte{1, 2, 3}, false)
+	f.Fuzz(func(t *testing.T, b []byte, withSeq bool) {
+		inner, start, seq, err := SplitWindowedKey(b, withSeq)
+		n := 8
+		if withSeq {
+			n = 12
+		}
+		if err != nil {
+			if len(b) >= n {
+				t.Fatalf("%d bytes: %v", len(b), err)
+			}
+			return
+		}
+		if len(b) < n {
+			t.Fatalf("%d bytes split without error", len(b))
+		}
+		if got := AppendWindowedKey(nil, inner, start, withSeq, seq); string(got) != string(b) {
+			t.Fatalf("round trip %x, want %x", got, b)
+		}
+		_ = append(inner, 0) // the inner slice is capped: appending never writes over the start
+		if again, _, _, _ := SplitWindowedKey(b, withSeq); string(again) != string(inner) {
+			t.Fatal("append to the inner key changed the input")
+		}
+	})
+}

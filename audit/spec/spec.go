@@ -68,6 +68,10 @@ type TableSpec struct {
 	// store's).
 	Output       string  `yaml:"output"`
 	OutputSerdes *Serdes `yaml:"output_serdes"`
+	// Window is windowedBy(TimeWindows…): the table's keys are (key,
+	// window start); Suppress its suppress(), with Output.
+	Window   *Window  `yaml:"window"`
+	Suppress Suppress `yaml:"suppress"`
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
@@ -514,6 +518,7 @@ func (s *Spec) validate() error {
 		if t.StoreSerdes != nil {
 			checkSerdes(path+".store_serdes", field+".store_serdes", *t.StoreSerdes)
 		}
+		s.validateWindow(l, path, field, t)
 	}
 	for i, j := range s.Joins {
 		path := fmt.Sprintf("$.joins[%d]", i)
