@@ -49,6 +49,9 @@ const (
 	CauseJoinStale          Cause = "join-stale"
 	CausePending            Cause = "pending"
 	CauseNullKey            Cause = "null-key"
+	// CauseLate is an input a windowed aggregation skipped by design: its
+	// window had closed (end + grace at or below the task's stream time).
+	CauseLate               Cause = "late"
 	CauseHangingTransaction Cause = "hanging-transaction"
 	CauseCheckpointAhead    Cause = "checkpoint-ahead"
 	CauseTruncated          Cause = "truncated"
@@ -84,6 +87,7 @@ var causeSeverity = map[Cause]Severity{
 	CauseJoinStale:               SeverityLoss,
 	CausePending:                 SeverityInfo,
 	CauseNullKey:                 SeverityInfo,
+	CauseLate:                    SeverityInfo,
 	CauseHangingTransaction:      SeverityAnomaly,
 	CauseCheckpointAhead:         SeverityAnomaly,
 	CauseTruncated:               SeverityLoss,
@@ -100,7 +104,7 @@ var causeSeverity = map[Cause]Severity{
 var Causes = []Cause{
 	CauseRetentionGap, CausePurgedBeforeCommit, CauseAbortedNotReplayed, CauseDropped,
 	CauseUnapplied, CauseStateDiverged, CauseStateReset, CauseDuplicate, CauseJoinMissing,
-	CauseJoinStale, CausePending, CauseNullKey, CauseHangingTransaction, CauseCheckpointAhead,
+	CauseJoinStale, CausePending, CauseNullKey, CauseLate, CauseHangingTransaction, CauseCheckpointAhead,
 	CauseTruncated, CauseOffsetGap, CauseConfigRisk, CauseUndecodable, CauseUnreadable,
 	CauseTransactionInconsistent, CauseUncleanShutdown, CauseUnderReplicated,
 }

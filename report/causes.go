@@ -47,6 +47,9 @@ var CauseText = map[audit.Cause]string{
 		"This is lag, not loss; it will be processed when the application runs.",
 	audit.CauseNullKey: "The selected key of the input is null. Kafka Streams drops such records by design when it " +
 		"re-keys a stream; this is information, not loss, unless the null key itself is a bug upstream.",
+	audit.CauseLate: "The input's window had closed when the task processed it: its end plus the grace period was at " +
+		"or below the task's stream time. Kafka Streams skips such a record for an expired window by design; " +
+		"this is information, not loss (a restart lowers stream time, and the window may then hold it).",
 	audit.CauseHangingTransaction: "A transaction has been open longer than the maximum transaction timeout, or is " +
 		"open on a partition with no coordinator state (KIP-664). It holds the last stable offset down: " +
 		"read_committed consumers, including the application itself, stall behind it.",
@@ -89,6 +92,7 @@ var causeShort = map[audit.Cause]string{
 	audit.CauseJoinStale:               "stale in the join output",
 	audit.CausePending:                 "not processed yet",
 	audit.CauseNullKey:                 "dropped for a null key",
+	audit.CauseLate:                    "skipped for a closed window",
 	audit.CauseHangingTransaction:      "hanging transactions",
 	audit.CauseCheckpointAhead:         "checkpoints ahead of the changelog",
 	audit.CauseTruncated:               "truncated from the log",

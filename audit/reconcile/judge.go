@@ -20,7 +20,7 @@ import (
 func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	t := ts.t
 	cl := ts.changelog[key]
-	if ts.cleanLatest(key, ks, cl) {
+	if r.windowExpired(ts, ks, cl) || ts.cleanLatest(key, ks, cl) {
 		return nil
 	}
 	ins := ts.materialize(key, ks.inputs, ks.values)
@@ -31,6 +31,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	}
 	x.final, x.present = cl.final()
 	els := r.elements(ts, x, ins, pend)
+	defer r.judgeLate(ts, key, x, els)
 	// An input deleted from the source by retention may be the state: for
 	// latest tables, one such input per partition with deletions may be
 	// applied (first in its partition), and only the final state binds.
@@ -165,11 +166,14 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 		case in.status == copyApplied:
 			e.kind = elemFixed
 			if ci := ts.copyOf(in); ci != nil {
+				if in.late {
+					e.kind = elemOptional // late for its window: applied only after a restart lowered stream time
+				}
 				e.pos = ci.offset
 				add(e)
 				x.fixed = append(x.fixed, e)
 				// copies beyond those the inputs account for: applied again
-				if fp := fingerprintOf(in.key, in.digest, in.ts); ci.applied > 0 && !handled[fp] {
+				if fp := fingerprintOf(ts.fpKey(in.key), in.digest, in.ts); ci.applied > 0 && !handled[fp] {
 					handled[fp] = true
 					for range ci.applied {
 						d := &elem{in: in, kind: elemOptional, digest: in.digest, ts: in.ts, value: in.value, pos: ci.offset}
@@ -189,6 +193,9 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 			e.kind = elemBlocked
 		default:
 			e.kind = elemFree
+		}
+		if in.late && e.kind == elemFree {
+			e.kind = elemOptional
 		}
 		add(e)
 		if e.kind == elemBlocked {
@@ -483,7 +490,7 @@ var noCleanLatest bool
 // last), nothing blocked and nothing free. It records what expectation
 // records, and reports false (judgeKey decides) for any other key.
 func (ts *tableState) cleanLatest(key string, ks *keyState, cl *clState) bool {
-	if noCleanLatest || !ts.t.Latest || len(ts.deletedFrom) > 0 || len(ks.pending) > 0 || len(ks.inputs) == 0 || ts.copies == nil || ts.leftover == nil {
+	if noCleanLatest || !ts.t.Latest || ts.win != nil || len(ts.deletedFrom) > 0 || len(ks.pending) > 0 || len(ks.inputs) == 0 || ts.copies == nil || ts.leftover == nil {
 		return false
 	}
 	fin, present := cl.final()

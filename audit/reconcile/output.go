@@ -38,7 +38,7 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 		raw    []byte
 	}
 	out := map[string]last{}
-	rd := r.read(ctx, tpsOf(t.Output, parts), "output", decodeDigest)
+	rd := r.startReads(ctx, &reads{r: r, role: "output", decode: decodeDigest, window: t.Window}, tpsOf(t.Output, parts))
 	defer rd.stop()
 	var unreadable []audit.TopicPartition
 	for _, p := range parts {
@@ -64,9 +64,12 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 	for _, key := range slices.Sorted(maps.Keys(ts.changelog)) {
 		fin, present := ts.changelog[key].final()
 		o, have := out[key]
+		if t.Window != nil && t.Window.Suppress && !r.windowClosed(ts, key) {
+			continue // suppressed until the window closes: an open window's output is not due
+		}
 		switch {
 		case present && !have:
-			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, audit.TopicPartition{Topic: t.Output, Partition: r.outPartition(t.Output, key, outRecord{}, false)}, -1)
+			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, audit.TopicPartition{Topic: t.Output, Partition: r.outPartition(t.Output, ts.fpKey(key), outRecord{}, false)}, -1)
 			f.Key, f.Timestamp = key, fin.ts
 			f.Detail = fmt.Sprintf("table %s holds key %s at the cut (changelog %s/%d@%d), its output %s has no record for it", t.Name, key, t.Changelog, ts.changelog[key].partition, fin.offset, t.Output)
 			r.add(f)

@@ -40,6 +40,9 @@ type Table struct {
 	// there must be the store's final state, value and timestamp (the cache
 	// flush writes the changelog and forwards downstream the same states).
 	Output string
+	// Window is windowedBy(TimeWindows…), nil for a plain table: each
+	// (key, window) is a key of its own (window.go).
+	Window *Window
 	// Unjudged says why the table is not judged ("" judges it): the spec
 	// check found the spec does not describe it. The reason goes to the
 	// report's missing evidence.

@@ -19,6 +19,9 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
+			if w := pt.Spec.Window; w != nil {
+				t.Window = &Window{Size: w.Size, Advance: w.Advance, Grace: w.Grace, Suppress: pt.Spec.Suppress == spec.SuppressUntilWindowCloses}
+			}
 		}
 		if ts := pt.Spec; ts != nil {
 			t.SelectKey = func(e Env) (audit.Value, error) {

@@ -73,6 +73,11 @@ type reads struct {
 	// digested and only that field built, where the codec can
 	field string
 	again bool // a second read: the ledger's findings and the cut are recorded already
+	// window, when set, says the keys are windowed (window.go): the
+	// inner key and the window start, and withSeq a sequence number (a
+	// window store's changelog)
+	window  *Window
+	withSeq bool
 	// foreign lists partitions another shard owns (--partitions): read for
 	// the inputs of this shard's keys, their findings and cut left to the owner
 	foreign map[audit.TopicPartition]bool
@@ -207,7 +212,12 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 	rec := &it.Record
 	dec := rd.r.opts.Decoder
 	var err error
-	if rec.Key != nil {
+	if rec.Key != nil && rd.window != nil {
+		if it.key, err = rd.r.windowKeyOf(ctx, rd.window, rec.Topic, rec.Key, rd.withSeq); err != nil {
+			it.decErr, it.decWhat = err, "key"
+			return
+		}
+	} else if rec.Key != nil {
 		if it.key, err = dec.Decode(ctx, rec.Topic, true, rec.Key); err != nil {
 			it.decErr, it.decWhat = err, "key"
 			return

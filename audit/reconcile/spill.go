@@ -256,7 +256,7 @@ func (s *spill) close() {
 // buckets as it takes for one bucket to fit.
 func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 	budget := r.opts.MemoryBudget
-	if budget <= 0 || r.p.Keyless {
+	if budget <= 0 || r.p.Keyless || ts.win != nil { // windowed tables stay in memory (window.go)
 		return nil
 	}
 	var records int64

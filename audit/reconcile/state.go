@@ -76,6 +76,7 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.attribute(ctx, ts, in)
 	}
 	r.sortLosses(ts, start)
+	r.reportLate(ts)
 	slices.Sort(ts.keyNotes)
 	for _, n := range ts.keyNotes {
 		r.note("%s", n)
@@ -284,7 +285,7 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	f.Key = in.key
 	f.Timestamp = in.ts
 	f.Expected = codec.Text(in.value)
-	if txn := ts.aborts[fingerprintOf(in.key, in.digest, in.ts)]; in.cpy != nil && txn != nil {
+	if txn := ts.aborts[fingerprintOf(ts.fpKey(in.key), in.digest, in.ts)]; in.cpy != nil && txn != nil {
 		f.ProducerID, f.ProducerEpoch, f.TransactionalID = txn.ProducerID, txn.ProducerEpoch, txn.TransactionalID
 		in.detail = append(in.detail, fmt.Sprintf("aborted transaction: producer %d epoch %d, offsets %d-%d, ABORT marker at %d", txn.ProducerID, txn.ProducerEpoch, txn.FirstOffset, txn.LastOffset, txn.MarkerOffset))
 	}

@@ -77,6 +77,7 @@ type input struct {
 	cpos   int64    // its copy's offset, as match found it
 	how    lostHow  // how the key's explanation lost it
 	kind   elemKind // what the evidence allowed of it
+	late   bool     // windowed: late for its window (inputRec.late)
 }
 
 // divergence is a key whose state no set of inputs explains: its finding
@@ -102,6 +103,7 @@ type inputRec struct {
 	digest     codec.Digest
 	part, r    int32
 	status     copyStatus
+	late       bool  // windowed: late for its window under the stream time bound (window.go)
 	pos        int64 // the offset of its copy (copyInfo.offset), when applied or pending
 }
 
@@ -126,7 +128,7 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 	out := make([]*input, len(recs))
 	for i, x := range recs {
 		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts,
-			key: key, digest: x.digest, status: x.status, r: x.r}
+			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late}
 		if i < len(values) {
 			in.value = values[i]
 		}
@@ -138,7 +140,7 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 // copyOf looks up what the repartition topic holds of an input.
 func (ts *tableState) copyOf(in *input) *copyInfo {
 	if in.cpy == nil && ts.copies != nil && in.status != copyDirect {
-		if ci, ok := ts.copies[fingerprintOf(in.key, in.digest, in.ts)]; ok {
+		if ci, ok := ts.copies[fingerprintOf(ts.fpKey(in.key), in.digest, in.ts)]; ok {
 			in.cpy = &ci
 		}
 	}
@@ -218,6 +220,7 @@ type tableState struct {
 	// absent lists the table's topics the source does not show (deleted,
 	// or hidden by an ACL): an empty store or topic is not evidence.
 	absent []string
+	win    *winState // windowed tables (window.go)
 }
 
 // audit checks one table end to end.
@@ -227,6 +230,9 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{}}
 	r.tables[t.Name] = ts
+	if t.Window != nil {
+		ts.win = newWinState(t.Window)
+	}
 	if r.p.Keyless {
 		return r.keyless(ctx, ts)
 	}
@@ -240,6 +246,9 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		if !r.readRepartition(ctx, ts) {
 			return ctx.Err()
 		}
+		if ts.win != nil {
+			ts.win.index()
+		}
 	}
 	if t.Changelog != "" {
 		r.readChangelog(ctx, ts)
@@ -249,6 +258,10 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	}
 	if err := r.readSource(ctx, ts); err != nil {
 		return err
+	}
+	if ts.win != nil {
+		ts.win.index()
+		r.decideLate(ts)
 	}
 	if ts.spill != nil {
 		if err := ts.spill.finish(); err != nil {
@@ -319,6 +332,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			case audit.FateCommitted:
 				if ev.applied {
 					*applied++
+					if ts.win != nil {
+						ts.win.processedAt(p, ev.offset, ev.ts)
+					}
 				} else {
 					inFlight++
 				}
@@ -424,7 +440,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 		ts.absent = append(ts.absent, ts.t.Changelog)
 		return
 	}
-	rd := r.read(ctx, tpsOf(ts.t.Changelog, parts), "changelog", decodeDigest)
+	rd := r.startReads(ctx, &reads{r: r, role: "changelog", decode: decodeDigest, window: ts.t.Window, withSeq: true}, tpsOf(ts.t.Changelog, parts))
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
@@ -437,6 +453,9 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 				return
 			}
 			key := it.keyText
+			if ts.win != nil {
+				ts.win.inner[key] = innerOf(it.key)
+			}
 			cs := ts.changelog[key]
 			if cs == nil {
 				cs = &clState{partition: p}
@@ -539,6 +558,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if it.picked {
 				v = pickedValue // not null, and not kept (Latest)
 			}
+			if ts.win != nil && t.Repartition == "" && key != nil {
+				ts.win.sourceRecord(p, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
+			}
 			if key == nil || v == nil {
 				if own {
 					nullCount++
@@ -565,6 +587,10 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 					raw = rec.Value // decoded again when its bucket is checked
 				}
 				ts.spill.addInput(text, x, raw)
+				return
+			}
+			if ts.win != nil {
+				r.addWindowed(ts, text, key, x, v, fp)
 				return
 			}
 			r.addInput(ts, text, x, v, fp)

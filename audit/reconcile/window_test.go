@@ -1,0 +1,266 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/kafka"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/spec"
+)
+
+// windowPipeline is the scenario's spec, through the spec's own parser,
+// and the decoder its serdes say.
+func windowPipeline(t *testing.T, s audittest.WindowScenario) (*reconcile.Pipeline, audit.Decoder) {
+	t.Helper()
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(s.Spec()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.Spec())
+	}
+	plan, err := spec.Resolve(sp, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := map[string]codec.TopicSerdes{}
+	for topic, sd := range plan.TopicSerdes() {
+		topics[topic] = codec.TopicSerdes{Key: sd.Key, Value: sd.Value}
+	}
+	dec, err := codec.New(codec.Config{KeySerde: sp.Serdes.Key, ValueSerde: sp.Serdes.Value, Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reconcile.FromPlan(plan, sp.Serdes.Key), dec
+}
+
+// runWindow writes the scenario in memory, or to an in-process kfake
+// broker through real transactional producers, and audits it.
+func runWindow(t *testing.T, s audittest.WindowScenario, onKfake bool) (*audit.Report, *audittest.WindowTruth) {
+	t.Helper()
+	p, dec := windowPipeline(t, s)
+	opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true}
+	var src audit.Source
+	var truth *audittest.WindowTruth
+	var err error
+	if onKfake {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		if truth, err = audittest.GenerateWindow(s, b); err != nil {
+			t.Fatalf("generate: %v", err)
+		}
+		ks, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ks.Close)
+		src = ks
+	} else {
+		m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
+		if truth, err = audittest.GenerateWindow(s, audittest.NewMemoryBackend(m)); err != nil {
+			t.Fatalf("generate: %v", err)
+		}
+		src = m
+	}
+	rep, err := reconcile.Run(t.Context(), src, p, opts)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !onKfake {
+		opts.Concurrency = 2
+		par, err := reconcile.Run(t.Context(), src, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(rep)
+		b, _ := json.Marshal(par)
+		if !bytes.Equal(a, b) {
+			t.Errorf("the report read ahead in parallel differs")
+		}
+	}
+	return rep, truth
+}
+
+// compareWindow is compare, and the late findings exactly the inputs the
+// simulation skipped for an expired window.
+func compareWindow(t *testing.T, rep *audit.Report, truth *audittest.WindowTruth) {
+	t.Helper()
+	compare(t, rep, &truth.Truth)
+	if truth.Unprovable && rep.Summary.Verdict == audit.VerdictClean {
+		t.Errorf("verdict clean, though an input vanished that the evidence cannot tell from a late one")
+	}
+	got := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Cause == audit.CauseLate {
+			if f.Severity != audit.SeverityInfo {
+				t.Errorf("late finding of severity %s", f.Severity)
+			}
+			got[fmt.Sprintf("%s/%d@%d", f.Topic, f.Partition, f.Offset)] = true
+		}
+	}
+	for k := range truth.Late {
+		if !got[k] {
+			t.Errorf("missed late input %s", k)
+		}
+	}
+	for k := range got {
+		if !truth.Late[k] {
+			t.Errorf("late finding %s for an input Streams applied (after a restart: %v)", k, truth.LateApplied[k])
+		}
+	}
+	if t.Failed() {
+		var late []string
+		for k := range truth.Late {
+			late = append(late, k)
+		}
+		sort.Strings(late)
+		t.Logf("truth: %v; late %v", truth.Findings, late)
+	}
+}
+
+func windowScenario(kind string) audittest.WindowScenario {
+	s := audittest.WindowScenario{AppID: "win", Partitions: 3, Inputs: 240, Keys: 6, Seed: 7, Base: 1_780_000_000_000,
+		Commit: 8, Hop: true, Lag: 2, Inflight: 2, AbortEvery: 5, LateEvery: 17, Output: true}
+	switch kind {
+	case "tumbling":
+		s.Window = &audittest.Win{Size: 2000, Advance: 2000, Grace: 300}
+	case "hopping":
+		s.Window = &audittest.Win{Size: 3000, Advance: 1000, Grace: 0}
+	case "suppressed":
+		s.Window = &audittest.Win{Size: 2000, Advance: 2000, Grace: 500}
+		s.Suppress = true
+	case "plain":
+		s.LateEvery = 0
+	}
+	return s
+}
+
+var windowKinds = []string{"tumbling", "hopping", "suppressed", "plain"}
+
+// TestWindowClean: windowed and primitive-serde tables (String keys,
+// Integer values, Long sum and count stores), with and without the hop,
+// aborted and replayed transactions, late inputs and restarts that make
+// Streams apply some of them: clean, with exactly the late inputs named.
+func TestWindowClean(t *testing.T) {
+	for _, kind := range windowKinds {
+		for _, hop := range []bool{true, false} {
+			for _, restart := range []bool{false, true} {
+				for _, count := range []bool{false, true} {
+					name := fmt.Sprintf("%s/hop=%v/restart=%v/count=%v", kind, hop, restart, count)
+					t.Run(name, func(t *testing.T) {
+						s := windowScenario(kind)
+						s.Hop, s.Restart, s.Count, s.Purge = hop, restart, count, hop
+						if !hop {
+							s.Inflight = 0
+						}
+						rep, truth := runWindow(t, s, false)
+						if len(truth.Findings) != 0 {
+							t.Fatalf("a clean scenario has ground truth %v", truth.Findings)
+						}
+						compareWindow(t, rep, truth)
+						if rep.Summary.Verdict != audit.VerdictClean {
+							t.Errorf("verdict %s, want clean (missing %v)", rep.Summary.Verdict, rep.Summary.Missing)
+						}
+						if kind != "plain" && len(truth.Late) == 0 {
+							t.Errorf("no late input in the scenario")
+						}
+						if kind != "plain" && restart && len(truth.LateApplied) == 0 {
+							t.Logf("no late input applied after the restart")
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestWindowEveryCause: every cause on windowed and primitive-serde
+// tables, in memory; precision and recall 100 % against the simulation.
+func TestWindowEveryCause(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fault audittest.Fault
+		cause audit.Cause
+		mod   func(*audittest.WindowScenario)
+	}{
+		{"dropped", audittest.Fault{Kind: audittest.FaultDrop}, audit.CauseDropped, nil},
+		{"unapplied", audittest.Fault{Kind: audittest.FaultDrop}, audit.CauseUnapplied, func(s *audittest.WindowScenario) { s.Purge = true }},
+		{"unapplied, no hop", audittest.Fault{Kind: audittest.FaultStateDiverged}, audit.CauseUnapplied, func(s *audittest.WindowScenario) { s.Hop, s.Inflight = false, 0 }},
+		{"aborted-not-replayed", audittest.Fault{Kind: audittest.FaultAbortNotReplayed}, audit.CauseAbortedNotReplayed, nil},
+		{"state-diverged", audittest.Fault{Kind: audittest.FaultStateDiverged}, audit.CauseStateDiverged, nil},
+		{"purged-before-commit", audittest.Fault{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1}, audit.CausePurgedBeforeCommit, nil},
+		{"retention-gap", audittest.Fault{Kind: audittest.FaultRetentionGap, Partition: 0}, audit.CauseRetentionGap, func(s *audittest.WindowScenario) { s.Lag = 4 }},
+		{"duplicate", audittest.Fault{Kind: audittest.FaultDuplicate}, audit.CauseDuplicate, nil},
+		{"state-reset", audittest.Fault{Kind: audittest.FaultStateReset, Partition: 0}, audit.CauseStateReset, func(s *audittest.WindowScenario) { s.Count = true }},
+		{"join-missing", audittest.Fault{Kind: audittest.FaultJoinMissing, Partition: 1}, audit.CauseJoinMissing, nil},
+	} {
+		for _, kind := range windowKinds {
+			t.Run(tt.name+"/"+kind, func(t *testing.T) {
+				s := windowScenario(kind)
+				s.Faults = []audittest.Fault{tt.fault}
+				if tt.mod != nil {
+					tt.mod(&s)
+				}
+				rep, truth := runWindow(t, s, false)
+				has := false
+				for _, e := range truth.Findings {
+					has = has || e.Cause == tt.cause
+				}
+				if !has {
+					t.Fatalf("the fault left no %s: %v", tt.cause, truth.Findings)
+				}
+				compareWindow(t, rep, truth)
+			})
+		}
+	}
+}
+
+// TestWindowKfake: the same through a real wire-protocol broker and
+// transactional producers: clean, and several faults at once.
+func TestWindowKfake(t *testing.T) {
+	for _, kind := range windowKinds {
+		t.Run(kind+"/clean", func(t *testing.T) {
+			s := windowScenario(kind)
+			s.Restart = true
+			rep, truth := runWindow(t, s, true)
+			compareWindow(t, rep, truth)
+			if rep.Summary.Verdict != audit.VerdictClean {
+				t.Errorf("verdict %s (missing %v)", rep.Summary.Verdict, rep.Summary.Missing)
+			}
+		})
+		t.Run(kind+"/faults", func(t *testing.T) {
+			s := windowScenario(kind)
+			s.Lag = 3
+			s.Faults = []audittest.Fault{
+				{Kind: audittest.FaultDrop},
+				{Kind: audittest.FaultAbortNotReplayed},
+				{Kind: audittest.FaultStateDiverged},
+				{Kind: audittest.FaultDuplicate},
+				{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1},
+				{Kind: audittest.FaultJoinMissing, Partition: 2},
+			}
+			rep, truth := runWindow(t, s, true)
+			if len(truth.Findings) < 5 {
+				t.Fatalf("ground truth too small: %v", truth.Findings)
+			}
+			compareWindow(t, rep, truth)
+		})
+	}
+	_ = strings.TrimSpace
+}
