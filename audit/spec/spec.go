@@ -548,6 +548,11 @@ func (s *Spec) validate() error {
 				l.add(fmt.Sprintf("%s.right[%d]", path, k), field+".right", "no table named %q", r)
 			}
 		}
+		for _, name := range append([]string{j.Left}, j.Right...) {
+			if t := s.Table(name); t != nil && t.Window != nil {
+				l.add(path, field, "table %q is windowed: joins of windowed tables are not modelled", name)
+			}
+		}
 		switch j.Type {
 		case "":
 			j.Type = JoinLeft

@@ -42,6 +42,7 @@ func TestWindowErrors(t *testing.T) {
 		{"    suppress: until-window-closes\n", `k.yaml:7: tables[0].suppress: suppress: until-window-closes needs a window`},
 		{"    window: {size: 1m}\n    suppress: until-window-closes\n", `k.yaml:8: tables[0].suppress: suppress needs output`},
 		{"    window: {size: 1m}\n    output: o\n    suppress: later\n", `k.yaml:9: tables[0].suppress: unknown suppress "later"`},
+		{"    window: {size: 1m}\njoins:\n  - {output: o, left: x, right: x}\n", `k.yaml:9: joins[0]: table "x" is windowed`},
 	} {
 		_, err := ParseSpec("k.yaml", []byte(table+tt.in))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
