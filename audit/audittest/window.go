@@ -447,12 +447,35 @@ func (g *wgen) task(p int32) error {
 	reset := slices.ContainsFunc(g.faults[FaultStateReset], func(f Fault) bool { return f.Partition == p })
 	swallow := slices.ContainsFunc(g.faults[FaultJoinMissing], func(f Fault) bool { return f.Partition == p })
 	half := len(items) / 2 / max(s.Commit, 1) * s.Commit
+	if s.Restart && s.Window != nil {
+		// a restart just before the first late input after half way: the
+		// next records see a fresh stream time, and the late one is applied
+		for i := half; i < len(items); i++ {
+			if items[i].r.lateTs {
+				half = i
+				break
+			}
+		}
+	}
+	// the transactions: every Commit records, and one ending at half
+	var bounds []int
+	for start := 0; start < len(items); start += s.Commit {
+		if start < half && half < start+s.Commit {
+			bounds = append(bounds, start, half)
+			continue
+		}
+		bounds = append(bounds, start)
+	}
 	prod := g.producer(1, p)
 	grace := int64(0)
 	if s.Window != nil {
 		grace = s.Window.Grace
 	}
-	for start := 0; start < len(items); start += s.Commit {
+	for bi, start := range bounds {
+		end := len(items)
+		if bi+1 < len(bounds) {
+			end = bounds[bi+1]
+		}
 		if start == half && start > 0 {
 			if s.Restart {
 				stream, supp = -1, -1 // the processors are created again; stores and buffer restored
@@ -486,7 +509,7 @@ func (g *wgen) task(p int32) error {
 			}
 			return int64Value(st.sum)
 		}
-		batch := items[start:min(start+s.Commit, len(items))]
+		batch := items[start:end]
 		for _, it := range batch {
 			r := it.r
 			r.processed = true
@@ -561,7 +584,7 @@ func (g *wgen) task(p int32) error {
 		if err != nil {
 			return err
 		}
-		if s.Hop && s.Purge && (start/s.Commit)%3 == 2 {
+		if s.Hop && s.Purge && bi%3 == 2 {
 			if err := g.purge(p, batch[len(batch)-1].pos+1); err != nil {
 				return err
 			}
