@@ -111,9 +111,15 @@ type WindowTruth struct {
 	// LateApplied are inputs late under the stream time without restarts
 	// that a window applied after a restart: no finding.
 	LateApplied map[string]bool
+	// LateMaybe are late inputs the evidence cannot tell from lost ones:
+	// a late finding or missing evidence, either is right.
+	LateMaybe map[string]bool
 	// Unprovable: a loss the evidence cannot tell from a late input (its
 	// copy purged): the verdict must not be clean.
 	Unprovable bool
+	// Partial: retention deleted consumed source records, so the fold is
+	// judged only for the losses the copies prove (no late finding).
+	Partial bool
 }
 
 type wapp struct {
@@ -178,7 +184,7 @@ func GenerateWindow(s WindowScenario, b Backend) (*WindowTruth, error) {
 		offsets: map[audit.TopicPartition]int64{}, starts: map[audit.TopicPartition]int64{}, faults: map[FaultKind][]Fault{},
 		copies: map[int32][]wcopy{}, processed: map[int32][]timeRec{}, purged: map[audit.TopicPartition]bool{},
 		missingOut: map[string]bool{}, lastState: map[string]bool{}, missingPart: -1}
-	g.truth.Late, g.truth.LateApplied = map[string]bool{}, map[string]bool{}
+	g.truth.Late, g.truth.LateApplied, g.truth.LateMaybe = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, f := range s.Faults {
 		g.faults[f.Kind] = append(g.faults[f.Kind], f)
 	}
@@ -444,6 +450,7 @@ func (g *wgen) task(p int32) error {
 	stream, supp := int64(-1), int64(-1)
 	store := map[string]*wstate{}
 	buffer := map[string]bufEntry{}
+	emitted := map[string]bool{}
 	reset := slices.ContainsFunc(g.faults[FaultStateReset], func(f Fault) bool { return f.Partition == p })
 	swallow := slices.ContainsFunc(g.faults[FaultJoinMissing], func(f Fault) bool { return f.Partition == p })
 	half := len(items) / 2 / max(s.Commit, 1) * s.Commit
@@ -544,7 +551,9 @@ func (g *wgen) task(p int32) error {
 					continue
 				}
 				if !s.Suppress {
-					if !(swallow && g.swallowed(wk)) {
+					first := !emitted[wk]
+					emitted[wk] = true
+					if !(swallow && g.swallowed(wk, first)) {
 						write(WindowOutput, audit.DefaultPartition([]byte(r.key), s.Partitions), Out{Key: s.storeKey(r.key, w.start, false), Value: value(st), Timestamp: st.ts})
 					}
 					continue
@@ -566,7 +575,9 @@ func (g *wgen) task(p int32) error {
 				for _, wk := range due {
 					e := buffer[wk]
 					delete(buffer, wk)
-					if swallow && g.swallowed(wk) {
+					first := !emitted[wk]
+					emitted[wk] = true
+					if swallow && g.swallowed(wk, first) {
 						continue
 					}
 					write(WindowOutput, audit.DefaultPartition([]byte(e.key), s.Partitions), Out{Key: s.storeKey(e.key, e.start, false), Value: value(&e.st), Timestamp: e.st.ts})
@@ -594,9 +605,9 @@ func (g *wgen) task(p int32) error {
 }
 
 // swallowed picks the first window key the join-missing fault meets in
-// its partition, and reports whether wk is it.
-func (g *wgen) swallowed(wk string) bool {
-	if len(g.missingOut) == 0 && g.order > g.s.Inputs/10 {
+// its partition at its first output record, and reports whether wk is it.
+func (g *wgen) swallowed(wk string, first bool) bool {
+	if len(g.missingOut) == 0 && first && g.order > g.s.Inputs/10 {
 		g.missingOut[wk] = true
 	}
 	return g.missingOut[wk]
@@ -616,6 +627,9 @@ func (g *wgen) post() error {
 	s := g.s
 	for _, f := range g.faults[FaultRetentionGap] {
 		tp := audit.TopicPartition{Topic: WindowSource, Partition: f.Partition}
+		if len(g.recs[f.Partition]) <= s.Lag {
+			continue // nothing consumed there: nothing to delete past the committed offset
+		}
 		to := g.offsets[tp] + int64(max(s.Lag, 1))
 		if err := g.b.DeleteRecords(tp, to); err != nil {
 			return err
@@ -647,7 +661,9 @@ func (g *wgen) post() error {
 // groundTruth derives the findings from what the simulation did.
 func (g *wgen) groundTruth() {
 	s := g.s
-	partial := len(g.faults[FaultRetentionGap]) > 0 // the folds' source history is not whole
+	partial := g.starts[audit.TopicPartition{Topic: WindowSource, Partition: 0}] > 0 || g.starts[audit.TopicPartition{Topic: WindowSource, Partition: 1}] > 0 ||
+		g.starts[audit.TopicPartition{Topic: WindowSource, Partition: 2}] > 0 // the folds' source history is not whole
+	g.truth.Partial = partial
 	ref := func(r *wrec) string { return fmt.Sprintf("%s/%d@%d", r.tp.Topic, r.tp.Partition, r.offset) }
 	// whether the copies of a data partition's earlier and later inputs are
 	// readable on the input's repartition partition (its neighbours')
@@ -758,6 +774,11 @@ func (g *wgen) groundTruth() {
 			}
 			if late {
 				g.truth.Late[ref(r)] = true
+				if s.Hop && g.purged[rtp] && !(len(r.copies) > 0 && r.copies[0] >= g.starts[rtp]) {
+					// its copy purged with the range above the commit: it may
+					// never have been processed, so late cannot be told from lost
+					g.truth.LateMaybe[ref(r)] = true
+				}
 			} else if lateApplied {
 				g.truth.LateApplied[ref(r)] = true
 			}
@@ -789,7 +810,8 @@ func (g *wgen) groundTruth() {
 					if s.windowKey(r.key, w.start) == wk {
 						e.Partition = audit.DefaultPartition([]byte(r.key), s.Partitions)
 						if s.Suppress {
-							e.Evident = g.due(r, w)
+							// due by the engine's rule, on inputs it can read
+							e.Evident = g.due(r, w) && !g.truth.Partial
 						}
 					}
 				}
@@ -815,6 +837,9 @@ func (g *wgen) due(r *wrec, w *wapp) bool {
 				pos := q.offset
 				if s.Hop {
 					pos = q.copies[0] // as the engine: the first committed copy
+					if start := g.starts[audit.TopicPartition{Topic: WindowHop, Partition: p}]; pos < start {
+						pos = start - 1 // purged: the engine places it just before the readable ones
+					}
 				}
 				last = max(last, pos)
 			}

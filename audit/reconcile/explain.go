@@ -386,7 +386,9 @@ func (x *explainer) restarts(f frame, try func(frame, int, []*elem)) {
 	for _, m := range targets {
 		var lostEls []*elem
 		for _, e := range f.applied[m.n:] {
-			if e.kind != elemOptional && !x.forbid[e.id] {
+			// (a windowed input late under the stream time bound is optional,
+			// yet once applied a restart loses it as any other)
+			if (e.kind != elemOptional || e.in != nil && e.in.late) && !x.forbid[e.id] {
 				lostEls = append(lostEls, e)
 			} else if x.forbid[e.id] {
 				lostEls = nil
@@ -515,7 +517,7 @@ func (x *explainer) twin() bool {
 		var out []*elem
 		for _, e := range seq {
 			out = append(out, e)
-			if e.kind == elemFree {
+			if e.kind == elemFree || e.kind == elemOptional && e.in != nil && e.in.late {
 				out = append(out, &elem{in: e.in, kind: elemTwin, digest: e.digest, ts: e.ts, value: e.value, id: n})
 				n++
 				added = true

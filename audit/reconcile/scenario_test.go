@@ -105,10 +105,12 @@ func compare(t *testing.T, rep *audit.Report, truth *audittest.Truth) {
 func compareRecall(t *testing.T, rep *audit.Report, truth *audittest.Truth, recall bool) {
 	t.Helper()
 	want := map[string]audittest.Expected{}
-	byRecord := map[string]string{} // topic/partition@offset → truth key
+	byRecord := map[string]string{}    // topic/partition@offset → truth key
+	byRecordKey := map[string]string{} // … and the key: an input of several windows has a truth per window
 	for _, e := range truth.Findings {
 		want[e.String()] = e
 		byRecord[fmt.Sprintf("%s/%d@%d", e.Topic, e.Partition, e.Offset)] = e.String()
+		byRecordKey[fmt.Sprintf("%s/%d@%d %s", e.Topic, e.Partition, e.Offset, e.Key)] = e.String()
 	}
 	covered := map[string]bool{}
 	for _, f := range rep.Findings {
@@ -120,7 +122,11 @@ func compareRecall(t *testing.T, rep *audit.Report, truth *audittest.Truth, reca
 		case f.Candidates != "":
 			n := 0
 			for _, c := range strings.Split(f.Candidates, ", ") {
-				if e, ok := byRecord[c]; ok {
+				e, ok := byRecordKey[c+" "+f.Key]
+				if !ok {
+					e, ok = byRecord[c]
+				}
+				if ok {
 					covered[e] = true
 					n++
 				}

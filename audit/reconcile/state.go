@@ -76,7 +76,9 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.attribute(ctx, ts, in)
 	}
 	r.sortLosses(ts, start)
-	r.reportLate(ts)
+	if check == checkKeys {
+		r.reportLate(ts) // only the explanations tell a late input from one a restart let in
+	}
 	slices.Sort(ts.keyNotes)
 	for _, n := range ts.keyNotes {
 		r.note("%s", n)

@@ -269,7 +269,10 @@ func (r *run) decideLate(ts *tableState) {
 			case copyNone:
 				in := &input{tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, r: x.r}
 				if m, ok := purgedMax[x.r]; ok && !r.positionReadable(ts, in) {
-					upper, lower = m, ownBefore(x.part, x.r, x.offset)
+					upper = m
+					if _, beforeCommit := ts.purgedRange[x.r]; !beforeCommit {
+						lower = ownBefore(x.part, x.r, x.offset) // else it may never have been processed
+					}
 				}
 			}
 			if upper < closes {
@@ -436,6 +439,11 @@ func (r *run) windowClosed(ts *tableState, key string) bool {
 			p, last = x.r, max(last, x.pos)
 		case copyDirect:
 			p, last = x.part, max(last, x.offset)
+		case copyNone:
+			if x.r >= 0 && ts.rLogStart[x.r] > 0 {
+				// a purged copy precedes every readable one
+				p, last = x.r, max(last, ts.rLogStart[x.r]-1)
+			}
 		}
 	}
 	if p < 0 {
