@@ -309,6 +309,7 @@ func TestResolve(t *testing.T) {
 func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("app_id: a\ntables:\n  - {name: x, source: y, reduce: latest}\n"))
 	f.Add([]byte("app_id: a\ntables:\n  - name: x\n    source: y\n    reduce: {expr: 'agg + value'}\njoins:\n  - {output: o, left: x, right: [x], value: 'left'}\n"))
+	f.Add([]byte("app_id: a\ntables:\n  - {name: x, source: y, store: s, reduce: count, window: {size: 1m, advance: 30s, grace: 10s}, output: o, suppress: until-window-closes}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := ParseSpec("k.yaml", data)
 		if err == nil {
