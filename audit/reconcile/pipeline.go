@@ -40,6 +40,12 @@ type Table struct {
 	// there must be the store's final state, value and timestamp (the cache
 	// flush writes the changelog and forwards downstream the same states).
 	Output string
+	// Uncached says the store writes every update to its changelog (no
+	// cache): where a changelog partition holds every record it was
+	// written, a key's history is then each application's state, none
+	// folded away, and an input whose state is missing is lost even when a
+	// later input's state hides it (a min or max).
+	Uncached bool
 	// Unjudged says why the table is not judged ("" judges it): the spec
 	// check found the spec does not describe it. The reason goes to the
 	// report's missing evidence.

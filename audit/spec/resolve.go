@@ -31,6 +31,9 @@ type PlannedTable struct {
 	Repartition string     `json:"repartition,omitempty"`
 	Store       string     `json:"store"`
 	Changelog   string     `json:"changelog"`
+	// Uncached says the store writes every update to its changelog (the
+	// table's caching: false, else the spec's).
+	Uncached bool `json:"uncached,omitempty"`
 }
 
 // PlannedJoin is one join chain with its output topic.
@@ -111,6 +114,12 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	for i, t := range spec.Tables {
 		field := fmt.Sprintf("tables[%d]", i)
 		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Store: t.Store}
+		switch {
+		case t.Caching != nil:
+			pt.Uncached = !*t.Caching
+		case spec.Caching != nil:
+			pt.Uncached = !*spec.Caching
+		}
 		var use topology.StoreUse
 		switch {
 		case lay != nil && t.Store != "":

@@ -24,13 +24,18 @@ import (
 // expressions, and which topics the tables and joins use.
 type Spec struct {
 	// File is the name errors cite.
-	File     string       `yaml:"-"`
-	AppID    string       `yaml:"app_id"`
-	Topology string       `yaml:"topology"` // describe() text file, relative to the spec
-	Serdes   Serdes       `yaml:"serdes"`
-	Tables   []*TableSpec `yaml:"tables"`
-	Joins    []*JoinSpec  `yaml:"joins"`
-	doc      *ast.File
+	File     string `yaml:"-"`
+	AppID    string `yaml:"app_id"`
+	Topology string `yaml:"topology"` // describe() text file, relative to the spec
+	Serdes   Serdes `yaml:"serdes"`
+	// Caching false says the app's stores do not cache
+	// (statestore.cache.max.bytes=0, cache.max.bytes.buffering=0 before
+	// 3.4): every update is written to the changelog. Nil or true: the
+	// cache may fold updates. A table's own caching wins.
+	Caching *bool        `yaml:"caching"`
+	Tables  []*TableSpec `yaml:"tables"`
+	Joins   []*JoinSpec  `yaml:"joins"`
+	doc     *ast.File
 }
 
 // Serdes names the key and value serdes: string, long, int, short, double,
@@ -68,6 +73,9 @@ type TableSpec struct {
 	// store's).
 	Output       string  `yaml:"output"`
 	OutputSerdes *Serdes `yaml:"output_serdes"`
+	// Caching false is Materialized.withCachingDisabled() (or no cache in
+	// the app): the store writes every update to its changelog.
+	Caching *bool `yaml:"caching"`
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
