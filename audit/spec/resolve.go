@@ -48,7 +48,7 @@ type PlannedJoin struct {
 // TopicSerdes returns the serdes of each table topic that differ from
 // the spec's defaults: a table's serdes on its source, repartition topic
 // and changelog, its store_serdes over them on its changelog (an empty
-// field keeps the one below it). A topic two tables give different serdes
+// field keeps the one below it), a join's on its output. A topic two tables give different serdes
 // keeps the first table's.
 func (p *Plan) TopicSerdes() map[string]Serdes {
 	out := map[string]Serdes{}
@@ -77,6 +77,11 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 		set(t.Spec.Output, out)
 		set(t.Source, sd)
 		set(t.Repartition, sd)
+	}
+	for _, j := range p.Joins {
+		if j.Spec != nil && j.Spec.Serdes != nil {
+			set(j.Output, *j.Spec.Serdes)
+		}
 	}
 	return out
 }

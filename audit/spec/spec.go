@@ -223,8 +223,10 @@ type JoinSpec struct {
 	// Value is an expression over left, r1, r2… (right = r1) giving the
 	// output value; empty means only presence and timestamps are checked.
 	Value string `yaml:"value"`
-	Line  int    `yaml:"-"`
-	prog  *vm.Program
+	// Serdes are the output's (Produced.with), over the spec's defaults.
+	Serdes *Serdes `yaml:"serdes"`
+	Line   int     `yaml:"-"`
+	prog   *vm.Program
 }
 
 // StringList is a YAML list of strings that also accepts a single string.
@@ -536,6 +538,9 @@ func (s *Spec) validate() error {
 		}
 		if j.Output == "" {
 			l.add(path+".output", field+".output", "required: the topic the join writes")
+		}
+		if j.Serdes != nil {
+			checkSerdes(path+".serdes", field+".serdes", *j.Serdes)
 		}
 		switch {
 		case j.Left == "":
