@@ -73,6 +73,7 @@ type Pipeline struct {
 	AppID  string
 	Tables []Table
 	Joins  []Join
+	Copies []Copy
 	// KeySerde is the serde of table keys on repartition topics,
 	// changelogs and the output ("string", "long", "int", "bytes", "json",
 	// "avro"); it decides how a selected key is serialized to find its

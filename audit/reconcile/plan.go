@@ -43,6 +43,9 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		}
 		out.Tables = append(out.Tables, t)
 	}
+	for _, c := range p.Copies {
+		out.Copies = append(out.Copies, Copy{Source: c.Source, Output: c.Output})
+	}
 	for _, pj := range p.Joins {
 		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), concurrent: true}
 		if js := pj.Spec; js != nil && js.HasValue() {

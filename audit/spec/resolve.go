@@ -17,6 +17,7 @@ type Plan struct {
 	AppID  string         `json:"app_id"`
 	Tables []PlannedTable `json:"tables"`
 	Joins  []PlannedJoin  `json:"joins,omitempty"`
+	Copies []*CopySpec    `json:"copies,omitempty"`
 	// Warnings are contradictions that do not stop an audit.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -83,6 +84,11 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 			set(j.Output, *j.Spec.Serdes)
 		}
 	}
+	for _, c := range p.Copies {
+		if c.Serdes != nil {
+			set(c.Output, *c.Serdes)
+		}
+	}
 	return out
 }
 
@@ -107,7 +113,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	if appID == "" {
 		appID = spec.AppID
 	}
-	p := &Plan{AppID: appID}
+	p := &Plan{AppID: appID, Copies: spec.Copies}
 	var lay *topology.Layout
 	if topo != nil {
 		lay = topo.Layout(appID)

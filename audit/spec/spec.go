@@ -35,6 +35,7 @@ type Spec struct {
 	Caching *bool        `yaml:"caching"`
 	Tables  []*TableSpec `yaml:"tables"`
 	Joins   []*JoinSpec  `yaml:"joins"`
+	Copies  []*CopySpec  `yaml:"copies"`
 	doc     *ast.File
 }
 
@@ -227,6 +228,16 @@ type JoinSpec struct {
 	Serdes *Serdes `yaml:"serdes"`
 	Line   int     `yaml:"-"`
 	prog   *vm.Program
+}
+
+// CopySpec is stream.to(Output) of a source topic read as a stream
+// (EosTestClient's data.to("echo")): each consumed input once on Output.
+type CopySpec struct {
+	Source string `yaml:"source" json:"source"`
+	Output string `yaml:"output" json:"output"`
+	// Serdes are the output's (Produced.with), over the spec's defaults.
+	Serdes *Serdes `yaml:"serdes" json:"-"`
+	Line   int     `yaml:"-" json:"-"`
 }
 
 // StringList is a YAML list of strings that also accepts a single string.
@@ -468,8 +479,8 @@ func (s *Spec) validate() error {
 		}
 	}
 	checkSerdes("$.serdes", "serdes", s.Serdes)
-	if len(s.Tables) == 0 {
-		l.add("$.tables", "tables", "at least one table is required")
+	if len(s.Tables) == 0 && len(s.Copies) == 0 {
+		l.add("$.tables", "tables", "at least one table (or copy) is required")
 	}
 	names := map[string]bool{}
 	for i, t := range s.Tables {
@@ -571,6 +582,24 @@ func (s *Spec) validate() error {
 				l.add(path+".value", field+".value", "%v", err)
 			}
 			j.prog = prog
+		}
+	}
+	for i, c := range s.Copies {
+		path := fmt.Sprintf("$.copies[%d]", i)
+		field := fmt.Sprintf("copies[%d]", i)
+		if c == nil {
+			l.add(path, field, "empty copy")
+			continue
+		}
+		c.Line = s.line(path)
+		if c.Source == "" {
+			l.add(path+".source", field+".source", "required: the topic the app reads as a stream")
+		}
+		if c.Output == "" {
+			l.add(path+".output", field+".output", "required: the topic stream.to(…) writes")
+		}
+		if c.Serdes != nil {
+			checkSerdes(path+".serdes", field+".serdes", *c.Serdes)
 		}
 	}
 	return l.err()
