@@ -99,6 +99,9 @@ type resetInfo struct {
 type explainer struct {
 	t      *Table
 	latest bool
+	// exact says the history holds every state (no cache, nothing
+	// compacted): each application must produce the next history state.
+	exact bool
 	// seqs holds, per source partition, the elements that may be applied
 	// before the readable copies, in offset order; fixed the elements with
 	// readable copies, in copy offset order.
@@ -288,6 +291,8 @@ func (x *explainer) step(f frame, e *elem) (frame, bool) {
 	if out.hi < len(x.hist) && sameState(x.hist[out.hi], a) {
 		out.matched = append(slices.Clip(f.matched), match{n: len(out.applied), agg: a, off: x.hist[out.hi].offset, hi: out.hi})
 		out.hi++
+	} else if x.exact {
+		return f, false // every application writes the next state: this one is not there
 	}
 	return out, true
 }
@@ -344,7 +349,7 @@ func (x *explainer) walkFixed(f frame, pos []int, i, cost int, lost map[int]lost
 	if i == len(x.fixed) {
 		if f.hi == len(x.hist) && x.finalOK(f.agg) {
 			x.record(cost, lost, f.reset)
-		} else if len(x.hist) > 0 && f.hi == len(x.hist)-1 && x.finalOK(f.agg) {
+		} else if !x.exact && len(x.hist) > 0 && f.hi == len(x.hist)-1 && x.finalOK(f.agg) {
 			// the final state was reached, matched earlier by an equal state
 			x.record(cost, lost, f.reset)
 		}

@@ -20,12 +20,13 @@ import (
 func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	t := ts.t
 	cl := ts.changelog[key]
-	if r.windowExpired(ts, ks, cl) || ts.cleanLatest(key, ks, cl) {
+	exact := ts.exactFor(cl)
+	if r.windowExpired(ts, ks, cl) || !exact && ts.cleanLatest(key, ks, cl) {
 		return nil
 	}
 	ins := ts.materialize(key, ks.inputs, ks.values)
 	pend := ts.materialize(key, ks.pending, ks.pvalues)
-	x := &explainer{t: t, latest: t.Latest}
+	x := &explainer{t: t, latest: t.Latest, exact: exact}
 	if cl != nil {
 		x.hist = cl.history
 	}
@@ -61,7 +62,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		}
 	}
 	r.expectation(ts, key, x, ins)
-	if r.natural(x) {
+	if !exact && r.natural(x) {
 		ts.noteDeleted(x, els)
 		return nil
 	}

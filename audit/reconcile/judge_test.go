@@ -48,12 +48,25 @@ func judgeValue(id string, amount int) string {
 // group's committed offsets.
 func runJudge(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, purged bool, states []judgeState) *audit.Report {
 	t.Helper()
-	return runJudgeOut(t, reduce, ins, copies, purged, states, nil)
+	return runJudgeOut(t, reduce, ins, copies, purged, states, nil, judgeOpts{})
+}
+
+// judgeOpts is how the output topic of runJudgeOut was kept (compacted,
+// or its first records deleted: its log start), and whether the spec says
+// the store has no cache.
+type judgeOpts struct {
+	compacted bool
+	logStart  int64
+	uncached  bool
+	// oneTxn writes the changelog states in one transaction (as a store
+	// without a cache does for a key updated twice before a commit), each
+	// in its own otherwise
+	oneTxn bool
 }
 
 // runJudgeOut is runJudge with the table's own output topic "out" holding
-// outputs (nil: no output topic).
-func runJudgeOut(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, purged bool, states, outputs []judgeState) *audit.Report {
+// outputs (nil: no output topic), from offset out.logStart.
+func runJudgeOut(t *testing.T, reduce string, ins []judgeIn, copies []judgeCopy, purged bool, states, outputs []judgeState, out judgeOpts) *audit.Report {
 	t.Helper()
 	sp, err := spec.ParseSpec("kaudit.yaml", []byte(fmt.Sprintf(`app_id: app
 serdes: {key: string, value: json}
@@ -108,12 +121,29 @@ tables:
 	case purgeTo > 0:
 		m.SetOffsets(audit.TopicPartition{Topic: "app-S-repartition"}, audit.PartitionOffsets{LogStart: purgeTo, LSO: off, HW: off})
 	}
+	var clOff int64
+	commit := func() {
+		m.Append(audit.Record{Topic: "app-S-changelog", Offset: clOff, Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 1},
+			Batch: audit.Batch{ProducerID: 9, ProducerEpoch: 0, Transactional: true, Control: true, BaseOffset: clOff}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
+		clOff++
+	}
+	base := int64(0)
 	for i, s := range states {
-		r := audit.Record{Topic: "app-S-changelog", Offset: int64(i), Key: []byte("k"), Timestamp: s.ts, Batch: plain}
+		r := audit.Record{Topic: "app-S-changelog", Offset: clOff, Key: []byte("k"), Timestamp: s.ts, Batch: plain}
+		if out.uncached {
+			if !out.oneTxn || i == 0 {
+				base = clOff
+			}
+			r.Batch = audit.Batch{ProducerID: 9, ProducerEpoch: 0, Transactional: true, BaseOffset: base}
+		}
 		if s.v != "" {
 			r.Value = []byte(s.v)
 		}
 		m.Append(r)
+		clOff++
+		if out.uncached && (!out.oneTxn || i == len(states)-1) {
+			commit()
+		}
 	}
 	if cut < 0 {
 		cut = off
@@ -121,15 +151,24 @@ tables:
 	m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
 		{Topic: "src", Partition: 0}: next[0], {Topic: "src", Partition: 1}: next[1], {Topic: "app-S-repartition"}: cut}})
 	pl := reconcile.FromPlan(plan, "string")
+	pl.Tables[0].Uncached = out.uncached
 	if outputs != nil {
-		m.AddTopic(audit.TopicInfo{Name: "out", Partitions: 1})
+		info := audit.TopicInfo{Name: "out", Partitions: 1}
+		if out.compacted {
+			info.Configs = map[string]string{"cleanup.policy": "compact"}
+		}
+		m.AddTopic(info)
 		pl.Tables[0].Output = "out"
 		for i, s := range outputs {
-			r := audit.Record{Topic: "out", Offset: int64(i), Key: []byte("k"), Timestamp: s.ts, Batch: plain}
+			r := audit.Record{Topic: "out", Offset: out.logStart + int64(i), Key: []byte("k"), Timestamp: s.ts, Batch: plain}
 			if s.v != "" {
 				r.Value = []byte(s.v)
 			}
 			m.Append(r)
+		}
+		if out.logStart > 0 {
+			end := out.logStart + int64(len(outputs))
+			m.SetOffsets(audit.TopicPartition{Topic: "out"}, audit.PartitionOffsets{LogStart: out.logStart, LSO: end, HW: end})
 		}
 	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
@@ -312,23 +351,34 @@ func TestSignatures(t *testing.T) {
 }
 
 // TestTableOutput: a table's own output topic (toStream().to(t)) holds, for
-// each key, the store's final state last; the store right and the output
+// each key, the store's final state last, and every committed changelog
+// state in order (one flush writes both); the store right and the output
 // behind is a join-stage finding, the store wrong is the table's.
 func TestTableOutput(t *testing.T) {
-	a, b := judgeIn{0, "a", 5, 100}, judgeIn{0, "b", 7, 200}
-	states := []judgeState{countState(1, 100), countState(2, 200)}
+	a, b, c := judgeIn{0, "a", 5, 100}, judgeIn{0, "b", 7, 200}, judgeIn{0, "c", 9, 300}
+	every := []judgeState{countState(1, 100), countState(2, 200), countState(3, 300)}
 	for _, tt := range []struct {
 		name    string
+		states  []judgeState // the changelog's
 		outputs []judgeState
+		out     judgeOpts
 		want    []string
 	}{
-		{"every state forwarded: clean", []judgeState{countState(1, 100), countState(2, 200)}, nil},
-		{"the cache forwarded the last only: clean", []judgeState{countState(2, 200)}, nil},
-		{"the last update never reached the output", []judgeState{countState(1, 100)}, []string{"join/join-stale out/0@0"}},
-		{"nothing reached the output", []judgeState{}, []string{"join/join-missing out/0@-1"}},
+		{"every state forwarded: clean", every, every, judgeOpts{}, nil},
+		{"the cache flushed the last only, to both: clean", every[2:], every[2:], judgeOpts{}, nil},
+		{"the cache flushed the first and the last: clean", []judgeState{every[0], every[2]}, []judgeState{every[0], every[2]}, judgeOpts{}, nil},
+		{"the output holds states the compacted changelog lost: clean", every[1:], every, judgeOpts{}, nil},
+		{"a middle state never reached the output", every, []judgeState{every[0], every[2]}, judgeOpts{}, []string{"join/join-missing out/0@-1"}},
+		{"the first state never reached the output", every, every[1:], judgeOpts{}, []string{"join/join-missing out/0@-1"}},
+		{"two states never reached the output", every, every[2:], judgeOpts{}, []string{"join/join-missing out/0@-1", "join/join-missing out/0@-1"}},
+		{"retention deleted the output's first records: the last is checked: clean", every, every[2:], judgeOpts{logStart: 2}, nil},
+		{"the output compacted: the last is checked: clean", every, every[2:], judgeOpts{compacted: true}, nil},
+		{"the last update never reached the output", every, every[:2], judgeOpts{}, []string{"join/join-stale out/0@1"}},
+		{"the last update never reached the compacted output", every, every[1:2], judgeOpts{compacted: true}, []string{"join/join-stale out/0@0"}},
+		{"nothing reached the output", every, []judgeState{}, judgeOpts{}, []string{"join/join-missing out/0@-1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := runJudgeOut(t, "count", []judgeIn{a, b}, nil, true, states, tt.outputs)
+			rep := runJudgeOut(t, "count", []judgeIn{a, b, c}, nil, true, tt.states, tt.outputs, tt.out)
 			if got := judged(rep); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("findings %v, want %v (missing %v)", got, tt.want, rep.Summary.Missing)
 			}

@@ -18,6 +18,13 @@ import (
 // whose output lacks it, or shows another state, is a join-stage finding
 // (the output is the table joined with nothing): the store is right, the
 // output is not. What the store itself lost is the table's own findings.
+//
+// The same flush writes the changelog and forwards downstream (with caching
+// the flushed states only, without it every state), so each committed state
+// of a key's changelog is also one of its output records, in the same
+// order. Where the output is readable from offset 0 and not compacted, a
+// committed state the output lacks is a state that vanished on the way to
+// the output: a join-missing finding of that state, at the output.
 func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 	t := ts.t
 	parts, ok := r.partitionsOf(t.Output, "output")
@@ -38,20 +45,36 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 		raw    []byte
 	}
 	out := map[string]last{}
+	// states holds each key's output records in order, where the output's
+	// partitions are whole (nothing deleted, nothing compacted away); a
+	// suppressed window's output holds its final state only
+	states := map[string][]clEntry{}
+	whole := !r.topics[t.Output].Compacted() && (t.Window == nil || !t.Window.Suppress)
 	rd := r.startReads(ctx, &reads{r: r, role: "output", decode: decodeDigest, window: t.Window}, tpsOf(t.Output, parts))
 	defer rd.stop()
 	var unreadable []audit.TopicPartition
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: t.Output, Partition: p}
-		if !r.walk(ctx, rd, tp, func(it *item) {
+		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
 			if it.Fate != audit.FateCommitted || !r.decoded(it) {
 				return
 			}
 			rec := &it.Record
 			r.count("output", 1)
 			out[it.keyText] = last{tp: tp, offset: rec.Offset, ts: rec.Timestamp, digest: it.digest, null: rec.Value == nil, raw: rec.Value}
-		}) {
+			if whole {
+				e := clEntry{offset: rec.Offset, ts: rec.Timestamp, null: rec.Value == nil}
+				if !e.null {
+					e.digest = it.digest
+				}
+				states[it.keyText] = append(states[it.keyText], e)
+			}
+		})
+		if !ok {
 			unreadable = append(unreadable, tp)
+		}
+		if l == nil || l.Offsets.LogStart > 0 {
+			whole = false // retention deleted the output's first records: their states cannot be looked for
 		}
 	}
 	if ctx.Err() != nil {
@@ -66,6 +89,9 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 		o, have := out[key]
 		if t.Window != nil && t.Window.Suppress && !r.windowClosed(ts, key) {
 			continue // suppressed until the window closes: an open window's output is not due
+		}
+		if whole && have {
+			r.vanishedOnTheWay(ctx, ts, key, o.tp, states[key])
 		}
 		switch {
 		case present && !have:
@@ -84,5 +110,38 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 			f.Detail = fmt.Sprintf("table %s deleted key %s (a tombstone in its changelog), its output still holds a value for it", t.Name, key)
 			r.add(f)
 		}
+	}
+}
+
+// vanishedOnTheWay reports the committed states of a key's changelog, before
+// its last, that the key's output records (outs, in order) do not hold: the
+// states are found in the output in the changelog's order (a subsequence),
+// and each one not found is a state the flush wrote to the changelog and
+// never forwarded to the output. The last state is checkOutput's own check.
+func (r *run) vanishedOnTheWay(ctx context.Context, ts *tableState, key string, tp audit.TopicPartition, outs []clEntry) {
+	t, cs := ts.t, ts.changelog[key]
+	hist := cs.history
+	if len(hist) < 2 {
+		return
+	}
+	j := 0
+	for _, c := range hist[:len(hist)-1] {
+		k := j
+		for k < len(outs) && (outs[k].null != c.null || outs[k].digest != c.digest || outs[k].ts != c.ts) {
+			k++
+		}
+		if k < len(outs) {
+			j = k + 1
+			continue
+		}
+		f := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, -1)
+		f.Key, f.Timestamp = key, c.ts
+		if c.null {
+			f.Expected = "absent"
+		} else if rec, ok := r.recordAt(ctx, audit.TopicPartition{Topic: t.Changelog, Partition: cs.partition}, c.offset); ok {
+			f.Expected = r.text(ctx, t.Changelog, false, rec.Value)
+		}
+		f.Detail = fmt.Sprintf("table %s's state of key %s at changelog %s/%d@%d (timestamp %d) is not among its output %s's records for the key: the flush that wrote it to the changelog forwarded it, and it vanished on the way to the output", t.Name, key, t.Changelog, cs.partition, c.offset, c.ts, t.Output)
+		r.add(f)
 	}
 }

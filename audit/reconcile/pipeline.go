@@ -40,6 +40,12 @@ type Table struct {
 	// there must be the store's final state, value and timestamp (the cache
 	// flush writes the changelog and forwards downstream the same states).
 	Output string
+	// Uncached says the store writes every update to its changelog (no
+	// cache): where a changelog partition holds every record it was
+	// written, a key's history is then each application's state, none
+	// folded away, and an input whose state is missing is lost even when a
+	// later input's state hides it (a min or max).
+	Uncached bool
 	// Window is windowedBy(TimeWindows…), nil for a plain table: each
 	// (key, window) is a key of its own (window.go).
 	Window *Window
@@ -70,6 +76,7 @@ type Pipeline struct {
 	AppID  string
 	Tables []Table
 	Joins  []Join
+	Copies []Copy
 	// KeySerde is the serde of table keys on repartition topics,
 	// changelogs and the output ("string", "long", "int", "bytes", "json",
 	// "avro"); it decides how a selected key is serialized to find its

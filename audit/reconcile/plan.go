@@ -16,7 +16,7 @@ import (
 func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
-		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog}
+		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog, Uncached: pt.Uncached}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
 			if w := pt.Spec.Window; w != nil {
@@ -45,6 +45,9 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 			}
 		}
 		out.Tables = append(out.Tables, t)
+	}
+	for _, c := range p.Copies {
+		out.Copies = append(out.Copies, Copy{Source: c.Source, Output: c.Output})
 	}
 	for _, pj := range p.Joins {
 		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), concurrent: true}

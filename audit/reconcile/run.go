@@ -107,6 +107,12 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 			return nil, err
 		}
 	}
+	for i := range p.Copies {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.checkCopy(ctx, &p.Copies[i])
+	}
 	for _, o := range p.Outputs {
 		if parts, ok := r.partitionsOf(o, "output"); ok {
 			r.walkAll(ctx, tpsOf(o, parts), "output", func(*item) {})

@@ -20,6 +20,7 @@ import (
 // on them all), and the keys' findings stand only if some key is the
 // store's (keysMismatch).
 func (r *run) checkTable(ctx context.Context, ts *tableState) error {
+	r.exactHistories(ts)
 	check, foldIncomplete := r.checkable(ts)
 	if check != checkNone && ts.spill != nil {
 		// the checks pick inputs by their neighbours' copies: match every bucket first

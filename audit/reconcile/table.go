@@ -160,6 +160,7 @@ type clState struct {
 	// compacted) for folds, whose reset check walks it; only the final
 	// state for latest tables.
 	history []clEntry
+	txn     int64 // the first offset of the last state's transaction, -1 for none
 }
 
 func (c *clState) final() (clEntry, bool) {
@@ -187,6 +188,14 @@ type tableState struct {
 	rParts      int32
 	purgedRange map[int32][2]int64 // repartition partition → [committed, log start) purged before commit
 	complete    bool               // every source partition's history is readable from offset 0
+	// For an uncached table (Table.Uncached), per task partition: whether
+	// the hop (the repartition partition, or the source partition without
+	// one) and the changelog partition are readable from offset 0; exact
+	// lists the changelog partitions whose histories hold every state, and
+	// twiceInTxn says some key has two states in one transaction.
+	hopWhole, clWhole map[int32]bool
+	exact             map[int32]bool
+	twiceInTxn        bool
 	// expected holds a key's expected final value where the inputs say
 	// otherwise than the store (for the join); expIn the input whose value
 	// it is, re-read when needed, for latest tables.
@@ -228,7 +237,8 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
-		rLogStart: map[int32]int64{}}
+		rLogStart: map[int32]int64{},
+		hopWhole:  map[int32]bool{}, clWhole: map[int32]bool{}, exact: map[int32]bool{}}
 	r.tables[t.Name] = ts
 	if t.Window != nil {
 		ts.win = newWinState(t.Window)
@@ -369,6 +379,7 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		}
 		logStart := r.clusterLogStart(tp, l.Offsets.LogStart)
 		ts.rLogStart[p] = logStart
+		ts.hopWhole[p] = logStart == 0 && c >= 0
 		if c >= 0 && logStart > c {
 			ts.purgedRange[p] = [2]int64{c, logStart}
 		}
@@ -444,7 +455,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 	defer rd.stop()
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
-		r.walkTable(ctx, ts, rd, tp, func(it *item) {
+		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
 			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
 				return
@@ -458,8 +469,14 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			}
 			cs := ts.changelog[key]
 			if cs == nil {
-				cs = &clState{partition: p}
+				cs = &clState{partition: p, txn: -1}
 				ts.changelog[key] = cs
+			}
+			if e.Txn != nil {
+				ts.twiceInTxn = ts.twiceInTxn || cs.txn == e.Txn.FirstOffset
+				cs.txn = e.Txn.FirstOffset
+			} else {
+				cs.txn = -1
 			}
 			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
 			if !ent.null {
@@ -467,6 +484,10 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			}
 			cs.history = append(cs.history, ent) // the key's states, in order: the judge explains them
 		})
+		if ok && l != nil {
+			n := l.Counts
+			ts.clWhole[p] = l.Offsets.LogStart == 0 && n.Purged == 0 && n.Compacted == 0 && n.Gap == 0
+		}
 	}
 }
 
@@ -602,6 +623,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
 			ts.deletedFrom[p] = true
+		}
+		if t.Repartition == "" {
+			ts.hopWhole[p] = l.Offsets.LogStart == 0 && c >= 0
 		}
 		if !own {
 			if r.clusterLogStart(tp, l.Offsets.LogStart) > max(c, 0) || c > l.Offsets.HW {

@@ -271,3 +271,35 @@ func FuzzReducerForms(f *testing.F) {
 		}
 	})
 }
+
+// TestCaching: caching: false on the spec applies to every table, a
+// table's own wins, and a misspelt field is an error with its line.
+func TestCaching(t *testing.T) {
+	in := "app_id: a\ncaching: false\ntables:\n  - {name: x, source: y, store: s, reduce: count}\n  - {name: z, source: y, store: s2, reduce: count, caching: true}\n" +
+		"  - {name: w, source: y, store: s3, reduce: count, caching: false}\n"
+	s, err := ParseSpec("k.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Resolve(s, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, pt := range p.Tables {
+		got = append(got, pt.Uncached)
+	}
+	if !reflect.DeepEqual(got, []bool{true, false, true}) {
+		t.Errorf("uncached = %v, want [true false true]", got)
+	}
+	s, err = ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, store: s, reduce: count}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = Resolve(s, nil, ""); err != nil || p.Tables[0].Uncached {
+		t.Errorf("no caching field: uncached %v, %v; want cached", p.Tables[0].Uncached, err)
+	}
+	if _, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, store: s, reduce: count, cachng: false}\n")); err == nil || !strings.Contains(err.Error(), "cachng") {
+		t.Errorf("misspelt caching: %v", err)
+	}
+}

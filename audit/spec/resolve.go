@@ -17,6 +17,7 @@ type Plan struct {
 	AppID  string         `json:"app_id"`
 	Tables []PlannedTable `json:"tables"`
 	Joins  []PlannedJoin  `json:"joins,omitempty"`
+	Copies []*CopySpec    `json:"copies,omitempty"`
 	// Warnings are contradictions that do not stop an audit.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -31,6 +32,9 @@ type PlannedTable struct {
 	Repartition string     `json:"repartition,omitempty"`
 	Store       string     `json:"store"`
 	Changelog   string     `json:"changelog"`
+	// Uncached says the store writes every update to its changelog (the
+	// table's caching: false, else the spec's).
+	Uncached bool `json:"uncached,omitempty"`
 }
 
 // PlannedJoin is one join chain with its output topic.
@@ -45,7 +49,7 @@ type PlannedJoin struct {
 // TopicSerdes returns the serdes of each table topic that differ from
 // the spec's defaults: a table's serdes on its source, repartition topic
 // and changelog, its store_serdes over them on its changelog (an empty
-// field keeps the one below it). A topic two tables give different serdes
+// field keeps the one below it), a join's on its output. A topic two tables give different serdes
 // keeps the first table's.
 func (p *Plan) TopicSerdes() map[string]Serdes {
 	out := map[string]Serdes{}
@@ -75,6 +79,16 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 		set(t.Source, sd)
 		set(t.Repartition, sd)
 	}
+	for _, j := range p.Joins {
+		if j.Spec != nil && j.Spec.Serdes != nil {
+			set(j.Output, *j.Spec.Serdes)
+		}
+	}
+	for _, c := range p.Copies {
+		if c.Serdes != nil {
+			set(c.Output, *c.Serdes)
+		}
+	}
 	return out
 }
 
@@ -99,7 +113,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	if appID == "" {
 		appID = spec.AppID
 	}
-	p := &Plan{AppID: appID}
+	p := &Plan{AppID: appID, Copies: spec.Copies}
 	var lay *topology.Layout
 	if topo != nil {
 		lay = topo.Layout(appID)
@@ -111,6 +125,12 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	for i, t := range spec.Tables {
 		field := fmt.Sprintf("tables[%d]", i)
 		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Store: t.Store}
+		switch {
+		case t.Caching != nil:
+			pt.Uncached = !*t.Caching
+		case spec.Caching != nil:
+			pt.Uncached = !*spec.Caching
+		}
 		var use topology.StoreUse
 		switch {
 		case lay != nil && t.Store != "":

@@ -24,13 +24,19 @@ import (
 // expressions, and which topics the tables and joins use.
 type Spec struct {
 	// File is the name errors cite.
-	File     string       `yaml:"-"`
-	AppID    string       `yaml:"app_id"`
-	Topology string       `yaml:"topology"` // describe() text file, relative to the spec
-	Serdes   Serdes       `yaml:"serdes"`
-	Tables   []*TableSpec `yaml:"tables"`
-	Joins    []*JoinSpec  `yaml:"joins"`
-	doc      *ast.File
+	File     string `yaml:"-"`
+	AppID    string `yaml:"app_id"`
+	Topology string `yaml:"topology"` // describe() text file, relative to the spec
+	Serdes   Serdes `yaml:"serdes"`
+	// Caching false says the app's stores do not cache
+	// (statestore.cache.max.bytes=0, cache.max.bytes.buffering=0 before
+	// 3.4): every update is written to the changelog. Nil or true: the
+	// cache may fold updates. A table's own caching wins.
+	Caching *bool        `yaml:"caching"`
+	Tables  []*TableSpec `yaml:"tables"`
+	Joins   []*JoinSpec  `yaml:"joins"`
+	Copies  []*CopySpec  `yaml:"copies"`
+	doc     *ast.File
 }
 
 // Serdes names the key and value serdes: string, long, int, short, double,
@@ -68,6 +74,9 @@ type TableSpec struct {
 	// store's).
 	Output       string  `yaml:"output"`
 	OutputSerdes *Serdes `yaml:"output_serdes"`
+	// Caching false is Materialized.withCachingDisabled() (or no cache in
+	// the app): the store writes every update to its changelog.
+	Caching *bool `yaml:"caching"`
 	// Window is windowedBy(TimeWindows…): the table's keys are (key,
 	// window start); Suppress its suppress(), with Output.
 	Window   *Window  `yaml:"window"`
@@ -219,8 +228,20 @@ type JoinSpec struct {
 	// Value is an expression over left, r1, r2… (right = r1) giving the
 	// output value; empty means only presence and timestamps are checked.
 	Value string `yaml:"value"`
-	Line  int    `yaml:"-"`
-	prog  *vm.Program
+	// Serdes are the output's (Produced.with), over the spec's defaults.
+	Serdes *Serdes `yaml:"serdes"`
+	Line   int     `yaml:"-"`
+	prog   *vm.Program
+}
+
+// CopySpec is stream.to(Output) of a source topic read as a stream
+// (EosTestClient's data.to("echo")): each consumed input once on Output.
+type CopySpec struct {
+	Source string `yaml:"source" json:"source"`
+	Output string `yaml:"output" json:"output"`
+	// Serdes are the output's (Produced.with), over the spec's defaults.
+	Serdes *Serdes `yaml:"serdes" json:"-"`
+	Line   int     `yaml:"-" json:"-"`
 }
 
 // StringList is a YAML list of strings that also accepts a single string.
@@ -462,8 +483,8 @@ func (s *Spec) validate() error {
 		}
 	}
 	checkSerdes("$.serdes", "serdes", s.Serdes)
-	if len(s.Tables) == 0 {
-		l.add("$.tables", "tables", "at least one table is required")
+	if len(s.Tables) == 0 && len(s.Copies) == 0 {
+		l.add("$.tables", "tables", "at least one table (or copy) is required")
 	}
 	names := map[string]bool{}
 	for i, t := range s.Tables {
@@ -534,6 +555,9 @@ func (s *Spec) validate() error {
 		if j.Output == "" {
 			l.add(path+".output", field+".output", "required: the topic the join writes")
 		}
+		if j.Serdes != nil {
+			checkSerdes(path+".serdes", field+".serdes", *j.Serdes)
+		}
 		switch {
 		case j.Left == "":
 			l.add(path+".left", field+".left", "required")
@@ -568,6 +592,24 @@ func (s *Spec) validate() error {
 				l.add(path+".value", field+".value", "%v", err)
 			}
 			j.prog = prog
+		}
+	}
+	for i, c := range s.Copies {
+		path := fmt.Sprintf("$.copies[%d]", i)
+		field := fmt.Sprintf("copies[%d]", i)
+		if c == nil {
+			l.add(path, field, "empty copy")
+			continue
+		}
+		c.Line = s.line(path)
+		if c.Source == "" {
+			l.add(path+".source", field+".source", "required: the topic the app reads as a stream")
+		}
+		if c.Output == "" {
+			l.add(path+".output", field+".output", "required: the topic stream.to(…) writes")
+		}
+		if c.Serdes != nil {
+			checkSerdes(path+".serdes", field+".serdes", *c.Serdes)
 		}
 	}
 	return l.err()

@@ -1,0 +1,125 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// Copy is stream.to(Output) of a source topic read as a stream: each
+// input the app consumed (below the group's committed offset) is written to
+// Output once, with its key, value and timestamp, in the transaction that
+// commits its offset (exactly-once). EosTestClient's data.to("echo").
+type Copy struct {
+	Source string
+	Output string
+}
+
+// checkCopy reads the output, then the source: a consumed input with no
+// committed record of its key, value and timestamp on the output is a
+// join-missing finding (the input consumed, its copy never written or not
+// committed); an input copied twice is a duplicate. Records of the output
+// that no input accounts for are not judged (another writer may share the
+// topic). With the output's first records deleted, or a partition of
+// either unreadable, the copy is not judged.
+func (r *run) checkCopy(ctx context.Context, c *Copy) {
+	oparts, ok := r.partitionsOf(c.Output, "output")
+	if !ok {
+		return
+	}
+	sparts, ok := r.partitionsOf(c.Source, "source")
+	if !ok {
+		return
+	}
+	// the copies of a shard's source partitions land on any output
+	// partition: the output is read whole
+	if n := r.topics[c.Output].Partitions; int(n) > len(oparts) {
+		oparts = oparts[:0]
+		for p := range n {
+			oparts = append(oparts, p)
+		}
+	}
+	type copyAt struct {
+		tp         audit.TopicPartition // the first copy
+		key        string
+		offset     int64
+		n          int  // copies no input accounted for yet
+		used       bool // an input accounted for one
+		from       audit.TopicPartition
+		fromOffset int64
+	}
+	copies := map[fingerprint]copyAt{}
+	var unreadable []audit.TopicPartition
+	rd := r.read(ctx, tpsOf(c.Output, oparts), "output", decodeDigest)
+	for _, p := range oparts {
+		tp := audit.TopicPartition{Topic: c.Output, Partition: p}
+		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
+			if it.Fate != audit.FateCommitted || !r.decoded(it) {
+				return
+			}
+			r.count("output", 1)
+			f := fingerprintOf(it.keyText, it.digest, it.Record.Timestamp)
+			ca, seen := copies[f]
+			if !seen {
+				ca = copyAt{tp: tp, offset: it.Record.Offset, key: it.keyText}
+			}
+			ca.n++
+			copies[f] = ca
+		})
+		if !ok || l == nil || r.clusterLogStart(tp, l.Offsets.LogStart) > 0 {
+			unreadable = append(unreadable, tp)
+		}
+	}
+	rd.stop()
+	if ctx.Err() != nil {
+		return
+	}
+	if len(unreadable) > 0 {
+		r.missing("copy %s → %s: the output's partitions %s are unreadable or their first records deleted, so the copy is not judged", c.Source, c.Output, tpList(unreadable))
+		return
+	}
+	tps := tpsOf(c.Source, sparts)
+	var srd *reads
+	if r.ledgers[tps[0]] != nil {
+		srd = r.readAgain(ctx, tps, "source", decodeDigest)
+	} else {
+		srd = r.read(ctx, tps, "source", decodeDigest)
+	}
+	defer srd.stop()
+	for _, tp := range tps {
+		cut := r.committed(tp)
+		if !r.walk(ctx, srd, tp, func(it *item) {
+			rec := &it.Record
+			if it.Fate != audit.FateCommitted || cut < 0 || rec.Offset >= cut || !r.decoded(it) {
+				return
+			}
+			f := fingerprintOf(it.keyText, it.digest, rec.Timestamp)
+			ca, ok := copies[f]
+			if !ok || ca.n == 0 {
+				fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
+				fd.Key, fd.Timestamp = it.keyText, rec.Timestamp
+				fd.Detail = fmt.Sprintf("consumed (below the group's committed offset %d), but the output %s holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", cut, c.Output, c.Source, c.Output)
+				r.add(fd)
+				return
+			}
+			ca.n-- // one copy for one input: an equal input later needs another
+			ca.used = true
+			ca.from = audit.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+			ca.fromOffset = rec.Offset
+			copies[f] = ca
+		}) {
+			r.missing("copy %s → %s: source partition %s is unreadable, so its inputs' copies are not judged", c.Source, c.Output, tp)
+		}
+	}
+	// an input copied more than once (an at-least-once retry, a zombie
+	// writer): its extra copies
+	for _, ca := range copies {
+		if ca.used && ca.n > 0 {
+			fd := audit.NewFinding(audit.StageJoin, audit.CauseDuplicate, ca.tp, ca.offset)
+			fd.Count, fd.Key = int64(ca.n), ca.key
+			fd.Detail = fmt.Sprintf("the input %s@%d has %d committed copies more on %s (the first at %s@%d)", ca.from, ca.fromOffset, ca.n, c.Output, ca.tp, ca.offset)
+			r.add(fd)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package reconcile_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/spec"
+)
+
+// TestCopy: EosTestClient's data.to("echo"): each input below the group's
+// committed offset has one committed copy on echo; a missing one is
+// join-missing at the input, an extra one a duplicate; inputs in flight
+// need none; an output whose first records were deleted is not judged.
+func TestCopy(t *testing.T) {
+	type out struct {
+		in   int    // the input copied
+		fate string // "c" committed, "a" aborted
+	}
+	all := []out{{0, "c"}, {1, "c"}, {2, "c"}, {3, "c"}}
+	for _, tt := range []struct {
+		name       string
+		outs       []out
+		logStart   int64
+		want       []string
+		incomplete bool
+	}{
+		{"every consumed input copied: clean", all, 0, nil, false},
+		{"the input in flight has no copy yet: clean", all[:3], 0, nil, false}, // input 3 is above the cut
+		{"a copy lost", []out{{0, "c"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false},
+		{"a copy only in an aborted transaction", []out{{0, "c"}, {1, "a"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false},
+		{"a copy written twice", []out{{0, "c"}, {1, "c"}, {1, "c"}, {2, "c"}}, 0, []string{"join/duplicate echo/0@1"}, false},
+		{"two equal inputs, one copy", []out{{0, "c"}, {1, "c"}}, 0, []string{"join/join-missing data/0@2"}, false},
+		{"the output's first records deleted: not judged", all[1:], 1, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sp, err := spec.ParseSpec("eos.kaudit.yaml", []byte("app_id: EosTest\nserdes: {key: String, value: Integer}\ncopies:\n  - {source: data, output: echo}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := spec.Resolve(sp, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := audittest.NewMemory(time.UnixMilli(1_000_000))
+			m.AddTopic(audit.TopicInfo{Name: "data", Partitions: 1})
+			m.AddTopic(audit.TopicInfo{Name: "echo", Partitions: 1})
+			plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
+			values := []int32{5, 9, 9, 7}
+			if strings.HasPrefix(tt.name, "two equal") {
+				values[1] = 9 // inputs 1 and 2 alike: key, value, timestamp
+			}
+			ts := func(i int) int64 {
+				if i == 2 && strings.HasPrefix(tt.name, "two equal") {
+					return 200
+				}
+				return int64(100 * (i + 1))
+			}
+			for i, v := range values {
+				m.Append(audit.Record{Topic: "data", Offset: int64(i), Key: []byte("k"), Value: int32Bytes(v), Timestamp: ts(i), Batch: plain})
+			}
+			off := tt.logStart
+			for _, o := range tt.outs {
+				r := audit.Record{Topic: "echo", Offset: off, Key: []byte("k"), Value: int32Bytes(values[o.in]), Timestamp: ts(o.in), Batch: plain}
+				if o.fate == "a" {
+					r.Batch = audit.Batch{ProducerID: 7, ProducerEpoch: 0, Transactional: true, BaseOffset: off}
+					m.Append(r)
+					off++
+					m.Append(audit.Record{Topic: "echo", Offset: off, Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0},
+						Batch: audit.Batch{ProducerID: 7, ProducerEpoch: 0, Transactional: true, Control: true, BaseOffset: off}, Marker: &audit.Marker{Type: audit.MarkerAbort}})
+				} else {
+					m.Append(r)
+				}
+				off++
+			}
+			if tt.logStart > 0 {
+				m.SetOffsets(audit.TopicPartition{Topic: "echo"}, audit.PartitionOffsets{LogStart: tt.logStart, LSO: off, HW: off})
+			}
+			m.SetGroup(audit.GroupOffsets{Group: "EosTest", Offsets: map[audit.TopicPartition]int64{{Topic: "data"}: 3}})
+			dec, err := codec.New(codec.Config{KeySerde: "String", ValueSerde: "Integer"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "String"), reconcile.Options{Decoder: dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := judged(rep); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("findings %v, want %v (missing %v)", got, tt.want, rep.Summary.Missing)
+			}
+			if (rep.Summary.Verdict == audit.VerdictIncomplete) != tt.incomplete {
+				t.Errorf("verdict %s (missing %v), want incomplete %v", rep.Summary.Verdict, rep.Summary.Missing, tt.incomplete)
+			}
+		})
+	}
+}
