@@ -48,6 +48,9 @@ type WindowScenario struct {
 	// observedStreamTime starts over, so late inputs after it may be
 	// applied; the stores and the suppress buffer are restored.
 	Restart bool
+	// NoCache says caching: false in the spec (the simulation writes every
+	// update to the changelog either way, as with cache 0).
+	NoCache bool
 	// Faults: drop, abort-not-replayed, duplicate (hop only),
 	// state-diverged, purge-before-commit and retention-gap (Partition),
 	// state-reset (Partition), join-missing (an output record swallowed).
@@ -90,6 +93,9 @@ func (s *WindowScenario) Spec() string {
 		b.WriteString("    aggregate: {init: 0, expr: \"agg + value\"}\n")
 	}
 	b.WriteString("    store_serdes: {value: Long}\n")
+	if s.NoCache {
+		b.WriteString("    caching: false\n") // the simulation writes every update, as EosTestClient's cache 0
+	}
 	if w := s.Window; w != nil {
 		fmt.Fprintf(&b, "    window: {size: %d, advance: %d, grace: %d}\n", w.Size, w.Advance, w.Grace)
 	}

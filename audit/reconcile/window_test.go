@@ -257,6 +257,7 @@ func TestWindowRandom(t *testing.T) {
 		s.Count = rng.IntN(2) == 0
 		s.Purge = s.Hop && rng.IntN(2) == 0
 		s.Keys = 3 + rng.IntN(10)
+		s.NoCache = rng.IntN(2) == 0
 		if !s.Hop {
 			s.Inflight = 0
 		}
@@ -287,7 +288,7 @@ func TestWindowKfake(t *testing.T) {
 	for _, kind := range windowKinds {
 		t.Run(kind+"/clean", func(t *testing.T) {
 			s := windowScenario(kind)
-			s.Restart = true
+			s.Restart, s.NoCache = true, true
 			rep, truth := runWindow(t, s, true)
 			compareWindow(t, rep, truth)
 			if rep.Summary.Verdict != audit.VerdictClean {
