@@ -385,6 +385,9 @@ func (r *run) reportLate(ts *tableState) {
 	var ambiguous []string
 	for _, ref := range refs {
 		li := ts.win.late[ref]
+		if !r.inWindow(li.ts) {
+			continue // outside --since/--until, as its losses would be
+		}
 		var wins []string
 		for _, k := range li.windows {
 			if !li.applied[k] {
