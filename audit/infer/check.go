@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kaudit/kaudit/audit/spec"
 
@@ -60,28 +62,43 @@ func LoadTopics(ctx context.Context, src audit.RecordSource, dec audit.Decoder, 
 	if err != nil {
 		return nil, err
 	}
-	read := func(topic string, o ReadOptions) error {
-		if topic == "" || ev.Topics[topic] != nil {
-			return nil
-		}
-		t, err := Read(ctx, src, dec, topic, o)
-		if err != nil {
-			if errors.Is(err, audit.ErrTopicNotFound) {
-				return nil
+	// each topic once, as first listed; read up to GOMAXPROCS at once, the
+	// first error in that order returned
+	type job struct {
+		topic string
+		o     ReadOptions
+		t     *Topic
+		err   error
+	}
+	var jobs []*job
+	seen := map[string]bool{}
+	add := func(topics []string, o ReadOptions) {
+		for _, topic := range topics {
+			if topic != "" && !seen[topic] {
+				seen[topic] = true
+				jobs = append(jobs, &job{topic: topic, o: o})
 			}
-			return err
-		}
-		ev.Topics[topic] = t
-		return nil
-	}
-	for _, topic := range hops {
-		if err := read(topic, ReadOptions{Partitions: parts, KeyMod: mod}); err != nil {
-			return nil, err
 		}
 	}
-	for _, topic := range sources {
-		if err := read(topic, ReadOptions{PerPartition: perSource}); err != nil {
-			return nil, err
+	add(hops, ReadOptions{Partitions: parts, KeyMod: mod})
+	add(sources, ReadOptions{PerPartition: perSource})
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, jb := range jobs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			jb.t, jb.err = Read(ctx, src, dec, jb.topic, jb.o)
+		})
+	}
+	wg.Wait()
+	for _, jb := range jobs {
+		switch {
+		case errors.Is(jb.err, audit.ErrTopicNotFound):
+		case jb.err != nil:
+			return nil, jb.err
+		default:
+			ev.Topics[jb.topic] = jb.t
 		}
 	}
 	return ev, nil

@@ -98,6 +98,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	var found []audit.Finding
 	var failed []string // keys the joiner failed on
 	e2e := map[string]string{}
+	var judging []*judgedGroup
 	rdOut := r.read(ctx, tpsOf(j.Output, parts), "output", decodeDigest)
 	defer rdOut.stop()
 	rdCl := make([]*reads, len(sides))
@@ -154,14 +155,32 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			}
 			return side{}
 		}
-		fs, fails := r.judgeJoin(ctx, j, sides, finals, out)
-		found, failed = append(found, fs...), append(failed, fails...)
+		// the group is judged while the next one is read (FromPlan's
+		// joiner is safe for it), its findings taken in group order
+		jd := &judgedGroup{done: make(chan struct{})}
+		if j.concurrent {
+			if n := len(judging); n > 0 {
+				<-judging[n-1].done // one group judged at a time, beside the reading
+			}
+			go func() {
+				defer close(jd.done)
+				jd.found, jd.failed = r.judgeJoin(ctx, j, sides, finals, out)
+			}()
+		} else {
+			jd.found, jd.failed = r.judgeJoin(ctx, j, sides, finals, out)
+			close(jd.done)
+		}
+		judging = append(judging, jd)
 		for key := range lossByKey {
 			if _, done := e2e[key]; done || !inGroup(key, finals, out) {
 				continue
 			}
 			e2e[key] = r.endToEnd(ctx, j, sides, key, out, actual)
 		}
+	}
+	for _, jd := range judging {
+		<-jd.done
+		found, failed = append(found, jd.found...), append(failed, jd.failed...)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -195,6 +214,13 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		}
 	}
 	return nil
+}
+
+// judgedGroup is what judgeJoin found in one group, once done is closed.
+type judgedGroup struct {
+	found  []audit.Finding
+	failed []string
+	done   chan struct{}
 }
 
 // clFinal is a key's final state in a changelog, kept serialized.

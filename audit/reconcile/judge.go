@@ -19,7 +19,7 @@ import (
 // explains, a divergence of the key.
 func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	t := ts.t
-	cl := ts.changelog[key]
+	cl := ts.clOf(key, ks)
 	exact := ts.exactFor(cl)
 	if r.windowExpired(ts, ks, cl) || !exact && ts.cleanLatest(key, ks, cl) {
 		return nil

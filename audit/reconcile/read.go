@@ -357,6 +357,9 @@ func (r *run) decoded(it *item) bool {
 			}
 		}
 		r.missing("%s", msg)
+		if r.once != nil {
+			r.once[msg] = true // said once per run: merge drops it if an earlier table said it
+		}
 		return false
 	}
 	f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, rec.TP(), rec.Offset)

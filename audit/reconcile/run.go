@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
@@ -75,6 +79,9 @@ type run struct {
 	// these pointers (the store's actual value, the join's end-to-end
 	// detail), and Run puts them in the report once, at the end
 	found []*audit.Finding
+	// once, in a table's run (fork), holds the missing-evidence messages
+	// said once per run (decoded), which merge drops when said before
+	once map[string]bool
 }
 
 // Run audits the app described by p on src.
@@ -88,19 +95,22 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	if opts.LineageSamples == 0 {
 		opts.LineageSamples = 5
 	}
+	if opts.Progress != nil {
+		opts.Progress = &lockedProgress{p: opts.Progress} // the tables are audited at once (auditTables)
+	}
+	if opts.Log != nil {
+		var mu sync.Mutex
+		log := opts.Log
+		opts.Log = func(msg string) { mu.Lock(); defer mu.Unlock(); log(msg) }
+	}
 	r := &run{src: src, p: p, opts: opts, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{}, produced: map[int64]int64{}, ctx: ctx,
 		rep: &audit.Report{AppID: p.AppID, GeneratedAt: opts.Now.UTC(), Source: src.Describe(), Findings: []audit.Finding{}}}
 	if err := r.discover(ctx); err != nil {
 		return nil, err
 	}
 	r.expect(ctx)
-	for i := range p.Tables {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := r.audit(ctx, &p.Tables[i]); err != nil {
-			return nil, err
-		}
+	if err := r.auditTables(ctx); err != nil {
+		return nil, err
 	}
 	for i := range p.Joins {
 		if err := r.join(ctx, &p.Joins[i]); err != nil {
@@ -321,4 +331,124 @@ func containsPartition(ps []int32, p int32) bool {
 		}
 	}
 	return false
+}
+
+// auditTables audits the tables, each in a run of its own (fork) merged
+// into r in the spec's order, so the report is the one a table-by-table
+// audit gives. With Options.Concurrency, up to GOMAXPROCS tables are
+// audited at once, while the per-record states they keep in memory
+// together fit the budget one table has (Options.MemoryBudget): a table's
+// state changes run in one goroutine, so a second table uses a second core.
+func (r *run) auditTables(ctx context.Context) error {
+	tables := r.p.Tables
+	par := min(runtime.GOMAXPROCS(0), len(tables))
+	if r.opts.Concurrency <= 0 || par <= 1 {
+		for i := range tables {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := r.audit(ctx, &tables[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	budget := r.opts.MemoryBudget
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		running int
+		used    int64
+		wg      sync.WaitGroup
+	)
+	subs := make([]*run, len(tables))
+	errs := make([]error, len(tables))
+	for i := range tables {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			break
+		}
+		var w int64 // what its state keeps in memory: one bucket's worth, if it spills
+		if budget > 0 && !r.p.Keyless {
+			w = min(r.stateRecords(ctx, &tables[i])*bytesPerRecord, budget)
+		}
+		mu.Lock()
+		for running > 0 && (running >= par || used+w > budget && budget > 0) {
+			cond.Wait()
+		}
+		running++
+		used += w
+		mu.Unlock()
+		subs[i] = r.fork()
+		wg.Go(func() {
+			errs[i] = subs[i].audit(ctx, &tables[i])
+			mu.Lock()
+			running--
+			used -= w
+			cond.Broadcast()
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for i, sub := range subs {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		if sub != nil {
+			r.merge(sub)
+		}
+	}
+	return nil
+}
+
+// fork is a run for one table's audit: r's evidence and options, and
+// state of its own, merged back into r by merge.
+func (r *run) fork() *run {
+	return &run{src: r.src, p: r.p, opts: r.opts, rep: &audit.Report{}, topics: r.topics, group: r.group, haveCut: r.haveCut,
+		txnIDs: r.txnIDs, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
+		produced: map[int64]int64{}, ctx: r.ctx, once: map[string]bool{}}
+}
+
+// merge adds what a table's run (fork) found to r, as if r had audited
+// the table itself after what it holds.
+func (r *run) merge(sub *run) {
+	s := &sub.rep.Summary
+	for _, m := range s.Missing {
+		if sub.once[m] && slices.Contains(r.rep.Summary.Missing, m) {
+			continue
+		}
+		r.rep.Summary.Missing = append(r.rep.Summary.Missing, m)
+	}
+	r.rep.Summary.Skipped = append(r.rep.Summary.Skipped, s.Skipped...)
+	r.rep.Summary.Notes = append(r.rep.Summary.Notes, s.Notes...)
+	r.rep.Summary.Undecided += s.Undecided
+	r.rep.Cut = append(r.rep.Cut, sub.rep.Cut...)
+	maps.Copy(r.ledgers, sub.ledgers)
+	maps.Copy(r.tables, sub.tables)
+	for m, n := range sub.produced {
+		r.produced[m] += n
+	}
+	r.losses = append(r.losses, sub.losses...)
+	for hop, p := range sub.counts {
+		*r.counter(hop) += *p
+	}
+	r.found = append(r.found, sub.found...)
+}
+
+// lockedProgress serializes the calls of the tables' runs.
+type lockedProgress struct {
+	mu sync.Mutex
+	p  audit.Progress
+}
+
+func (l *lockedProgress) Expect(role string, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Expect(role, n)
+}
+
+func (l *lockedProgress) Read(role string, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.p.Read(role, n)
 }

@@ -259,21 +259,7 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 	if budget <= 0 || r.p.Keyless || ts.win != nil { // windowed tables stay in memory (window.go)
 		return nil
 	}
-	var records int64
-	for _, topic := range []string{ts.t.Source, ts.t.Repartition} {
-		info, ok := r.topics[topic]
-		if topic == "" || !ok {
-			continue
-		}
-		// a shard keeps about its share of the inputs, read from every source partition
-		for _, p := range r.shardPartitions(info.Partitions) {
-			o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
-			if err != nil {
-				continue // the read reports it
-			}
-			records += o.HW - o.LogStart
-		}
-	}
+	records := r.stateRecords(ctx, ts.t)
 	est := records * bytesPerRecord
 	if est <= budget {
 		return nil
@@ -289,6 +275,28 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 			ts.t.Name, est>>20, records, budget>>20, s.dir, n))
 	}
 	return nil
+}
+
+// stateRecords is how many records of the table's source and repartition
+// partitions (those of the shard, with --partitions) its per-record state
+// holds, from their offsets.
+func (r *run) stateRecords(ctx context.Context, t *Table) int64 {
+	var records int64
+	for _, topic := range []string{t.Source, t.Repartition} {
+		info, ok := r.topics[topic]
+		if topic == "" || !ok {
+			continue
+		}
+		// a shard keeps about its share of the inputs, read from every source partition
+		for _, p := range r.shardPartitions(info.Partitions) {
+			o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
+			if err != nil {
+				continue // the read reports it
+			}
+			records += o.HW - o.LogStart
+		}
+	}
+	return records
 }
 
 // eachBucket calls fn with the table's per-key state in ts.keys and

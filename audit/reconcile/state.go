@@ -151,6 +151,9 @@ func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 // inputs whose effect is missing, to be attributed.
 func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 	var out []*input
+	if len(ts.expIn) == 0 && ts.spill == nil && ts.t.Latest {
+		ts.expIn = make(map[string]inputRef, len(ts.keys)) // a key each, grown once
+	}
 	ts.leftover = map[fingerprint]bool{}
 	for f, ci := range ts.copies {
 		if ci.applied > 0 {
@@ -461,17 +464,20 @@ func (a *keyStats) add(b keyStats) {
 
 // keyStats counts the keys in ts.keys and the copies in ts.copies.
 func (ts *tableState) keyStats() keyStats {
-	st := keyStats{keys: len(ts.keys)}
+	var st keyStats
 	for _, ci := range ts.copies {
 		st.copies += int64(ci.applied + ci.pending + ci.matched)
 		st.matched += int64(ci.matched)
 	}
 	for k, ks := range ts.keys {
+		if len(ks.inputs)+len(ks.pending) > 0 {
+			st.keys++ // a key of the store's that no input has is in ts.keys too
+		}
 		if len(ks.inputs) == 0 {
 			continue
 		}
 		st.applied++
-		if _, ok := ts.changelog[k]; ok {
+		if ts.clOf(k, ks) != nil {
 			st.inStore = true
 		}
 	}

@@ -115,11 +115,24 @@ type inputRef struct {
 
 type keyState struct {
 	key     string        // the map's key, shared by the inputs
-	r       int32         // the key's repartition partition, -1 unknown
+	r       int32         // the key's repartition partition, -1 unknown, rUnset not worked out yet
+	cl      *clState      // the key's changelog state, where clKnown
+	clKnown bool          // cl is ts.changelog[key] (the keys of a table in memory start as the store's)
 	inputs  []inputRec    // consumed, not pending, in source partition then offset order
 	values  []audit.Value // the inputs' decoded values, for folds only
 	pending []inputRec    // consumed, with a copy still in flight
 	pvalues []audit.Value // the pending inputs' values, for folds only
+}
+
+// rUnset is keyState.r before the key's first input works it out.
+const rUnset = -2
+
+// clOf is the key's changelog state.
+func (ts *tableState) clOf(key string, ks *keyState) *clState {
+	if ks.clKnown {
+		return ks.cl
+	}
+	return ts.changelog[key]
 }
 
 // materialize makes the inputs the check works with from what the table
@@ -161,6 +174,9 @@ type clState struct {
 	// state for latest tables.
 	history []clEntry
 	txn     int64 // the first offset of the last state's transaction, -1 for none
+	// first holds history's first state until a second one moves it out:
+	// reading a key's final state then touches one block of memory
+	first [1]clEntry
 }
 
 func (c *clState) final() (clEntry, bool) {
@@ -175,8 +191,10 @@ type tableState struct {
 	t *Table
 	// keys and copies hold the per-record state: the inputs by key and
 	// the repartition copies by fingerprint; for a table spilled to disk,
-	// those of one bucket of keys at a time (eachBucket).
+	// those of one bucket of keys at a time (eachBucket). keysKnown: keys
+	// holds every key of the store, so a key added later has no state.
 	keys      map[string]*keyState
+	keysKnown bool
 	copies    map[fingerprint]copyInfo
 	leftover  map[fingerprint]bool // while the keys are checked: copies no input matched (cleanLatest)
 	spill     *spill
@@ -263,7 +281,17 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	if t.Changelog != "" {
 		r.readChangelog(ctx, ts)
 		if ts.spill == nil {
-			ts.keys = make(map[string]*keyState, len(ts.changelog)) // about as many keys as the store holds
+			// the store's keys first, with their states: an input then
+			// finds its key's state in the one lookup of its key
+			ts.keys = make(map[string]*keyState, len(ts.changelog))
+			slab := make([]keyState, len(ts.changelog))
+			i := 0
+			for k, cs := range ts.changelog {
+				slab[i] = keyState{key: k, r: rUnset, cl: cs, clKnown: true}
+				ts.keys[k] = &slab[i]
+				i++
+			}
+			ts.keysKnown = true
 		}
 	}
 	if err := r.readSource(ctx, ts); err != nil {
@@ -451,8 +479,12 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 		ts.absent = append(ts.absent, ts.t.Changelog)
 		return
 	}
+	if len(ts.changelog) == 0 && r.topics[ts.t.Changelog].Compacted() {
+		ts.changelog = make(map[string]*clState, r.records(ctx, ts.t.Changelog, parts)) // about a record per key
+	}
 	rd := r.startReads(ctx, &reads{r: r, role: "changelog", decode: decodeDigest, window: ts.t.Window, withSeq: true}, tpsOf(ts.t.Changelog, parts))
 	defer rd.stop()
+	var slab []clState // the states, allocated a block at a time
 	for _, p := range parts {
 		tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
 		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
@@ -469,7 +501,11 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			}
 			cs := ts.changelog[key]
 			if cs == nil {
-				cs = &clState{partition: p, txn: -1}
+				if len(slab) == cap(slab) {
+					slab = make([]clState, 0, 1024)
+				}
+				slab = append(slab, clState{partition: p, txn: -1})
+				cs = &slab[len(slab)-1]
 				ts.changelog[key] = cs
 			}
 			if e.Txn != nil {
@@ -482,7 +518,12 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			if !ent.null {
 				ent.digest = it.digest
 			}
-			cs.history = append(cs.history, ent) // the key's states, in order: the judge explains them
+			if cs.history == nil {
+				cs.first[0] = ent
+				cs.history = cs.first[:1:1]
+			} else {
+				cs.history = append(cs.history, ent) // the key's states, in order: the judge explains them
+			}
 		})
 		if ok && l != nil {
 			n := l.Counts
@@ -674,11 +715,14 @@ var pickedValue audit.Value = struct{}{}
 func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value, fp *fingerprint) {
 	ks := ts.keys[key]
 	if ks == nil {
-		ks = &keyState{key: key, r: -1}
-		if kb, ok := keyBytes(r.p.KeySerde, key); ok && ts.rParts > 0 {
+		ks = &keyState{key: key, r: rUnset, clKnown: ts.keysKnown}
+		ts.keys[key] = ks
+	}
+	if ks.r == rUnset {
+		ks.r = -1
+		if kb, ok := keyBytes(r.p.KeySerde, ks.key); ok && ts.rParts > 0 {
 			ks.r = audit.DefaultPartition(kb, ts.rParts)
 		}
-		ts.keys[key] = ks
 	}
 	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r}
 	r.match(ts, &in, fp)

@@ -151,6 +151,12 @@ func batchHeader(b []byte) audit.Batch {
 // Topic and Partition from tp) and the bytes consumed, which never exceed
 // len(b). Errors wrap ErrTruncated, ErrOldFormat or audit.ErrCorrupt.
 func DecodeBatch(b []byte, tp audit.TopicPartition) (audit.Batch, []audit.Record, int, error) {
+	return decodeBatch(b, tp, nil)
+}
+
+// decodeBatch is DecodeBatch appending the records to recs[:0] (a
+// reader's slice, reused from batch to batch where no caller keeps it).
+func decodeBatch(b []byte, tp audit.TopicPartition, recs []audit.Record) (audit.Batch, []audit.Record, int, error) {
 	total, err := batchFrame(b)
 	if err != nil {
 		return audit.Batch{}, nil, 0, err
@@ -181,7 +187,10 @@ func DecodeBatch(b []byte, tp audit.TopicPartition) (audit.Batch, []audit.Record
 			return hdr, nil, 0, fmt.Errorf("decompress %s records: %w", hdr.Compression, err)
 		}
 	}
-	recs := make([]audit.Record, 0, min(int(rb.NumRecords), len(data)/7+1))
+	if n := min(int(rb.NumRecords), len(data)/7+1); cap(recs) < n {
+		recs = make([]audit.Record, 0, n)
+	}
+	recs = recs[:0]
 	for i := range int(rb.NumRecords) {
 		l, n := binary.Varint(data)
 		if n <= 0 || l < 0 || l > int64(len(data)-n) {

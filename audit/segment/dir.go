@@ -595,6 +595,11 @@ func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from
 		return fn(audit.Batch{}, nil, fmt.Errorf("seek segment: %w", err))
 	}
 	br := bufio.NewReaderSize(io.LimitReader(f, s.size-pos), 256<<10)
+	// spare is a batch's bytes that nothing refers to once it is decoded (a
+	// compressed batch's records are in the decompressed bytes), for the
+	// next batch; recs is the records' slice, which fn does not keep
+	var spare []byte
+	var recs []audit.Record
 	for pos < s.size {
 		if err := ctx.Err(); err != nil {
 			return fn(audit.Batch{}, nil, fmt.Errorf("read %s: %w", tp, err))
@@ -610,7 +615,12 @@ func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from
 		if int64(logOverhead)+int64(length) > s.size-pos {
 			return fn(audit.Batch{}, nil, &FileError{File: s.path, Pos: pos, Err: fmt.Errorf("a batch of %d bytes, %d left in the file: %w", logOverhead+int64(length), s.size-pos, ErrTruncated)})
 		}
-		buf := make([]byte, logOverhead+int(length))
+		var buf []byte
+		if n := logOverhead + int(length); cap(spare) >= n {
+			buf, spare = spare[:n], nil
+		} else {
+			buf = make([]byte, n)
+		}
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return fn(audit.Batch{}, nil, &FileError{File: s.path, Pos: pos, Err: fmt.Errorf("file ends inside a batch of %d bytes: %w", len(buf), ErrTruncated)})
 		}
@@ -621,20 +631,26 @@ func (s *segmentFile) batches(ctx context.Context, tp audit.TopicPartition, from
 			return false
 		}
 		if h.LastOffset() < from {
+			spare = buf
 			continue
 		}
 		if !decode && !h.Control {
 			if !fn(h, nil, nil) {
 				return false
 			}
+			spare = buf
 			continue
 		}
-		h, recs, _, err := DecodeBatch(buf, tp)
+		h, rs, _, err := decodeBatch(buf, tp, recs)
 		if err != nil {
 			return fn(audit.Batch{}, nil, &FileError{File: s.path, Pos: batchPos, Err: err})
 		}
+		recs = rs
 		if !fn(h, recs, nil) {
 			return false
+		}
+		if h.Compression != "none" {
+			spare = buf
 		}
 	}
 	return true

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -107,6 +108,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
+			&cli.StringFlag{Name: "trace", Hidden: true, Usage: "write an execution trace to `FILE` (go tool trace)"},
 			&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write a heap profile at the end to `FILE`"},
 		},
 		Before: startProfiles,
@@ -265,12 +267,25 @@ func startProfiles(c *cli.Context) error {
 			return usagef("--cpuprofile: %w", err)
 		}
 	}
+	if path := c.String("trace"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return usagef("--trace: %w", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return usagef("--trace: %w", err)
+		}
+	}
 	return nil
 }
 
 func stopProfiles(c *cli.Context) error {
 	if c.String("cpuprofile") != "" {
 		pprof.StopCPUProfile()
+	}
+	if c.String("trace") != "" {
+		trace.Stop()
 	}
 	if path := c.String("memprofile"); path != "" {
 		f, err := os.Create(path)
