@@ -191,8 +191,7 @@ func (r *scRun) eosKillClient() {
 	}
 }
 
-// eosGenerate runs EosTestDriver's generate for d, then stops it with SIGTERM as the system
-// test does, and adds the records it says it produced.
+// eosStartDriver starts EosTestDriver's generate ("run"), which produces until SIGTERM.
 func (r *scRun) eosStartDriver() error {
 	r.eos.drivers++
 	a, err := r.eosStart(fmt.Sprintf("driver-%d", r.eos.drivers), "run")
@@ -202,6 +201,8 @@ func (r *scRun) eosStartDriver() error {
 
 var producedRe = regexp.MustCompile(`Producer closed: (\d+) records produced`)
 
+// eosStopDriver stops the generator with SIGTERM, as the system test does, and adds the records
+// it says it produced.
 func (r *scRun) eosStopDriver() error {
 	a := r.eos.driver
 	r.eos.driver = nil
@@ -219,6 +220,7 @@ func (r *scRun) eosStopDriver() error {
 	return nil
 }
 
+// eosGenerate runs the generator for d.
 func (r *scRun) eosGenerate(ctx context.Context, d time.Duration) error {
 	if err := r.eosStartDriver(); err != nil {
 		return err
