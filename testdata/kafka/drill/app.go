@@ -82,10 +82,21 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 	lib := d.appLibFor(o.streams)
 	cp := filepath.Join(lib, "classes") + ":" + filepath.Join(lib, "lib") + "/*"
 	args = append(args, "-cp", cp, "kaudit.drill.DrillApp", d.bootstrap, stateDir, d.regURL)
+	a, err := d.spawnJava(args, filepath.Join(dir, fmt.Sprintf("app-%d.log", n)))
+	if err != nil {
+		return nil, err
+	}
+	logf("app run %d started (pid %d), log %s", n, a.cmd.Process.Pid, a.log)
+	return a, nil
+}
+
+// spawnJava starts one JVM with args, its stdout and stderr going to logPath and kept in
+// memory; the run counts as RUNNING once it prints a Kafka Streams state change to RUNNING
+// (DrillApp's "STATE … -> RUNNING", EosTestClient's "StateChange: … -> RUNNING").
+func (d *drill) spawnJava(args []string, logPath string) (*appRun, error) {
 	if err := os.MkdirAll(filepath.Join(d.o.work, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("create tmp dir: %w", err)
 	}
-	logPath := filepath.Join(dir, fmt.Sprintf("app-%d.log", n))
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("create app log: %w", err)
@@ -107,7 +118,7 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 			fmt.Fprintln(f, line)
 			a.mu.Lock()
 			a.lines = append(a.lines, line)
-			if strings.HasPrefix(line, "STATE ") && strings.HasSuffix(line, "-> RUNNING") {
+			if (strings.HasPrefix(line, "STATE ") || strings.HasPrefix(line, "StateChange: ")) && strings.HasSuffix(line, "-> RUNNING") {
 				a.running = true
 			}
 			a.mu.Unlock()
@@ -119,7 +130,6 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 		pw.Close()
 		close(a.exited)
 	}()
-	logf("app run %d started (pid %d), log %s", n, a.cmd.Process.Pid, logPath)
 	return a, nil
 }
 

@@ -64,6 +64,13 @@ func newDrill(ctx context.Context, o options) (*drill, error) {
 			}
 		}
 	}
+	for _, sc := range o.scenarios {
+		if s, ok := scenarioByName(sc); ok && s.eos {
+			if _, err := os.Stat(d.eosLib()); err != nil {
+				return nil, fmt.Errorf("scenario %s needs Kafka's EOS test app (%w): run mvn -B -q -f testdata/kafka/eos/pom.xml package -Dstreams.version=%s", sc, err, o.kafkaVersion)
+			}
+		}
+	}
 	if d.schemas, err = loadSchemas(filepath.Join(d.root, "app", "src", "main", "resources", "avro")); err != nil {
 		return nil, err
 	}

@@ -203,6 +203,7 @@ type truth struct {
 	Attempt  int         `json:"attempt"` // which attempt this is (retried while preconditions did not happen)
 	Records  []*inputRec `json:"records"`
 	Faults   []fault     `json:"faults"`
+	EOS      *eosTruth   `json:"eos,omitempty"` // the eos scenarios (eos.go)
 }
 
 func writeJSON(path string, v any) error {

@@ -72,6 +72,12 @@ func filterSuffix(l []string, suf string) []string {
 
 // observe reads the offsets of every topic of the app.
 func (d *drill) observe(ctx context.Context) (state, error) {
+	return d.observeApp(ctx, appID, append(append([]string(nil), sourceTopics...), topicOutput))
+}
+
+// observeApp reads the offsets of topics and of app's internal topics, and app's committed
+// offsets (app is the application id: the group and the internal topics' prefix).
+func (d *drill) observeApp(ctx context.Context, appID string, topics []string) (state, error) {
 	adm, closeFn, err := d.admin()
 	if err != nil {
 		return state{}, err
@@ -90,7 +96,7 @@ func (d *drill) observe(ctx context.Context) (state, error) {
 		}
 	}
 	sort.Strings(s.internal)
-	all := append(append(append([]string(nil), sourceTopics...), topicOutput), s.internal...)
+	all := append(append([]string(nil), topics...), s.internal...)
 	fill := func(dst tpOffsets, l kadm.ListedOffsets, err error, what string) error {
 		if err != nil {
 			return fmt.Errorf("list %s offsets: %w", what, err)

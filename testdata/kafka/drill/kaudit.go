@@ -101,9 +101,15 @@ func (r kauditReport) summary() string {
 // runDiff runs kaudit diff against the live cluster, writing kaudit.json and kaudit.md into
 // dir. extra adds flags (e.g. --state-dir).
 func (d *drill) runDiff(ctx context.Context, dir string, extra ...string) (kauditReport, error) {
+	return d.runDiffFor(ctx, dir, appID, filepath.Join(d.root, "drill", "kaudit.yaml"), extra...)
+}
+
+// runDiffFor is runDiff for application id app with spec (the eos scenarios audit Kafka's
+// EosTestClient with testdata/eos/eos.kaudit.yaml).
+func (d *drill) runDiffFor(ctx context.Context, dir, app, spec string, extra ...string) (kauditReport, error) {
 	var rep kauditReport
-	base := []string{"diff", "--bootstrap-server", d.bootstrap, "--app-id", appID,
-		"--spec", filepath.Join(d.root, "drill", "kaudit.yaml"),
+	base := []string{"diff", "--bootstrap-server", d.bootstrap, "--app-id", app,
+		"--spec", spec,
 		"--topology", filepath.Join(dir, "describe.txt"),
 		"--schema-registry-url", d.regURL}
 	base = append(base, extra...)

@@ -29,7 +29,7 @@ type liveDiff struct {
 
 // runDiff is d.runDiff that remembers the live audit for auditLogDirs.
 func (r *scRun) runDiff(ctx context.Context, extra ...string) (kauditReport, error) {
-	rep, err := r.d.runDiff(ctx, r.dir, extra...)
+	rep, err := r.d.runDiffFor(ctx, r.dir, r.auditApp(), r.auditSpec(), extra...)
 	if err != nil {
 		return rep, err
 	}
@@ -115,17 +115,20 @@ func (r *scRun) diffLogDirs(ctx context.Context, name string, extra ...string) (
 	if err != nil {
 		return nil, err
 	}
-	schemas := filepath.Join(r.dir, "schemas")
-	if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
-		return nil, err
-	}
-	args := []string{"diff", "--app-id", appID}
+	args := []string{"diff", "--app-id", r.auditApp()}
 	for _, d := range dirs {
 		args = append(args, "--log-dir", d)
 	}
 	out := filepath.Join(r.dir, "kaudit-"+name+".json")
-	args = append(args, "--spec", filepath.Join(r.d.root, "drill", "kaudit.yaml"), "--topology", filepath.Join(r.dir, "describe.txt"),
-		"--schemas", schemas, "--format", "json", "--output", out)
+	args = append(args, "--spec", r.auditSpec(), "--topology", filepath.Join(r.dir, "describe.txt"),
+		"--format", "json", "--output", out)
+	if r.eos == nil { // EosTestClient's values are Integers and Longs: no schemas
+		schemas := filepath.Join(r.dir, "schemas")
+		if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
+			return nil, err
+		}
+		args = append(args, "--schemas", schemas)
+	}
 	args = append(args, extra...)
 	code, stderr, err := r.d.runKaudit(ctx, r.dir, "diff-"+name, args...)
 	if err != nil {

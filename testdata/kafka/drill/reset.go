@@ -21,13 +21,15 @@ func (d *drill) resetCluster(ctx context.Context) error {
 	defer closeFn()
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := d.waitGroupEmpty(c); err != nil {
-		return err
-	}
-	if res, err := adm.DeleteGroups(c, appID); err != nil {
-		return fmt.Errorf("delete group %s: %w", appID, err)
-	} else if err := res.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		return fmt.Errorf("delete group %s: %w", appID, err)
+	for _, g := range []string{appID, eosAppID} {
+		if err := d.waitGroupEmptyOf(c, g); err != nil {
+			return err
+		}
+		if res, err := adm.DeleteGroups(c, g); err != nil {
+			return fmt.Errorf("delete group %s: %w", g, err)
+		} else if err := res.Error(); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return fmt.Errorf("delete group %s: %w", g, err)
+		}
 	}
 	td, err := adm.ListTopics(c)
 	if err != nil {
@@ -58,7 +60,10 @@ func (d *drill) resetCluster(ctx context.Context) error {
 // waitGroupEmpty waits until the app's group has no member. Kafka Streams 3.6 does not send
 // LeaveGroup on close (its consumers run with internal.leave.group.on.close=false), so a
 // stopped app's member stays until session.timeout.ms (6 s in the drill app) expires.
-func (d *drill) waitGroupEmpty(ctx context.Context) error {
+func (d *drill) waitGroupEmpty(ctx context.Context) error { return d.waitGroupEmptyOf(ctx, appID) }
+
+// waitGroupEmptyOf is waitGroupEmpty for group appID.
+func (d *drill) waitGroupEmptyOf(ctx context.Context, appID string) error {
 	adm, closeFn, err := d.admin()
 	if err != nil {
 		return err

@@ -22,6 +22,9 @@ type scenario struct {
 	streams    string
 	partitions int32
 	attempts   int // runs while the fault's preconditions do not happen (0: 1)
+	// eos: the scenario runs Kafka's own EOS system-test app (eos.go) instead of the drill's
+	// app: its own topics, application id EosTest and spec testdata/eos/eos.kaudit.yaml.
+	eos bool
 }
 
 var scenarios = []scenario{
@@ -42,6 +45,10 @@ var scenarios = []scenario{
 	{name: "kafka-16017-control", about: "the KAFKA-16017 steps on Streams 3.6.2 (fixed): the checkpoint holds the restored offset, no loss", brokers: 1, run: scenarioKafka16017Control, streams: "3.6.2", partitions: 4, attempts: 3},
 	{name: "outage-rf3", about: "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", brokers: 3, run: scenarioOutage},
 	{name: "unclean", about: "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", brokers: 3, run: scenarioUnclean},
+	{name: "eos-clean", about: "Kafka's EosTestClient and EosTestDriver (kafka-streams test jar): generate with kill -9 restarts of the client; ALL-RECORDS-DELIVERED and clean", brokers: 3, run: scenarioEOSClean, eos: true},
+	{name: "eos-repartition-deleted", about: "EosTestClient: records of the user topic repartition deleted past the group's committed offset while the client is down", brokers: 3, run: scenarioEOSRepartitionDeleted, eos: true, attempts: 2},
+	{name: "eos-offsets-forward", about: "EosTestClient: the group's committed offset on one data partition moved forward while the client is down", brokers: 3, run: scenarioEOSOffsetsForward, eos: true},
+	{name: "eos-wiped-store", about: "EosTestClient: one task's sum store wiped under a forged .checkpoint while the client is down, then more input", brokers: 3, run: scenarioEOSWipedStore, eos: true},
 }
 
 func scenarioNames() []string {
@@ -80,6 +87,23 @@ type scRun struct {
 	apps     int
 	streams  string    // the app's Kafka Streams version ("": the broker's)
 	extra    []*appRun // more instances of the app (multi-instance scenarios), killed at the end
+	eos      *eosRun   // the eos scenarios' JVMs and observations (eos.go)
+}
+
+// auditApp is the application id kaudit audits in this scenario.
+func (r *scRun) auditApp() string {
+	if r.eos != nil {
+		return eosAppID
+	}
+	return appID
+}
+
+// auditSpec is the spec kaudit audits with in this scenario.
+func (r *scRun) auditSpec() string {
+	if r.eos != nil {
+		return filepath.Join(r.d.repo, "testdata", "eos", "eos.kaudit.yaml")
+	}
+	return filepath.Join(r.d.root, "drill", "kaudit.yaml")
 }
 
 // preconditionError says that a scenario's fault did not happen (a race Streams did not
@@ -125,6 +149,9 @@ func (d *drill) runAttempt(ctx context.Context, sc scenario, attempt int) (err e
 		for _, a := range r.extra {
 			a.kill9()
 		}
+		if r.eos != nil {
+			r.eos.kill()
+		}
 		if werr := writeJSON(filepath.Join(r.dir, "truth.json"), r.truth); werr != nil && err == nil {
 			err = werr
 		}
@@ -148,7 +175,11 @@ func (d *drill) runAttempt(ctx context.Context, sc scenario, attempt int) (err e
 		parts = numPartitions
 	}
 	r.streams = sc.streams
-	if err := d.createTopics(ctx, parts); err != nil {
+	if sc.eos {
+		if err := r.eosSetup(ctx); err != nil {
+			return err
+		}
+	} else if err := d.createTopics(ctx, parts); err != nil {
 		return err
 	}
 	if err := sc.run(ctx, r); err != nil {
