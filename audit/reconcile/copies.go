@@ -99,7 +99,7 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 			if !ok || ca.n == 0 {
 				fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
 				fd.Key, fd.Timestamp = it.keyText, rec.Timestamp
-				fd.Detail = fmt.Sprintf("consumed (below the group's committed offset %d), but the output %s holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", cut, c.Output, c.Source, c.Output)
+				fd.Detail = fmt.Sprintf("copy %s → %s: consumed (below the group's committed offset %d), but the output holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", c.Source, c.Output, cut, c.Source, c.Output)
 				r.add(fd)
 				return
 			}
@@ -118,7 +118,7 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 		if ca.used && ca.n > 0 {
 			fd := audit.NewFinding(audit.StageJoin, audit.CauseDuplicate, ca.tp, ca.offset)
 			fd.Count, fd.Key = int64(ca.n), ca.key
-			fd.Detail = fmt.Sprintf("the input %s@%d has %d committed copies more on %s (the first at %s@%d)", ca.from, ca.fromOffset, ca.n, c.Output, ca.tp, ca.offset)
+			fd.Detail = fmt.Sprintf("copy %s → %s: the input %s@%d has %d committed copies more on the output (the first at %s@%d)", c.Source, c.Output, ca.from, ca.fromOffset, ca.n, ca.tp, ca.offset)
 			r.add(fd)
 		}
 	}

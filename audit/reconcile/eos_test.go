@@ -52,8 +52,10 @@ func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 	group := map[audit.TopicPartition]int64{}
 	m.AddTopic(audit.TopicInfo{Name: "data", Partitions: parts})
 	m.AddTopic(audit.TopicInfo{Name: "repartition", Partitions: parts})
+	m.AddTopic(audit.TopicInfo{Name: "echo", Partitions: parts})
 	for i, v := range ev.ins {
 		m.Append(audit.Record{Topic: "data", Partition: p, Offset: int64(i), Key: []byte("k"), Value: int32Bytes(v), Timestamp: int64(100 * (i + 1)), Batch: plain})
+		m.Append(audit.Record{Topic: "echo", Partition: p, Offset: int64(i), Key: []byte("k"), Value: int32Bytes(v), Timestamp: int64(100 * (i + 1)), Batch: plain}) // data.to("echo")
 	}
 	for off, i := range ev.copies {
 		m.Append(audit.Record{Topic: "repartition", Partition: p, Offset: int64(off), Key: []byte("k"), Value: int32Bytes(ev.ins[i]), Timestamp: int64(100 * (i + 1)), Batch: plain})

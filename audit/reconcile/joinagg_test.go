@@ -80,7 +80,7 @@ func runJoinAgg(t *testing.T, values []int32, states map[string][]eosState, outs
 	p := audit.DefaultPartition([]byte("k"), parts)
 	plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
 	group := map[audit.TopicPartition]int64{}
-	for _, topic := range []string{"data", "repartition", "dif", "avg"} {
+	for _, topic := range []string{"data", "repartition", "echo", "dif", "avg"} {
 		m.AddTopic(audit.TopicInfo{Name: topic, Partitions: parts})
 	}
 	for i, v := range values {
@@ -88,6 +88,8 @@ func runJoinAgg(t *testing.T, values []int32, states map[string][]eosState, outs
 		r.Topic = "data"
 		m.Append(r)
 		r.Topic = "repartition"
+		m.Append(r)
+		r.Topic = "echo"
 		m.Append(r)
 	}
 	for q := int32(0); q < parts; q++ {

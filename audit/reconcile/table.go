@@ -206,14 +206,14 @@ type tableState struct {
 	rParts      int32
 	purgedRange map[int32][2]int64 // repartition partition → [committed, log start) purged before commit
 	complete    bool               // every source partition's history is readable from offset 0
-	// For an uncached table (Table.Uncached), per task partition: whether
-	// the hop (the repartition partition, or the source partition without
-	// one) and the changelog partition are readable from offset 0; exact
-	// lists the changelog partitions whose histories hold every state, and
-	// twiceInTxn says some key has two states in one transaction.
-	hopWhole, clWhole map[int32]bool
-	exact             map[int32]bool
-	twiceInTxn        bool
+	// For an uncached table (Table.Uncached): whether each changelog
+	// partition is whole (readable from offset 0, nothing compacted or
+	// missing); exact lists the changelog partitions whose histories hold
+	// every state, and twiceInTxn says some key has two states in one
+	// transaction.
+	clWhole    map[int32]bool
+	exact      map[int32]bool
+	twiceInTxn bool
 	// expected holds a key's expected final value where the inputs say
 	// otherwise than the store (for the join); expIn the input whose value
 	// it is, re-read when needed, for latest tables.
@@ -256,7 +256,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{},
-		hopWhole:  map[int32]bool{}, clWhole: map[int32]bool{}, exact: map[int32]bool{}}
+		clWhole:   map[int32]bool{}, exact: map[int32]bool{}}
 	r.tables[t.Name] = ts
 	if t.Window != nil {
 		ts.win = newWinState(t.Window)
@@ -407,7 +407,6 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 		}
 		logStart := r.clusterLogStart(tp, l.Offsets.LogStart)
 		ts.rLogStart[p] = logStart
-		ts.hopWhole[p] = logStart == 0 && c >= 0
 		if c >= 0 && logStart > c {
 			ts.purgedRange[p] = [2]int64{c, logStart}
 		}
@@ -664,9 +663,6 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
 			ts.deletedFrom[p] = true
-		}
-		if t.Repartition == "" {
-			ts.hopWhole[p] = l.Offsets.LogStart == 0 && c >= 0
 		}
 		if !own {
 			if r.clusterLogStart(tp, l.Offsets.LogStart) > max(c, 0) || c > l.Offsets.HW {

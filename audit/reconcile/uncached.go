@@ -4,11 +4,13 @@ package reconcile
 // store. Without a cache (statestore.cache.max.bytes=0, or
 // Materialized.withCachingDisabled()), each input the store applies writes
 // one changelog record: where the changelog partition is whole (nothing
-// purged, compacted or missing) and the hop that feeds its task is readable
-// from offset 0, a key's history is then every application's state, in
-// order, and an input whose state is not there was not applied, even when a
-// later input's state hides it (a min that missed a value above the
-// minimum). With a cache, the history is only a subsequence of the states.
+// purged, compacted or missing) and the source is readable from offset 0, a
+// key's history is then every application's state, in order, and an input
+// whose state is not there was not applied, even when a later input's state
+// hides it (a min that missed a value above the minimum). The hop may be
+// purged: its purged copies' places in the apply order are searched as
+// always, each application still a state. With a cache, the history is only
+// a subsequence of the states.
 
 // exactFor reports whether key histories on changelog partition p hold
 // every state.
@@ -40,7 +42,10 @@ func (r *run) exactHistories(ts *tableState) {
 		r.note("table %s: the spec says caching: false, but no key of changelog %s has two states in one transaction, which a store without a cache writes when a key is updated twice before a commit: its histories are judged as a cache's", t.Name, t.Changelog)
 		return
 	}
+	if !ts.complete {
+		return // an input retention deleted may have made a state: the history holds states no input explains
+	}
 	for p, whole := range ts.clWhole {
-		ts.exact[p] = whole && ts.hopWhole[p]
+		ts.exact[p] = whole
 	}
 }

@@ -30,7 +30,8 @@ func TestUncachedHistories(t *testing.T) {
 		{"min, every state: clean", "min(amount)", all, false, mins, true, true, nil, ""},
 		{"min, a state missing, uncached: state-diverged", "min(amount)", all, false, skipped, true, true, []string{"store/state-diverged src/0@1"}, ""},
 		{"min, a state missing, cached: clean", "min(amount)", all, false, skipped, false, false, nil, ""},
-		{"min, a state missing, uncached, copies purged: nothing to rest on: clean", "min(amount)", nil, true, skipped, true, true, nil, ""},
+		{"min, a state missing, uncached, copies purged: unapplied", "min(amount)", nil, true, skipped, true, true, []string{"repartition/unapplied src/0@1"}, ""},
+		{"min, every state, uncached, copies purged: clean", "min(amount)", nil, true, mins, true, true, nil, ""},
 		{"sum, every state: clean", "sum(amount)", all, false, []judgeState{sumState("a", 5, 100), sumState("a", 12, 200), sumState("a", 21, 300)}, true, true, nil, ""},
 		{"caching: false, no key twice in a transaction: judged as cached: clean, with a note", "min(amount)", all, false, skipped, true, false, nil, "the spec says caching: false"},
 	} {

@@ -169,9 +169,9 @@ func TestResolveHops(t *testing.T) {
 	}
 }
 
-// TestResolveEOSWithTopology: the hand-written describe() text of
-// EosTestClient gives the same plan as the spec's store names alone, and
-// shows why the user topic must be named: a topology's hops are the
+// TestResolveEOSWithTopology: EosTestClient's describe() text (captured
+// from the real app by the drill) gives the same plan as the spec's store
+// names alone, and shows why the user topic must be named: a topology's hops are the
 // -repartition topics only.
 func TestResolveEOSWithTopology(t *testing.T) {
 	s, err := LoadSpec("../../testdata/eos/eos.kaudit.yaml")
