@@ -17,24 +17,31 @@ func (g *gen) producer(sub, idx int) string {
 // which attempt it is.
 func (g *gen) txn(prod string, forceAbort bool, write func(commit bool) error) error {
 	g.txnCount++
-	if forceAbort || (g.s.AbortEvery > 0 && g.txnCount%g.s.AbortEvery == 0) {
-		if err := g.b.Begin(prod); err != nil {
+	return writeTxn(g.b, prod, forceAbort || g.s.AbortEvery > 0 && g.txnCount%g.s.AbortEvery == 0, write)
+}
+
+// writeTxn writes one transaction of prod on b, first aborted (and then
+// replayed) when abort is set; write is called once per attempt, commit
+// telling which.
+func writeTxn(b Backend, prod string, abort bool, write func(commit bool) error) error {
+	if abort {
+		if err := b.Begin(prod); err != nil {
 			return err
 		}
 		if err := write(false); err != nil {
 			return err
 		}
-		if err := g.b.End(prod, false); err != nil {
+		if err := b.End(prod, false); err != nil {
 			return err
 		}
 	}
-	if err := g.b.Begin(prod); err != nil {
+	if err := b.Begin(prod); err != nil {
 		return err
 	}
 	if err := write(true); err != nil {
 		return err
 	}
-	return g.b.End(prod, true)
+	return b.End(prod, true)
 }
 
 // subtopology0 is selectKey → repartition sink, one task per source

@@ -323,24 +323,7 @@ func (g *wgen) producer(sub int, p int32) string {
 // says so (and replayed).
 func (g *wgen) txn(prod string, force bool, write func(commit bool) error) error {
 	g.txnCount++
-	if force || g.s.AbortEvery > 0 && g.txnCount%g.s.AbortEvery == 0 {
-		if err := g.b.Begin(prod); err != nil {
-			return err
-		}
-		if err := write(false); err != nil {
-			return err
-		}
-		if err := g.b.End(prod, false); err != nil {
-			return err
-		}
-	}
-	if err := g.b.Begin(prod); err != nil {
-		return err
-	}
-	if err := write(true); err != nil {
-		return err
-	}
-	return g.b.End(prod, true)
+	return writeTxn(g.b, prod, force || g.s.AbortEvery > 0 && g.txnCount%g.s.AbortEvery == 0, write)
 }
 
 // hop is data.to("repartition"): one task per data partition.

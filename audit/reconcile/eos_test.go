@@ -3,7 +3,10 @@ package reconcile_test
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,7 +40,19 @@ func int64Bytes(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint
 // spec, its serdes as the plan says them.
 func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 	t.Helper()
-	sp, err := spec.LoadSpec(filepath.Join("..", "..", "testdata", "eos", "eos.kaudit.yaml"))
+	return runEOSWith(t, ev, "", nil, 0)
+}
+
+// runEOSWith is runEOS with more spec lines after the example's (joins)
+// and, on topics of their own, one record of key k at timestamp outTs each
+// (nil: none).
+func runEOSWith(t *testing.T, ev eosEvidence, more string, outs map[string][]byte, outTs int64) (*audit.Report, int32) {
+	t.Helper()
+	base, err := os.ReadFile(filepath.Join("..", "..", "testdata", "eos", "eos.kaudit.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.ParseSpec("eos.kaudit.yaml", append(base, more...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +96,12 @@ func runEOS(t *testing.T, ev eosEvidence) (*audit.Report, int32) {
 			m.Append(audit.Record{Topic: pt.Changelog, Partition: p, Offset: int64(i), Key: []byte("k"), Value: v, Timestamp: s.ts, Batch: plain})
 			// toStream().to(output) forwards every state (cache 0)
 			m.Append(audit.Record{Topic: pt.Spec.Output, Partition: p, Offset: int64(i), Key: []byte("k"), Value: v, Timestamp: s.ts, Batch: plain})
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(outs)) {
+		m.AddTopic(audit.TopicInfo{Name: topic, Partitions: parts})
+		if v := outs[topic]; v != nil {
+			m.Append(audit.Record{Topic: topic, Partition: p, Offset: 0, Key: []byte("k"), Value: v, Timestamp: outTs, Batch: plain})
 		}
 	}
 	m.SetGroup(audit.GroupOffsets{Group: "EosTest", Offsets: group})
