@@ -40,10 +40,15 @@ func scenarioClean(ctx context.Context, r *scRun) error {
 	const maxKills = 10
 	for landed, kills := 0, 0; landed < 2; {
 		if kills == maxKills {
-			return fmt.Errorf("%d kill -9 left only %d transaction(s) hanging: the fault was not injected", kills, landed)
+			return notInjected("%d kill -9 left only %d transaction(s) hanging", kills, landed)
 		}
 		kills++
 		if err := r.waitOpenTxn(ctx, 60*time.Second, true); err != nil {
+			if kills > 1 && ctx.Err() == nil {
+				// measured on Kafka 4.1.1: a kill between transactions, and the restarted app
+				// had applied all the input before another transaction opened
+				return notInjected("before kill %d (%d landed): %v", kills, landed, err)
+			}
 			return fmt.Errorf("before kill %d: %w", kills, err)
 		}
 		r.app.kill9()

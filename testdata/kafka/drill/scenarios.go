@@ -28,7 +28,7 @@ type scenario struct {
 }
 
 var scenarios = []scenario{
-	{name: "clean", about: "the app killed -9 twice mid-transaction and restarted: no loss", brokers: 1, run: scenarioClean},
+	{name: "clean", about: "the app killed -9 twice mid-transaction and restarted: no loss", brokers: 1, run: scenarioClean, attempts: 3},
 	{name: "retention-gap", about: "source records deleted past the committed offset while the app is down", brokers: 1, run: scenarioRetentionGap},
 	{name: "purged-before-commit", about: "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", brokers: 1, run: scenarioPurgedBeforeCommit, attempts: 2},
 	{name: "dropped", about: "the app swallows chosen records before selectKey; repartition topics not purged", brokers: 1, run: scenarioDropped},
