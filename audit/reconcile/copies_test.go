@@ -28,14 +28,17 @@ func TestCopy(t *testing.T) {
 		logStart   int64
 		want       []string
 		incomplete bool
+		since      int64 // --since, ms; 0 none
 	}{
-		{"every consumed input copied: clean", all, 0, nil, false},
-		{"the input in flight has no copy yet: clean", all[:3], 0, nil, false}, // input 3 is above the cut
-		{"a copy lost", []out{{0, "c"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false},
-		{"a copy only in an aborted transaction", []out{{0, "c"}, {1, "a"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false},
-		{"a copy written twice", []out{{0, "c"}, {1, "c"}, {1, "c"}, {2, "c"}}, 0, []string{"join/duplicate echo/0@1"}, false},
-		{"two equal inputs, one copy", []out{{0, "c"}, {1, "c"}}, 0, []string{"join/join-missing data/0@2"}, false},
-		{"the output's first records deleted: not judged", all[1:], 1, nil, true},
+		{"every consumed input copied: clean", all, 0, nil, false, 0},
+		{"the input in flight has no copy yet: clean", all[:3], 0, nil, false, 0}, // input 3 is above the cut
+		{"a copy lost", []out{{0, "c"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false, 0},
+		{"a copy only in an aborted transaction", []out{{0, "c"}, {1, "a"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false, 0},
+		{"a copy written twice", []out{{0, "c"}, {1, "c"}, {1, "c"}, {2, "c"}}, 0, []string{"join/duplicate echo/0@1"}, false, 0},
+		{"two equal inputs, one copy", []out{{0, "c"}, {1, "c"}}, 0, []string{"join/join-missing data/0@2"}, false, 0},
+		{"the output's first records deleted: not judged", all[1:], 1, nil, true, 0},
+		{"a copy lost before --since: not judged", []out{{0, "c"}, {2, "c"}}, 0, nil, false, 300},
+		{"a copy lost after --since", []out{{0, "c"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false, 200},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sp, err := spec.ParseSpec("eos.kaudit.yaml", []byte("app_id: EosTest\nserdes: {key: String, value: Integer}\ncopies:\n  - {source: data, output: echo}\n"))
@@ -85,7 +88,7 @@ func TestCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "String"), reconcile.Options{Decoder: dec})
+			rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "String"), reconcile.Options{Decoder: dec, Since: sinceOf(tt.since)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,4 +100,12 @@ func TestCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sinceOf is --since at ms (the zero time for 0: no window).
+func sinceOf(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }

@@ -127,11 +127,15 @@ func (r *run) vanishedOnTheWay(ctx context.Context, ts *tableState, key string, 
 	j := 0
 	for _, c := range hist[:len(hist)-1] {
 		k := j
+		judged := r.inWindow(c.ts) // --since/--until: a state of the window's inputs
 		for k < len(outs) && (outs[k].null != c.null || outs[k].digest != c.digest || outs[k].ts != c.ts) {
 			k++
 		}
 		if k < len(outs) {
 			j = k + 1
+			continue
+		}
+		if !judged {
 			continue
 		}
 		f := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, -1)
