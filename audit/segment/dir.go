@@ -127,6 +127,7 @@ func OpenDirs(dirs ...string) (*Dir, error) {
 			}
 			return cmp.Or(-cmp.Compare(a.lastEpoch(), b.lastEpoch()), -cmp.Compare(a.logEnd, b.logEnd))
 		})
+		liftLogStart(rs)
 		d.topics[tp.Topic] = append(d.topics[tp.Topic], tp.Partition)
 	}
 	for _, ps := range d.topics {
@@ -169,6 +170,31 @@ func (d *Dir) openLogDir(root string) error {
 		d.replicas[tp] = append(d.replicas[tp], r)
 	}
 	return nil
+}
+
+// liftLogStart raises the read replica's log start to the highest of the
+// replicas of its leader epoch. A broker writes its log-start-offset-
+// checkpoint every log.flush.start.offset.checkpoint.interval.ms (60 s)
+// and at a clean shutdown; one killed -9 restarts with the last one, so a
+// DeleteRecords (a repartition purge) after it is undone on that replica,
+// whose segments still hold the records, until it fetches the leader's log
+// start again (measured on the drill: a broker killed -9 and restarted,
+// then stopped, left log start 0 where the cluster's was 30). The cluster's
+// log start only moves forward within an epoch, so the highest is the
+// nearest to it. Replicas of an older last epoch (an unclean election's
+// old leader) are left out.
+func liftLogStart(rs []*replica) {
+	if len(rs) < 2 || rs[0].err != nil {
+		return
+	}
+	p := rs[0]
+	for _, o := range rs[1:] {
+		if o.err != nil || o.lastEpoch() != p.lastEpoch() || o.logStart <= p.logStart {
+			continue
+		}
+		p.logStart = min(o.logStart, p.logEnd)
+		p.hw = max(p.hw, p.logStart)
+	}
 }
 
 // readOffsetCheckpoint reads a log dir checkpoint; a missing file is empty.
