@@ -303,39 +303,12 @@ func eosCaughtUp(s state) string {
 // eosWaitCaughtUp polls until the client has processed and committed everything (commits come
 // every 5 s) and the offsets held still for 3 s.
 func (r *scRun) eosWaitCaughtUp(ctx context.Context, timeout time.Duration) (state, error) {
-	deadline := time.Now().Add(timeout)
-	var prev state
-	var stableSince time.Time
-	why := "not observed yet"
 	t0 := time.Now()
-	for time.Now().Before(deadline) {
-		if a := r.eos.client; a != nil && !a.alive() {
-			return prev, fmt.Errorf("EosTestClient exited while catching up (%v); see %s", a.err, a.log)
-		}
-		s, err := r.eosObserve(ctx)
-		if err == nil {
-			why = eosCaughtUp(s)
-			if why == "" {
-				if prev.hw != nil && s.sameEnds(prev) {
-					if time.Since(stableSince) >= 3*time.Second {
-						logf("EosTestClient caught up in %s", time.Since(t0).Round(100*time.Millisecond))
-						return s, nil
-					}
-				} else {
-					stableSince = time.Now()
-				}
-			}
-			prev = s
-		} else {
-			why = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return prev, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	s, err := pollCaughtUp(ctx, timeout, "EosTestClient", r.eos.client, r.eosObserve, eosCaughtUp)
+	if err == nil {
+		logf("EosTestClient caught up in %s", time.Since(t0).Round(100*time.Millisecond))
 	}
-	return prev, fmt.Errorf("EosTestClient did not catch up within %s: %s", timeout, why)
+	return s, err
 }
 
 // eosOpenTxn finds a partition the client writes with an open transaction.

@@ -181,17 +181,25 @@ func (s state) sameEnds(o state) bool {
 // waitCaughtUp polls until the app has processed and committed everything and the state held
 // still for 3 s.
 func (d *drill) waitCaughtUp(ctx context.Context, a *appRun, timeout time.Duration) (state, error) {
+	return pollCaughtUp(ctx, timeout, "the app", a, d.observe, state.caughtUp)
+}
+
+// pollCaughtUp polls observe every 500 ms until caughtUp says nothing is left ("") and the
+// partitions' ends and committed offsets held still for 3 s; it fails when the app a (nil: not
+// watched) exits or the timeout passes, naming what was left.
+func pollCaughtUp(ctx context.Context, timeout time.Duration, name string, a *appRun,
+	observe func(context.Context) (state, error), caughtUp func(state) string) (state, error) {
 	deadline := time.Now().Add(timeout)
 	var prev state
 	var stableSince time.Time
 	why := "not observed yet"
 	for time.Now().Before(deadline) {
 		if a != nil && !a.alive() {
-			return prev, fmt.Errorf("the app exited while catching up (%v); see %s", a.err, a.log)
+			return prev, fmt.Errorf("%s exited while catching up (%v); see %s", name, a.err, a.log)
 		}
-		s, err := d.observe(ctx)
+		s, err := observe(ctx)
 		if err == nil {
-			why = s.caughtUp()
+			why = caughtUp(s)
 			if why == "" {
 				if prev.hw != nil && s.sameEnds(prev) {
 					if time.Since(stableSince) >= 3*time.Second {
@@ -211,7 +219,7 @@ func (d *drill) waitCaughtUp(ctx context.Context, a *appRun, timeout time.Durati
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return prev, fmt.Errorf("the app did not catch up within %s: %s", timeout, why)
+	return prev, fmt.Errorf("%s did not catch up within %s: %s", name, timeout, why)
 }
 
 // readPartition reads topic/p from offset from to the partition's end (HW for read_uncommitted,
