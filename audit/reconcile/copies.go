@@ -97,20 +97,18 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 			judged := r.inWindow(rec.Timestamp) // --since/--until: only the window's inputs are judged
 			f := fingerprintOf(it.keyText, it.digest, rec.Timestamp)
 			ca, ok := copies[f]
-			if (!ok || ca.n == 0) && judged {
-				fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
-				fd.Key, fd.Timestamp = it.keyText, rec.Timestamp
-				fd.Detail = fmt.Sprintf("copy %s → %s: consumed (below the group's committed offset %d), but the output holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", c.Source, c.Output, cut, c.Source, c.Output)
-				r.add(fd)
-				return
-			}
 			if !ok || ca.n == 0 {
+				if judged {
+					fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
+					fd.Key, fd.Timestamp = it.keyText, rec.Timestamp
+					fd.Detail = fmt.Sprintf("copy %s → %s: consumed (below the group's committed offset %d), but the output holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", c.Source, c.Output, cut, c.Source, c.Output)
+					r.add(fd)
+				}
 				return
 			}
 			ca.n-- // one copy for one input: an equal input later needs another
 			ca.used = ca.used || judged
-			ca.from = audit.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-			ca.fromOffset = rec.Offset
+			ca.from, ca.fromOffset = tp, rec.Offset
 			copies[f] = ca
 		}) {
 			r.missing("copy %s → %s: source partition %s is unreadable, so its inputs' copies are not judged", c.Source, c.Output, tp)
