@@ -109,11 +109,11 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 		return nil, err
 	}
 	r.expect(ctx)
-	if err := r.auditTables(ctx); err != nil {
+	if err := phaseErr(ctx, "tables", func() error { return r.auditTables(ctx) }); err != nil {
 		return nil, err
 	}
 	for i := range p.Joins {
-		if err := r.join(ctx, &p.Joins[i]); err != nil {
+		if err := phaseErr(ctx, "join "+p.Joins[i].Output, func() error { return r.join(ctx, &p.Joins[i]) }); err != nil {
 			return nil, err
 		}
 	}
@@ -339,6 +339,9 @@ func containsPartition(ps []int32, p int32) bool {
 // audited at once, while the per-record states they keep in memory
 // together fit the budget one table has (Options.MemoryBudget): a table's
 // state changes run in one goroutine, so a second table uses a second core.
+// Tables that spill are audited all at once (up to twice GOMAXPROCS), each
+// in buckets of its share of the budget, so that no table is left to run
+// alone on one core at the end.
 func (r *run) auditTables(ctx context.Context) error {
 	tables := r.p.Tables
 	par := min(runtime.GOMAXPROCS(0), len(tables))
@@ -354,6 +357,17 @@ func (r *run) auditTables(ctx context.Context) error {
 		return nil
 	}
 	budget := r.opts.MemoryBudget
+	var weights []int64 // what each table's state keeps in memory if it does not spill
+	if budget > 0 && !r.p.Keyless {
+		for i := range tables {
+			weights = append(weights, r.stateRecords(ctx, &tables[i])*bytesPerRecord)
+			if weights[i] > budget && tables[i].Window == nil {
+				// tables that spill are audited all at once, each in buckets of
+				// its share of the budget: none is left to run alone at the end
+				par = min(len(tables), 2*runtime.GOMAXPROCS(0))
+			}
+		}
+	}
 	var (
 		mu      sync.Mutex
 		cond    = sync.NewCond(&mu)
@@ -368,9 +382,16 @@ func (r *run) auditTables(ctx context.Context) error {
 			errs[i] = err
 			break
 		}
-		var w int64 // what its state keeps in memory: one bucket's worth, if it spills
-		if budget > 0 && !r.p.Keyless {
-			w = min(r.stateRecords(ctx, &tables[i])*bytesPerRecord, budget)
+		// w: what its state keeps in memory. A table over the budget spills
+		// anyway: in buckets of a par-th of it, so that it runs beside others
+		var w int64
+		sub := r.fork()
+		if weights != nil {
+			if w = weights[i]; w > budget && tables[i].Window == nil {
+				w = budget / int64(par)
+				sub.opts.MemoryBudget = w
+			}
+			w = min(w, budget)
 		}
 		mu.Lock()
 		for running > 0 && (running >= par || used+w > budget && budget > 0) {
@@ -379,7 +400,7 @@ func (r *run) auditTables(ctx context.Context) error {
 		running++
 		used += w
 		mu.Unlock()
-		subs[i] = r.fork()
+		subs[i] = sub
 		wg.Go(func() {
 			errs[i] = subs[i].audit(ctx, &tables[i])
 			mu.Lock()

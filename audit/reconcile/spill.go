@@ -39,8 +39,10 @@ type spill struct {
 	dir    string
 	copies []*spillFile
 	inputs []*spillFile
-	err    error  // the first write error
-	buf    []byte // addInput's record, reused
+	// nCopies and nInputs count each bucket's records, to size its maps
+	nCopies, nInputs []int
+	err              error  // the first write error
+	buf              []byte // addInput's record, reused
 }
 
 type spillFile struct {
@@ -55,7 +57,7 @@ func newSpill(parent string, n int) (*spill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the spill directory: %w", err)
 	}
-	s := &spill{dir: dir}
+	s := &spill{dir: dir, nCopies: make([]int, n), nInputs: make([]int, n)}
 	for i := range n {
 		for _, kind := range []string{"copies", "inputs"} {
 			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%03d", kind, i)))
@@ -100,7 +102,9 @@ func (s *spill) addCopy(key string, ev copyEvent) {
 	if ev.applied {
 		b[37] = 1
 	}
-	s.write(s.copies[s.bucket(key)], b[:])
+	bk := s.bucket(key)
+	s.nCopies[bk]++
+	s.write(s.copies[bk], b[:])
 }
 
 // addInput writes one consumed input of key; raw is its serialized value
@@ -118,7 +122,9 @@ func (s *spill) addInput(key string, x inputRec, raw []byte) {
 		b = binary.AppendUvarint(b, uint64(len(raw))+1) // 0: no value kept
 		b = append(b, raw...)
 	}
-	s.write(s.inputs[s.bucket(key)], b)
+	bk := s.bucket(key)
+	s.nInputs[bk]++
+	s.write(s.inputs[bk], b)
 	s.buf = b
 }
 
@@ -300,25 +306,35 @@ func (r *run) stateRecords(ctx context.Context, t *Table) int64 {
 }
 
 // eachBucket calls fn with the table's per-key state in ts.keys and
-// ts.copies: once, as read, for a table in memory; once per bucket of keys,
-// rebuilt from the spill, for a spilled table.
-func (r *run) eachBucket(ctx context.Context, ts *tableState, fn func()) error {
+// ts.copies: once, as read, for a table in memory; once per bucket of keys
+// (those in buckets, nil: all), rebuilt from the spill, for a spilled
+// table. A bucket's keys start as the store's, as a table's in memory do.
+func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn func(b int)) error {
 	if ts.spill == nil {
-		fn()
+		fn(0)
 		return ctx.Err()
 	}
-	defer func() { ts.keys, ts.copies = nil, nil }()
-	for b := range ts.spill.buckets() {
-		ts.keys, ts.copies = map[string]*keyState{}, map[fingerprint]copyInfo{}
-		if err := ts.spill.eachCopy(b, ts.addCopy); err != nil {
+	if buckets == nil {
+		buckets = make([]int, ts.spill.buckets())
+		for b := range buckets {
+			buckets[b] = b
+		}
+	}
+	byBucket := ts.storeByBucket()
+	defer func() { ts.keys, ts.copies, ts.keysKnown = nil, nil, false }()
+	for _, b := range buckets {
+		ts.keys = make(map[string]*keyState, max(len(byBucket[b]), ts.spill.nInputs[b]/2))
+		for _, ks := range byBucket[b] {
+			ts.keys[ks.key] = ks
+		}
+		ts.keysKnown = true
+		if err := ts.loadCopies(b); err != nil {
 			return err
 		}
 		err := ts.spill.eachInput(b, func(kb []byte, x inputRec, raw []byte) error {
-			var key string // one string per key: its later inputs share the state's
-			if ks := ts.keys[string(kb)]; ks != nil {
-				key = ks.key
-			} else {
-				key = string(kb)
+			ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
+			if ks == nil {
+				ks = ts.keyState(string(kb))
 			}
 			var v audit.Value
 			if raw != nil {
@@ -327,13 +343,60 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, fn func()) error {
 					return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
 				}
 			}
-			r.addInput(ts, key, x, v, nil)
+			r.addInputTo(ts, ks, x, v, nil)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		fn()
+		fn(b)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadCopies sets ts.copies to bucket b's repartition copies.
+func (ts *tableState) loadCopies(b int) error {
+	ts.copies = make(map[fingerprint]copyInfo, ts.spill.nCopies[b])
+	return ts.spill.eachCopy(b, ts.addCopy)
+}
+
+// storeByBucket returns fresh states of the store's keys (ts.changelog),
+// by spill bucket: each pass over the buckets starts from them.
+func (ts *tableState) storeByBucket() [][]*keyState {
+	out := make([][]*keyState, ts.spill.buckets())
+	slab := make([]keyState, len(ts.changelog))
+	i := 0
+	for k, cs := range ts.changelog {
+		slab[i] = keyState{key: k, r: rUnset, cl: cs, clKnown: true}
+		b := ts.spill.bucket(k)
+		out[b] = append(out[b], &slab[i])
+		i++
+	}
+	return out
+}
+
+// matchBuckets matches every spilled input with its copy, bucket by
+// bucket, for what the check needs of all the buckets before it judges
+// one (ts.found): the inputs are matched as addInput matches them, and
+// nothing else of them is kept.
+func (r *run) matchBuckets(ctx context.Context, ts *tableState) error {
+	defer func() { ts.copies = nil }()
+	for b := range ts.spill.buckets() {
+		if err := ts.loadCopies(b); err != nil {
+			return err
+		}
+		err := ts.spill.eachInput(b, func(kb []byte, x inputRec, _ []byte) error {
+			in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, digest: x.digest, r: -1}
+			f := fingerprintOf(kb, x.digest, x.ts)
+			r.match(ts, &in, &f)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -15,23 +15,30 @@ import (
 // checkTable checks the table's inputs against its repartition copies
 // and its store, and attributes the inputs whose effect is missing. A
 // spilled table is checked a bucket of keys at a time; what needs every
-// key waits until all are checked: the vanished inputs are attributed
-// after (whether the copies of an input's neighbours are readable depends
-// on them all), and the keys' findings stand only if some key is the
-// store's (keysMismatch).
+// key waits until all are checked: the keys with an input without a copy
+// are judged in a second pass over their buckets, and the vanished inputs
+// are attributed after (whether the copies of an input's neighbours are
+// readable depends on them all), and the keys' findings stand only if
+// some key is the store's (keysMismatch).
 func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	r.exactHistories(ts)
 	check, foldIncomplete := r.checkable(ts)
-	if check != checkNone && ts.spill != nil {
-		// the checks pick inputs by their neighbours' copies: match every bucket first
-		if err := r.eachBucket(ctx, ts, func() {}); err != nil {
+	if check == checkPresence && ts.spill != nil {
+		// the check picks inputs by their neighbours' copies: match every bucket first
+		if err := r.matchBuckets(ctx, ts); err != nil {
 			return err
 		}
+	}
+	if check == checkKeys && ts.spill != nil {
+		// only a key with an input without a copy needs its neighbours'
+		// copies (ts.found): its buckets are checked again for it, after all
+		ts.pass = passFound
 	}
 	var st keyStats
 	var dups []copyInfo
 	var lost []*input
-	err := r.eachBucket(ctx, ts, func() {
+	var again []int // the buckets of keys put off by passFound
+	err := r.eachBucket(ctx, ts, nil, func(b int) {
 		st.add(ts.keyStats())
 		dups = append(dups, ts.dups()...)
 		switch check {
@@ -41,7 +48,15 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 			lost = append(lost, r.presenceOnly(ts)...)
 		}
 		r.countInputs(ts)
+		if ts.putOff {
+			again, ts.putOff = append(again, b), false
+		}
 	})
+	if err == nil && len(again) > 0 {
+		ts.pass = passPutOff
+		err = r.eachBucket(ctx, ts, again, func(int) { lost = append(lost, r.checkKeys(ctx, ts)...) })
+	}
+	ts.pass = passAll
 	if err != nil {
 		return err
 	}
@@ -102,6 +117,15 @@ func (ts *tableState) forget() {
 	clear(ts.expIn)
 }
 
+// checkPass says which keys checkKeys judges, for a spilled table.
+type checkPass uint8
+
+const (
+	passAll    checkPass = iota // every key
+	passFound                   // the keys whose inputs all have copies; ts.putOff: some were not
+	passPutOff                  // the others, once every bucket is matched (ts.found is whole)
+)
+
 // howChecked is what checkTable can judge of a table.
 type howChecked uint8
 
@@ -151,9 +175,6 @@ func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 // inputs whose effect is missing, to be attributed.
 func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 	var out []*input
-	if len(ts.expIn) == 0 && ts.spill == nil && ts.t.Latest {
-		ts.expIn = make(map[string]inputRef, len(ts.keys)) // a key each, grown once
-	}
 	ts.leftover = map[fingerprint]bool{}
 	for f, ci := range ts.copies {
 		if ci.applied > 0 {
@@ -167,6 +188,16 @@ func (r *run) checkKeys(ctx context.Context, ts *tableState) []*input {
 		}
 		if len(ks.inputs) == 0 {
 			continue
+		}
+		if ts.pass != passAll {
+			none := slices.ContainsFunc(ks.inputs, func(x inputRec) bool { return x.status == copyNone })
+			if ts.pass == passFound && none {
+				ts.putOff = true
+				continue
+			}
+			if ts.pass == passPutOff && !none {
+				continue
+			}
 		}
 		for _, in := range r.judgeKey(ts, key, ks) {
 			ts.copyOf(in) // while the copies of its bucket are at hand

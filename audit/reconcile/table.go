@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"runtime/trace"
 	"slices"
 	"sort"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // compared decoded).
 type fingerprint [16]byte
 
-func fingerprintOf(key string, value codec.Digest, ts int64) fingerprint {
+func fingerprintOf[K string | []byte](key K, value codec.Digest, ts int64) fingerprint {
 	// a 128-bit non-cryptographic hash: fingerprints never leave the process
 	var buf [128]byte // on the stack for keys up to 103 bytes: a hasher is a 1 KiB allocation
 	b := append(buf[:0], key...)
@@ -198,6 +199,8 @@ type tableState struct {
 	copies    map[fingerprint]copyInfo
 	leftover  map[fingerprint]bool // while the keys are checked: copies no input matched (cleanLatest)
 	spill     *spill
+	pass      checkPass // which keys checkKeys judges (a spilled table's)
+	putOff    bool      // passFound left out a key of the bucket
 	changelog map[string]*clState
 	aborts    map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
 	// found holds, per (source partition, repartition partition), the
@@ -252,6 +255,8 @@ type tableState struct {
 
 // audit checks one table end to end.
 func (r *run) audit(ctx context.Context, t *Table) error {
+	ctx, task := trace.NewTask(ctx, "table "+t.Name) // go tool trace shows the phases (kaudit --trace)
+	defer task.End()
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
@@ -271,7 +276,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		defer ts.spill.close()
 	}
 	if t.Repartition != "" {
-		if !r.readRepartition(ctx, ts) {
+		if !phase(ctx, "repartition", func() bool { return r.readRepartition(ctx, ts) }) {
 			return ctx.Err()
 		}
 		if ts.win != nil {
@@ -279,7 +284,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		}
 	}
 	if t.Changelog != "" {
-		r.readChangelog(ctx, ts)
+		phase(ctx, "changelog", func() bool { r.readChangelog(ctx, ts); return true })
 		if ts.spill == nil {
 			// the store's keys first, with their states: an input then
 			// finds its key's state in the one lookup of its key
@@ -294,7 +299,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 			ts.keysKnown = true
 		}
 	}
-	if err := r.readSource(ctx, ts); err != nil {
+	if err := phaseErr(ctx, "source", func() error { return r.readSource(ctx, ts) }); err != nil {
 		return err
 	}
 	if ts.win != nil {
@@ -306,7 +311,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 			return err
 		}
 	}
-	if err := r.checkTable(ctx, ts); err != nil {
+	if err := phaseErr(ctx, "check", func() error { return r.checkTable(ctx, ts) }); err != nil {
 		return err
 	}
 	if t.Output != "" {
@@ -709,11 +714,21 @@ var pickedValue audit.Value = struct{}{}
 // addInput matches one consumed input with its copy and adds it to its
 // key's state; v is its decoded value, kept for folds only.
 func (r *run) addInput(ts *tableState, key string, x inputRec, v audit.Value, fp *fingerprint) {
+	r.addInputTo(ts, ts.keyState(key), x, v, fp)
+}
+
+// keyState returns key's state in ts.keys, added if it has none.
+func (ts *tableState) keyState(key string) *keyState {
 	ks := ts.keys[key]
 	if ks == nil {
 		ks = &keyState{key: key, r: rUnset, clKnown: ts.keysKnown}
 		ts.keys[key] = ks
 	}
+	return ks
+}
+
+// addInputTo is addInput for the key whose state is ks.
+func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value, fp *fingerprint) {
 	if ks.r == rUnset {
 		ks.r = -1
 		if kb, ok := keyBytes(r.p.KeySerde, ks.key); ok && ts.rParts > 0 {
@@ -923,4 +938,16 @@ func (r *run) aboveHW(tp audit.TopicPartition, stage audit.Stage, c, hw int64) b
 	f.Detail = fmt.Sprintf("the group's committed offset %d is above the high watermark %d: offsets %d-%d were consumed and are gone from the partition (truncated)", c, hw, hw, c-1)
 	r.add(f)
 	return true
+}
+
+// phase runs fn as a region of the execution trace named name.
+func phase(ctx context.Context, name string, fn func() bool) bool {
+	defer trace.StartRegion(ctx, name).End()
+	return fn()
+}
+
+// phaseErr is phase for a step that fails.
+func phaseErr(ctx context.Context, name string, fn func() error) error {
+	defer trace.StartRegion(ctx, name).End()
+	return fn()
 }

@@ -17,7 +17,8 @@
 # (also appended to testdata/bench/work/results.md).
 #
 # Environment: KAUDIT_FLAGS (extra flags for b, c, d and capture), KAUDIT_PROFILE=DIR
-# (--cpuprofile/--memprofile of c into DIR/SIZE-diff.{cpu,mem}), GEN_FLAGS (extra flags of
+# (--cpuprofile/--memprofile of c into DIR/SIZE-diff.{cpu,mem}), KAUDIT_TRACE=DIR (an
+# execution trace of c into DIR/SIZE-diff.trace, for go tool trace), GEN_FLAGS (extra flags of
 # the generator, e.g. "-keys 3000"), BROKER_HEAP (default 1g), KAFKA_VERSION (default 3.6.2),
 # REGISTRY_ADDR (default 127.0.0.1:21381), KCAT_LOCAL=1 (unpack kcat under work/ even as root),
 # KAUDIT_REV=REV (build kaudit from that commit, not from the working tree), STEPS (default
@@ -275,6 +276,10 @@ for SIZE in "${sizes[@]}"; do
 		if [[ -n ${KAUDIT_PROFILE:-} ]]; then
 			mkdir -p "$KAUDIT_PROFILE"
 			PROF=(--cpuprofile "$KAUDIT_PROFILE/$SIZE-diff.cpu" --memprofile "$KAUDIT_PROFILE/$SIZE-diff.mem")
+		fi
+		if [[ -n ${KAUDIT_TRACE:-} ]]; then
+			mkdir -p "$KAUDIT_TRACE"
+			PROF+=(--trace "$KAUDIT_TRACE/$SIZE-diff.trace")
 		fi
 		measure c-diff "$KAUDIT" "${PROF[@]}" diff --bootstrap-server "$BS" --schema-registry-url "$REG" --spec "$SPEC" \
 			--format json --output "$RUN/diff-live.json" "${KFLAGS[@]}"
