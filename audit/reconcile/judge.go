@@ -329,6 +329,21 @@ func expectedLatest(ins []*input) *input {
 	return exp
 }
 
+// expectedLatestRec is expectedLatest of the inputs recs, without
+// materializing them.
+func expectedLatestRec(recs []inputRec) inputRec {
+	var buf [16]inputRec
+	order := append(buf[:0], recs...)
+	slices.SortStableFunc(order, func(a, b inputRec) int { return foldCmp(a.part, a.offset, a.ts, b.part, b.offset, b.ts) })
+	exp := order[len(order)-1]
+	for _, x := range recs {
+		if x.ts > exp.ts {
+			exp = x
+		}
+	}
+	return exp
+}
+
 // provenWithout returns the losses the evidence proves without an
 // explanation (the search gave up): inputs that cannot have been applied,
 // and inputs newer than the state (the timestamp rule).
@@ -522,8 +537,8 @@ func (ts *tableState) cleanLatest(key string, ks *keyState, cl *clState) bool {
 	if len(ks.inputs) > 1 {
 		// the expected state is the store's unless the likeliest order
 		// says otherwise (expectation)
-		if exp := expectedLatest(ts.materialize(key, ks.inputs, nil)); exp.digest != fin.digest {
-			ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset}
+		if exp := expectedLatestRec(ks.inputs); exp.digest != fin.digest {
+			ts.expIn[key] = inputRef{part: exp.part, offset: exp.offset}
 		}
 	}
 	return true

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit"
@@ -247,17 +246,20 @@ func (r *run) presenceOnly(ts *tableState) []*input {
 // likely interleaved them: by timestamp, then source partition and offset.
 func foldOrder(ins []*input) []*input {
 	out := append([]*input(nil), ins...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.tp.Partition == b.tp.Partition {
-			return a.offset < b.offset
-		}
-		if a.ts != b.ts {
-			return a.ts < b.ts
-		}
-		return a.tp.Partition < b.tp.Partition
-	})
+	slices.SortStableFunc(out, func(a, b *input) int { return foldCmp(a.tp.Partition, a.offset, a.ts, b.tp.Partition, b.offset, b.ts) })
 	return out
+}
+
+// foldCmp is foldOrder's order of two inputs by source partition, offset
+// and timestamp.
+func foldCmp(ap int32, ao, at int64, bp int32, bo, bt int64) int {
+	if ap == bp {
+		return cmp.Compare(ao, bo)
+	}
+	if at != bt {
+		return cmp.Compare(at, bt)
+	}
+	return cmp.Compare(ap, bp)
 }
 
 // positionReadable reports whether the repartition topic still holds

@@ -465,6 +465,20 @@ func (j *JoinSpec) Eval(left any, rights []any) (any, error) {
 	if j.prog == nil {
 		return nil, ErrNoValue
 	}
+	if j.proj != nil && !noProjection {
+		if v, ok, err := j.proj.eval(left, rights); ok {
+			return v, err
+		}
+	}
+	return j.run(left, rights)
+}
+
+// noProjection turns the projections off (a test compares them with the
+// programs).
+var noProjection bool
+
+// run evaluates the join's program.
+func (j *JoinSpec) run(left any, rights []any) (any, error) {
 	env := map[string]any{"left": toExpr(left), "right": nil}
 	for i, r := range rights {
 		env["r"+strconv.Itoa(i+1)] = toExpr(r)

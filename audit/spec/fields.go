@@ -199,7 +199,7 @@ func NewJoin(output, left string, right []string, typ JoinType, value string) (*
 		if err != nil {
 			return nil, err
 		}
-		j.prog = prog
+		j.prog, j.proj = prog, projectionOf(value, len(right))
 	}
 	return j, nil
 }

@@ -232,6 +232,7 @@ type JoinSpec struct {
 	Serdes *Serdes `yaml:"serdes"`
 	Line   int     `yaml:"-"`
 	prog   *vm.Program
+	proj   *projection // the value, where it only copies fields (project.go)
 }
 
 // CopySpec is stream.to(Output) of a source topic read as a stream
@@ -592,6 +593,9 @@ func (s *Spec) validate() error {
 				l.add(path+".value", field+".value", "%v", err)
 			}
 			j.prog = prog
+			if prog != nil {
+				j.proj = projectionOf(j.Value, len(j.Right))
+			}
 		}
 	}
 	for i, c := range s.Copies {
