@@ -336,12 +336,13 @@ func containsPartition(ps []int32, p int32) bool {
 // auditTables audits the tables, each in a run of its own (fork) merged
 // into r in the spec's order, so the report is the one a table-by-table
 // audit gives. With Options.Concurrency, up to GOMAXPROCS tables are
-// audited at once, while the per-record states they keep in memory
-// together fit the budget one table has (Options.MemoryBudget): a table's
-// state changes run in one goroutine, so a second table uses a second core.
-// Tables that spill are audited all at once (up to twice GOMAXPROCS), each
-// in buckets of its share of the budget, so that no table is left to run
-// alone on one core at the end.
+// audited at once (a table's state changes run in one goroutine, so a
+// second table uses a second core), while what they keep in memory
+// together fits twice the budget one table has (Options.MemoryBudget):
+// each its store's keys and states, and its per-record state, or one
+// bucket of it if it spills. Tables that spill are audited up to twice
+// GOMAXPROCS at once, in buckets of their share of the budget, so that no
+// table is left to run alone on one core at the end.
 func (r *run) auditTables(ctx context.Context) error {
 	tables := r.p.Tables
 	par := min(runtime.GOMAXPROCS(0), len(tables))
@@ -357,13 +358,13 @@ func (r *run) auditTables(ctx context.Context) error {
 		return nil
 	}
 	budget := r.opts.MemoryBudget
-	var weights []int64 // what each table's state keeps in memory if it does not spill
+	limit := 2 * budget
+	var perRecord, store []int64 // each table's per-record state, and its store's
 	if budget > 0 && !r.p.Keyless {
 		for i := range tables {
-			weights = append(weights, r.stateRecords(ctx, &tables[i])*bytesPerRecord)
-			if weights[i] > budget && tables[i].Window == nil {
-				// tables that spill are audited all at once, each in buckets of
-				// its share of the budget: none is left to run alone at the end
+			perRecord = append(perRecord, r.stateRecords(ctx, &tables[i])*bytesPerRecord)
+			store = append(store, r.storeRecords(ctx, &tables[i])*bytesPerStoreRecord)
+			if perRecord[i] > budget && tables[i].Window == nil {
 				par = min(len(tables), 2*runtime.GOMAXPROCS(0))
 			}
 		}
@@ -382,19 +383,20 @@ func (r *run) auditTables(ctx context.Context) error {
 			errs[i] = err
 			break
 		}
-		// w: what its state keeps in memory. A table over the budget spills
+		// w: what its audit keeps in memory. A table over the budget spills
 		// anyway: in buckets of a par-th of it, so that it runs beside others
 		var w int64
 		sub := r.fork()
-		if weights != nil {
-			if w = weights[i]; w > budget && tables[i].Window == nil {
+		if perRecord != nil {
+			w = perRecord[i]
+			if w > budget && tables[i].Window == nil {
 				w = budget / int64(par)
 				sub.opts.MemoryBudget = w
 			}
-			w = min(w, budget)
+			w = min(w, budget) + store[i]
 		}
 		mu.Lock()
-		for running > 0 && (running >= par || used+w > budget && budget > 0) {
+		for running > 0 && (running >= par || used+w > limit && budget > 0) {
 			cond.Wait()
 		}
 		running++

@@ -21,6 +21,11 @@ import (
 // its share of the maps and of their growth, measured on the bench.
 const bytesPerRecord = 200
 
+// bytesPerStoreRecord is what a table keeps in memory per changelog
+// record (a key's state, its map entry and key, for a compacted
+// changelog): 125-155 bytes by the sizes of the types, rounded up.
+const bytesPerStoreRecord = 160
+
 // maxBuckets bounds the files a spill opens (two per bucket): past it, a
 // bucket may need more than the budget.
 const maxBuckets = 128
@@ -305,6 +310,23 @@ func (r *run) stateRecords(ctx context.Context, t *Table) int64 {
 	return records
 }
 
+// storeRecords is how many records of the table's changelog partitions
+// (those of the shard) its store's state holds at most, from their
+// offsets: that state stays in memory while the table is audited.
+func (r *run) storeRecords(ctx context.Context, t *Table) int64 {
+	info, ok := r.topics[t.Changelog]
+	if t.Changelog == "" || !ok {
+		return 0
+	}
+	var records int64
+	for _, p := range r.shardPartitions(info.Partitions) {
+		if o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: t.Changelog, Partition: p}); err == nil {
+			records += o.HW - o.LogStart
+		}
+	}
+	return records
+}
+
 // eachBucket calls fn with the table's per-key state in ts.keys and
 // ts.copies: once, as read, for a table in memory; once per bucket of keys
 // (those in buckets, nil: all), rebuilt from the spill, for a spilled
@@ -324,8 +346,10 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn 
 	defer func() { ts.keys, ts.copies, ts.keysKnown = nil, nil, false }()
 	for _, b := range buckets {
 		ts.keys = make(map[string]*keyState, max(len(byBucket[b]), ts.spill.nInputs[b]/2))
-		for _, ks := range byBucket[b] {
-			ts.keys[ks.key] = ks
+		slab := make([]keyState, len(byBucket[b]))
+		for i, sk := range byBucket[b] {
+			slab[i] = keyState{key: sk.key, r: rUnset, cl: sk.cs, clKnown: true}
+			ts.keys[sk.key] = &slab[i]
 		}
 		ts.keysKnown = true
 		if err := ts.loadCopies(b); err != nil {
@@ -363,17 +387,18 @@ func (ts *tableState) loadCopies(b int) error {
 	return ts.spill.eachCopy(b, ts.addCopy)
 }
 
-// storeByBucket returns fresh states of the store's keys (ts.changelog),
-// by spill bucket: each pass over the buckets starts from them.
-func (ts *tableState) storeByBucket() [][]*keyState {
-	out := make([][]*keyState, ts.spill.buckets())
-	slab := make([]keyState, len(ts.changelog))
-	i := 0
+// storeKey is a key of the store and its state.
+type storeKey struct {
+	key string
+	cs  *clState
+}
+
+// storeByBucket returns the store's keys (ts.changelog) by spill bucket.
+func (ts *tableState) storeByBucket() [][]storeKey {
+	out := make([][]storeKey, ts.spill.buckets())
 	for k, cs := range ts.changelog {
-		slab[i] = keyState{key: k, r: rUnset, cl: cs, clKnown: true}
 		b := ts.spill.bucket(k)
-		out[b] = append(out[b], &slab[i])
-		i++
+		out[b] = append(out[b], storeKey{k, cs})
 	}
 	return out
 }
