@@ -63,6 +63,21 @@ func (m *Memory) AddTopic(info audit.TopicInfo) {
 	m.topics[info.Name] = t
 }
 
+// SetTopicConfig sets one config of a topic, as kafka-configs --alter
+// would.
+func (m *Memory) SetTopicConfig(topic, key, value string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.topics[topic]; t != nil {
+		cfg := maps.Clone(t.info.Configs)
+		if cfg == nil {
+			cfg = map[string]string{}
+		}
+		cfg[key] = value
+		t.info.Configs = cfg
+	}
+}
+
 func (m *Memory) part(tp audit.TopicPartition) (*memPartition, error) {
 	t, ok := m.topics[tp.Topic]
 	if !ok {

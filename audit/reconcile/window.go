@@ -7,7 +7,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -78,8 +80,10 @@ type winState struct {
 	// bound, by source partition and offset; lateWin the windows.
 	late map[inputRef]*lateInput
 	// expired counts the windows not judged: their changelog partition's
-	// log start is above 0 and it holds no record of them.
-	expired int
+	// log start is above 0, it holds no record of them, and time
+	// retention may have deleted theirs; unbounded those that the
+	// topic's retention, unknown or by size, may have deleted.
+	expired, unbounded int
 }
 
 // lateInput is one input skipped for at least one expired window.
@@ -317,9 +321,16 @@ func innerOf(k audit.Value) string {
 }
 
 // windowExpired reports whether a window key is not to be judged: it
-// has no changelog record, and its changelog partition's log start is
-// above 0 (compact,delete: retention may have deleted every record of
-// it).
+// has no changelog record, its changelog partition's log start is above 0
+// (compact,delete), and retention may have deleted its records. Time
+// retention deletes a segment only once its newest record is older than
+// retention.ms, and a window's changelog records carry the timestamps of
+// inputs applied to it (the cache's flush keeps the last one's): a window
+// whose every input is newer than now - retention.ms has its records
+// still, and is judged. Where the topic's retention is unknown, bounded
+// by size (retention.bytes) or the timestamps are the broker's
+// (LogAppendTime), any record may be gone: those windows are missing
+// evidence.
 func (r *run) windowExpired(ts *tableState, ks *keyState, cl *clState) bool {
 	if ts.win == nil || cl != nil && len(cl.history) > 0 {
 		return false
@@ -331,8 +342,35 @@ func (r *run) windowExpired(ts *tableState, ks *keyState, cl *clState) bool {
 	if l := r.ledgers[audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}]; l == nil || l.Offsets.LogStart == 0 {
 		return false
 	}
+	horizon, ok := retentionHorizon(r.topics[ts.t.Changelog], r.opts.Now)
+	if !ok {
+		if slices.ContainsFunc(ks.inputs, func(x inputRec) bool { return r.inWindow(x.ts) }) {
+			ts.win.unbounded++
+		}
+		return true
+	}
+	if !slices.ContainsFunc(ks.inputs, func(x inputRec) bool { return x.ts < horizon }) {
+		return false // no record of it can be older than the retention
+	}
 	ts.win.expired++
 	return true
+}
+
+// retentionHorizon is the timestamp below which time retention may have
+// deleted a topic's records by now; false where more than time retention
+// deletes them, or the record timestamps are not the producer's.
+func retentionHorizon(info audit.TopicInfo, now time.Time) (int64, bool) {
+	ms, err := strconv.ParseInt(info.Configs["retention.ms"], 10, 64)
+	if err != nil || ms < 0 {
+		return 0, false // unknown, or infinite: a log start above 0 is not retention's
+	}
+	if b := info.Configs["retention.bytes"]; b != "" && b != "-1" {
+		return 0, false
+	}
+	if info.Configs["message.timestamp.type"] == "LogAppendTime" {
+		return 0, false
+	}
+	return now.UnixMilli() - ms, true
 }
 
 // judgeLate decides, for the key's inputs late for its window, whether
@@ -412,7 +450,10 @@ func (r *run) reportLate(ts *tableState) {
 		r.missing("table %s: %d inputs (%s) are missing from windows that may have closed before them: their repartition copies are purged, so the task's stream time before them is known only as at most the timestamp of an input whose copy is purged; whether Streams skipped them as late or lost them cannot be told", ts.t.Name, len(ambiguous), strings.Join(ex, ", "))
 	}
 	if ts.win.expired > 0 {
-		r.note("table %s: %d windows with inputs have no record in the changelog, whose log start is above 0 (compact,delete: retention deletes old windows); they are not judged", ts.t.Name, ts.win.expired)
+		r.note("table %s: %d windows with inputs have no record in the changelog, whose log start is above 0 (compact,delete: retention deletes old windows), and inputs older than its retention.ms; they are not judged", ts.t.Name, ts.win.expired)
+	}
+	if ts.win.unbounded > 0 {
+		r.missing("table %s: %d windows with inputs have no record in the changelog, whose log start is above 0, and its retention (retention.ms unknown or infinite, retention.bytes, or LogAppendTime) may have deleted any record: they are not judged", ts.t.Name, ts.win.unbounded)
 	}
 }
 

@@ -316,42 +316,72 @@ func TestWindowKfake(t *testing.T) {
 	_ = strings.TrimSpace
 }
 
-// TestWindowRetention: a window store's changelog is compact,delete, so
-// retention deletes old windows whole; their inputs are missing evidence,
-// never a loss, and a note counts the windows not judged.
+// TestWindowRetention: windows whose changelog records are gone below a
+// log start above 0 are not judged where time retention may have deleted
+// them (a note, clean); where the topic's retention is unknown or by
+// size, that is missing evidence; where retention.ms cannot have reached
+// their inputs' timestamps, they are judged, and their lost states found.
 func TestWindowRetention(t *testing.T) {
-	s := windowScenario("tumbling")
-	s.Hop, s.Inflight, s.LateEvery = false, 0, 0
-	p, dec := windowPipeline(t, s)
-	m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
-	b := audittest.NewMemoryBackend(m)
-	if _, err := audittest.GenerateWindow(s, b); err != nil {
-		t.Fatal(err)
-	}
-	for part := int32(0); part < s.Partitions; part++ {
-		tp := audit.TopicPartition{Topic: s.Changelog(), Partition: part}
-		o, err := m.Offsets(t.Context(), tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.HW > 0 {
-			if err := b.DeleteRecords(tp, o.HW/2); err != nil {
+	for _, c := range []struct {
+		name    string
+		configs map[string]string
+		verdict audit.Verdict
+		text    string // in a note or a missing-evidence line
+	}{
+		{"retention reached every input", map[string]string{"retention.ms": "1000"}, audit.VerdictClean, "and inputs older than its retention.ms"},
+		{"retention unknown", nil, audit.VerdictIncomplete, "may have deleted any record"},
+		{"retention by size", map[string]string{"retention.ms": "1000", "retention.bytes": "1048576"}, audit.VerdictIncomplete, "may have deleted any record"},
+		{"broker timestamps", map[string]string{"retention.ms": "1000", "message.timestamp.type": "LogAppendTime"}, audit.VerdictIncomplete, "may have deleted any record"},
+		{"retention cannot have reached them", map[string]string{"retention.ms": "604800000"}, audit.VerdictLoss, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := windowScenario("tumbling")
+			s.Hop, s.Inflight, s.LateEvery = false, 0, 0
+			p, dec := windowPipeline(t, s)
+			m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
+			b := audittest.NewMemoryBackend(m)
+			if _, err := audittest.GenerateWindow(s, b); err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-	rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Summary.Verdict != audit.VerdictClean {
-		t.Fatalf("verdict %s (missing %v, findings %+v)", rep.Summary.Verdict, rep.Summary.Missing, rep.Findings)
-	}
-	noted := false
-	for _, n := range rep.Summary.Notes {
-		noted = noted || strings.Contains(n, "windows with inputs have no record in the changelog")
-	}
-	if !noted {
-		t.Errorf("no note on the windows retention deleted: %q", rep.Summary.Notes)
+			m.SetTopicConfig(s.Changelog(), "cleanup.policy", "compact,delete")
+			for k, v := range c.configs {
+				m.SetTopicConfig(s.Changelog(), k, v)
+			}
+			for part := int32(0); part < s.Partitions; part++ {
+				tp := audit.TopicPartition{Topic: s.Changelog(), Partition: part}
+				o, err := m.Offsets(t.Context(), tp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.HW > 0 {
+					if err := b.DeleteRecords(tp, o.HW/2); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Summary.Verdict != c.verdict {
+				t.Fatalf("verdict %s, want %s (missing %v, notes %v, %d findings)", rep.Summary.Verdict, c.verdict, rep.Summary.Missing, rep.Summary.Notes, len(rep.Findings))
+			}
+			if c.text == "" {
+				// the deleted states' inputs: the evidence names no cause
+				for _, f := range rep.Findings {
+					if f.Severity == audit.SeverityLoss && (f.Stage != audit.StageStore || f.Cause != audit.CauseUnapplied) {
+						t.Errorf("a loss the deleted changelog records cannot prove: %s %s %s/%d@%d", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset)
+					}
+				}
+				return
+			}
+			said := false
+			for _, n := range append(rep.Summary.Notes, rep.Summary.Missing...) {
+				said = said || strings.Contains(n, c.text)
+			}
+			if !said {
+				t.Errorf("nothing says %q: notes %q, missing %q", c.text, rep.Summary.Notes, rep.Summary.Missing)
+			}
+		})
 	}
 }
