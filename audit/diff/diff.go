@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kaudit/kaudit/audit/discovery"
@@ -95,20 +97,45 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	if err != nil {
 		return nil, audit.UsageError{Err: fmt.Errorf("--until: %w", err)}
 	}
+	region := trace.StartRegion(ctx, "prepare") // go tool trace shows the steps (kaudit --trace)
 	s, err := Prepare(ctx, ev, o)
+	region.End()
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkSpec(ctx, ev.Source, o.Log); err != nil {
-		return nil, err
+	log := o.Log
+	if log != nil {
+		var mu sync.Mutex
+		log = func(msg string) { mu.Lock(); defer mu.Unlock(); o.Log(msg) }
 	}
+	// the spec check reads its samples while the audit reads the topics;
+	// the audit waits for it before it judges (reconcile.Options.Ready),
+	// and a spec the evidence refutes ends the audit
+	auditCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	checked := make(chan error, 1)
+	go func() {
+		defer trace.StartRegion(auditCtx, "spec check").End()
+		err := s.checkSpec(auditCtx, ev.Source, log)
+		if err != nil {
+			cancel()
+		}
+		checked <- err
+	}()
+	ready := sync.OnceValue(func() error { return <-checked })
 	appID := cmp.Or(o.AppID, s.Pipeline.AppID)
 	if o.Partitions == nil && o.Shard.Count > 0 {
 		o.Partitions = o.Shard.partitions(ctx, ev.Source, s.Pipeline)
 	}
-	rep, err := reconcile.Run(ctx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
-		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: o.Log,
-		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir})
+	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
+		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
+		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready})
+	if err != nil {
+		cancel() // the spec check too
+	}
+	if specErr := ready(); specErr != nil && ctx.Err() == nil {
+		return nil, specErr
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

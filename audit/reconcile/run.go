@@ -51,6 +51,11 @@ type Options struct {
 	// Log, if set, is told what the audit does that is not evidence (a
 	// table spilled to disk).
 	Log func(msg string)
+	// Ready, if set, is waited for before the first judgement (a table's
+	// check, a join, a copy): until it returns, the pipeline's Unjudged
+	// fields may still change (the spec check runs beside the reads). It
+	// returns the same every time; its error ends the run.
+	Ready func() error
 }
 
 // run holds one audit's state.
@@ -110,6 +115,9 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	}
 	r.expect(ctx)
 	if err := phaseErr(ctx, "tables", func() error { return r.auditTables(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := r.ready(); err != nil {
 		return nil, err
 	}
 	for i := range p.Joins {
@@ -422,6 +430,14 @@ func (r *run) auditTables(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ready waits for Options.Ready.
+func (r *run) ready() error {
+	if r.opts.Ready == nil {
+		return nil
+	}
+	return r.opts.Ready()
 }
 
 // fork is a run for one table's audit: r's evidence and options, and

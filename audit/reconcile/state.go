@@ -20,6 +20,9 @@ import (
 // readable depends on them all), and the keys' findings stand only if
 // some key is the store's (keysMismatch).
 func (r *run) checkTable(ctx context.Context, ts *tableState) error {
+	if err := r.ready(); err != nil {
+		return err
+	}
 	r.exactHistories(ts)
 	check, foldIncomplete := r.checkable(ts)
 	if check == checkPresence && ts.spill != nil {
