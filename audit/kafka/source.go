@@ -72,13 +72,14 @@ type Source struct {
 	bootstrap []string
 	timeout   time.Duration
 	stable    time.Duration
+	refused   dialSpell // brokers refusing connections (dial.go)
 }
 
 // The configs TopicInfo carries.
 var auditedConfigs = []string{
 	"cleanup.policy", "retention.ms", "retention.bytes", "min.insync.replicas",
 	"unclean.leader.election.enable", "segment.ms", "segment.bytes",
-	"min.compaction.lag.ms", "delete.retention.ms",
+	"min.compaction.lag.ms", "delete.retention.ms", "message.timestamp.type",
 }
 
 // Open builds a read-only client for cfg and checks within cfg.Timeout that
@@ -282,8 +283,6 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 	if _, _, err := s.partitionMeta(ctx, tp); err != nil {
 		return audit.PartitionOffsets{}, err
 	}
-	ctx, cancel := s.reqCtx(ctx)
-	defer cancel()
 	var po audit.PartitionOffsets
 	for _, l := range []struct {
 		name string
@@ -294,7 +293,11 @@ func (s *Source) Offsets(ctx context.Context, tp audit.TopicPartition) (audit.Pa
 		{"last stable offset", s.adm.ListCommittedOffsets, &po.LSO},
 		{"high watermark", s.adm.ListEndOffsets, &po.HW},
 	} {
-		lo, err := l.fn(ctx, tp.Topic)
+		lo, err := retryDial(ctx, &s.refused, func() (kadm.ListedOffsets, error) {
+			rctx, cancel := s.reqCtx(ctx) // each try its own deadline
+			defer cancel()
+			return l.fn(rctx, tp.Topic)
+		})
 		if err == nil {
 			o, ok := lo.Lookup(tp.Topic, tp.Partition)
 			switch {
@@ -427,6 +430,14 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 		}
 		if ctx.Err() != nil {
 			return g, ctx.Err()
+		}
+		if isDialError(err) && s.refused.retryable(time.Now()) {
+			// the coordinator refuses connections (killed): another takes
+			// the group once the controller fences it
+			if !sleep(ctx, dialRetry) {
+				return g, ctx.Err()
+			}
+			continue
 		}
 		unstable := errors.Is(err, kerr.UnstableOffsetCommit)
 		if !unstable && errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(deadline) {
