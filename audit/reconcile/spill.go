@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,35 +293,28 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 // partitions (those of the shard, with --partitions) its per-record state
 // holds, from their offsets.
 func (r *run) stateRecords(ctx context.Context, t *Table) int64 {
-	var records int64
-	for _, topic := range []string{t.Source, t.Repartition} {
-		info, ok := r.topics[topic]
-		if topic == "" || !ok {
-			continue
-		}
-		// a shard keeps about its share of the inputs, read from every source partition
-		for _, p := range r.shardPartitions(info.Partitions) {
-			o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p})
-			if err != nil {
-				continue // the read reports it
-			}
-			records += o.HW - o.LogStart
-		}
-	}
-	return records
+	// a shard keeps about its share of the inputs, read from every source partition
+	return r.shardRecords(ctx, t.Source) + r.shardRecords(ctx, t.Repartition)
 }
 
 // storeRecords is how many records of the table's changelog partitions
 // (those of the shard) its store's state holds at most, from their
 // offsets: that state stays in memory while the table is audited.
 func (r *run) storeRecords(ctx context.Context, t *Table) int64 {
-	info, ok := r.topics[t.Changelog]
-	if t.Changelog == "" || !ok {
+	return r.shardRecords(ctx, t.Changelog)
+}
+
+// shardRecords is how many records the shard's partitions of topic hold,
+// from their offsets; 0 for no topic, and nothing for a partition whose
+// offsets cannot be read (its read reports it).
+func (r *run) shardRecords(ctx context.Context, topic string) int64 {
+	info, ok := r.topics[topic]
+	if topic == "" || !ok {
 		return 0
 	}
 	var records int64
 	for _, p := range r.shardPartitions(info.Partitions) {
-		if o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: t.Changelog, Partition: p}); err == nil {
+		if o, err := r.src.Offsets(ctx, audit.TopicPartition{Topic: topic, Partition: p}); err == nil {
 			records += o.HW - o.LogStart
 		}
 	}
@@ -345,13 +339,13 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn 
 	byBucket := ts.storeByBucket()
 	defer func() { ts.keys, ts.copies, ts.keysKnown = nil, nil, false }()
 	for _, b := range buckets {
-		ts.keys = make(map[string]*keyState, max(len(byBucket[b]), ts.spill.nInputs[b]/2))
-		slab := make([]keyState, len(byBucket[b]))
-		for i, sk := range byBucket[b] {
-			slab[i] = keyState{key: sk.key, r: rUnset, cl: sk.cs, clKnown: true}
-			ts.keys[sk.key] = &slab[i]
-		}
-		ts.keysKnown = true
+		ts.startKeys(len(byBucket[b]), ts.spill.nInputs[b]/2, func(yield func(string, *clState) bool) {
+			for _, sk := range byBucket[b] {
+				if !yield(sk.key, sk.cs) {
+					return
+				}
+			}
+		})
 		if err := ts.loadCopies(b); err != nil {
 			return err
 		}
@@ -379,6 +373,22 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn 
 		}
 	}
 	return nil
+}
+
+// startKeys sets ts.keys to the n store keys that keys yields, each with
+// its changelog state, so that an input finds both in one lookup; the map
+// is sized for at least size keys. keysKnown: a key added later has no
+// state.
+func (ts *tableState) startKeys(n, size int, keys iter.Seq2[string, *clState]) {
+	ts.keys = make(map[string]*keyState, max(n, size))
+	slab := make([]keyState, n)
+	i := 0
+	for k, cs := range keys {
+		slab[i] = keyState{key: k, r: rUnset, cl: cs, clKnown: true}
+		ts.keys[k] = &slab[i]
+		i++
+	}
+	ts.keysKnown = true
 }
 
 // loadCopies sets ts.copies to bucket b's repartition copies.

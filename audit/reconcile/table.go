@@ -286,17 +286,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 	if t.Changelog != "" {
 		phase(ctx, "changelog", func() bool { r.readChangelog(ctx, ts); return true })
 		if ts.spill == nil {
-			// the store's keys first, with their states: an input then
-			// finds its key's state in the one lookup of its key
-			ts.keys = make(map[string]*keyState, len(ts.changelog))
-			slab := make([]keyState, len(ts.changelog))
-			i := 0
-			for k, cs := range ts.changelog {
-				slab[i] = keyState{key: k, r: rUnset, cl: cs, clKnown: true}
-				ts.keys[k] = &slab[i]
-				i++
-			}
-			ts.keysKnown = true
+			ts.startKeys(len(ts.changelog), 0, maps.All(ts.changelog)) // the store's keys first
 		}
 	}
 	if err := phaseErr(ctx, "source", func() error { return r.readSource(ctx, ts) }); err != nil {
