@@ -125,9 +125,11 @@ func (s *Source) leaderOf(ctx context.Context, tp audit.TopicPartition) (leaderI
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(tp.Topic)
 	req.Topics = append(req.Topics, rt)
-	rctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	resp, err := req.RequestWith(rctx, s.cl)
+	resp, err := retryDial(ctx, &s.refused, func() (*kmsg.MetadataResponse, error) {
+		rctx, cancel := s.reqCtx(ctx)
+		defer cancel()
+		return req.RequestWith(rctx, s.cl)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return leaderInfo{}, ctx.Err()

@@ -222,9 +222,11 @@ func unreadable(err error) error {
 // audit.ErrUnreadable (not authorized, or the metadata kept failing).
 func (s *Source) topicMeta(ctx context.Context, topic string) (kadm.TopicDetail, error) {
 	for try := 1; ; try++ {
-		rctx, cancel := s.reqCtx(ctx)
-		m, err := s.adm.Metadata(rctx, topic)
-		cancel()
+		m, err := retryDial(ctx, &s.refused, func() (kadm.Metadata, error) {
+			rctx, cancel := s.reqCtx(ctx)
+			defer cancel()
+			return s.adm.Metadata(rctx, topic)
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return kadm.TopicDetail{}, ctx.Err()
@@ -326,7 +328,7 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 	var tds kadm.TopicDetails
 	for try := 1; ; try++ {
 		var err error
-		if tds, err = s.adm.ListTopics(ctx); err != nil {
+		if tds, err = retryDial(ctx, &s.refused, func() (kadm.TopicDetails, error) { return s.adm.ListTopics(ctx) }); err != nil {
 			return nil, fmt.Errorf("list topics: %w", authErr(err, "the cluster", "DESCRIBE"))
 		}
 		failing := false
@@ -374,7 +376,7 @@ func (s *Source) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
 	if len(names) == 0 {
 		return infos, nil
 	}
-	rcs, err := s.adm.DescribeTopicConfigs(ctx, names...)
+	rcs, err := retryDial(ctx, &s.refused, func() (kadm.ResourceConfigs, error) { return s.adm.DescribeTopicConfigs(ctx, names...) })
 	if err != nil {
 		return nil, fmt.Errorf("describe topic configs: %w", authErr(err, "topics", "DESCRIBE_CONFIGS"))
 	}
@@ -471,9 +473,11 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 		g.Metadata[tp] = o.Metadata
 	})
 
-	rctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	dgs, err := s.adm.DescribeGroups(rctx, group)
+	dgs, err := retryDial(ctx, &s.refused, func() (kadm.DescribedGroups, error) {
+		rctx, cancel := s.reqCtx(ctx)
+		defer cancel()
+		return s.adm.DescribeGroups(rctx, group)
+	})
 	if err != nil {
 		return g, fmt.Errorf("describe group %q: %w", group, authErr(err, "group "+group, "DESCRIBE"))
 	}
@@ -498,7 +502,7 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 func (s *Source) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
 	ctx, cancel := s.reqCtx(ctx)
 	defer cancel()
-	lts, err := s.adm.ListTransactions(ctx, nil, nil)
+	lts, err := retryDial(ctx, &s.refused, func() (kadm.ListedTransactions, error) { return s.adm.ListTransactions(ctx, nil, nil) })
 	if err != nil && len(lts) == 0 {
 		return nil, fmt.Errorf("list transactions: %w", authErr(err, "transactional ids", "DESCRIBE"))
 	}
@@ -515,7 +519,7 @@ func (s *Source) Transactions(ctx context.Context, prefix string) ([]audit.Trans
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	dts, err := s.adm.DescribeTransactions(ctx, ids...)
+	dts, err := retryDial(ctx, &s.refused, func() (kadm.DescribedTransactions, error) { return s.adm.DescribeTransactions(ctx, ids...) })
 	if err != nil && len(dts) == 0 {
 		return nil, fmt.Errorf("describe transactions: %w", authErr(err, "transactional ids", "DESCRIBE"))
 	}
@@ -562,7 +566,7 @@ func (s *Source) Producers(ctx context.Context, tps []audit.TopicPartition) (map
 	}
 	ctx, cancel := s.reqCtx(ctx)
 	defer cancel()
-	dts, err := s.adm.DescribeProducers(ctx, set)
+	dts, err := retryDial(ctx, &s.refused, func() (kadm.DescribedProducersTopics, error) { return s.adm.DescribeProducers(ctx, set) })
 	if err != nil && len(dts) == 0 {
 		for _, tp := range tps {
 			if _, _, merr := s.partitionMeta(ctx, tp); merr != nil {

@@ -20,7 +20,9 @@ import (
 // `kaudit diff` and in the middle of `kaudit capture` (the capture then audited with
 // `kaudit diff --snapshot`). The result must be the undisturbed run's report (verdict,
 // summary and every finding), or `incomplete` with the missing evidence named and no finding
-// the undisturbed run does not have; never another verdict. Each trial kills a broker after a
+// the undisturbed run does not have (or the undisturbed run's own verdict, `loss` say, held
+// by the findings it still proves, beside that missing evidence: the verdict is the worst
+// that holds); never another verdict. Each trial kills a broker after a
 // fraction of the undisturbed run's wall time (the group coordinator first, then others),
 // checks that kaudit was still running when the kill landed (else it retries sooner), and
 // restarts the broker and waits for full ISRs before the next one.
@@ -276,8 +278,10 @@ func outputDir(args []string) string {
 
 // judgeDisturbed compares a disturbed run's report (file out, or rep) with the undisturbed
 // one: the same report is "same"; incomplete with missing evidence and no finding the
-// undisturbed run lacks (but the unreadable ones naming what was not read) is "incomplete"; no report at all (exit 4, a read that failed) is
-// reported as such; anything else is an error.
+// undisturbed run lacks (but the unreadable ones naming what was not read) is "incomplete",
+// and so is the undisturbed verdict itself with missing evidence named (a loss the read
+// evidence proves stays the verdict: the worst that holds); no report at all (exit 4, a read
+// that failed) is reported as such; anything else is an error.
 func judgeDisturbed(base []byte, out string, code int, stderr string, rep ...[]byte) (string, string, error) {
 	var b []byte
 	if len(rep) > 0 {
@@ -306,7 +310,7 @@ func judgeDisturbed(base []byte, out string, code int, stderr string, rep ...[]b
 	if err := compareReports(base, b, os.DevNull, false); err == nil {
 		return "same report as the undisturbed run", y.Summary.Verdict, nil
 	}
-	if y.Summary.Verdict == "incomplete" && len(y.Summary.Missing) > 0 {
+	if (y.Summary.Verdict == "incomplete" || y.Summary.Verdict == x.Summary.Verdict) && len(y.Summary.Missing) > 0 {
 		var a, c map[string]any
 		_ = json.Unmarshal(base, &a)
 		_ = json.Unmarshal(b, &c)
@@ -327,7 +331,7 @@ func judgeDisturbed(base []byte, out string, code int, stderr string, rep ...[]b
 				unread++
 			}
 		}
-		return fmt.Sprintf("incomplete, %d partitions named unreadable, %d pieces of evidence missing, first: %s", unread, len(y.Summary.Missing), lastLines(y.Summary.Missing[0], 1)), y.Summary.Verdict, nil
+		return fmt.Sprintf("%s with missing evidence, %d partitions named unreadable, %d pieces of evidence missing, first: %s", y.Summary.Verdict, unread, len(y.Summary.Missing), lastLines(y.Summary.Missing[0], 1)), y.Summary.Verdict, nil
 	}
 	return "", y.Summary.Verdict, fmt.Errorf("verdict %s (undisturbed: %s) and a different report: see %s", y.Summary.Verdict, x.Summary.Verdict, out)
 }
