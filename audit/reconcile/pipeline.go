@@ -64,6 +64,11 @@ type Join struct {
 	// Value computes the joined value from the left and right values (nil
 	// for an absent side); nil checks presence and timestamps only.
 	Value func(left audit.Value, rights []audit.Value) (audit.Value, error)
+	// Fields lists, per table (left first), the top-level fields of its
+	// value that Value reads, where Value gives the same for values holding
+	// only those; nil: Value needs the values whole. The join then decodes
+	// only those fields of each final state.
+	Fields [][]string
 	// Unjudged says why the join is not judged ("" judges it).
 	Unjudged string
 	// concurrent says Value may be called from several goroutines at

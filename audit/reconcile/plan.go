@@ -53,6 +53,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), concurrent: true}
 		if js := pj.Spec; js != nil && js.HasValue() {
 			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return js.Eval(left, rights) }
+			j.Fields = js.SideFields()
 		}
 		out.Joins = append(out.Joins, j)
 	}

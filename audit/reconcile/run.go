@@ -56,6 +56,9 @@ type Options struct {
 	// fields may still change (the spec check runs beside the reads). It
 	// returns the same every time; its error ends the run.
 	Ready func() error
+	// oneMap checks each table's keys in one map as they are read, not in
+	// buckets (the check the buckets must agree with, for tests).
+	oneMap bool
 }
 
 // run holds one audit's state.
@@ -343,17 +346,19 @@ func containsPartition(ps []int32, p int32) bool {
 
 // auditTables audits the tables, each in a run of its own (fork) merged
 // into r in the spec's order, so the report is the one a table-by-table
-// audit gives. With Options.Concurrency, up to GOMAXPROCS tables are
-// audited at once (a table's state changes run in one goroutine, so a
-// second table uses a second core), while what they keep in memory
-// together fits twice the budget one table has (Options.MemoryBudget):
-// each its store's keys and states, and its per-record state, or one
-// bucket of it if it spills. Tables that spill are audited up to twice
-// GOMAXPROCS at once, in buckets of their share of the budget, so that no
-// table is left to run alone on one core at the end.
+// audit gives. With Options.Concurrency, up to twice GOMAXPROCS tables
+// are audited at once (a table's state changes run in one goroutine, so
+// a second table uses a second core, and no table is left to run alone on
+// one core at the end), while what they keep in memory together fits
+// twice the budget one table has (Options.MemoryBudget): each its store's
+// keys and states, and its buckets in memory, or one bucket's maps of a
+// table that spills to disk, in buckets of its share of the budget.
 func (r *run) auditTables(ctx context.Context) error {
 	tables := r.p.Tables
 	par := min(runtime.GOMAXPROCS(0), len(tables))
+	if !r.opts.oneMap {
+		par = min(len(tables), 2*runtime.GOMAXPROCS(0))
+	}
 	if r.opts.Concurrency <= 0 || par <= 1 {
 		for i := range tables {
 			if err := ctx.Err(); err != nil {
@@ -367,14 +372,11 @@ func (r *run) auditTables(ctx context.Context) error {
 	}
 	budget := r.opts.MemoryBudget
 	limit := 2 * budget
-	var perRecord, store []int64 // each table's per-record state, and its store's
+	var records, store []int64 // each table's source and repartition records, and its store's state
 	if budget > 0 && !r.p.Keyless {
 		for i := range tables {
-			perRecord = append(perRecord, r.stateRecords(ctx, &tables[i])*bytesPerRecord)
+			records = append(records, r.stateRecords(ctx, &tables[i]))
 			store = append(store, r.storeRecords(ctx, &tables[i])*bytesPerStoreRecord)
-			if perRecord[i] > budget && tables[i].Window == nil {
-				par = min(len(tables), 2*runtime.GOMAXPROCS(0))
-			}
 		}
 	}
 	var (
@@ -395,13 +397,11 @@ func (r *run) auditTables(ctx context.Context) error {
 		// anyway: in buckets of a par-th of it, so that it runs beside others
 		var w int64
 		sub := r.fork()
-		if perRecord != nil {
-			w = perRecord[i]
-			if w > budget && tables[i].Window == nil {
-				w = budget / int64(par)
-				sub.opts.MemoryBudget = w
+		if records != nil {
+			if _, disk := r.bucketPlan(&tables[i], records[i]); disk && tables[i].Window == nil {
+				sub.opts.MemoryBudget = budget / int64(par)
 			}
-			w = min(w, budget) + store[i]
+			w = min(sub.memoryOf(&tables[i], records[i]), budget) + store[i]
 		}
 		mu.Lock()
 		for running > 0 && (running >= par || used+w > limit && budget > 0) {

@@ -2,12 +2,14 @@ package reconcile
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,55 +29,141 @@ const bytesPerRecord = 200
 // changelog): 125-155 bytes by the sizes of the types, rounded up.
 const bytesPerStoreRecord = 160
 
-// maxBuckets bounds the files a spill opens (two per bucket): past it, a
-// bucket may need more than the budget.
+// maxBuckets bounds the files a spill on disk opens (two per bucket):
+// past it, a bucket may need more than the budget.
 const maxBuckets = 128
 
-// spill holds a table's per-record state on disk when it would pass the
-// memory budget: the repartition copies and the consumed inputs, written
-// in the order they are read into one file each per bucket of table keys.
-// The table is then checked one bucket at a time (eachBucket): a key's
-// inputs and copies are all in its bucket, in read order, so each bucket
-// rebuilds exactly the state the in-memory check would hold for its keys.
+// recordsPerBucket is about how many source and repartition records one
+// bucket of keys holds: few enough that the bucket's maps (its keys and
+// its copies) stay in the processor's caches while its inputs are matched
+// and judged. A table's maps of every key at once missed the caches on
+// nearly every lookup (the map probes were a fifth of a diff's CPU on the
+// bench); checked in buckets of about this many records, a diff at 1M
+// took a quarter less CPU (see the README's Performance).
+const recordsPerBucket = 4096
+
+// maxMemBuckets bounds the buckets of a spill held in memory.
+const maxMemBuckets = 8192
+
+// spilledBytes is about what one record of a table's source and
+// repartition topics costs spilled: an input is its key and 37 bytes, a
+// copy 38, and a fold's input also carries its serialized value.
+func spilledBytes(t *Table) int64 {
+	if t.Latest {
+		return 64
+	}
+	return bytesPerRecord + 56
+}
+
+// spill holds a table's per-record state in buckets of table keys: the
+// repartition copies and the consumed inputs, written in the order they
+// are read into one file (or one run of memory) each per bucket. The
+// table is then checked one bucket at a time (eachBucket): a key's inputs
+// and copies are all in its bucket, in read order, so each bucket
+// rebuilds exactly the state the check of every key at once would hold
+// for its keys. Its buckets are in memory, where the budget allows, for
+// the caches' sake; on disk when the state would pass the budget.
 //
 // It is a hash partition of plain files rather than an embedded store:
 // the check needs no lookup across buckets, and random lookups in an
 // LSM store (pebble) measured 60 µs per record once it was on disk.
 type spill struct {
-	dir    string
+	dir    string // "": the buckets are in memory
 	copies []*spillFile
 	inputs []*spillFile
-	// nCopies and nInputs count each bucket's records, to size its maps
-	nCopies, nInputs []int
-	err              error  // the first write error
-	buf              []byte // addInput's record, reused
+	// states, where set, holds the changelog's states by bucket too
+	// (planSpill): the store's state is then rebuilt a bucket at a time
+	states []*spillFile
+	// nCopies, nInputs and nStates count each bucket's records, to size
+	// its maps; storeKeys counts the keys of each bucket's store once it
+	// is rebuilt (-1 before)
+	nCopies, nInputs, nStates, storeKeys []int
+	err                                  error  // the first write error
+	buf                                  []byte // addInput's record, reused
 }
 
+// spillFile is one bucket's copies or inputs: a file, or in memory a run
+// of chunks that no record spans.
 type spillFile struct {
-	f *os.File
-	w *bufio.Writer
+	f      *os.File
+	w      *bufio.Writer
+	chunks [][]byte
+}
+
+// Chunks of a bucket in memory double from minChunk to maxChunk, so that
+// a small bucket wastes little and a large one is not copied as it grows.
+const (
+	minChunk = 4 << 10
+	maxChunk = 256 << 10
+)
+
+// add appends one record to a bucket in memory.
+func (sf *spillFile) add(b []byte) {
+	n := len(sf.chunks)
+	if n == 0 || len(sf.chunks[n-1])+len(b) > cap(sf.chunks[n-1]) {
+		size := minChunk
+		if n > 0 {
+			size = min(2*cap(sf.chunks[n-1]), maxChunk)
+		}
+		sf.chunks = append(sf.chunks, make([]byte, 0, max(size, len(b))))
+		n++
+	}
+	sf.chunks[n-1] = append(sf.chunks[n-1], b...)
+}
+
+// newMemSpill makes n buckets in memory, with the changelog's states
+// where states is set.
+func newMemSpill(n int, states bool) *spill {
+	s := &spill{nCopies: make([]int, n), nInputs: make([]int, n)}
+	for range n {
+		s.copies = append(s.copies, &spillFile{})
+		s.inputs = append(s.inputs, &spillFile{})
+	}
+	if states {
+		s.withStates(n)
+		for range n {
+			s.states = append(s.states, &spillFile{})
+		}
+	}
+	return s
+}
+
+func (s *spill) withStates(n int) {
+	s.nStates, s.storeKeys = make([]int, n), make([]int, n)
+	for b := range s.storeKeys {
+		s.storeKeys[b] = -1
+	}
 }
 
 // newSpill creates n buckets under a new directory in parent ("": the
-// system's temporary directory).
-func newSpill(parent string, n int) (*spill, error) {
+// system's temporary directory), with the changelog's states where states
+// is set.
+func newSpill(parent string, n int, states bool) (*spill, error) {
 	dir, err := os.MkdirTemp(parent, "kaudit-spill-")
 	if err != nil {
 		return nil, fmt.Errorf("create the spill directory: %w", err)
 	}
 	s := &spill{dir: dir, nCopies: make([]int, n), nInputs: make([]int, n)}
+	kinds := []string{"copies", "inputs"}
+	if states {
+		s.withStates(n)
+		kinds = append(kinds, "states")
+	}
 	for i := range n {
-		for _, kind := range []string{"copies", "inputs"} {
+		for _, kind := range kinds {
 			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%03d", kind, i)))
 			if err != nil {
 				s.close()
 				return nil, fmt.Errorf("create a spill file: %w", err)
 			}
 			sf := &spillFile{f: f, w: bufio.NewWriterSize(f, 64<<10)}
-			if kind == "copies" {
+			switch kind {
+			case "copies":
 				s.copies = append(s.copies, sf)
-			} else {
+			case "inputs":
 				s.inputs = append(s.inputs, sf)
+			default:
+				s.states = append(s.states, sf)
 			}
 		}
 	}
@@ -87,6 +175,10 @@ func (s *spill) buckets() int { return len(s.copies) }
 func (s *spill) bucket(key string) int { return int(xxh3.HashString(key) % uint64(len(s.copies))) }
 
 func (s *spill) write(sf *spillFile, b []byte) {
+	if sf.f == nil {
+		sf.add(b)
+		return
+	}
 	if s.err == nil {
 		if _, err := sf.w.Write(b); err != nil {
 			s.err = fmt.Errorf("write %s: %w", sf.f.Name(), err)
@@ -134,13 +226,100 @@ func (s *spill) addInput(key string, x inputRec, raw []byte) {
 	s.buf = b
 }
 
+// addState writes one committed changelog record of key: its state,
+// partition p and the first offset of its transaction (-1: none).
+func (s *spill) addState(key string, p int32, e clEntry, txn int64) {
+	b := binary.AppendUvarint(s.buf[:0], uint64(len(key)))
+	b = append(b, key...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(p))
+	b = binary.LittleEndian.AppendUint64(b, uint64(e.offset))
+	b = binary.LittleEndian.AppendUint64(b, uint64(e.ts))
+	b = binary.LittleEndian.AppendUint64(b, uint64(txn))
+	b = append(b, e.digest[:]...)
+	if e.null {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	bk := s.bucket(key)
+	s.nStates[bk]++
+	s.write(s.states[bk], b)
+	s.buf = b
+}
+
+// stateRecLen is a state record's length after its key (addState's).
+const stateRecLen = 4 + 8 + 8 + 8 + 16 + 1
+
+// eachState calls fn for the changelog records of bucket b, in read
+// order; key is only valid during the call.
+func (s *spill) eachState(b int, fn func(key []byte, p int32, e clEntry, txn int64)) error {
+	sf := s.states[b]
+	if s.dir == "" {
+		for _, c := range sf.chunks {
+			if err := readStates(bytes.NewReader(c), uint64(len(c)), fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rd, err := s.reader(sf)
+	if err != nil {
+		return err
+	}
+	st, err := sf.f.Stat()
+	if err == nil {
+		err = readStates(rd, uint64(st.Size()), fn)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", sf.f.Name(), err)
+	}
+	return nil
+}
+
+// readStates parses a bucket's states, size bytes in all, and calls fn
+// for each.
+func readStates(rd interface {
+	io.Reader
+	io.ByteReader
+}, size uint64, fn func(key []byte, p int32, e clEntry, txn int64)) error {
+	var key []byte
+	var fixed [stateRecLen]byte
+	for {
+		n, err := binary.ReadUvarint(rd)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil && n > size { // no key is longer than the file
+			err = fmt.Errorf("a length of %d bytes in a file of %d", n, size)
+		}
+		if err != nil {
+			return err
+		}
+		key = grow(key, n)
+		if _, err := io.ReadFull(rd, key); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(rd, fixed[:]); err != nil {
+			return err
+		}
+		e := clEntry{offset: int64(binary.LittleEndian.Uint64(fixed[4:])), ts: int64(binary.LittleEndian.Uint64(fixed[12:])), null: fixed[44] == 1}
+		copy(e.digest[:], fixed[28:44])
+		fn(key, int32(binary.LittleEndian.Uint32(fixed[0:])), e, int64(binary.LittleEndian.Uint64(fixed[20:])))
+	}
+}
+
 // files lists every bucket's files.
-func (s *spill) files() []*spillFile { return append(slices.Clip(s.copies), s.inputs...) }
+func (s *spill) files() []*spillFile {
+	return append(append(slices.Clip(s.copies), s.inputs...), s.states...)
+}
 
 // finish flushes every bucket; the spill is then read with eachCopy and
 // eachInput.
 func (s *spill) finish() error {
 	for _, sf := range s.files() {
+		if sf.f == nil {
+			continue
+		}
 		if err := sf.w.Flush(); err != nil && s.err == nil {
 			s.err = fmt.Errorf("write %s: %w", sf.f.Name(), err)
 		}
@@ -157,6 +336,14 @@ func (s *spill) reader(sf *spillFile) (*bufio.Reader, error) {
 
 // eachCopy calls fn for the repartition records of bucket b, in read order.
 func (s *spill) eachCopy(b int, fn func(copyEvent)) error {
+	if s.dir == "" {
+		for _, c := range s.copies[b].chunks {
+			for ; len(c) >= copyRecLen; c = c[copyRecLen:] {
+				fn(copyRec(c))
+			}
+		}
+		return nil
+	}
 	rd, err := s.reader(s.copies[b])
 	if err != nil {
 		return err
@@ -169,17 +356,30 @@ func (s *spill) eachCopy(b int, fn func(copyEvent)) error {
 			}
 			return fmt.Errorf("read %s: %w", s.copies[b].f.Name(), err)
 		}
-		ev := copyEvent{partition: int32(binary.LittleEndian.Uint32(buf[16:])), offset: int64(binary.LittleEndian.Uint64(buf[20:])),
-			ts: int64(binary.LittleEndian.Uint64(buf[28:])), fate: audit.Fate(buf[36]), applied: buf[37] == 1}
-		copy(ev.f[:], buf[:16])
-		fn(ev)
+		fn(copyRec(buf[:]))
 	}
+}
+
+// copyRec parses the copy record b begins with (addCopy's).
+func copyRec(b []byte) copyEvent {
+	ev := copyEvent{partition: int32(binary.LittleEndian.Uint32(b[16:])), offset: int64(binary.LittleEndian.Uint64(b[20:])),
+		ts: int64(binary.LittleEndian.Uint64(b[28:])), fate: audit.Fate(b[36]), applied: b[37] == 1}
+	copy(ev.f[:], b[:16])
+	return ev
 }
 
 // eachInput calls fn for the inputs of bucket b, in read order; key and
 // raw are only valid during the call.
 func (s *spill) eachInput(b int, fn func(key []byte, x inputRec, raw []byte) error) error {
 	sf := s.inputs[b]
+	if s.dir == "" {
+		for _, c := range sf.chunks {
+			if err := readInputs(bytes.NewReader(c), uint64(len(c)), fn); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	rd, err := s.reader(sf)
 	if err != nil {
 		return err
@@ -254,8 +454,12 @@ func grow(b []byte, n uint64) []byte {
 	return b[:n]
 }
 
-// close removes the spill's files.
+// close removes the spill's files, or drops its memory.
 func (s *spill) close() {
+	if s.dir == "" {
+		s.copies, s.inputs = nil, nil
+		return
+	}
 	for _, sf := range s.files() {
 		sf.f.Close()
 	}
@@ -263,30 +467,61 @@ func (s *spill) close() {
 }
 
 // planSpill decides, from the offsets of the table's source and
-// repartition partitions (those of the shard, with --partitions), whether its per-record state fits
-// Options.MemoryBudget; if not, the table spills to disk in as many
-// buckets as it takes for one bucket to fit.
+// repartition partitions (those of the shard, with --partitions), how its
+// per-record state is kept (bucketPlan): in buckets in memory, or spilled
+// to disk when it would pass Options.MemoryBudget.
 func (r *run) planSpill(ctx context.Context, ts *tableState) error {
-	budget := r.opts.MemoryBudget
-	if budget <= 0 || r.p.Keyless || ts.win != nil { // windowed tables stay in memory (window.go)
+	if r.p.Keyless || ts.win != nil || r.opts.oneMap { // windowed tables keep every key in a map (window.go)
 		return nil
 	}
 	records := r.stateRecords(ctx, ts.t)
-	est := records * bytesPerRecord
-	if est <= budget {
+	n, disk := r.bucketPlan(ts.t, records)
+	// the store's state goes in the buckets too, but where the table's own
+	// output is checked against every key of its store (checkOutput)
+	states := ts.t.Changelog != "" && ts.t.Output == ""
+	if !disk {
+		ts.spill = newMemSpill(n, states)
 		return nil
 	}
-	n := int(min((est+budget-1)/budget, maxBuckets))
-	s, err := newSpill(r.opts.SpillDir, n)
+	s, err := newSpill(r.opts.SpillDir, n, states)
 	if err != nil {
 		return err
 	}
 	ts.spill = s
 	if r.opts.Log != nil {
 		r.opts.Log(fmt.Sprintf("table %s: about %d MiB of per-record state for %d records is over the table's memory budget of %d MiB: spilled to %s, checked in %d buckets of keys",
-			ts.t.Name, est>>20, records, budget>>20, s.dir, n))
+			ts.t.Name, records*spilledBytes(ts.t)>>20, records, r.opts.MemoryBudget>>20, s.dir, n))
 	}
 	return nil
+}
+
+// bucketPlan is how many buckets of keys a table of records source and
+// repartition records is checked in, and whether they are on disk: about
+// recordsPerBucket records each; on disk when they would pass the budget,
+// then at least as many as it takes for one bucket's maps to fit it.
+func (r *run) bucketPlan(t *Table, records int64) (n int, disk bool) {
+	budget := r.opts.MemoryBudget
+	want := max((records+recordsPerBucket-1)/recordsPerBucket, 1)
+	if budget > 0 && records*spilledBytes(t) > budget {
+		return int(min(max(want, (records*bytesPerRecord+budget-1)/budget), maxBuckets)), true
+	}
+	return int(min(want, maxMemBuckets)), false
+}
+
+// memoryOf is what a table of records source and repartition records
+// keeps in memory while it is audited, beside its store: its buckets in
+// memory and one bucket's maps, or one bucket's maps of a spill on disk,
+// or every key's maps (oneMap).
+func (r *run) memoryOf(t *Table, records int64) int64 {
+	if r.opts.oneMap || t.Window != nil {
+		return records * bytesPerRecord
+	}
+	n, disk := r.bucketPlan(t, records)
+	w := records * bytesPerRecord / int64(n)
+	if !disk {
+		w += records * spilledBytes(t)
+	}
+	return w
 }
 
 // stateRecords is how many records of the table's source and repartition
@@ -336,6 +571,9 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn 
 			buckets[b] = b
 		}
 	}
+	if ts.spill.states != nil {
+		return r.eachStateBucket(ctx, ts, buckets, fn)
+	}
 	byBucket := ts.storeByBucket()
 	defer func() { ts.keys, ts.copies, ts.keysKnown = nil, nil, false }()
 	for _, b := range buckets {
@@ -346,25 +584,7 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn 
 				}
 			}
 		})
-		if err := ts.loadCopies(b); err != nil {
-			return err
-		}
-		err := ts.spill.eachInput(b, func(kb []byte, x inputRec, raw []byte) error {
-			ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
-			if ks == nil {
-				ks = ts.keyState(string(kb))
-			}
-			var v audit.Value
-			if raw != nil {
-				var err error
-				if v, err = r.opts.Decoder.Decode(ctx, ts.t.Source, false, raw); err != nil {
-					return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
-				}
-			}
-			r.addInputTo(ts, ks, x, v, nil)
-			return nil
-		})
-		if err != nil {
+		if err := r.loadInputs(ctx, ts, b); err != nil {
 			return err
 		}
 		fn(b)
@@ -373,6 +593,92 @@ func (r *run) eachBucket(ctx context.Context, ts *tableState, buckets []int, fn 
 		}
 	}
 	return nil
+}
+
+// eachStateBucket is eachBucket for a spill that holds the changelog's
+// states: each bucket's store is rebuilt with its keys, as ts.changelog
+// while fn checks them; what the check keeps of it for after (retain) is
+// then ts.changelog.
+func (r *run) eachStateBucket(ctx context.Context, ts *tableState, buckets []int, fn func(b int)) error {
+	kept := ts.changelog
+	defer func() { ts.keys, ts.copies, ts.keysKnown, ts.changelog, ts.kept = nil, nil, false, kept, nil }()
+	ts.kept = kept
+	for _, b := range buckets {
+		cl, _, err := ts.loadStates(b)
+		if err != nil {
+			return err
+		}
+		if ts.spill.storeKeys[b] < 0 {
+			ts.spill.storeKeys[b] = len(cl)
+			ts.storeKeys += int64(len(cl))
+		}
+		ts.changelog = cl
+		ts.startKeys(len(cl), ts.spill.nInputs[b]/2, maps.All(cl))
+		if err := r.loadInputs(ctx, ts, b); err != nil {
+			return err
+		}
+		fn(b)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadStates rebuilds bucket b's store: its keys' states, as
+// readChangelog builds them; twice: some key has two states in one
+// transaction.
+func (ts *tableState) loadStates(b int) (cl map[string]*clState, twice bool, err error) {
+	cl = make(map[string]*clState, ts.spill.nStates[b])
+	var slab []clState
+	err = ts.spill.eachState(b, func(kb []byte, p int32, e clEntry, txn int64) {
+		cs := cl[string(kb)]
+		if cs == nil {
+			if len(slab) == cap(slab) {
+				slab = make([]clState, 0, min(max(ts.spill.nStates[b], 16), 1024))
+			}
+			slab = append(slab, clState{partition: p, txn: -1})
+			cs = &slab[len(slab)-1]
+			cl[string(kb)] = cs
+		}
+		twice = cs.add(e, txn) || twice
+	})
+	return cl, twice, err
+}
+
+// retain keeps key's state past its bucket's check, for what follows it
+// (the attribution of its vanished inputs, the actual state of its
+// findings): a store rebuilt a bucket at a time keeps only those.
+func (ts *tableState) retain(key string) {
+	if ts.kept == nil {
+		return
+	}
+	if cs, ok := ts.changelog[key]; ok {
+		ts.kept[key] = cs
+	}
+}
+
+// loadInputs sets ts.copies to bucket b's copies and adds its inputs to
+// the keys' states.
+func (r *run) loadInputs(ctx context.Context, ts *tableState, b int) error {
+	if err := ts.loadCopies(b); err != nil {
+		return err
+	}
+	return ts.spill.eachInput(b, func(kb []byte, x inputRec, raw []byte) error {
+		ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
+		if ks == nil {
+			ks = ts.keyState(string(kb))
+		}
+		var v audit.Value
+		if raw != nil {
+			var err error
+			if v, err = r.opts.Decoder.Decode(ctx, ts.t.Source, false, raw); err != nil {
+				return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
+			}
+		}
+		r.addInputTo(ts, ks, x, v, nil)
+		return nil
+	})
 }
 
 // startKeys sets ts.keys to the n store keys that keys yields, each with

@@ -17,18 +17,33 @@ type spilledInput struct {
 	raw []byte
 }
 
+type spilledState struct {
+	key string
+	p   int32
+	e   clEntry
+	txn int64
+}
+
 // TestSpillRoundTrip: what a bucket gives back is what was written to it,
 // in the order written, every key in one bucket, and a value kept empty
-// is not a value not kept.
+// is not a value not kept; on disk and in memory.
 func TestSpillRoundTrip(t *testing.T) {
-	for _, n := range []int{1, 3, 16} {
-		s, err := newSpill(t.TempDir(), n)
-		if err != nil {
-			t.Fatal(err)
+	for _, c := range []struct {
+		n    int
+		disk bool
+	}{{1, true}, {3, true}, {16, true}, {1, false}, {7, false}, {64, false}} {
+		n := c.n
+		s := newMemSpill(n, true)
+		if c.disk {
+			var err error
+			if s, err = newSpill(t.TempDir(), n, true); err != nil {
+				t.Fatal(err)
+			}
 		}
 		rng := rand.New(rand.NewPCG(uint64(n), 1))
 		wantCopies := make([][]copyEvent, n)
 		wantInputs := make([][]spilledInput, n)
+		wantStates := make([][]spilledState, n)
 		for i := range 2000 {
 			key := []string{`"o-1"`, `"o-2"`, `"é"`, `""`, `{"a":1}`}[rng.IntN(5)] + string(rune('a'+i%7))
 			b := s.bucket(key)
@@ -49,6 +64,12 @@ func TestSpillRoundTrip(t *testing.T) {
 			}
 			s.addInput(key, x, raw)
 			wantInputs[b] = append(wantInputs[b], spilledInput{key, x, raw})
+			st := spilledState{key: key, p: rng.Int32N(12), e: clEntry{offset: rng.Int64N(1 << 40), ts: rng.Int64(), null: i%5 == 0}, txn: rng.Int64N(1<<40) - 1}
+			if !st.e.null {
+				binary.LittleEndian.PutUint64(st.e.digest[:], rng.Uint64())
+			}
+			s.addState(key, st.p, st.e, st.txn)
+			wantStates[b] = append(wantStates[b], st)
 		}
 		if err := s.finish(); err != nil {
 			t.Fatal(err)
@@ -74,6 +95,19 @@ func TestSpillRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var states []spilledState
+			err = s.eachState(b, func(key []byte, p int32, e clEntry, txn int64) {
+				if prev, ok := keyBucket[string(key)]; ok && prev != b {
+					t.Errorf("key %s in buckets %d and %d", key, prev, b)
+				}
+				states = append(states, spilledState{string(key), p, e, txn})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(states, wantStates[b]) {
+				t.Errorf("%d buckets: bucket %d gave back %d states, not the %d written", n, b, len(states), len(wantStates[b]))
+			}
 			if len(inputs) != len(wantInputs[b]) {
 				t.Fatalf("%d buckets: bucket %d gave back %d inputs, not the %d written", n, b, len(inputs), len(wantInputs[b]))
 			}
@@ -86,7 +120,7 @@ func TestSpillRoundTrip(t *testing.T) {
 		}
 		dir := s.dir
 		s.close()
-		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		if _, err := os.Stat(dir); c.disk && !os.IsNotExist(err) {
 			t.Errorf("the spill directory is still there after close: %v", err)
 		}
 	}
@@ -95,7 +129,7 @@ func TestSpillRoundTrip(t *testing.T) {
 // FuzzSpillInputs: a damaged spill file (a full disk, a truncated write)
 // is an error, never a panic or an endless read.
 func FuzzSpillInputs(f *testing.F) {
-	s, err := newSpill(f.TempDir(), 1)
+	s, err := newSpill(f.TempDir(), 1, false)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -120,6 +154,24 @@ func FuzzSpillInputs(f *testing.F) {
 		})
 		if n > len(data) {
 			t.Errorf("%d inputs read from %d bytes", n, len(data))
+		}
+	})
+}
+
+// FuzzSpillStates: a damaged file of changelog states is an error, never
+// a panic or an endless read.
+func FuzzSpillStates(f *testing.F) {
+	s := newMemSpill(1, true)
+	s.addState(`"o-1"`, 3, clEntry{offset: 7, ts: 9}, 5)
+	s.addState(`"o-2"`, 0, clEntry{offset: 8, null: true}, -1)
+	f.Add(slices.Concat(s.states[0].chunks...))
+	f.Add(slices.Concat(s.states[0].chunks...)[:20])
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n := 0
+		_ = readStates(bytes.NewReader(data), uint64(len(data)), func([]byte, int32, clEntry, int64) { n++ })
+		if n > len(data) {
+			t.Errorf("%d states read from %d bytes", n, len(data))
 		}
 	})
 }

@@ -41,6 +41,8 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	var lost []*input
 	var again []int // the buckets of keys put off by passFound
 	err := r.eachBucket(ctx, ts, nil, func(b int) {
+		nl, nd := len(lost), len(ts.diverged)
+		defer func() { ts.retainFor(lost[nl:], ts.diverged[nd:]) }()
 		st.add(ts.keyStats())
 		dups = append(dups, ts.dups()...)
 		switch check {
@@ -56,7 +58,11 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	})
 	if err == nil && len(again) > 0 {
 		ts.pass = passPutOff
-		err = r.eachBucket(ctx, ts, again, func(int) { lost = append(lost, r.checkKeys(ctx, ts)...) })
+		err = r.eachBucket(ctx, ts, again, func(int) {
+			nl, nd := len(lost), len(ts.diverged)
+			lost = append(lost, r.checkKeys(ctx, ts)...)
+			ts.retainFor(lost[nl:], ts.diverged[nd:])
+		})
 	}
 	ts.pass = passAll
 	if err != nil {
@@ -109,6 +115,26 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.note("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
 	}
 	return ctx.Err()
+}
+
+// retainFor keeps the states a bucket's check found vanished inputs and
+// diverged keys in, for their attribution and actual states after every
+// bucket is checked (a store rebuilt a bucket at a time).
+func (ts *tableState) retainFor(lost []*input, diverged []divergence) {
+	for _, in := range lost {
+		ts.retain(in.key)
+	}
+	for _, d := range diverged {
+		ts.retain(d.f.Key)
+	}
+}
+
+// storeSize is how many keys the store holds.
+func (ts *tableState) storeSize() int {
+	if ts.spill != nil && ts.spill.states != nil {
+		return int(ts.storeKeys) // counted a bucket at a time
+	}
+	return len(ts.changelog)
 }
 
 // forget drops what checking the keys concluded, when it turns out the
@@ -524,11 +550,11 @@ func (ts *tableState) keyStats() keyStats {
 // keys, or "": every consumed input has a null key while the store holds
 // keys, or no selected key is a key of the store.
 func keysMismatch(ts *tableState, st keyStats) string {
-	if len(ts.changelog) == 0 {
+	if ts.storeSize() == 0 {
 		return ""
 	}
 	if ts.consumed > 0 && st.keys == 0 {
-		return fmt.Sprintf("select_key is null for all %d consumed inputs, yet the store holds %d keys", ts.consumed, len(ts.changelog))
+		return fmt.Sprintf("select_key is null for all %d consumed inputs, yet the store holds %d keys", ts.consumed, ts.storeSize())
 	}
 	// Streams passes the selected key, the value and the timestamp through
 	// to the repartition topic: copies no input accounts for mean the app
@@ -540,5 +566,5 @@ func keysMismatch(ts *tableState, st keyStats) string {
 	if st.inStore || st.applied == 0 {
 		return ""
 	}
-	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", st.applied, len(ts.changelog))
+	return fmt.Sprintf("none of the %d keys select_key gives the inputs is among the store's %d keys", st.applied, ts.storeSize())
 }

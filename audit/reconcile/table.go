@@ -180,6 +180,23 @@ type clState struct {
 	first [1]clEntry
 }
 
+// add appends a committed state of the key, of the transaction whose
+// first offset is txn (-1: none); it reports whether the key's last state
+// was of the same transaction.
+func (c *clState) add(e clEntry, txn int64) (twice bool) {
+	if txn >= 0 {
+		twice = c.txn == txn
+	}
+	c.txn = txn
+	if c.history == nil {
+		c.first[0] = e
+		c.history = c.first[:1:1]
+	} else {
+		c.history = append(c.history, e) // the key's states, in order: the judge explains them
+	}
+	return twice
+}
+
 func (c *clState) final() (clEntry, bool) {
 	if c == nil || len(c.history) == 0 {
 		return clEntry{}, false
@@ -202,7 +219,11 @@ type tableState struct {
 	pass      checkPass // which keys checkKeys judges (a spilled table's)
 	putOff    bool      // passFound left out a key of the bucket
 	changelog map[string]*clState
-	aborts    map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
+	// kept, while a store rebuilt a bucket at a time is checked, holds the
+	// states of the keys whose check needs them after (retain); the
+	// bucket's own are ts.changelog
+	kept   map[string]*clState
+	aborts map[fingerprint]*audit.Txn // the transaction of a fingerprint's first aborted copy
 	// found holds, per (source partition, repartition partition), the
 	// lowest and highest source offsets whose copies are readable.
 	found       map[[2]int32][2]int64
@@ -317,7 +338,9 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 // the store and the store's state of their keys stay for the join (which
 // reads the changelogs again, a partition at a time) and the report.
 func (r *run) drop(ts *tableState) {
-	ts.storeKeys = int64(len(ts.changelog))
+	if ts.spill == nil || ts.spill.states == nil {
+		ts.storeKeys = int64(len(ts.changelog)) // else counted a bucket at a time
+	}
 	kept := map[string]*clState{}
 	for _, in := range r.losses {
 		if in.table == ts {
@@ -493,6 +516,18 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			if ts.win != nil {
 				ts.win.inner[key] = innerOf(it.key)
 			}
+			txn := int64(-1)
+			if e.Txn != nil {
+				txn = e.Txn.FirstOffset
+			}
+			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
+			if !ent.null {
+				ent.digest = it.digest
+			}
+			if ts.spill != nil && ts.spill.states != nil {
+				ts.spill.addState(key, p, ent, txn) // the store is rebuilt a bucket at a time
+				return
+			}
 			cs := ts.changelog[key]
 			if cs == nil {
 				if len(slab) == cap(slab) {
@@ -502,22 +537,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 				cs = &slab[len(slab)-1]
 				ts.changelog[key] = cs
 			}
-			if e.Txn != nil {
-				ts.twiceInTxn = ts.twiceInTxn || cs.txn == e.Txn.FirstOffset
-				cs.txn = e.Txn.FirstOffset
-			} else {
-				cs.txn = -1
-			}
-			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
-			if !ent.null {
-				ent.digest = it.digest
-			}
-			if cs.history == nil {
-				cs.first[0] = ent
-				cs.history = cs.first[:1:1]
-			} else {
-				cs.history = append(cs.history, ent) // the key's states, in order: the judge explains them
-			}
+			ts.twiceInTxn = cs.add(ent, txn) || ts.twiceInTxn
 		})
 		if ok && l != nil {
 			n := l.Counts

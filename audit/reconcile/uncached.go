@@ -38,6 +38,16 @@ func (r *run) exactHistories(ts *tableState) {
 	if r.topics[hop].Partitions != r.topics[t.Changelog].Partitions {
 		return // the tasks do not map one to one: nothing to rest the order on
 	}
+	if ts.spill != nil && ts.spill.states != nil {
+		// the states are in buckets: a key's are all in its bucket
+		for b := range ts.spill.buckets() {
+			if ts.twiceInTxn {
+				break
+			}
+			_, twice, _ := ts.loadStates(b)
+			ts.twiceInTxn = twice
+		}
+	}
 	if !ts.twiceInTxn {
 		r.note("table %s: the spec says caching: false, but no key of changelog %s has two states in one transaction, which a store without a cache writes when a key is updated twice before a commit: its histories are judged as a cache's", t.Name, t.Changelog)
 		return

@@ -91,8 +91,12 @@ func TestSelectKeyMismatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, budget := range []int64{0, 1000} { // in memory, and spilled: the keys are known only after every bucket
-				rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec, MemoryBudget: budget, SpillDir: t.TempDir()})
+			for i, budget := range []int64{0, 0, 1000} { // in one map, in buckets in memory, and spilled: the keys are known only after every bucket
+				opts := reconcile.Options{Decoder: dec, MemoryBudget: budget, SpillDir: t.TempDir()}
+				if i == 0 {
+					opts = reconcile.OneMap(opts)
+				}
+				rep, err := reconcile.Run(t.Context(), m, p, opts)
 				if err != nil {
 					t.Fatal(err)
 				}

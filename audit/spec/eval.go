@@ -473,6 +473,18 @@ func (j *JoinSpec) Eval(left any, rights []any) (any, error) {
 	return j.run(left, rights)
 }
 
+// SideFields lists, per side (left first, then r1, r2…), the top-level
+// fields of its value the join's value reads, where the value only copies
+// fields (a projection: Eval gives the same for values holding only those
+// fields as for the whole values); nil otherwise, when the values are
+// needed whole.
+func (j *JoinSpec) SideFields() [][]string {
+	if j.proj == nil || noProjection {
+		return nil
+	}
+	return j.proj.sideFields(len(j.Right))
+}
+
 // noProjection turns the projections off (a test compares them with the
 // programs).
 var noProjection bool

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/expr-lang/expr/ast"
@@ -103,6 +104,22 @@ func pathOf(n ast.Node, rights int) (sidePath, bool) {
 		return sidePath{}, false
 	}
 	return sidePath{side: side, fields: fields, optional: optional}, true
+}
+
+// sideFields lists, per side (left, r1, r2…), the top-level fields of
+// its value the projection reads: an empty list for a side it does not
+// read.
+func (p *projection) sideFields(rights int) [][]string {
+	out := make([][]string, rights+1)
+	for i := range out {
+		out[i] = []string{}
+	}
+	for _, fp := range p.paths {
+		if fp.side <= rights && !slices.Contains(out[fp.side], fp.fields[0]) {
+			out[fp.side] = append(out[fp.side], fp.fields[0])
+		}
+	}
+	return out
 }
 
 // eval is the projection over the sides; ok false: the program must say.

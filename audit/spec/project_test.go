@@ -74,6 +74,30 @@ func TestProjectionIsTheProgram(t *testing.T) {
 			if (wantErr != nil) != (gotErr != nil) || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s, case %d, left %v, rights %v: projection gives %#v, %v; the program %#v, %v", e.src, i, left, rights, got, gotErr, want, wantErr)
 			}
+			if fields := j.SideFields(); fields != nil {
+				// the values cut to the fields the projection reads give the same
+				cut := func(v any, fs []string) any {
+					m, ok := v.(map[string]any)
+					if !ok {
+						return v
+					}
+					out := map[string]any{}
+					for _, f := range fs {
+						if x, ok := m[f]; ok {
+							out[f] = x
+						}
+					}
+					return out
+				}
+				cr := make([]any, len(rights))
+				for r := range rights {
+					cr[r] = cut(rights[r], fields[r+1])
+				}
+				got, gotErr := j.Eval(cut(left, fields[0]), cr)
+				if (wantErr != nil) != (gotErr != nil) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s, case %d, left %v, rights %v cut to %v: %#v, %v; whole %#v, %v", e.src, i, left, rights, fields, got, gotErr, want, wantErr)
+				}
+			}
 			if j.proj != nil {
 				if _, ok, _ := j.proj.eval(left, rights); ok {
 					fast++
