@@ -137,7 +137,7 @@ func (d *avroDecoder) setPayload(b []byte, strs int) {
 	}
 }
 
-// viewPayload reads b in place, for a valueless decoder, which keeps no
+// viewPayload reads b in place, for text, which keeps no
 // string beyond the call.
 func (d *avroDecoder) viewPayload(b []byte) {
 	d.b = b

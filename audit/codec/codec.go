@@ -432,14 +432,15 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		if dg != nil {
 			scratch = scratchPool.Get().(*digestScratch)
 			d.digest, d.canon, d.ends, d.entries = true, scratch.canon[:0], scratch.ends[:0], scratch.entries[:0]
-			d.valueless = valueless
 		}
-		if d.valueless {
+		var v any
+		if dg != nil && valueless {
 			d.viewPayload(body)
+			d.text(sch.node)
 		} else {
 			d.setPayload(body, sch.node.strs)
+			v = d.value(sch.node)
 		}
-		v := d.value(sch.node)
 		if dg != nil {
 			if d.err == nil {
 				*dg = digestOfText(d.canon)
