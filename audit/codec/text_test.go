@@ -171,27 +171,30 @@ func compiled(t testing.TB, schema string) *node {
 	return e.node
 }
 
-// checkSameErrors fails unless DecodeDigest and DigestBytes fail on data
-// exactly as Decode does, or succeed with its value and DigestOf of it.
+// checkSameErrors fails unless DecodeDigest, DigestBytes and DecodeFields
+// (the record's fields asked for) fail on data exactly as Decode does, or
+// succeed with its value and DigestOf of it.
 func checkSameErrors(t *testing.T, c *Codec, data []byte, fields []string) {
 	t.Helper()
 	ctx := context.Background()
 	v, err := c.Decode(ctx, "t", false, data)
 	_, _, ferr := c.DecodeDigest(ctx, "t", false, data)
 	_, berr := c.DigestBytes(ctx, "t", false, data)
-	for name, e := range map[string]error{"DecodeDigest": ferr, "DigestBytes": berr} {
+	_, _, perr := c.DecodeFields(ctx, "t", data, fields)
+	for name, e := range map[string]error{"DecodeDigest": ferr, "DigestBytes": berr, "DecodeFields": perr} {
 		if (err == nil) != (e == nil) || err != nil && err.Error() != e.Error() {
 			t.Fatalf("Decode error %v, %s error %v", err, name, e)
 		}
 	}
 	if err == nil {
 		checkDecodeDigest(t, c, data)
+		checkDecodeFields(t, c, data, fields)
 		_ = v
 	}
 }
 
-// TestTextRandom checks text (DigestBytes and DigestField) and
-// DecodeDigest against Decode and DigestOf on random payloads of
+// TestTextRandom checks text (DigestBytes and DigestField), DecodeDigest
+// and DecodeFields against Decode and DigestOf on random payloads of
 // records of every type: flat ones (read twice), ones in order (written
 // as read), nested and recursive ones and a wide one (sorted after), and
 // on those payloads cut short or with a byte changed, where all must
