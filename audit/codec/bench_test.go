@@ -198,3 +198,19 @@ func BenchmarkDecodeFields(b *testing.B) {
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkDecodeKey decodes a string key, as the reconciler does for
+// every record.
+func BenchmarkDecodeKey(b *testing.B) {
+	c := offlineCodec(b, map[int]string{1: eventSchema})
+	key := []byte("order-728518")
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Decode(ctx, "orders", true, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -261,12 +260,12 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 	}
 	switch s {
 	case sBytes:
-		return base64.StdEncoding.EncodeToString(data), nil
+		return boxBase64(data), nil
 	case sString, sUUID:
 		if !utf8.Valid(data) {
 			return nil, derr("invalid UTF-8", nil)
 		}
-		return string(data), nil
+		return boxString(data), nil
 	case sVoid:
 		if len(data) != 0 {
 			return nil, derr(fmt.Sprintf("void serde got %d bytes", len(data)), nil)
