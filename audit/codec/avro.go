@@ -673,6 +673,15 @@ func (d *avroDecoder) record(n *node) any {
 		for i, f := range n.fields {
 			m[n.names[i]] = d.value(f)
 		}
+	case n.inOrder: // the text as recordText writes it
+		if len(n.fields) == 0 {
+			d.canon = append(d.canon, '{')
+		}
+		for i, f := range n.fields {
+			d.canon = append(d.canon, n.keys[i]...)
+			m[n.names[i]] = d.value(f)
+		}
+		d.canon = append(d.canon, '}')
 	default:
 		start, base := len(d.canon), len(d.ends)
 		for i, f := range n.fields {
