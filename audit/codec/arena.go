@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"unsafe"
 )
@@ -137,7 +138,7 @@ func (d *avroDecoder) setPayload(b []byte, strs int) {
 	}
 }
 
-// viewPayload reads b in place, for a valueless decoder, which keeps no
+// viewPayload reads b in place, for text, which keeps no
 // string beyond the call.
 func (d *avroDecoder) viewPayload(b []byte) {
 	d.b = b
@@ -155,4 +156,39 @@ func (d *avroDecoder) numberValue(v int64) any {
 	start := len(d.arena)
 	d.arena = appendInt(d.arena, v)
 	return d.boxText(numberType, start)
+}
+
+// boxString returns b as a string in an interface, its text and its header
+// in one chunk of their own: one allocation where string(b) boxed takes
+// two, for the keys and plain values Decode reads for every record.
+func boxString(b []byte) any {
+	if len(b) == 0 {
+		return ""
+	}
+	chunk := make([]byte, headerSize+len(b))
+	copy(chunk[headerSize:], b)
+	return boxChunk(chunk)
+}
+
+// boxBase64 returns the standard base64 text of b as a string in an
+// interface, as boxString does.
+func boxBase64(b []byte) any {
+	if len(b) == 0 {
+		return ""
+	}
+	chunk := make([]byte, headerSize+base64.StdEncoding.EncodedLen(len(b)))
+	base64.StdEncoding.Encode(chunk[headerSize:], b)
+	return boxChunk(chunk)
+}
+
+// boxChunk boxes the text of a chunk after its first headerSize bytes,
+// which hold the string's header.
+func boxChunk(chunk []byte) any {
+	h := unsafe.Pointer(&chunk[0])
+	*(*[2]uintptr)(h) = [2]uintptr{uintptr(unsafe.Pointer(&chunk[headerSize])), uintptr(len(chunk) - headerSize)}
+	var v any
+	e := (*eface)(unsafe.Pointer(&v))
+	e.typ = stringType
+	e.data = h
+	return v
 }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/hamba/avro/v2"
 )
@@ -51,19 +50,23 @@ const (
 // node is a compiled Avro schema: a tree (a graph for recursive records)
 // the decoder walks without type assertions.
 type node struct {
-	kind     kind
-	names    []string // record field names
-	fields   []*node  // record field types
-	order    []int    // record fields in the order of their names' bytes
-	keys     []string // in that order, `{"name":` for the first, `,"name":` for the others
-	keysLen  int      // the bytes of keys
-	items    *node    // array items, map values
-	branches []*node  // union branches
-	symbols  []any    // enum symbols, boxed once
-	size     int      // fixed size
-	scale    int      // decimal scale
-	zero     bool     // decodes from zero bytes (null, empty record)
-	strs     int      // boxed strings a value holds outside arrays and maps, estimated (root only)
+	kind      kind
+	names     []string // record field names
+	fields    []*node  // record field types
+	order     []int    // record fields in the order of their names' bytes
+	keys      []string // in that order, `{"name":` for the first, `,"name":` for the others
+	keysLen   int      // the bytes of keys
+	inOrder   bool     // record fields already in the order of their names
+	flat      bool     // record fields all of scalar types or unions of them
+	items     *node    // array items, map values
+	branches  []*node  // union branches
+	symbols   []any    // enum symbols, boxed once
+	symText   []string // enum symbols as JSON strings
+	size      int      // fixed size
+	scale     int      // decimal scale
+	zero      bool     // decodes from zero bytes (null, empty record)
+	strs      int      // boxed strings a value holds outside arrays and maps, estimated (root only)
+	fieldStrs []int    // strs of each field of a root record (see DecodeFields)
 }
 
 // compile turns a parsed hamba schema into a node graph.
@@ -75,6 +78,11 @@ func compile(s avro.Schema) (*node, error) {
 	}
 	markZero(n, map[*node]bool{})
 	n.strs = min(max(countStrs(n, map[*node]bool{}), 4), 64)
+	if n.kind == kRecord {
+		for _, f := range n.fields {
+			n.fieldStrs = append(n.fieldStrs, countStrs(f, map[*node]bool{n: true}))
+		}
+	}
 	return n, nil
 }
 
@@ -175,11 +183,11 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		return &node{kind: kFixed, size: fs.Size()}, nil
 	case avro.Enum:
 		syms := s.(*avro.EnumSchema).Symbols()
-		boxed := make([]any, len(syms))
+		boxed, text := make([]any, len(syms)), make([]string, len(syms))
 		for i, sym := range syms {
-			boxed[i] = sym
+			boxed[i], text[i] = sym, string(appendString(nil, sym))
 		}
-		return &node{kind: kEnum, symbols: boxed}, nil
+		return &node{kind: kEnum, symbols: boxed, symText: text}, nil
 	case avro.Array:
 		items, err := c.compile(s.(*avro.ArraySchema).Items())
 		if err != nil {
@@ -220,6 +228,11 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 			n.order = append(n.order, len(n.order))
 		}
 		slices.SortFunc(n.order, func(a, b int) int { return strings.Compare(n.names[a], n.names[b]) })
+		n.inOrder, n.flat = true, len(n.fields) <= maxFlatFields
+		for j, i := range n.order {
+			n.inOrder = n.inOrder && i == j
+			n.flat = n.flat && flatNode(n.fields[i])
+		}
 		for j, i := range n.order {
 			sep := byte(',')
 			if j == 0 {
@@ -233,6 +246,26 @@ func (c *compiler) compile(s avro.Schema) (*node, error) {
 		return c.compile(s.(*avro.RefSchema).Schema())
 	}
 	return nil, fmt.Errorf("unsupported avro type %s", s.Type())
+}
+
+// maxFlatFields bounds the fields of a flat record: text keeps where each
+// starts on the stack.
+const maxFlatFields = 32
+
+// flatNode reports whether values of n hold no record, array or map, so
+// that skipping one costs a few reads: unions of scalars and scalars.
+func flatNode(n *node) bool {
+	switch n.kind {
+	case kRecord, kArray, kMap:
+		return false
+	case kUnion:
+		for _, b := range n.branches {
+			if b.kind == kRecord || b.kind == kArray || b.kind == kMap || b.kind == kUnion {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // markZero sets zero on nodes that decode from no bytes at all.
@@ -291,17 +324,16 @@ type avroDecoder struct {
 	zeros int
 
 	// With digest, value also writes the canonical JSON of what it decodes
-	// to canon (see DecodeDigest); ends and entries are scratch space. With
-	// valueless too, it writes only that and returns nil (see DigestBytes):
-	// nothing is allocated, and d.s is the caller's payload, not a copy.
-	digest    bool
-	valueless bool
-	canon     []byte
-	ends      []int
-	entries   []mapEntry
+	// to canon (see DecodeDigest); ends and entries are scratch space. text
+	// writes only that (see DigestBytes): nothing is allocated, and d.s is
+	// the caller's payload, not a copy.
+	digest  bool
+	canon   []byte
+	ends    []int
+	entries []mapEntry
 	// pick, when set (DigestField), is 1 + the index of a field of the
-	// top-level record decoded in full while the rest is only digested;
-	// picked its value.
+	// top-level record that text decodes in full while it only digests
+	// the rest; picked its value.
 	pick   int
 	picked any
 }
@@ -361,6 +393,13 @@ func (d *avroDecoder) int() int32 {
 
 // span reads a length-prefixed run of bytes and returns its bounds.
 func (d *avroDecoder) span(what string) (int, int) {
+	if i := d.i; i < len(d.b) {
+		// most lengths take one byte: 0 to 63, written as 0 to 126
+		if c := d.b[i]; c < 0x80 && c&1 == 0 && int(c>>1) < len(d.b)-i {
+			d.i = i + 1 + int(c>>1)
+			return i + 1, d.i
+		}
+	}
 	n := d.long()
 	if d.err != nil {
 		return 0, 0
@@ -458,19 +497,11 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
-		if d.valueless {
-			d.canon = appendInt(d.canon, int64(v))
-			return nil
-		}
 		res = d.numberValue(int64(v))
 	case kLong:
 		emit = emitRaw
 		v := d.long()
 		if d.err != nil {
-			return nil
-		}
-		if d.valueless {
-			d.canon = appendInt(d.canon, v)
 			return nil
 		}
 		res = d.numberValue(v)
@@ -489,10 +520,6 @@ func (d *avroDecoder) value(n *node) any {
 	case kString:
 		s, e := d.span("string")
 		if d.err != nil {
-			return nil
-		}
-		if d.valueless {
-			d.canon = appendString(d.canon, d.s[s:e])
 			return nil
 		}
 		res = d.box(stringType, d.s[s:e])
@@ -533,7 +560,7 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
-		res = timeOfDay(int64(v)*1000, 3) // rare: allocated even when valueless
+		res = timeOfDay(int64(v)*1000, 3)
 	case kTimeMicros:
 		emit = emitQuoted
 		v := d.long()
@@ -577,24 +604,10 @@ func (d *avroDecoder) value(n *node) any {
 		if d.err != nil {
 			return nil
 		}
-		if d.valueless {
-			d.canon = append(appendUUID(append(d.canon, '"'), b), '"')
-			return nil
-		}
 		res = uuidString(b)
 	case kDuration:
 		b := d.fixed(12)
 		if d.err != nil {
-			return nil
-		}
-		if d.valueless { // as Canonical writes the map below
-			d.canon = append(d.canon, `{"days":`...)
-			d.canon = appendInt(d.canon, int64(binary.LittleEndian.Uint32(b[4:])))
-			d.canon = append(d.canon, `,"milliseconds":`...)
-			d.canon = appendInt(d.canon, int64(binary.LittleEndian.Uint32(b[8:])))
-			d.canon = append(d.canon, `,"months":`...)
-			d.canon = appendInt(d.canon, int64(binary.LittleEndian.Uint32(b[0:])))
-			d.canon = append(d.canon, '}')
 			return nil
 		}
 		res = map[string]any{
@@ -629,12 +642,6 @@ func (d *avroDecoder) value(n *node) any {
 		return nil
 	}
 	if d.digest {
-		if d.valueless {
-			if res != written {
-				d.canon = appendScalar(d.canon, res)
-			}
-			return nil
-		}
 		switch emit {
 		case emitQuoted:
 			s := res.(string)
@@ -648,10 +655,6 @@ func (d *avroDecoder) value(n *node) any {
 	return res
 }
 
-// written is what the formatting helpers return when valueless: they have
-// written the value's canonical JSON already.
-var written any = new(byte)
-
 // How value writes a scalar's canonical JSON.
 const (
 	emitAny    = iota // as Canonical does: appendScalar
@@ -664,34 +667,22 @@ func (d *avroDecoder) record(n *node) any {
 		d.fail(errAvroTooDeep)
 		return nil
 	}
-	var m map[string]any
+	m := make(map[string]any, len(n.fields))
 	switch {
 	case !d.digest:
-		m = make(map[string]any, len(n.fields))
 		for i, f := range n.fields {
 			m[n.names[i]] = d.value(f)
 		}
-	case d.valueless:
-		start, base := len(d.canon), len(d.ends)
+	case n.inOrder: // the text as recordText writes it
+		if len(n.fields) == 0 {
+			d.canon = append(d.canon, '{')
+		}
 		for i, f := range n.fields {
-			if d.pick == i+1 && d.depth == 1 {
-				// a scalar, its strings boxed in a chunk of their own: as
-				// the full decoder builds it, digested as it digests it
-				d.valueless = false
-				d.picked = d.value(f)
-				d.valueless, d.pick = true, 0
-				d.ends = append(d.ends, len(d.canon))
-				continue
-			}
-			d.value(f)
-			d.ends = append(d.ends, len(d.canon))
+			d.canon = append(d.canon, n.keys[i]...)
+			m[n.names[i]] = d.value(f)
 		}
-		if d.err == nil {
-			d.sortFields(n, start, d.ends[base:])
-		}
-		d.ends = d.ends[:base]
+		d.canon = append(d.canon, '}')
 	default:
-		m = make(map[string]any, len(n.fields))
 		start, base := len(d.canon), len(d.ends)
 		for i, f := range n.fields {
 			m[n.names[i]] = d.value(f)
@@ -703,7 +694,7 @@ func (d *avroDecoder) record(n *node) any {
 		d.ends = d.ends[:base]
 	}
 	d.depth--
-	if d.err != nil || d.valueless {
+	if d.err != nil {
 		return nil
 	}
 	return m
@@ -751,18 +742,13 @@ func (d *avroDecoder) array(n *node) any {
 		if c == 0 || d.err != nil {
 			break
 		}
-		if !d.valueless {
-			arr = growAny(arr, c)
-		}
+		arr = growAny(arr, c)
 		for range c {
 			if d.digest && items > 0 {
 				d.canon = append(d.canon, ',')
 			}
 			items++
-			v := d.value(n.items)
-			if !d.valueless {
-				arr = append(arr, v)
-			}
+			arr = append(arr, d.value(n.items))
 			if d.err != nil {
 				break
 			}
@@ -772,7 +758,7 @@ func (d *avroDecoder) array(n *node) any {
 		d.canon = append(d.canon, ']')
 	}
 	d.depth--
-	if d.err != nil || d.valueless {
+	if d.err != nil {
 		return nil
 	}
 	return arr
@@ -790,10 +776,7 @@ func (d *avroDecoder) avroMap(n *node) any {
 		d.fail(errAvroTooDeep)
 		return nil
 	}
-	var m map[string]any
-	if !d.valueless {
-		m = map[string]any{}
-	}
+	m := map[string]any{}
 	start, base := len(d.canon), len(d.entries)
 	for {
 		c := d.blockCount(mapKey)
@@ -806,9 +789,7 @@ func (d *avroDecoder) avroMap(n *node) any {
 				break
 			}
 			key, from := d.s[s:e], len(d.canon) // keys need no boxing
-			if v := d.value(n.items); !d.valueless {
-				m[key] = v
-			}
+			m[key] = d.value(n.items)
 			if d.err != nil {
 				break
 			}
@@ -823,7 +804,7 @@ func (d *avroDecoder) avroMap(n *node) any {
 	clear(d.entries[base:])
 	d.entries = d.entries[:base]
 	d.depth--
-	if d.err != nil || d.valueless {
+	if d.err != nil {
 		return nil
 	}
 	return m
@@ -891,12 +872,6 @@ func (d *avroDecoder) floatValue(f float64, bits int) any {
 	case math.IsNaN(f), math.IsInf(f, 0):
 		return floatValue(f, bits)
 	}
-	if d.valueless {
-		var buf [32]byte
-		text := appendES(buf[:0], f, bits)
-		d.canon = appendNumber(d.canon, unsafe.String(&text[0], len(text))) // as for the json.Number
-		return written
-	}
 	d.reserve(32)
 	start := len(d.arena)
 	d.arena = appendES(d.arena, f, bits)
@@ -941,10 +916,6 @@ func timeOfDay(us int64, frac int) string {
 // trimmed of trailing zeros, so the same instant prints the same in millis
 // and micros; local timestamps have no zone suffix.
 func (d *avroDecoder) timestamp(sec, nsec int64, local bool) any {
-	if d.valueless {
-		d.canon = append(appendTimestamp(append(d.canon, '"'), sec, nsec, local), '"')
-		return written
-	}
 	d.reserve(48) // 39 at most, for years far from now
 	start := len(d.arena)
 	d.arena = appendTimestamp(d.arena, sec, nsec, local)
@@ -953,10 +924,6 @@ func (d *avroDecoder) timestamp(sec, nsec int64, local bool) any {
 
 // date renders days since the epoch as an ISO date.
 func (d *avroDecoder) date(days int64) any {
-	if d.valueless {
-		d.canon = append(appendDate(append(d.canon, '"'), days), '"')
-		return written
-	}
 	if y, _, _ := civil(days); y < 0 || y > 9999 {
 		return time.Unix(days*86400, 0).UTC().Format(time.DateOnly)
 	}
@@ -979,10 +946,6 @@ func appendDate(b []byte, days int64) []byte {
 }
 
 func (d *avroDecoder) base64(b []byte) any {
-	if d.valueless {
-		d.canon = append(base64.StdEncoding.AppendEncode(append(d.canon, '"'), b), '"')
-		return written
-	}
 	d.reserve(base64.StdEncoding.EncodedLen(len(b)))
 	start := len(d.arena)
 	d.arena = base64.StdEncoding.AppendEncode(d.arena, b)
@@ -990,16 +953,6 @@ func (d *avroDecoder) base64(b []byte) any {
 }
 
 func (d *avroDecoder) decimal(b []byte, scale int) any {
-	if d.valueless {
-		d.canon = append(d.canon, '"')
-		if len(b) <= 8 && scale >= 0 && scale < 19 {
-			d.canon = appendScaled(d.canon, smallUnscaled(b), scale)
-		} else {
-			d.canon = append(d.canon, decimalString(b, scale)...)
-		}
-		d.canon = append(d.canon, '"')
-		return written
-	}
 	if len(b) <= 8 && scale >= 0 && scale < 19 {
 		d.reserve(48)
 		start := len(d.arena)

@@ -62,8 +62,12 @@ func BenchmarkDigestBytes(b *testing.B) {
 // records per second of wall time and, since on a shared machine wall
 // time undercounts, of the CPU time the process used.
 func benchRecords(b *testing.B, digest func(c *Codec, ctx context.Context, data []byte) (Digest, error)) {
-	c := offlineCodec(b, map[int]string{1: benchSchema})
-	data := benchPayload(b)
+	benchRecordsOf(b, benchSchema, benchPayload(b), digest)
+}
+
+// benchRecordsOf is benchRecords on a payload of schema id 1.
+func benchRecordsOf(b *testing.B, schema string, data []byte, digest func(c *Codec, ctx context.Context, data []byte) (Digest, error)) {
+	c := offlineCodec(b, map[int]string{1: schema})
 	ctx := context.Background()
 	var sink Digest
 	cpu0 := cpuTime()
@@ -101,8 +105,11 @@ func cpuTime() time.Duration {
 
 // BenchmarkDecode and BenchmarkDigest split BenchmarkDecodeDigest.
 func BenchmarkDecode(b *testing.B) {
-	c := offlineCodec(b, map[int]string{1: benchSchema})
-	data := benchPayload(b)
+	benchDecode(b, benchSchema, benchPayload(b))
+}
+
+func benchDecode(b *testing.B, schema string, data []byte) {
+	c := offlineCodec(b, map[int]string{1: schema})
 	ctx := context.Background()
 	cpu0 := cpuTime()
 	b.ReportAllocs()
@@ -124,5 +131,86 @@ func BenchmarkDigest(b *testing.B) {
 		sink = DigestOf(v)
 	}
 	_ = sink
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkDigestField digests the bench record and builds its orderId,
+// as a table keyed by value.orderId reads a source record.
+func BenchmarkDigestField(b *testing.B) {
+	benchRecords(b, func(c *Codec, ctx context.Context, data []byte) (Digest, error) {
+		_, d, _, err := c.DigestField(ctx, "orders", data, "orderId")
+		return d, err
+	})
+}
+
+// eventSchema and eventPayload are the records of the project's end-to-end
+// benchmark: five strings, one of them a long note, and a double.
+const eventSchema = `{"type":"record","name":"Order","namespace":"bench","fields":[
+ {"name":"orderId","type":"string"},
+ {"name":"amount","type":"double"},
+ {"name":"customer","type":"string"},
+ {"name":"currency","type":"string"},
+ {"name":"status","type":"string"},
+ {"name":"note","type":"string"}
+]}`
+
+func eventPayload(tb testing.TB) []byte {
+	return encode(tb, 1, eventSchema, map[string]any{
+		"orderId": "order-728518", "amount": 3497.26, "customer": "cust-265297", "currency": "USD", "status": "CANCELLED",
+		"note": "orders event 2: tetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud ex",
+	})
+}
+
+// BenchmarkDigestBytesEvent, BenchmarkDigestFieldEvent and
+// BenchmarkDecodeEvent are DigestBytes, DigestField and Decode on the
+// end-to-end benchmark's records.
+func BenchmarkDigestBytesEvent(b *testing.B) {
+	benchRecordsOf(b, eventSchema, eventPayload(b), func(c *Codec, ctx context.Context, data []byte) (Digest, error) {
+		return c.DigestBytes(ctx, "orders", false, data)
+	})
+}
+
+func BenchmarkDigestFieldEvent(b *testing.B) {
+	benchRecordsOf(b, eventSchema, eventPayload(b), func(c *Codec, ctx context.Context, data []byte) (Digest, error) {
+		_, d, _, err := c.DigestField(ctx, "orders", data, "orderId")
+		return d, err
+	})
+}
+
+func BenchmarkDecodeEvent(b *testing.B) {
+	benchDecode(b, eventSchema, eventPayload(b))
+}
+
+// BenchmarkDecodeFields decodes the two fields of the end-to-end
+// benchmark's record that its join reads; BenchmarkDecodeEvent decodes
+// them all.
+func BenchmarkDecodeFields(b *testing.B) {
+	c := offlineCodec(b, map[int]string{1: eventSchema})
+	data := eventPayload(b)
+	ctx := context.Background()
+	fields := []string{"orderId", "amount"}
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok, err := c.DecodeFields(ctx, "orders", data, fields); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkDecodeKey decodes a string key, as the reconciler does for
+// every record.
+func BenchmarkDecodeKey(b *testing.B) {
+	c := offlineCodec(b, map[int]string{1: eventSchema})
+	key := []byte("order-728518")
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Decode(ctx, "orders", true, key); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

@@ -626,13 +626,18 @@ func plainString(s string) bool {
 		}
 		return true
 	}
+	// The words' flags are ORed and tested once: most strings are plain,
+	// and a branch per word costs more than reading to the end.
 	p := unsafe.StringData(s)
-	for i := 0; i < n-8; i += 8 {
-		if !plain8(p, i) {
-			return false
-		}
+	var bad uint64
+	i := 0
+	for ; i < n-16; i += 16 {
+		bad |= notPlain8(p, i) | notPlain8(p, i+8)
 	}
-	return plain8(p, n-8) // the last 8, overlapping checked bytes
+	if i < n-8 {
+		bad |= notPlain8(p, i)
+	}
+	return (bad | notPlain8(p, n-8)) == 0 // the last 8, overlapping checked bytes
 }
 
 // plainByte holds the bytes that a JSON string holds unescaped as ASCII.
@@ -643,15 +648,15 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
-// plain8 reports whether the 8 bytes at p+i are ASCII that a JSON
-// string holds unescaped: none below 0x20, none '"' or '\\', none 0x80 or
-// above. Once every byte is below 0x80, subtracting from a byte borrows
-// into its top bit exactly when it is below the subtrahend.
-func plain8(p *byte, i int) bool {
+// notPlain8 is zero when the 8 bytes at p+i are ASCII that a JSON string
+// holds unescaped: none below 0x20, none '"' or '\\', none 0x80 or above.
+// Once every byte is below 0x80, subtracting from a byte borrows into its
+// top bit exactly when it is below the subtrahend.
+func notPlain8(p *byte, i int) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	w := binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(p), i)), 8))
 	ctl := w - 0x20*ones              // bytes below 0x20
 	quote := w ^ '"'*ones - ones      // bytes equal to '"'
 	backslash := w ^ '\\'*ones - ones // bytes equal to '\\'
-	return (w|ctl|quote|backslash)&highs == 0
+	return (w | ctl | quote | backslash) & highs
 }

@@ -3,7 +3,6 @@ package codec
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -261,12 +260,12 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 	}
 	switch s {
 	case sBytes:
-		return base64.StdEncoding.EncodeToString(data), nil
+		return boxBase64(data), nil
 	case sString, sUUID:
 		if !utf8.Valid(data) {
 			return nil, derr("invalid UTF-8", nil)
 		}
-		return string(data), nil
+		return boxString(data), nil
 	case sVoid:
 		if len(data) != 0 {
 			return nil, derr(fmt.Sprintf("void serde got %d bytes", len(data)), nil)
@@ -432,14 +431,15 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		if dg != nil {
 			scratch = scratchPool.Get().(*digestScratch)
 			d.digest, d.canon, d.ends, d.entries = true, scratch.canon[:0], scratch.ends[:0], scratch.entries[:0]
-			d.valueless = valueless
 		}
-		if d.valueless {
+		var v any
+		if dg != nil && valueless {
 			d.viewPayload(body)
+			d.text(sch.node)
 		} else {
 			d.setPayload(body, sch.node.strs)
+			v = d.value(sch.node)
 		}
-		v := d.value(sch.node)
 		if dg != nil {
 			if d.err == nil {
 				*dg = digestOfText(d.canon)

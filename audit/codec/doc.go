@@ -81,7 +81,11 @@
 // decoding, so the digest needs no walk over the value's maps. DigestBytes
 // writes only the canonical text, builds no value and, for most types,
 // allocates nothing; both give DigestOf of what Decode returns, and the
-// same errors.
+// same errors. A record whose fields are all scalars (or unions of them)
+// is read twice for it: once to check it and find each field, once to
+// write the fields in the order of their names. DecodeFields decodes only
+// some top-level fields of a record, what a join reads, and checks and
+// skips the rest: it fails where Decode fails.
 //
 // # Schema Registry
 //

@@ -45,9 +45,9 @@ func (c *Codec) DigestField(ctx context.Context, topic string, data []byte, fiel
 	}
 	body := data[5:]
 	scratch := scratchPool.Get().(*digestScratch)
-	d := avroDecoder{digest: true, valueless: true, canon: scratch.canon[:0], ends: scratch.ends[:0], entries: scratch.entries[:0], pick: pick + 1}
+	d := avroDecoder{digest: true, canon: scratch.canon[:0], ends: scratch.ends[:0], entries: scratch.entries[:0], pick: pick + 1}
 	d.viewPayload(body)
-	d.value(sch.node)
+	d.text(sch.node)
 	if d.err == nil {
 		dg = digestOfText(d.canon)
 	}
