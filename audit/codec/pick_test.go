@@ -39,8 +39,9 @@ func checkDigestField(t *testing.T, c *Codec, data []byte, field string) {
 		scalar = true
 	}
 	if !ok {
-		if isMap && has && scalar {
-			// unions of scalars and scalars take the fast path
+		if isMap && has && scalar && fv != nil {
+			// unions of scalars and scalars take the fast path (a null
+			// may be a union's with a record, which DigestField declines)
 			t.Fatalf("field %q of %s: DigestField declined", field, Text(v))
 		}
 		return
