@@ -86,12 +86,13 @@ func MatchCopies(source, copies *Topic) []Pair {
 	}
 	idx := map[fp][]Rec{}
 	for _, rs := range copies.Parts {
-		for _, r := range rs {
+		for i := range rs {
+			r := &rs[i]
 			if r.Value == nil || r.Undecodable {
 				continue
 			}
-			k := fp{codec.DigestOf(r.Value), r.Timestamp}
-			idx[k] = append(idx[k], r)
+			k := fp{r.value().d, r.Timestamp}
+			idx[k] = append(idx[k], *r)
 		}
 	}
 	var out []Pair
@@ -99,7 +100,7 @@ func MatchCopies(source, copies *Topic) []Pair {
 		if r.Value == nil || r.Undecodable {
 			continue
 		}
-		k := fp{codec.DigestOf(r.Value), r.Timestamp}
+		k := fp{r.value().d, r.Timestamp}
 		if cs := idx[k]; len(cs) > 0 {
 			out = append(out, Pair{Src: r, Copy: cs[0]})
 			idx[k] = cs[1:]
@@ -144,14 +145,16 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 		return Guess{Evidence: "no repartition copy matched a source record"}
 	}
 	counts := map[string]int{}
-	for _, p := range pairs {
-		if same(p.Src.Key, p.Copy.Key) {
+	for i := range pairs {
+		p := &pairs[i]
+		key := p.Copy.key()
+		if p.Src.key().same(key) {
 			counts["key"]++
 		}
 		var paths [][]string
 		leafPaths(p.Src.Value, nil, &paths)
 		for _, path := range paths {
-			if same(walk(p.Src.Value, path), p.Copy.Key) {
+			if valOf(walk(p.Src.Value, path)).same(key) {
 				counts["value."+strings.Join(path, ".")]++
 			}
 		}

@@ -24,6 +24,28 @@ type Rec struct {
 	Timestamp int64
 	// Undecodable is set when the key or value could not be decoded.
 	Undecodable bool
+	// keyD and valD are DigestOf(Key) and DigestOf(Value) where hasKeyD
+	// and hasValD say so: Read takes them as it decodes, so the checks,
+	// which compare values many times, digest each record once (a Rec's
+	// Key and Value are not to be changed after Read).
+	keyD, valD       codec.Digest
+	hasKeyD, hasValD bool
+}
+
+// key is r's key with its digest.
+func (r *Rec) key() val {
+	if r.hasKeyD {
+		return val{r.Key, r.keyD}
+	}
+	return valOf(r.Key)
+}
+
+// value is r's value with its digest.
+func (r *Rec) value() val {
+	if r.hasValD {
+		return val{r.Value, r.valD}
+	}
+	return valOf(r.Value)
 }
 
 // Topic is what was read of one topic: its committed records, per
@@ -136,8 +158,15 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 	return t, nil
 }
 
+// digestDecoder decodes and digests a value in one pass (codec.Codec
+// writes an Avro value's canonical JSON as it decodes it).
+type digestDecoder interface {
+	DecodeDigest(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, codec.Digest, error)
+}
+
 // decode decodes r's key, and its value when the key is in the sample;
-// false when it is not.
+// false when it is not. It digests the value, and the key where the
+// sample needs it.
 func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64) bool {
 	var errs []error
 	if r.RawKey != nil {
@@ -149,13 +178,20 @@ func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod ui
 		if r.Key == nil {
 			return false
 		}
-		if d := codec.DigestOf(r.Key); binary.BigEndian.Uint64(d[:8])%keyMod != 0 {
+		r.keyD, r.hasKeyD = codec.DigestOf(r.Key), true
+		if binary.BigEndian.Uint64(r.keyD[:8])%keyMod != 0 {
 			return false
 		}
 	}
 	if r.RawValue != nil {
-		v, err := dec.Decode(ctx, t.Name, false, r.RawValue)
-		r.Value = v
+		var v any
+		var err error
+		if dd, ok := dec.(digestDecoder); ok {
+			v, r.valD, err = dd.DecodeDigest(ctx, t.Name, false, r.RawValue)
+		} else if v, err = dec.Decode(ctx, t.Name, false, r.RawValue); err == nil {
+			r.valD = codec.DigestOf(v)
+		}
+		r.Value, r.hasValD = v, err == nil
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -175,19 +211,34 @@ func (t *Topic) Decode(ctx context.Context, dec audit.Decoder) {
 		for i := range rs {
 			r := &rs[i]
 			r.Key, r.Value, r.Undecodable = nil, nil, false
+			r.hasKeyD, r.hasValD = false, false
 			t.decode(ctx, dec, r, 0)
 		}
 		t.Parts[p] = rs
 	}
 }
 
-// same reports whether two decoded values are equal as canonical JSON.
-func same(a, b any) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
+// val is a decoded value with its digest (none for nil): a value compared
+// many times is digested once.
+type val struct {
+	v any
+	d codec.Digest
+}
+
+func valOf(v any) val {
+	if v == nil {
+		return val{}
 	}
-	return codec.DigestOf(a) == codec.DigestOf(b)
+	return val{v, codec.DigestOf(v)}
+}
+
+// same reports whether two decoded values are equal as canonical JSON.
+func (a val) same(b val) bool {
+	if a.v == nil || b.v == nil {
+		return a.v == nil && b.v == nil
+	}
+	return a.d == b.d
 }
 
 // keyOf is a decoded key as a map key.
-func keyOf(k any) string { return string(codec.Canonical(k)) }
+func keyOf(k any) string { return codec.Text(k) }
