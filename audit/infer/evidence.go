@@ -1,7 +1,6 @@
 package infer
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -127,6 +126,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		}
 		var recs []Rec
 		var l *ledger.Ledger
+		var kept slab
 		full := true
 	walk:
 		for e, err := range ledger.Walk(ctx, src, tp, ledger.Options{}, &l) {
@@ -144,7 +144,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 			}
 			// a copy: the record's bytes may share a fetch buffer that a
 			// kept slice would pin whole
-			r.RawKey, r.RawValue = bytes.Clone(r.RawKey), bytes.Clone(r.RawValue)
+			r.RawKey, r.RawValue = kept.copy(r.RawKey), kept.copy(r.RawValue)
 			recs = append(recs, r)
 			if o.PerPartition > 0 && len(recs) >= o.PerPartition {
 				full = false
@@ -156,6 +156,24 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		t.Full[p] = full
 	}
 	return t, nil
+}
+
+// slab holds copies of the kept records' bytes, many to an allocation:
+// they pin nothing but each other.
+type slab struct{ buf []byte }
+
+// copy is bytes.Clone(b) in the slab.
+func (s *slab) copy(b []byte) []byte {
+	switch {
+	case b == nil:
+		return nil
+	case len(b) == 0:
+		return []byte{}
+	case cap(s.buf)-len(s.buf) < len(b):
+		s.buf = make([]byte, 0, max(64<<10, len(b)))
+	}
+	s.buf = append(s.buf, b...)
+	return s.buf[len(s.buf)-len(b) : len(s.buf) : len(s.buf)]
 }
 
 // digestDecoder decodes and digests a value in one pass (codec.Codec
