@@ -314,12 +314,12 @@ func rawStates(h *history) int {
 
 // tableHistories groups a table's copies (the repartition topic's, or the
 // source's when nothing repartitions) and its changelog states by key,
-// for the keys whose copies were read whole.
-func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []string) {
+// for the keys whose copies were read whole, in the keys' order.
+func tableHistories(pt spec.PlannedTable, ev *Evidence) []*history {
 	copies := ev.Topics[cmp.Or(pt.Repartition, pt.Source)]
 	changelog := ev.Topics[pt.Changelog]
 	if copies == nil || changelog == nil {
-		return nil, nil
+		return nil
 	}
 	hs := map[string]*history{}
 	var keys []string
@@ -360,7 +360,16 @@ func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []
 		}
 	}
 	sort.Strings(out)
-	return hs, out
+	return inOrder(hs, out)
+}
+
+// inOrder is the histories of keys, in their order.
+func inOrder(hs map[string]*history, keys []string) []*history {
+	out := make([]*history, len(keys))
+	for i, k := range keys {
+		out[i] = hs[k]
+	}
+	return out
 }
 
 // explains reports whether folding inputs with t gives states as a
@@ -504,20 +513,20 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 	if pt.Spec != nil {
 		v.Spec = pt.Spec.Reducer.String()
 	}
-	hs, keys := tableHistories(pt, ev)
+	hs := tableHistories(pt, ev)
 	explain := explains
 	final := false
-	if len(keys) < MinKeys && sel != nil {
-		if fs, fkeys := sourceHistories(pt, ev, sel); len(fkeys) > len(keys) {
-			hs, keys, explain = fs, fkeys, explainsFinal
+	if len(hs) < MinKeys && sel != nil {
+		if fs := sourceHistories(pt, ev, sel); len(fs) > len(hs) {
+			hs, explain = fs, explainsFinal
 			v.of = "keys' final states (from the source: the repartition topic was purged)"
 			final = true
 		}
 	}
-	v.Keys = len(keys)
+	v.Keys = len(hs)
 	var inputs []any
-	for _, k := range keys {
-		for _, in := range hs[k].inputs {
+	for _, h := range hs {
+		for _, in := range h.inputs {
 			inputs = append(inputs, in.v)
 		}
 	}
@@ -536,8 +545,8 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 		t := &spec.TableSpec{Name: pt.Name, Reducer: r}
 		n := 0
 		var failed error
-		for _, k := range keys {
-			ok, err := explain(t, hs[k])
+		for _, h := range hs {
+			ok, err := explain(t, h)
 			if err != nil {
 				failed = err
 				continue
@@ -551,14 +560,14 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 		}
 		v.Explained[c] = n
 		if c == v.Spec {
-			for _, k := range keys {
+			for _, h := range hs {
 				if final {
 					// inputs' order unknown: states after the first that are
 					// raw inputs, twice or more
-					if rawStates(hs[k]) >= 2 {
+					if rawStates(h) >= 2 {
 						v.twoRestarts++
 					}
-				} else if ok, _ := explainsRestarting(t, hs[k], 1); !ok {
+				} else if ok, _ := explainsRestarting(t, h, 1); !ok {
 					v.twoRestarts++
 				}
 			}
@@ -580,15 +589,16 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 
 // sourceHistories gives each key its inputs read from the source (per
 // source partition, in offset order: parts) and its final changelog
-// state, when every source partition was read whole and to its end.
-func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) (map[string]*history, []string) {
+// state, when every source partition was read whole and to its end, in
+// the keys' order.
+func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) []*history {
 	source, changelog := ev.Topics[pt.Source], ev.Topics[pt.Changelog]
 	if source == nil || changelog == nil || source.Partitions == 0 {
-		return nil, nil
+		return nil
 	}
 	for p := range source.Partitions {
 		if !source.Whole[p] || !source.Full[p] {
-			return nil, nil
+			return nil
 		}
 	}
 	final := finalStates(changelog)
@@ -635,7 +645,7 @@ func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, err
 		}
 	}
 	sort.Strings(keys)
-	return hs, keys
+	return inOrder(hs, keys)
 }
 
 // explainsFinal reports whether a key's final state is what its inputs

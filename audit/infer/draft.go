@@ -84,7 +84,7 @@ func MatchCopies(source, copies *Topic) []Pair {
 		d  codec.Digest
 		ts int64
 	}
-	idx := map[fp][]Rec{}
+	idx := make(map[fp][]*Rec, copies.Count())
 	for _, rs := range copies.Parts {
 		for i := range rs {
 			r := &rs[i]
@@ -92,18 +92,22 @@ func MatchCopies(source, copies *Topic) []Pair {
 				continue
 			}
 			k := fp{r.value().d, r.Timestamp}
-			idx[k] = append(idx[k], *r)
+			idx[k] = append(idx[k], r)
 		}
 	}
 	var out []Pair
-	for _, r := range source.Records() {
-		if r.Value == nil || r.Undecodable {
-			continue
-		}
-		k := fp{r.value().d, r.Timestamp}
-		if cs := idx[k]; len(cs) > 0 {
-			out = append(out, Pair{Src: r, Copy: cs[0]})
-			idx[k] = cs[1:]
+	for p := range source.Partitions { // as Records yields them
+		rs := source.Parts[p]
+		for i := range rs {
+			r := &rs[i]
+			if r.Value == nil || r.Undecodable {
+				continue
+			}
+			k := fp{r.value().d, r.Timestamp}
+			if cs := idx[k]; len(cs) > 0 {
+				out = append(out, Pair{Src: *r, Copy: *cs[0]})
+				idx[k] = cs[1:]
+			}
 		}
 	}
 	return out

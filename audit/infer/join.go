@@ -118,8 +118,13 @@ func roots(n int) []string {
 // the key gives null, as in a left join). order is the output fields'
 // order (the writer schema's); nil sorts them.
 func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []string) JoinGuess {
-	g := JoinGuess{Type: spec.JoinLeft}
 	rows, ok := joinRows(pj, plan, ev)
+	return inferJoin(pj, rows, ok, order)
+}
+
+// inferJoin is InferJoin on joinRows' rows.
+func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) JoinGuess {
+	g := JoinGuess{Type: spec.JoinLeft}
 	if !ok || len(rows) == 0 {
 		g.TypeNote = "no output record to infer from"
 		return g
@@ -332,7 +337,7 @@ func CheckJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 		}
 	}
 	v.Explained[v.Spec] = count(pj.Spec)
-	if g := InferJoin(pj, plan, ev, order); g.Value != "" && g.Value != v.Spec {
+	if g := inferJoin(pj, rows, true, order); g.Value != "" && g.Value != v.Spec {
 		if j, err := spec.NewJoin(pj.Output, pj.Left, pj.Right, pj.Type, g.Value); err == nil {
 			v.Explained[g.Value] = count(j)
 		}
