@@ -124,7 +124,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", tp, err)
 		}
-		var recs []Rec
+		recs := make([]Rec, 0, expected(offs, o))
 		var l *ledger.Ledger
 		var kept slab
 		full := true
@@ -156,6 +156,21 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		t.Full[p] = full
 	}
 	return t, nil
+}
+
+// expected is how many records Read keeps of a partition, about: its
+// offsets, a sample's share of them, bounded (compaction leaves offsets
+// without records).
+func expected(offs audit.PartitionOffsets, o ReadOptions) int64 {
+	n := offs.HW - offs.LogStart
+	if o.KeyMod > 1 {
+		n /= int64(o.KeyMod)
+		n += n / 8 // a sample of keys keeps about its share of records
+	}
+	if o.PerPartition > 0 {
+		n = min(n, int64(o.PerPartition))
+	}
+	return max(0, min(n, 1<<16))
 }
 
 // slab holds copies of the kept records' bytes, many to an allocation:
