@@ -83,7 +83,7 @@ func LoadTopics(ctx context.Context, src audit.RecordSource, dec audit.Decoder, 
 		}
 	}
 	add(hops, ReadOptions{Partitions: parts, KeyMod: mod})
-	add(sources, ReadOptions{PerPartition: perSource})
+	add(sources, ReadOptions{PerPartition: perSource, undigested: true})
 	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for _, jb := range jobs {

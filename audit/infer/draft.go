@@ -85,6 +85,7 @@ func MatchCopies(source, copies *Topic) []Pair {
 		ts int64
 	}
 	idx := make(map[fp][]*Rec, copies.Count())
+	stamps := make(map[int64]bool, copies.Count())
 	for _, rs := range copies.Parts {
 		for i := range rs {
 			r := &rs[i]
@@ -93,6 +94,7 @@ func MatchCopies(source, copies *Topic) []Pair {
 			}
 			k := fp{r.value().d, r.Timestamp}
 			idx[k] = append(idx[k], r)
+			stamps[r.Timestamp] = true
 		}
 	}
 	var out []Pair
@@ -100,8 +102,8 @@ func MatchCopies(source, copies *Topic) []Pair {
 		rs := source.Parts[p]
 		for i := range rs {
 			r := &rs[i]
-			if r.Value == nil || r.Undecodable {
-				continue
+			if r.Value == nil || r.Undecodable || !stamps[r.Timestamp] {
+				continue // no copy has its timestamp: no need to digest it
 			}
 			k := fp{r.value().d, r.Timestamp}
 			if cs := idx[k]; len(cs) > 0 {

@@ -98,6 +98,10 @@ type ReadOptions struct {
 	// digest is 0 modulo KeyMod (with a decoder): a sample of the keys
 	// that is the same in every topic with the same keys.
 	KeyMod uint64
+	// undigested leaves the values' digests to the checks that compare
+	// them: a source's, of which MatchCopies compares the few with a
+	// copy's timestamp.
+	undigested bool
 }
 
 // Read reads the committed data records of a topic (aborted and open
@@ -138,7 +142,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 			}
 			r := Rec{Partition: p, Offset: e.Record.Offset, RawKey: e.Record.Key, RawValue: e.Record.Value, Timestamp: e.Record.Timestamp}
 			if dec != nil {
-				if !t.decode(ctx, dec, &r, o.KeyMod) {
+				if !t.decode(ctx, dec, &r, o.KeyMod, !o.undigested) {
 					continue
 				}
 			}
@@ -198,14 +202,12 @@ type digestDecoder interface {
 }
 
 // decode decodes r's key, and its value when the key is in the sample;
-// false when it is not. It digests the value, and the key where the
-// sample needs it.
-func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64) bool {
-	var errs []error
+// false when it is not. It digests the value when digest says so, and
+// the key where the sample needs it.
+func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64, digest bool) bool {
+	var kerr, verr error
 	if r.RawKey != nil {
-		k, err := dec.Decode(ctx, t.Name, true, r.RawKey)
-		r.Key = k
-		errs = append(errs, err)
+		r.Key, kerr = dec.Decode(ctx, t.Name, true, r.RawKey)
 	}
 	if keyMod > 1 {
 		if r.Key == nil {
@@ -217,17 +219,21 @@ func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod ui
 		}
 	}
 	if r.RawValue != nil {
-		var v any
-		var err error
-		if dd, ok := dec.(digestDecoder); ok {
-			v, r.valD, err = dd.DecodeDigest(ctx, t.Name, false, r.RawValue)
-		} else if v, err = dec.Decode(ctx, t.Name, false, r.RawValue); err == nil {
-			r.valD = codec.DigestOf(v)
+		dd, ok := dec.(digestDecoder)
+		switch {
+		case !digest:
+			r.Value, verr = dec.Decode(ctx, t.Name, false, r.RawValue)
+		case ok:
+			r.Value, r.valD, verr = dd.DecodeDigest(ctx, t.Name, false, r.RawValue)
+			r.hasValD = verr == nil
+		default:
+			if r.Value, verr = dec.Decode(ctx, t.Name, false, r.RawValue); verr == nil {
+				r.valD, r.hasValD = codec.DigestOf(r.Value), true
+			}
 		}
-		r.Value, r.hasValD = v, err == nil
-		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if kerr != nil || verr != nil {
+		err := errors.Join(kerr, verr)
 		r.Undecodable = true
 		t.Undecodable++
 		if t.FirstError == nil {
@@ -245,7 +251,7 @@ func (t *Topic) Decode(ctx context.Context, dec audit.Decoder) {
 			r := &rs[i]
 			r.Key, r.Value, r.Undecodable = nil, nil, false
 			r.hasKeyD, r.hasValD = false, false
-			t.decode(ctx, dec, r, 0)
+			t.decode(ctx, dec, r, 0, true)
 		}
 		t.Parts[p] = rs
 	}
