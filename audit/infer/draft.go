@@ -98,18 +98,14 @@ func MatchCopies(source, copies *Topic) []Pair {
 		}
 	}
 	var out []Pair
-	for p := range source.Partitions { // as Records yields them
-		rs := source.Parts[p]
-		for i := range rs {
-			r := &rs[i]
-			if r.Value == nil || r.Undecodable || !stamps[r.Timestamp] {
-				continue // no copy has its timestamp: no need to digest it
-			}
-			k := fp{r.value().d, r.Timestamp}
-			if cs := idx[k]; len(cs) > 0 {
-				out = append(out, Pair{Src: *r, Copy: *cs[0]})
-				idx[k] = cs[1:]
-			}
+	for r := range source.each() {
+		if r.Value == nil || r.Undecodable || !stamps[r.Timestamp] {
+			continue // no copy has its timestamp: no need to digest it
+		}
+		k := fp{r.value().d, r.Timestamp}
+		if cs := idx[k]; len(cs) > 0 {
+			out = append(out, Pair{Src: *r, Copy: *cs[0]})
+			idx[k] = cs[1:]
 		}
 	}
 	return out
@@ -262,7 +258,7 @@ func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, in
 		return Guess{Evidence: "no source or changelog record"}, 0
 	}
 	keys := map[string]bool{}
-	for _, r := range changelog.Records() {
+	for r := range changelog.each() {
 		if r.Key != nil && !r.Undecodable {
 			keys[keyOf(r.Key)] = true
 		}
@@ -272,7 +268,7 @@ func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, in
 	}
 	mod := max(changelog.KeyMod, 1)
 	hit, seen := map[string]int{}, map[string]int{}
-	for _, r := range source.Records() {
+	for r := range source.each() {
 		if r.Undecodable || r.Value == nil {
 			continue
 		}

@@ -109,7 +109,7 @@ func CheckFields(sp *spec.Spec, plan *spec.Plan, ev *Evidence) (notes []string, 
 					hint := "check serdes"
 					if depth == 1 {
 						var raws [][]byte
-						for _, r := range t.Records() {
+						for r := range t.each() {
 							if isKey {
 								raws = append(raws, r.RawKey)
 							} else {

@@ -355,7 +355,7 @@ func OutputOrder(ctx context.Context, t *Topic, dec *codec.Codec) []string {
 	if t == nil {
 		return nil
 	}
-	for _, r := range t.Records() {
+	for r := range t.each() {
 		if r.RawValue != nil {
 			return FieldOrder(r.RawValue, func(id int32) (string, bool) {
 				s, err := dec.Schema(ctx, id)
@@ -414,7 +414,7 @@ func FieldOrder(raw []byte, schema func(id int32) (string, bool)) []string {
 func KeyCoverage(out, changelog *Topic) (covered, total int) {
 	states := finalStates(changelog)
 	seen := map[string]bool{}
-	for _, r := range out.Records() {
+	for r := range out.each() {
 		if r.Key == nil || r.Value == nil || r.Undecodable {
 			continue
 		}
