@@ -3,8 +3,10 @@ package infer
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
@@ -81,7 +83,7 @@ func LoadTopics(ctx context.Context, src audit.RecordSource, dec audit.Decoder, 
 		}
 	}
 	add(hops, ReadOptions{Partitions: parts, KeyMod: mod})
-	add(sources, ReadOptions{PerPartition: perSource})
+	add(sources, ReadOptions{PerPartition: perSource, undigested: true})
 	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for _, jb := range jobs {
@@ -285,11 +287,11 @@ func (v *Verdict) decide(what string) {
 
 // history is one key's inputs in apply order and its changelog states.
 type history struct {
-	inputs []any
-	states []any
-	parts  map[int32][]any // inputs per source partition (from the source)
+	inputs []val
+	states []val
+	parts  map[int32][]val // inputs per source partition (from the source)
 	// all is every changelog state, when states holds only the final one
-	all []any
+	all []val
 }
 
 // rawStates counts the states after a key's first that equal one of its
@@ -301,7 +303,7 @@ func rawStates(h *history) int {
 			continue
 		}
 		for _, in := range h.inputs {
-			if same(st, in) {
+			if st.same(in) {
 				n++
 				break
 			}
@@ -312,12 +314,12 @@ func rawStates(h *history) int {
 
 // tableHistories groups a table's copies (the repartition topic's, or the
 // source's when nothing repartitions) and its changelog states by key,
-// for the keys whose copies were read whole.
-func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []string) {
+// for the keys whose copies were read whole, in the keys' order.
+func tableHistories(pt spec.PlannedTable, ev *Evidence) []*history {
 	copies := ev.Topics[cmp.Or(pt.Repartition, pt.Source)]
 	changelog := ev.Topics[pt.Changelog]
 	if copies == nil || changelog == nil {
-		return nil, nil
+		return nil
 	}
 	hs := map[string]*history{}
 	var keys []string
@@ -325,7 +327,8 @@ func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []
 		if !copies.Whole[p] {
 			continue
 		}
-		for _, r := range rs {
+		for i := range rs {
+			r := &rs[i]
 			if r.Undecodable || r.Key == nil || r.Value == nil {
 				continue // Streams skips null values in reduce
 			}
@@ -336,16 +339,17 @@ func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []
 				hs[k] = h
 				keys = append(keys, k)
 			}
-			h.inputs = append(h.inputs, r.Value)
+			h.inputs = append(h.inputs, r.value())
 		}
 	}
 	for _, rs := range changelog.Parts {
-		for _, r := range rs {
+		for i := range rs {
+			r := &rs[i]
 			if r.Undecodable || r.Key == nil || r.Value == nil {
 				continue
 			}
 			if h := hs[keyOf(r.Key)]; h != nil {
-				h.states = append(h.states, r.Value)
+				h.states = append(h.states, r.value())
 			}
 		}
 	}
@@ -356,7 +360,16 @@ func tableHistories(pt spec.PlannedTable, ev *Evidence) (map[string]*history, []
 		}
 	}
 	sort.Strings(out)
-	return hs, out
+	return inOrder(hs, out)
+}
+
+// inOrder is the histories of keys, in their order.
+func inOrder(hs map[string]*history, keys []string) []*history {
+	out := make([]*history, len(keys))
+	for i, k := range keys {
+		out[i] = hs[k]
+	}
+	return out
 }
 
 // explains reports whether folding inputs with t gives states as a
@@ -366,16 +379,46 @@ func explains(t *spec.TableSpec, h *history) (bool, error) {
 	var agg any
 	j := 0
 	for i, in := range h.inputs {
-		next, err := t.Reduce(agg, in, i == 0)
+		next, err := t.Reduce(agg, in.v, i == 0)
 		if err != nil {
 			return false, err
 		}
 		agg = next
-		for j < len(h.states) && same(h.states[j], agg) {
-			j++
+		if j < len(h.states) {
+			a := folded(agg, in)
+			for j < len(h.states) && h.states[j].same(a) {
+				j++
+			}
 		}
 	}
 	return j == len(h.states), nil
+}
+
+// folded is a fold's aggregate with its digest: the input's where the
+// aggregate is the input itself (latest, a sum's first input; reducers
+// build new values and never change their inputs).
+func folded(agg any, in val) val {
+	if identical(agg, in.v) {
+		return val{agg, in.d}
+	}
+	return valOf(agg)
+}
+
+// identical reports whether a is b itself: the same map, or the same
+// string or number.
+func identical(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && x == y
+	}
+	return false
 }
 
 // explainsRestarting is explains allowing the fold to restart from the
@@ -384,16 +427,20 @@ func explainsRestarting(t *spec.TableSpec, h *history, restarts int) (bool, erro
 	var agg any
 	j := 0
 	for i, in := range h.inputs {
-		next, err := t.Reduce(agg, in, i == 0)
+		next, err := t.Reduce(agg, in.v, i == 0)
 		if err != nil {
 			return false, err
 		}
 		agg = next
-		if j < len(h.states) && !same(h.states[j], agg) && same(h.states[j], in) && restarts > 0 {
-			agg = in
+		if j == len(h.states) {
+			continue
+		}
+		a := folded(agg, in)
+		if !h.states[j].same(a) && h.states[j].same(in) && restarts > 0 {
+			agg, a = in.v, in
 			restarts--
 		}
-		for j < len(h.states) && same(h.states[j], agg) {
+		for j < len(h.states) && h.states[j].same(a) {
 			j++
 		}
 	}
@@ -466,20 +513,22 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 	if pt.Spec != nil {
 		v.Spec = pt.Spec.Reducer.String()
 	}
-	hs, keys := tableHistories(pt, ev)
+	hs := tableHistories(pt, ev)
 	explain := explains
 	final := false
-	if len(keys) < MinKeys && sel != nil {
-		if fs, fkeys := sourceHistories(pt, ev, sel); len(fkeys) > len(keys) {
-			hs, keys, explain = fs, fkeys, explainsFinal
+	if len(hs) < MinKeys && sel != nil {
+		if fs := sourceHistories(pt, ev, sel); len(fs) > len(hs) {
+			hs, explain = fs, explainsFinal
 			v.of = "keys' final states (from the source: the repartition topic was purged)"
 			final = true
 		}
 	}
-	v.Keys = len(keys)
+	v.Keys = len(hs)
 	var inputs []any
-	for _, k := range keys {
-		inputs = append(inputs, hs[k].inputs...)
+	for _, h := range hs {
+		for _, in := range h.inputs {
+			inputs = append(inputs, in.v)
+		}
 	}
 	cands := Candidates(inputs)
 	if v.Spec != "" && !slices.Contains(cands, v.Spec) {
@@ -496,8 +545,8 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 		t := &spec.TableSpec{Name: pt.Name, Reducer: r}
 		n := 0
 		var failed error
-		for _, k := range keys {
-			ok, err := explain(t, hs[k])
+		for _, h := range hs {
+			ok, err := explain(t, h)
 			if err != nil {
 				failed = err
 				continue
@@ -511,14 +560,14 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 		}
 		v.Explained[c] = n
 		if c == v.Spec {
-			for _, k := range keys {
+			for _, h := range hs {
 				if final {
 					// inputs' order unknown: states after the first that are
 					// raw inputs, twice or more
-					if rawStates(hs[k]) >= 2 {
+					if rawStates(h) >= 2 {
 						v.twoRestarts++
 					}
-				} else if ok, _ := explainsRestarting(t, hs[k], 1); !ok {
+				} else if ok, _ := explainsRestarting(t, h, 1); !ok {
 					v.twoRestarts++
 				}
 			}
@@ -540,33 +589,37 @@ func checkTable(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) 
 
 // sourceHistories gives each key its inputs read from the source (per
 // source partition, in offset order: parts) and its final changelog
-// state, when every source partition was read whole and to its end.
-func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) (map[string]*history, []string) {
+// state, when every source partition was read whole and to its end, in
+// the keys' order.
+func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, error)) []*history {
 	source, changelog := ev.Topics[pt.Source], ev.Topics[pt.Changelog]
 	if source == nil || changelog == nil || source.Partitions == 0 {
-		return nil, nil
+		return nil
 	}
 	for p := range source.Partitions {
 		if !source.Whole[p] || !source.Full[p] {
-			return nil, nil
+			return nil
 		}
 	}
 	final := finalStates(changelog)
-	all := map[string][]any{}
+	all := map[string][]val{}
 	for _, rs := range changelog.Parts {
-		for _, r := range rs {
-			if r.Key != nil && r.Value != nil && !r.Undecodable {
-				all[keyOf(r.Key)] = append(all[keyOf(r.Key)], r.Value)
+		for i := range rs {
+			if r := &rs[i]; r.Key != nil && r.Value != nil && !r.Undecodable {
+				k := keyOf(r.Key)
+				all[k] = append(all[k], r.value())
 			}
 		}
 	}
 	hs := map[string]*history{}
 	for p := range source.Partitions {
-		for _, r := range source.Parts[p] {
+		rs := source.Parts[p]
+		for i := range rs {
+			r := &rs[i]
 			if r.Undecodable || r.Value == nil {
 				continue
 			}
-			k, err := sel(r)
+			k, err := sel(*r)
 			if err != nil || k == nil {
 				continue
 			}
@@ -576,22 +629,23 @@ func sourceHistories(pt spec.PlannedTable, ev *Evidence, sel func(Rec) (any, err
 			}
 			h := hs[key]
 			if h == nil {
-				h = &history{parts: map[int32][]any{}}
+				h = &history{parts: map[int32][]val{}}
 				hs[key] = h
 			}
-			h.inputs = append(h.inputs, r.Value)
-			h.parts[p] = append(h.parts[p], r.Value)
+			in := r.value()
+			h.inputs = append(h.inputs, in)
+			h.parts[p] = append(h.parts[p], in)
 		}
 	}
 	var keys []string
 	for k, h := range hs {
-		if f := final[k]; f != nil {
-			h.states, h.all = []any{f}, all[k]
+		if f := final[k]; f.v != nil {
+			h.states, h.all = []val{f}, all[k]
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	return hs, keys
+	return inOrder(hs, keys)
 }
 
 // explainsFinal reports whether a key's final state is what its inputs
@@ -604,7 +658,7 @@ func explainsFinal(t *spec.TableSpec, h *history) (bool, error) {
 	switch t.Reducer.Kind {
 	case spec.ReduceLatest:
 		for _, in := range h.parts {
-			if same(in[len(in)-1], final) {
+			if in[len(in)-1].same(final) {
 				return true, nil
 			}
 		}
@@ -614,21 +668,22 @@ func explainsFinal(t *spec.TableSpec, h *history) (bool, error) {
 	}
 	var agg any
 	for i, in := range h.inputs {
-		next, err := t.Reduce(agg, in, i == 0)
+		next, err := t.Reduce(agg, in.v, i == 0)
 		if err != nil {
 			return false, err
 		}
 		agg = next
 	}
 	if t.Reducer.Field == "" { // sum(F), min(F), max(F) keep the first input's other fields
-		return same(agg, final), nil
+		return valOf(agg).same(final), nil
 	}
 	path := strings.Split(t.Reducer.Field, ".")
-	if !same(walk(agg, path), walk(final, path)) {
+	if !valOf(walk(agg, path)).same(valOf(walk(final.v, path))) {
 		return false, nil
 	}
+	rest := valOf(without(final.v, path[0]))
 	for _, in := range h.inputs {
-		if same(without(in, path[0]), without(final, path[0])) {
+		if valOf(without(in.v, path[0])).same(rest) {
 			return true, nil
 		}
 	}
@@ -672,26 +727,28 @@ func CheckSelectKey(pt spec.PlannedTable, ev *Evidence) Verdict {
 	pairs := MatchCopies(ev.Topics[pt.Source], ev.Topics[pt.Repartition])
 	v.Keys = len(pairs)
 	var fail error
-	for _, p := range pairs {
+	for i := range pairs {
+		p := &pairs[i]
 		k, err := pt.Spec.SelectKey(spec.RecordEnv{Key: p.Src.Key, Value: p.Src.Value, Timestamp: p.Src.Timestamp})
 		if err != nil {
 			fail = err
 			continue
 		}
-		if same(k, p.Copy.Key) {
+		if valOf(k).same(p.Copy.key()) {
 			v.Explained[v.Spec]++
 		}
 	}
 	if g := GuessSelectKey(pairs, true); g.Value != "" && g.Value != v.Spec {
 		n := 0
-		for _, p := range pairs {
-			var k any
+		for i := range pairs {
+			p := &pairs[i]
+			var k val
 			if g.Value == "key" {
-				k = p.Src.Key
+				k = p.Src.key()
 			} else {
-				k = walk(p.Src.Value, strings.Split(strings.TrimPrefix(g.Value, "value."), "."))
+				k = valOf(walk(p.Src.Value, strings.Split(strings.TrimPrefix(g.Value, "value."), ".")))
 			}
-			if same(k, p.Copy.Key) {
+			if k.same(p.Copy.key()) {
 				n++
 			}
 		}

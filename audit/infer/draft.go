@@ -84,24 +84,27 @@ func MatchCopies(source, copies *Topic) []Pair {
 		d  codec.Digest
 		ts int64
 	}
-	idx := map[fp][]Rec{}
+	idx := make(map[fp][]*Rec, copies.Count())
+	stamps := make(map[int64]bool, copies.Count())
 	for _, rs := range copies.Parts {
-		for _, r := range rs {
+		for i := range rs {
+			r := &rs[i]
 			if r.Value == nil || r.Undecodable {
 				continue
 			}
-			k := fp{codec.DigestOf(r.Value), r.Timestamp}
+			k := fp{r.value().d, r.Timestamp}
 			idx[k] = append(idx[k], r)
+			stamps[r.Timestamp] = true
 		}
 	}
 	var out []Pair
-	for _, r := range source.Records() {
-		if r.Value == nil || r.Undecodable {
-			continue
+	for r := range source.each() {
+		if r.Value == nil || r.Undecodable || !stamps[r.Timestamp] {
+			continue // no copy has its timestamp: no need to digest it
 		}
-		k := fp{codec.DigestOf(r.Value), r.Timestamp}
+		k := fp{r.value().d, r.Timestamp}
 		if cs := idx[k]; len(cs) > 0 {
-			out = append(out, Pair{Src: r, Copy: cs[0]})
+			out = append(out, Pair{Src: *r, Copy: *cs[0]})
 			idx[k] = cs[1:]
 		}
 	}
@@ -144,14 +147,16 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 		return Guess{Evidence: "no repartition copy matched a source record"}
 	}
 	counts := map[string]int{}
-	for _, p := range pairs {
-		if same(p.Src.Key, p.Copy.Key) {
+	for i := range pairs {
+		p := &pairs[i]
+		key := p.Copy.key()
+		if p.Src.key().same(key) {
 			counts["key"]++
 		}
 		var paths [][]string
 		leafPaths(p.Src.Value, nil, &paths)
 		for _, path := range paths {
-			if same(walk(p.Src.Value, path), p.Copy.Key) {
+			if valOf(walk(p.Src.Value, path)).same(key) {
 				counts["value."+strings.Join(path, ".")]++
 			}
 		}
@@ -253,7 +258,7 @@ func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, in
 		return Guess{Evidence: "no source or changelog record"}, 0
 	}
 	keys := map[string]bool{}
-	for _, r := range changelog.Records() {
+	for r := range changelog.each() {
 		if r.Key != nil && !r.Undecodable {
 			keys[keyOf(r.Key)] = true
 		}
@@ -263,7 +268,7 @@ func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, in
 	}
 	mod := max(changelog.KeyMod, 1)
 	hit, seen := map[string]int{}, map[string]int{}
-	for _, r := range source.Records() {
+	for r := range source.each() {
 		if r.Undecodable || r.Value == nil {
 			continue
 		}

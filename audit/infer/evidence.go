@@ -1,11 +1,11 @@
 package infer
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -24,6 +24,28 @@ type Rec struct {
 	Timestamp int64
 	// Undecodable is set when the key or value could not be decoded.
 	Undecodable bool
+	// keyD and valD are DigestOf(Key) and DigestOf(Value) where hasKeyD
+	// and hasValD say so: Read takes them as it decodes, so the checks,
+	// which compare values many times, digest each record once (a Rec's
+	// Key and Value are not to be changed after Read).
+	keyD, valD       codec.Digest
+	hasKeyD, hasValD bool
+}
+
+// key is r's key with its digest.
+func (r *Rec) key() val {
+	if r.hasKeyD {
+		return val{r.Key, r.keyD}
+	}
+	return valOf(r.Key)
+}
+
+// value is r's value with its digest.
+func (r *Rec) value() val {
+	if r.hasValD {
+		return val{r.Value, r.valD}
+	}
+	return valOf(r.Value)
 }
 
 // Topic is what was read of one topic: its committed records, per
@@ -58,6 +80,20 @@ func (t *Topic) Records() []Rec {
 	return out
 }
 
+// each yields every record read as Records does, without copying them.
+func (t *Topic) each() iter.Seq[*Rec] {
+	return func(yield func(*Rec) bool) {
+		for p := int32(0); p < t.Partitions; p++ {
+			rs := t.Parts[p]
+			for i := range rs {
+				if !yield(&rs[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Count is the number of records read.
 func (t *Topic) Count() int {
 	n := 0
@@ -77,6 +113,10 @@ type ReadOptions struct {
 	// digest is 0 modulo KeyMod (with a decoder): a sample of the keys
 	// that is the same in every topic with the same keys.
 	KeyMod uint64
+	// undigested leaves the values' digests to the checks that compare
+	// them: a source's, of which MatchCopies compares the few with a
+	// copy's timestamp.
+	undigested bool
 }
 
 // Read reads the committed data records of a topic (aborted and open
@@ -103,8 +143,9 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", tp, err)
 		}
-		var recs []Rec
+		recs := make([]Rec, 0, expected(offs, o))
 		var l *ledger.Ledger
+		var kept slab
 		full := true
 	walk:
 		for e, err := range ledger.Walk(ctx, src, tp, ledger.Options{}, &l) {
@@ -116,13 +157,13 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 			}
 			r := Rec{Partition: p, Offset: e.Record.Offset, RawKey: e.Record.Key, RawValue: e.Record.Value, Timestamp: e.Record.Timestamp}
 			if dec != nil {
-				if !t.decode(ctx, dec, &r, o.KeyMod) {
+				if !t.decode(ctx, dec, &r, o.KeyMod, !o.undigested) {
 					continue
 				}
 			}
 			// a copy: the record's bytes may share a fetch buffer that a
 			// kept slice would pin whole
-			r.RawKey, r.RawValue = bytes.Clone(r.RawKey), bytes.Clone(r.RawValue)
+			r.RawKey, r.RawValue = kept.copy(r.RawKey), kept.copy(r.RawValue)
 			recs = append(recs, r)
 			if o.PerPartition > 0 && len(recs) >= o.PerPartition {
 				full = false
@@ -136,29 +177,78 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 	return t, nil
 }
 
+// expected is how many records Read keeps of a partition, about: its
+// offsets, a sample's share of them, bounded (compaction leaves offsets
+// without records).
+func expected(offs audit.PartitionOffsets, o ReadOptions) int64 {
+	n := offs.HW - offs.LogStart
+	if o.KeyMod > 1 {
+		n /= int64(o.KeyMod)
+		n += n / 8 // to spare: a sample of keys keeps only about its share
+	}
+	if o.PerPartition > 0 {
+		n = min(n, int64(o.PerPartition))
+	}
+	return max(0, min(n, 1<<16))
+}
+
+// slab holds copies of the kept records' bytes, many to an allocation:
+// they pin nothing but each other.
+type slab struct{ buf []byte }
+
+// copy is bytes.Clone(b) in the slab.
+func (s *slab) copy(b []byte) []byte {
+	switch {
+	case b == nil:
+		return nil
+	case len(b) == 0:
+		return []byte{}
+	case cap(s.buf)-len(s.buf) < len(b):
+		s.buf = make([]byte, 0, max(64<<10, len(b)))
+	}
+	s.buf = append(s.buf, b...)
+	return s.buf[len(s.buf)-len(b) : len(s.buf) : len(s.buf)]
+}
+
+// digestDecoder decodes and digests a value in one pass (codec.Codec
+// writes an Avro value's canonical JSON as it decodes it).
+type digestDecoder interface {
+	DecodeDigest(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, codec.Digest, error)
+}
+
 // decode decodes r's key, and its value when the key is in the sample;
-// false when it is not.
-func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64) bool {
-	var errs []error
+// false when it is not. It digests the value when digest says so, and
+// the key where the sample needs it.
+func (t *Topic) decode(ctx context.Context, dec audit.Decoder, r *Rec, keyMod uint64, digest bool) bool {
+	var kerr, verr error
 	if r.RawKey != nil {
-		k, err := dec.Decode(ctx, t.Name, true, r.RawKey)
-		r.Key = k
-		errs = append(errs, err)
+		r.Key, kerr = dec.Decode(ctx, t.Name, true, r.RawKey)
 	}
 	if keyMod > 1 {
 		if r.Key == nil {
 			return false
 		}
-		if d := codec.DigestOf(r.Key); binary.BigEndian.Uint64(d[:8])%keyMod != 0 {
+		r.keyD, r.hasKeyD = codec.DigestOf(r.Key), true
+		if binary.BigEndian.Uint64(r.keyD[:8])%keyMod != 0 {
 			return false
 		}
 	}
 	if r.RawValue != nil {
-		v, err := dec.Decode(ctx, t.Name, false, r.RawValue)
-		r.Value = v
-		errs = append(errs, err)
+		dd, ok := dec.(digestDecoder)
+		switch {
+		case !digest:
+			r.Value, verr = dec.Decode(ctx, t.Name, false, r.RawValue)
+		case ok:
+			r.Value, r.valD, verr = dd.DecodeDigest(ctx, t.Name, false, r.RawValue)
+			r.hasValD = verr == nil
+		default:
+			if r.Value, verr = dec.Decode(ctx, t.Name, false, r.RawValue); verr == nil {
+				r.valD, r.hasValD = codec.DigestOf(r.Value), true
+			}
+		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if kerr != nil || verr != nil {
+		err := errors.Join(kerr, verr)
 		r.Undecodable = true
 		t.Undecodable++
 		if t.FirstError == nil {
@@ -175,19 +265,34 @@ func (t *Topic) Decode(ctx context.Context, dec audit.Decoder) {
 		for i := range rs {
 			r := &rs[i]
 			r.Key, r.Value, r.Undecodable = nil, nil, false
-			t.decode(ctx, dec, r, 0)
+			r.hasKeyD, r.hasValD = false, false
+			t.decode(ctx, dec, r, 0, true)
 		}
 		t.Parts[p] = rs
 	}
 }
 
-// same reports whether two decoded values are equal as canonical JSON.
-func same(a, b any) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
+// val is a decoded value with its digest (none for nil): a value compared
+// many times is digested once.
+type val struct {
+	v any
+	d codec.Digest
+}
+
+func valOf(v any) val {
+	if v == nil {
+		return val{}
 	}
-	return codec.DigestOf(a) == codec.DigestOf(b)
+	return val{v, codec.DigestOf(v)}
+}
+
+// same reports whether two decoded values are equal as canonical JSON.
+func (a val) same(b val) bool {
+	if a.v == nil || b.v == nil {
+		return a.v == nil && b.v == nil
+	}
+	return a.d == b.d
 }
 
 // keyOf is a decoded key as a map key.
-func keyOf(k any) string { return string(codec.Canonical(k)) }
+func keyOf(k any) string { return codec.Text(k) }

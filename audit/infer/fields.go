@@ -42,6 +42,19 @@ func fieldsAt(vals []any, path []string) (names []string, objects int) {
 	return names, objects
 }
 
+// hasField reports whether a value (of vals) holds an object at path
+// with a field name.
+func hasField(vals []any, path []string, name string) bool {
+	for _, v := range vals {
+		if m, ok := walk(v, path).(map[string]any); ok {
+			if _, ok := m[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CheckFields checks that every field a select_key, reducer or join value
 // names exists in the values (or keys) it reads: select_key the source's
 // records, a reducer's value the repartition topic's (the source's when
@@ -88,12 +101,15 @@ func CheckFields(sp *spec.Spec, plan *spec.Plan, ev *Evidence) (notes []string, 
 			// walk the path one name at a time: the first missing
 			// name is the one to report
 			for depth := 1; depth < len(p); depth++ {
+				if hasField(vals, p[1:depth], p[depth]) {
+					continue // every name found is wanted only for an error
+				}
 				names, objects := fieldsAt(vals, p[1:depth])
 				if objects == 0 {
 					hint := "check serdes"
 					if depth == 1 {
 						var raws [][]byte
-						for _, r := range t.Records() {
+						for r := range t.each() {
 							if isKey {
 								raws = append(raws, r.RawKey)
 							} else {

@@ -16,28 +16,30 @@ import (
 
 // finalStates is each key's last committed state in a changelog (nil for
 // a tombstone).
-func finalStates(t *Topic) map[string]any {
-	out := map[string]any{}
+func finalStates(t *Topic) map[string]val {
+	out := map[string]val{}
 	if t == nil {
 		return out
 	}
 	for _, rs := range t.Parts {
-		for _, r := range rs {
+		for i := range rs {
+			r := &rs[i]
 			if r.Undecodable || r.Key == nil {
 				continue
 			}
-			out[keyOf(r.Key)] = r.Value
+			out[keyOf(r.Key)] = r.value()
 		}
 	}
 	return out
 }
 
 // joinRow is one output key: its last output value and its tables' final
-// states.
+// states (rights as values, and with their digests: rightVals).
 type joinRow struct {
-	out    any
-	left   any
-	rights []any
+	out       val
+	left      val
+	rights    []any
+	rightVals []val
 }
 
 // joinRows pairs each output key's last committed value with the final
@@ -47,7 +49,7 @@ func joinRows(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence) ([]joinRow, bo
 	if out == nil {
 		return nil, false
 	}
-	var states []map[string]any
+	var states []map[string]val
 	for _, name := range append([]string{pj.Left}, pj.Right...) {
 		pt := plan.Table(name)
 		if pt == nil || ev.Topics[pt.Changelog] == nil {
@@ -55,10 +57,11 @@ func joinRows(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence) ([]joinRow, bo
 		}
 		states = append(states, finalStates(ev.Topics[pt.Changelog]))
 	}
-	last := map[string]any{}
+	last := map[string]val{}
 	var keys []string
 	for _, rs := range out.Parts {
-		for _, r := range rs {
+		for i := range rs {
+			r := &rs[i]
 			if r.Undecodable || r.Key == nil {
 				continue
 			}
@@ -66,18 +69,19 @@ func joinRows(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence) ([]joinRow, bo
 			if _, ok := last[k]; !ok {
 				keys = append(keys, k)
 			}
-			last[k] = r.Value
+			last[k] = r.value()
 		}
 	}
 	sort.Strings(keys)
 	var rows []joinRow
 	for _, k := range keys {
-		if last[k] == nil {
+		if last[k].v == nil {
 			continue
 		}
 		row := joinRow{out: last[k], left: states[0][k]}
 		for _, s := range states[1:] {
-			row.rights = append(row.rights, s[k])
+			row.rights = append(row.rights, s[k].v)
+			row.rightVals = append(row.rightVals, s[k])
 		}
 		rows = append(rows, row)
 	}
@@ -114,8 +118,13 @@ func roots(n int) []string {
 // the key gives null, as in a left join). order is the output fields'
 // order (the writer schema's); nil sorts them.
 func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []string) JoinGuess {
-	g := JoinGuess{Type: spec.JoinLeft}
 	rows, ok := joinRows(pj, plan, ev)
+	return inferJoin(pj, rows, ok, order)
+}
+
+// inferJoin is InferJoin on joinRows' rows.
+func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) JoinGuess {
+	g := JoinGuess{Type: spec.JoinLeft}
 	if !ok || len(rows) == 0 {
 		g.TypeNote = "no output record to infer from"
 		return g
@@ -123,7 +132,7 @@ func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 	g.Keys = len(rows)
 	leftNil, rightNil := 0, 0
 	for _, r := range rows {
-		if r.left == nil {
+		if r.left.v == nil {
 			leftNil++
 		}
 		if slices.Contains(r.rights, nil) {
@@ -139,11 +148,11 @@ func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 		g.Type, g.TypeNote = spec.JoinLeft, "TODO: every output key has every state: inner or left, the evidence cannot tell"
 	}
 	names := roots(len(pj.Right))
-	rootVal := func(r joinRow, i int) any {
+	rootVal := func(r joinRow, i int) val {
 		if i == 0 {
 			return r.left
 		}
-		return r.rights[i-1]
+		return r.rightVals[i-1]
 	}
 	ref := func(i int, field string) string {
 		opt := "?."
@@ -157,8 +166,8 @@ func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 	}
 	outs, objects := []any{}, true
 	for _, r := range rows {
-		outs = append(outs, r.out)
-		if _, ok := r.out.(map[string]any); !ok {
+		outs = append(outs, r.out.v)
+		if _, ok := r.out.v.(map[string]any); !ok {
 			objects = false
 		}
 	}
@@ -169,7 +178,7 @@ func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 		for i := range names {
 			n := 0
 			for _, r := range rows {
-				if same(r.out, rootVal(r, i)) {
+				if r.out.same(rootVal(r, i)) {
 					n++
 				}
 			}
@@ -187,6 +196,35 @@ func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 	if order != nil {
 		fields = orderLike(fields, order)
 	}
+	// each source field's values (by root, then field), and each output
+	// field's, digested once for all the comparisons below
+	type srcField struct {
+		name string
+		vals []val // by row
+	}
+	srcs := make([][]srcField, len(names))
+	for i := range names {
+		var vals []any
+		for _, r := range rows {
+			if v := rootVal(r, i).v; v != nil {
+				vals = append(vals, v)
+			}
+		}
+		srcFields, _ := fieldsAt(vals, nil)
+		for _, sf := range srcFields {
+			if !spec.IsIdent(sf) {
+				continue
+			}
+			vs := make([]val, len(rows))
+			for j, r := range rows {
+				if m, ok := rootVal(r, i).v.(map[string]any); ok {
+					vs[j] = valOf(m[sf])
+				}
+			}
+			srcs[i] = append(srcs[i], srcField{sf, vs})
+		}
+	}
+	outVals := make([]val, len(rows))
 	var parts []string
 	for _, f := range fields {
 		type cand struct {
@@ -194,26 +232,16 @@ func InferJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 			n   int
 			pri int
 		}
+		for j, r := range rows {
+			outVals[j] = valOf(r.out.v.(map[string]any)[f])
+		}
 		var cands []cand
 		for i := range names {
-			var vals []any
-			for _, r := range rows {
-				if v := rootVal(r, i); v != nil {
-					vals = append(vals, v)
-				}
-			}
-			srcFields, _ := fieldsAt(vals, nil)
-			for _, sf := range srcFields {
-				if !spec.IsIdent(sf) {
-					continue
-				}
+			for _, src := range srcs[i] {
+				sf := src.name
 				n := 0
-				for _, r := range rows {
-					var v any
-					if m, ok := rootVal(r, i).(map[string]any); ok {
-						v = m[sf]
-					}
-					if same(r.out.(map[string]any)[f], v) {
+				for j, v := range src.vals {
+					if outVals[j].same(v) {
 						n++
 					}
 				}
@@ -287,29 +315,29 @@ func CheckJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 	count := func(j *spec.JoinSpec) int {
 		n := 0
 		for _, r := range rows {
-			if !j.Present(r.left, r.rights) {
+			if !j.Present(r.left.v, r.rights) {
 				continue
 			}
-			got, err := j.Eval(r.left, r.rights)
+			got, err := j.Eval(r.left.v, r.rights)
 			if err != nil {
 				if fail == nil && j == pj.Spec {
 					fail = err
 				}
 				continue
 			}
-			if same(got, r.out) {
+			if valOf(got).same(r.out) {
 				n++
 			}
 		}
 		return n
 	}
 	for _, r := range rows {
-		if pj.Spec.Present(r.left, r.rights) {
+		if pj.Spec.Present(r.left.v, r.rights) {
 			v.Keys++
 		}
 	}
 	v.Explained[v.Spec] = count(pj.Spec)
-	if g := InferJoin(pj, plan, ev, order); g.Value != "" && g.Value != v.Spec {
+	if g := inferJoin(pj, rows, true, order); g.Value != "" && g.Value != v.Spec {
 		if j, err := spec.NewJoin(pj.Output, pj.Left, pj.Right, pj.Type, g.Value); err == nil {
 			v.Explained[g.Value] = count(j)
 		}
@@ -327,7 +355,7 @@ func OutputOrder(ctx context.Context, t *Topic, dec *codec.Codec) []string {
 	if t == nil {
 		return nil
 	}
-	for _, r := range t.Records() {
+	for r := range t.each() {
 		if r.RawValue != nil {
 			return FieldOrder(r.RawValue, func(id int32) (string, bool) {
 				s, err := dec.Schema(ctx, id)
@@ -386,7 +414,7 @@ func FieldOrder(raw []byte, schema func(id int32) (string, bool)) []string {
 func KeyCoverage(out, changelog *Topic) (covered, total int) {
 	states := finalStates(changelog)
 	seen := map[string]bool{}
-	for _, r := range out.Records() {
+	for r := range out.each() {
 		if r.Key == nil || r.Value == nil || r.Undecodable {
 			continue
 		}
