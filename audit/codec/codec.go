@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -296,6 +297,27 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 		return c.decodeAvro(ctx, topic, isKey, data, nil, false)
 	}
 	return nil, derr("unknown serde", nil)
+}
+
+// DecodeText returns Text of what Decode returns for data ("null" for
+// nil), and Decode's error. For the string and uuid serdes it writes the
+// canonical text straight from the bytes, building no value: the readers
+// of the keys of repartition topics, changelogs and outputs need only that.
+func (c *Codec) DecodeText(ctx context.Context, topic string, isKey bool, data []byte) (string, error) {
+	if data != nil {
+		if s := c.serdeFor(topic, isKey); s == sString || s == sUUID {
+			if !utf8.Valid(data) {
+				return "", &DecodeError{Topic: topic, IsKey: isKey, SchemaID: -1, Reason: "invalid UTF-8"}
+			}
+			b := appendString(make([]byte, 0, len(data)+2), unsafe.String(unsafe.SliceData(data), len(data)))
+			return unsafe.String(unsafe.SliceData(b), len(b)), nil
+		}
+	}
+	v, err := c.Decode(ctx, topic, isKey, data)
+	if err != nil {
+		return "", err
+	}
+	return Text(v), nil
 }
 
 // DecodeDigest decodes data as Decode does and also returns DigestOf of

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -203,6 +204,44 @@ func FuzzKeyBytesPlain(f *testing.F) {
 		}
 		if string(b) != str {
 			t.Fatalf("%q: shortcut %q, json.Unmarshal %q", text, b, str)
+		}
+	})
+}
+
+// FuzzDecodeText: DecodeText gives Text of what Decode gives, and the same
+// error, for any bytes and serde (its string fast path included).
+func FuzzDecodeText(f *testing.F) {
+	for i, s := range primitiveFuzzSerdes {
+		for _, v := range primitiveVectors {
+			if NormalizeSerde(v.serde) == NormalizeSerde(s) {
+				b, _ := hex.DecodeString(v.hex)
+				f.Add(byte(i), b, false)
+			}
+		}
+	}
+	for _, b := range []string{"ord-42", "", `a"b\c`, "é\x00\x1f", "\xff", "\u2028"} {
+		f.Add(byte(0), []byte(b), false)
+	}
+	f.Add(byte(0), []byte(nil), true)
+	f.Fuzz(func(t *testing.T, which byte, data []byte, null bool) {
+		if null {
+			data = nil
+		}
+		serdes := append(slices.Clip(primitiveFuzzSerdes), "json", "string", "uuid", "bytes")
+		s := serdes[int(which)%len(serdes)]
+		c, err := New(Config{KeySerde: s, ValueSerde: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, isKey := range []bool{true, false} {
+			v, derr := c.Decode(t.Context(), "t", isKey, data)
+			text, err := c.DecodeText(t.Context(), "t", isKey, data)
+			if (err == nil) != (derr == nil) || err != nil && err.Error() != derr.Error() {
+				t.Fatalf("%s %x: DecodeText error %v, Decode error %v", s, data, err, derr)
+			}
+			if err == nil && text != Text(v) {
+				t.Fatalf("%s %x: DecodeText %q, Text of Decode %q", s, data, text, Text(v))
+			}
 		}
 	})
 }

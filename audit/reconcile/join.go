@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -111,7 +110,17 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	}
 	for _, grp := range g {
 		// the tables' final states of this group's keys, and the output's
-		rows := newJoinRows(len(sides))
+		var n int64 // about a key per changelog record: the rows' size
+		for _, ts := range sides {
+			var m int64
+			for _, p := range grp.changelog {
+				if l := r.ledgers[audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}]; l != nil {
+					m += l.Offsets.HW - l.Offsets.LogStart
+				}
+			}
+			n = max(n, m)
+		}
+		rows := newJoinRows(len(sides), int(min(n, 1<<22)))
 		for i, ts := range sides {
 			for _, p := range grp.changelog {
 				tp := audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}
@@ -120,7 +129,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 						return
 					}
 					rec := &it.Record
-					*rows.final(rows.row(it.keyText), i) = clFinal{offset: rec.Offset, ts: rec.Timestamp, raw: bytes.Clone(rec.Value), null: rec.Value == nil, seen: true}
+					*rows.final(rows.row(it.keyText), i) = clFinal{offset: rec.Offset, ts: rec.Timestamp, raw: rows.clone(rec.Value), null: rec.Value == nil, seen: true}
 				})
 				if !ok {
 					unreadable = append(unreadable, tp)
@@ -136,7 +145,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 				rec := &it.Record
 				r.count("output", 1)
 				row := &rows.rows[rows.row(it.keyText)]
-				row.out, row.hasOut = outRecord{tp: tp, offset: rec.Offset, ts: rec.Timestamp, digest: it.digest, raw: bytes.Clone(rec.Value), null: rec.Value == nil}, true
+				row.out, row.hasOut = outRecord{tp: tp, offset: rec.Offset, ts: rec.Timestamp, digest: it.digest, raw: rows.clone(rec.Value), null: rec.Value == nil}, true
 			})
 			if !ok {
 				unreadable = append(unreadable, tp)
@@ -245,6 +254,7 @@ type joinRows struct {
 	rows   []joinRow
 	finals []clFinal // the rows' states, sides per row
 	idx    map[string]int
+	slab   []byte // the values' bytes, a block at a time
 }
 
 // joinRow is one key of a join group.
@@ -254,8 +264,9 @@ type joinRow struct {
 	hasOut bool
 }
 
-func newJoinRows(sides int) *joinRows {
-	return &joinRows{sides: sides, idx: map[string]int{}}
+// newJoinRows makes the rows of a group of about n keys.
+func newJoinRows(sides, n int) *joinRows {
+	return &joinRows{sides: sides, idx: make(map[string]int, n), rows: make([]joinRow, 0, n), finals: make([]clFinal, 0, n*sides)}
 }
 
 // row returns the index of key's row, added if it has none.
@@ -264,10 +275,28 @@ func (g *joinRows) row(key string) int {
 	if !ok {
 		i = len(g.rows)
 		g.rows = append(g.rows, joinRow{key: key})
-		g.finals = append(g.finals, make([]clFinal, g.sides)...)
+		for range g.sides {
+			g.finals = append(g.finals, clFinal{})
+		}
 		g.idx[key] = i
 	}
 	return i
+}
+
+// clone copies a value into the group's slab (nil stays nil): the values
+// of a group are dropped together.
+func (g *joinRows) clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) == 0 {
+		return []byte{} // empty, not null
+	}
+	if len(g.slab)+len(b) > cap(g.slab) {
+		g.slab = make([]byte, 0, max(64<<10, len(b)))
+	}
+	g.slab = append(g.slab, b...)
+	return g.slab[len(g.slab)-len(b) : len(g.slab) : len(g.slab)]
 }
 
 // final is side's final state in row i.

@@ -102,6 +102,12 @@ type fieldDigester interface {
 	DigestField(ctx context.Context, topic string, data []byte, field string) (audit.Value, codec.Digest, bool, error)
 }
 
+// textDecoder is implemented by decoders that give a key's canonical text
+// without building it where they can (codec.Codec).
+type textDecoder interface {
+	DecodeText(ctx context.Context, topic string, isKey bool, data []byte) (string, error)
+}
+
 // digester is implemented by decoders that digest a value without a
 // second walk over it (codec.Codec), or without building it at all.
 type digester interface {
@@ -217,13 +223,19 @@ func (rd *reads) decodeItem(ctx context.Context, it *item) {
 			it.decErr, it.decWhat = err, "key"
 			return
 		}
+	} else if td, ok := dec.(textDecoder); ok && rd.decode != decodeAll {
+		// only the key's text is needed
+		if it.keyText, err = td.DecodeText(ctx, rec.Topic, true, rec.Key); err != nil {
+			it.decErr, it.decWhat = err, "key"
+			return
+		}
 	} else if rec.Key != nil {
 		if it.key, err = dec.Decode(ctx, rec.Topic, true, rec.Key); err != nil {
 			it.decErr, it.decWhat = err, "key"
 			return
 		}
 	}
-	if rd.decode != decodeAll {
+	if rd.decode != decodeAll && it.keyText == "" {
 		it.keyText = codec.Text(it.key)
 	}
 	if rec.Value == nil || rd.decode == decodeKey {
