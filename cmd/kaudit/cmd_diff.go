@@ -192,12 +192,15 @@ func parseSize(s string) (int64, error) {
 	return int64(n), nil
 }
 
-// limitMemory sets the Go runtime's soft memory limit to the budget, so
-// that the garbage collector works harder rather than let the heap pass
-// it; an explicit GOMEMLIMIT wins.
+// limitMemory sets the Go runtime's soft memory limit to nine tenths of
+// the budget, so that the garbage collector works harder rather than let
+// the heap pass it, and the process's resident memory (the runtime's, the
+// binary's and the pages it returns late) stays under the budget: with
+// the limit at the budget, a live diff at 10M peaked at 1,045 MiB of RSS
+// for a 1 GiB budget. An explicit GOMEMLIMIT wins.
 func limitMemory(budget int64) {
 	if budget > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(budget)
+		debug.SetMemoryLimit(budget / 10 * 9)
 	}
 }
 
