@@ -42,10 +42,11 @@ type Options struct {
 	// has read.
 	Progress audit.Progress
 	// MemoryBudget bounds, in bytes, the per-record state a table keeps in
-	// memory while it is checked; a table whose source and repartition
-	// records would need more spills that state to files under SpillDir
-	// ("": the system's temporary directory) and is checked a bucket of
-	// keys at a time. 0: no bound. The report does not depend on it.
+	// memory while it is checked. A table keeps what it reads in buckets of
+	// keys, checked a bucket at a time (spill.go); a table whose buckets
+	// would need more spills them to files under SpillDir ("": the
+	// system's temporary directory). 0: no bound. The report does not
+	// depend on it.
 	MemoryBudget int64
 	SpillDir     string
 	// Log, if set, is told what the audit does that is not evidence (a

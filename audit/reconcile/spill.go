@@ -253,10 +253,22 @@ const stateRecLen = 4 + 8 + 8 + 8 + 16 + 1
 // eachState calls fn for the changelog records of bucket b, in read
 // order; key is only valid during the call.
 func (s *spill) eachState(b int, fn func(key []byte, p int32, e clEntry, txn int64)) error {
-	sf := s.states[b]
+	return s.parse(s.states[b], func(rd byteReader, size uint64) error { return readStates(rd, size, fn) })
+}
+
+// byteReader is what the parsers of a bucket's records read from.
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+// parse hands a bucket's records to parser: each chunk of a bucket in
+// memory (no record spans two), or the whole file of one on disk, with
+// its size in bytes.
+func (s *spill) parse(sf *spillFile, parser func(rd byteReader, size uint64) error) error {
 	if s.dir == "" {
 		for _, c := range sf.chunks {
-			if err := readStates(bytes.NewReader(c), uint64(len(c)), fn); err != nil {
+			if err := parser(bytes.NewReader(c), uint64(len(c))); err != nil {
 				return err
 			}
 		}
@@ -268,7 +280,7 @@ func (s *spill) eachState(b int, fn func(key []byte, p int32, e clEntry, txn int
 	}
 	st, err := sf.f.Stat()
 	if err == nil {
-		err = readStates(rd, uint64(st.Size()), fn)
+		err = parser(rd, uint64(st.Size()))
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", sf.f.Name(), err)
@@ -278,10 +290,7 @@ func (s *spill) eachState(b int, fn func(key []byte, p int32, e clEntry, txn int
 
 // readStates parses a bucket's states, size bytes in all, and calls fn
 // for each.
-func readStates(rd interface {
-	io.Reader
-	io.ByteReader
-}, size uint64, fn func(key []byte, p int32, e clEntry, txn int64)) error {
+func readStates(rd byteReader, size uint64, fn func(key []byte, p int32, e clEntry, txn int64)) error {
 	var key []byte
 	var fixed [stateRecLen]byte
 	for {
@@ -371,35 +380,12 @@ func copyRec(b []byte) copyEvent {
 // eachInput calls fn for the inputs of bucket b, in read order; key and
 // raw are only valid during the call.
 func (s *spill) eachInput(b int, fn func(key []byte, x inputRec, raw []byte) error) error {
-	sf := s.inputs[b]
-	if s.dir == "" {
-		for _, c := range sf.chunks {
-			if err := readInputs(bytes.NewReader(c), uint64(len(c)), fn); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	rd, err := s.reader(sf)
-	if err != nil {
-		return err
-	}
-	st, err := sf.f.Stat()
-	if err == nil {
-		err = readInputs(rd, uint64(st.Size()), fn)
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sf.f.Name(), err)
-	}
-	return nil
+	return s.parse(s.inputs[b], func(rd byteReader, size uint64) error { return readInputs(rd, size, fn) })
 }
 
 // readInputs parses a bucket's inputs, size bytes in all, and calls fn
 // for each; fn's error is returned as is.
-func readInputs(rd interface {
-	io.Reader
-	io.ByteReader
-}, size uint64, fn func(key []byte, x inputRec, raw []byte) error) error {
+func readInputs(rd byteReader, size uint64, fn func(key []byte, x inputRec, raw []byte) error) error {
 	length := func() (uint64, error) {
 		n, err := binary.ReadUvarint(rd)
 		if err == nil && n > size { // no key or value is longer than the file
