@@ -496,7 +496,7 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 		ts.absent = append(ts.absent, ts.t.Changelog)
 		return
 	}
-	if len(ts.changelog) == 0 && r.topics[ts.t.Changelog].Compacted() {
+	if len(ts.changelog) == 0 && r.topics[ts.t.Changelog].Compacted() && (ts.spill == nil || ts.spill.states == nil) {
 		ts.changelog = make(map[string]*clState, r.records(ctx, ts.t.Changelog, parts)) // about a record per key
 	}
 	rd := r.startReads(ctx, &reads{r: r, role: "changelog", decode: decodeDigest, window: ts.t.Window, withSeq: true}, tpsOf(ts.t.Changelog, parts))

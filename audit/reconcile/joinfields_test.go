@@ -1,0 +1,100 @@
+package reconcile_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/spec"
+)
+
+// TestJoinFields: a join whose value only copies fields decodes only those
+// fields of each table's final state (Join.Fields, codec.DecodeFields); on
+// Avro apps with every cause, that gives the report decoding the values
+// whole gives, byte for byte, and the report names exactly the faults.
+func TestJoinFields(t *testing.T) {
+	reg := registrytest.New()
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	enc, err := audittest.NewAvroEncoder(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "avro", RegistryURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultStateDiverged, audittest.FaultJoinMissing,
+		audittest.FaultAbortNotReplayed, audittest.FaultDuplicate, audittest.FaultPurgeBeforeCommit}
+	for seed := range 12 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		s := audittest.SeedScenario("fields", 150+rng.IntN(200))
+		s.Seed = uint64(seed)
+		s.Partitions = int32(1 + rng.IntN(3))
+		s.Keys = max(s.Inputs/(1+rng.IntN(4)), 2)
+		s.SpreadSources = rng.IntN(2) == 0
+		s.Encode = enc.Encode
+		for range 1 + rng.IntN(3) {
+			s.Faults = append(s.Faults, audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))})
+		}
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			m := audittest.NewMemory(time.UnixMilli(s.Now))
+			truth, err := audittest.Generate(s, audittest.NewMemoryBackend(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := avroPipelineOf(t, s)
+			if p.Joins[0].Fields == nil {
+				t.Fatal("the join's value is a projection, yet it names no fields")
+			}
+			var reps [2][]byte
+			for i := range reps {
+				if i == 1 {
+					p.Joins[0].Fields = nil // the values decoded whole
+				}
+				rep, err := reconcile.Run(t.Context(), m, p, reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, Concurrency: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					compare(t, rep, truth)
+				}
+				reps[i], _ = json.Marshal(rep)
+			}
+			if !bytes.Equal(reps[0], reps[1]) {
+				t.Errorf("the report decoding the join's fields differs from the one decoding the values whole:\n%s\n%s", reps[0], reps[1])
+			}
+		})
+	}
+}
+
+// avroPipelineOf is pipelineOf for an Avro app, with the join value the
+// output holds (audittest.StatusSchema).
+func avroPipelineOf(t *testing.T, s audittest.Scenario) *reconcile.Pipeline {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: avro}\ntables:\n", s.AppID)
+	for _, tb := range s.Tables {
+		fmt.Fprintf(&b, "  - {name: %s, source: %s, select_key: value.orderId, reduce: %s, store: %s}\n", tb.Name, tb.Source, tb.Reducer, tb.Store)
+	}
+	fmt.Fprintf(&b, "joins:\n  - output: %s\n    left: %s\n    right: [%s, %s]\n    type: left\n", s.Output, s.Tables[0].Name, s.Tables[1].Name, s.Tables[2].Name)
+	b.WriteString(`    value: '{"orderId": left.orderId, "orderAmount": left.amount, "paid": r1?.amount, "shipped": r2?.amount}'` + "\n")
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	plan, err := spec.Resolve(sp, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reconcile.FromPlan(plan, "string")
+}
