@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -29,9 +28,18 @@ const bytesPerRecord = 200
 // changelog): 125-155 bytes by the sizes of the types, rounded up.
 const bytesPerStoreRecord = 160
 
-// maxBuckets bounds the files a spill on disk opens (two per bucket):
-// past it, a bucket may need more than the budget.
-const maxBuckets = 128
+// maxBuckets bounds the buckets of a spill on disk: each holds a chunk
+// being written in memory (diskChunk).
+const maxBuckets = 1024
+
+// A bucket of a spill on disk is written a chunk at a time into the
+// spill's one file: chunks of diskChunk bytes, fewer where the buckets'
+// chunks would pass an eighth of the table's budget, and not below
+// minDiskChunk.
+const (
+	diskChunk    = 64 << 10
+	minDiskChunk = 4 << 10
+)
 
 // recordsPerBucket is about how many source and repartition records one
 // bucket of keys holds: few enough that the bucket's maps (its keys and
@@ -62,13 +70,20 @@ func spilledBytes(t *Table) int64 {
 // and copies are all in its bucket, in read order, so each bucket
 // rebuilds exactly the state the check of every key at once would hold
 // for its keys. Its buckets are in memory, where the budget allows, for
-// the caches' sake; on disk when the state would pass the budget.
+// the caches' sake; on disk when the state would pass the budget, in one
+// file: each bucket's records are written a chunk at a time, and read
+// back chunk by chunk (one file, whatever the buckets: a file per bucket
+// took two or three descriptors a bucket, past a limit of 1,024 at 10M).
 //
-// It is a hash partition of plain files rather than an embedded store:
+// It is a hash partition of a plain file rather than an embedded store:
 // the check needs no lookup across buckets, and random lookups in an
 // LSM store (pebble) measured 60 µs per record once it was on disk.
 type spill struct {
-	dir    string // "": the buckets are in memory
+	dir    string   // "": the buckets are in memory
+	f      *os.File // on disk: the buckets' chunks
+	size   int64    // bytes written to f
+	chunk  int      // on disk: the size of a bucket's chunk
+	read   []byte   // on disk: the chunk read last, reused
 	copies []*spillFile
 	inputs []*spillFile
 	// states, where set, holds the changelog's states by bucket too
@@ -82,12 +97,18 @@ type spill struct {
 	buf                                  []byte // addInput's record, reused
 }
 
-// spillFile is one bucket's copies or inputs: a file, or in memory a run
-// of chunks that no record spans.
+// spillFile is one bucket's copies, inputs or states: a run of chunks
+// that no record spans, in memory, or on disk the extents of the spill's
+// file that hold them and the chunk being written.
 type spillFile struct {
-	f      *os.File
-	w      *bufio.Writer
-	chunks [][]byte
+	chunks  [][]byte
+	extents []extent
+}
+
+// extent is a chunk of a bucket in the spill's file.
+type extent struct {
+	off int64
+	n   int
 }
 
 // Chunks of a bucket in memory double from minChunk to maxChunk, so that
@@ -135,38 +156,21 @@ func (s *spill) withStates(n int) {
 	}
 }
 
-// newSpill creates n buckets under a new directory in parent ("": the
-// system's temporary directory), with the changelog's states where states
-// is set.
-func newSpill(parent string, n int, states bool) (*spill, error) {
+// newSpill creates n buckets in a file of a new directory in parent ("":
+// the system's temporary directory), with the changelog's states where
+// states is set; chunk is the size of a bucket's chunk.
+func newSpill(parent string, n int, states bool, chunk int) (*spill, error) {
 	dir, err := os.MkdirTemp(parent, "kaudit-spill-")
 	if err != nil {
 		return nil, fmt.Errorf("create the spill directory: %w", err)
 	}
-	s := &spill{dir: dir, nCopies: make([]int, n), nInputs: make([]int, n)}
-	kinds := []string{"copies", "inputs"}
-	if states {
-		s.withStates(n)
-		kinds = append(kinds, "states")
+	f, err := os.Create(filepath.Join(dir, "buckets"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("create a spill file: %w", err)
 	}
-	for i := range n {
-		for _, kind := range kinds {
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%03d", kind, i)))
-			if err != nil {
-				s.close()
-				return nil, fmt.Errorf("create a spill file: %w", err)
-			}
-			sf := &spillFile{f: f, w: bufio.NewWriterSize(f, 64<<10)}
-			switch kind {
-			case "copies":
-				s.copies = append(s.copies, sf)
-			case "inputs":
-				s.inputs = append(s.inputs, sf)
-			default:
-				s.states = append(s.states, sf)
-			}
-		}
-	}
+	s := newMemSpill(n, states)
+	s.dir, s.f, s.chunk = dir, f, chunk
 	return s, nil
 }
 
@@ -175,15 +179,37 @@ func (s *spill) buckets() int { return len(s.copies) }
 func (s *spill) bucket(key string) int { return int(xxh3.HashString(key) % uint64(len(s.copies))) }
 
 func (s *spill) write(sf *spillFile, b []byte) {
-	if sf.f == nil {
+	if s.f == nil {
 		sf.add(b)
 		return
 	}
-	if s.err == nil {
-		if _, err := sf.w.Write(b); err != nil {
-			s.err = fmt.Errorf("write %s: %w", sf.f.Name(), err)
+	if len(sf.chunks) == 0 {
+		sf.chunks = [][]byte{make([]byte, 0, max(s.chunk, len(b)))}
+	}
+	c := sf.chunks[0]
+	if len(c)+len(b) > cap(c) {
+		s.flush(sf)
+		if c = sf.chunks[0]; len(b) > cap(c) {
+			c = make([]byte, 0, len(b))
 		}
 	}
+	sf.chunks[0] = append(c, b...)
+}
+
+// flush writes a bucket's chunk to the spill's file (on disk).
+func (s *spill) flush(sf *spillFile) {
+	c := sf.chunks[0]
+	if len(c) == 0 {
+		return
+	}
+	if s.err == nil {
+		if _, err := s.f.Write(c); err != nil {
+			s.err = fmt.Errorf("write %s: %w", s.f.Name(), err)
+		}
+	}
+	sf.extents = append(sf.extents, extent{off: s.size, n: len(c)})
+	s.size += int64(len(c))
+	sf.chunks[0] = c[:0]
 }
 
 // copy record: fingerprint, partition, offset, timestamp, fate, applied
@@ -266,24 +292,28 @@ type byteReader interface {
 // memory (no record spans two), or the whole file of one on disk, with
 // its size in bytes.
 func (s *spill) parse(sf *spillFile, parser func(rd byteReader, size uint64) error) error {
-	if s.dir == "" {
+	return s.eachChunk(sf, func(c []byte) error { return parser(bytes.NewReader(c), uint64(len(c))) })
+}
+
+// eachChunk calls fn with each chunk of a bucket, in the order written:
+// in memory, or read back from the spill's file into one buffer.
+func (s *spill) eachChunk(sf *spillFile, fn func(c []byte) error) error {
+	if s.f == nil {
 		for _, c := range sf.chunks {
-			if err := parser(bytes.NewReader(c), uint64(len(c))); err != nil {
+			if err := fn(c); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	rd, err := s.reader(sf)
-	if err != nil {
-		return err
-	}
-	st, err := sf.f.Stat()
-	if err == nil {
-		err = parser(rd, uint64(st.Size()))
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sf.f.Name(), err)
+	for _, e := range sf.extents {
+		s.read = grow(s.read, uint64(e.n))
+		if _, err := s.f.ReadAt(s.read, e.off); err != nil {
+			return fmt.Errorf("read %s: %w", s.f.Name(), err)
+		}
+		if err := fn(s.read); err != nil {
+			return fmt.Errorf("read %s: %w", s.f.Name(), err)
+		}
 	}
 	return nil
 }
@@ -322,51 +352,32 @@ func (s *spill) files() []*spillFile {
 	return append(append(slices.Clip(s.copies), s.inputs...), s.states...)
 }
 
-// finish flushes every bucket; the spill is then read with eachCopy and
-// eachInput.
+// finish flushes every bucket; the spill is then read with eachCopy,
+// eachInput and eachState.
 func (s *spill) finish() error {
+	if s.f == nil {
+		return nil
+	}
 	for _, sf := range s.files() {
-		if sf.f == nil {
-			continue
-		}
-		if err := sf.w.Flush(); err != nil && s.err == nil {
-			s.err = fmt.Errorf("write %s: %w", sf.f.Name(), err)
+		if len(sf.chunks) > 0 {
+			s.flush(sf)
+			sf.chunks = nil // the chunks being written are done with
 		}
 	}
 	return s.err
 }
 
-func (s *spill) reader(sf *spillFile) (*bufio.Reader, error) {
-	if _, err := sf.f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("read %s: %w", sf.f.Name(), err)
-	}
-	return bufio.NewReaderSize(sf.f, 256<<10), nil
-}
-
 // eachCopy calls fn for the repartition records of bucket b, in read order.
 func (s *spill) eachCopy(b int, fn func(copyEvent)) error {
-	if s.dir == "" {
-		for _, c := range s.copies[b].chunks {
-			for ; len(c) >= copyRecLen; c = c[copyRecLen:] {
-				fn(copyRec(c))
-			}
+	return s.eachChunk(s.copies[b], func(c []byte) error {
+		for ; len(c) >= copyRecLen; c = c[copyRecLen:] {
+			fn(copyRec(c))
+		}
+		if len(c) > 0 {
+			return fmt.Errorf("%d bytes after the last copy of a chunk", len(c))
 		}
 		return nil
-	}
-	rd, err := s.reader(s.copies[b])
-	if err != nil {
-		return err
-	}
-	var buf [copyRecLen]byte
-	for {
-		if _, err := io.ReadFull(rd, buf[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("read %s: %w", s.copies[b].f.Name(), err)
-		}
-		fn(copyRec(buf[:]))
-	}
+	})
 }
 
 // copyRec parses the copy record b begins with (addCopy's).
@@ -440,16 +451,13 @@ func grow(b []byte, n uint64) []byte {
 	return b[:n]
 }
 
-// close removes the spill's files, or drops its memory.
+// close removes the spill's file, or drops its memory.
 func (s *spill) close() {
-	if s.dir == "" {
-		s.copies, s.inputs = nil, nil
-		return
+	s.copies, s.inputs, s.states = nil, nil, nil
+	if s.f != nil {
+		s.f.Close()
+		os.RemoveAll(s.dir)
 	}
-	for _, sf := range s.files() {
-		sf.f.Close()
-	}
-	os.RemoveAll(s.dir)
 }
 
 // planSpill decides, from the offsets of the table's source and
@@ -469,7 +477,7 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 		ts.spill = newMemSpill(n, states)
 		return nil
 	}
-	s, err := newSpill(r.opts.SpillDir, n, states)
+	s, err := newSpill(r.opts.SpillDir, n, states, chunkSize(r.opts.MemoryBudget, n))
 	if err != nil {
 		return err
 	}
@@ -484,14 +492,24 @@ func (r *run) planSpill(ctx context.Context, ts *tableState) error {
 // bucketPlan is how many buckets of keys a table of records source and
 // repartition records is checked in, and whether they are on disk: about
 // recordsPerBucket records each; on disk when they would pass the budget,
-// then at least as many as it takes for one bucket's maps to fit it.
+// then at least as many as it takes for one bucket's maps to fit it, and
+// no more than their chunks being written (minDiskChunk each, three a
+// bucket) fit an eighth of it.
 func (r *run) bucketPlan(t *Table, records int64) (n int, disk bool) {
 	budget := r.opts.MemoryBudget
 	want := max((records+recordsPerBucket-1)/recordsPerBucket, 1)
 	if budget > 0 && records*spilledBytes(t) > budget {
-		return int(min(max(want, (records*bytesPerRecord+budget-1)/budget), maxBuckets)), true
+		fit := (records*bytesPerRecord + budget - 1) / budget
+		return int(min(max(min(want, budget/8/(3*minDiskChunk)), fit, 1), maxBuckets)), true
 	}
 	return int(min(want, maxMemBuckets)), false
+}
+
+// chunkSize is the size of the chunks the n buckets of a spill on disk
+// are written in, for a table's budget: together an eighth of it, within
+// minDiskChunk and diskChunk.
+func chunkSize(budget int64, n int) int {
+	return int(min(max(budget/8/int64(3*n), minDiskChunk), diskChunk))
 }
 
 // memoryOf is what a table of records source and repartition records
@@ -504,7 +522,9 @@ func (r *run) memoryOf(t *Table, records int64) int64 {
 	}
 	n, disk := r.bucketPlan(t, records)
 	w := records * bytesPerRecord / int64(n)
-	if !disk {
+	if disk {
+		w += int64(3 * n * chunkSize(r.opts.MemoryBudget, n))
+	} else {
 		w += records * spilledBytes(t)
 	}
 	return w
