@@ -39,9 +39,11 @@ func (d *dialSpell) retryable(now time.Time) bool {
 	return now.Sub(d.first) < dialRetryFor
 }
 
-// isDialError reports whether err is a refused or failed connection to a
-// broker, and not an answer from one.
-func isDialError(err error) bool {
+// brokerGone reports whether err is a refused or failed connection to a
+// broker, or a request to a broker the client no longer knows (the
+// metadata dropped a fenced broker that a stale answer still names as a
+// leader), and not an answer from one.
+func brokerGone(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -49,8 +51,9 @@ func isDialError(err error) bool {
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	// kadm's sharded requests flatten their shards' errors into text
-	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "unable to dial")
+	// kadm's sharded requests flatten their shards' errors into text, and
+	// franz-go does not export its unknown broker error
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "unable to dial") || strings.Contains(err.Error(), "unknown broker")
 }
 
 // retryDial calls fn until it fails otherwise than by a refused dial, or
@@ -58,7 +61,7 @@ func isDialError(err error) bool {
 func retryDial[T any](ctx context.Context, d *dialSpell, fn func() (T, error)) (T, error) {
 	for {
 		v, err := fn()
-		if !isDialError(err) || !d.retryable(time.Now()) || !sleep(ctx, dialRetry) {
+		if !brokerGone(err) || !d.retryable(time.Now()) || !sleep(ctx, dialRetry) {
 			return v, err
 		}
 	}

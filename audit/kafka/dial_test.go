@@ -12,7 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// TestDialErrors: a refused connection is a dial error however it is
+// TestDialErrors: a refused connection, or a broker the client no longer
+// knows, is a gone broker however it is
 // wrapped or flattened; an answer from a broker is not.
 func TestDialErrors(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
@@ -24,12 +25,13 @@ func TestDialErrors(t *testing.T) {
 		{refused, true},
 		{fmt.Errorf("fetch from broker 3: unable to dial: %w", refused), true},
 		{errors.New("request ListOffsets has 1 separate shard errors, first: unable to dial: dial tcp 127.0.0.1:19392: connect: connection refused"), true},
+		{fmt.Errorf("fetch from broker 3: %w", errors.New("unknown broker")), true}, // fenced, dropped from the metadata
 		{kerr.NotLeaderForPartition, false},
 		{context.DeadlineExceeded, false},
 		{&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, false},
 	} {
-		if got := isDialError(c.err); got != c.dial {
-			t.Errorf("isDialError(%v) = %v, want %v", c.err, got, c.dial)
+		if got := brokerGone(c.err); got != c.dial {
+			t.Errorf("brokerGone(%v) = %v, want %v", c.err, got, c.dial)
 		}
 	}
 }

@@ -245,9 +245,10 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 				}
 				fail(err)
 				return
-			case isDialError(err) && s.refused.retryable(time.Now()):
-				// the leader refuses connections (killed): the metadata
-				// names another once the controller fences it
+			case brokerGone(err) && s.refused.retryable(time.Now()):
+				// the leader refuses connections (killed), or the client's
+				// metadata has dropped it already: the metadata names
+				// another once the controller fences it
 				if !sleep(ctx, dialRetry) {
 					fail(ctx.Err())
 					return

@@ -433,7 +433,7 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 		if ctx.Err() != nil {
 			return g, ctx.Err()
 		}
-		if isDialError(err) && s.refused.retryable(time.Now()) {
+		if brokerGone(err) && s.refused.retryable(time.Now()) {
 			// the coordinator refuses connections (killed): another takes
 			// the group once the controller fences it
 			if !sleep(ctx, dialRetry) {
