@@ -96,30 +96,20 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 	go srv.Serve(ln) //nolint:errcheck // closed below
 	defer srv.Close()
 	regURL := "http://" + ln.Addr().String()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-		return net.Listen(network, "127.0.0.1:0")
-	}))
-	if err != nil {
-		return fmt.Errorf("start the demo broker: %w", err)
-	}
-	defer cluster.Close()
-
 	enc, err := audittest.NewAvroEncoder(reg)
 	if err != nil {
 		return err
 	}
 	s := demoScenario(n)
 	s.Encode = enc.Encode
-	b, err := audittest.NewKafkaBackend(ctx, cluster.ListenAddrs()...)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	fmt.Fprintf(stderr, "kaudit demo: writing the incident to an in-process broker at %s (registry %s)…\n", cluster.ListenAddrs()[0], regURL)
-	truth, err := audittest.Generate(s, b)
+	fmt.Fprintf(stderr, "kaudit demo: writing the incident to an in-process broker (registry %s)…\n", regURL)
+	cluster, truth, err := audittest.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+		return net.Listen(network, "127.0.0.1:0")
+	}))
 	if err != nil {
 		return fmt.Errorf("write the demo incident: %w", err)
 	}
+	defer cluster.Close()
 	fmt.Fprintf(stderr, "kaudit demo: %d input records, %d injected faults (%d findings expected); auditing…\n\n", truth.Inputs, len(s.Faults), len(truth.Findings))
 
 	o := diffOptions{
