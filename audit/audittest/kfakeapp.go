@@ -58,28 +58,38 @@ func (f *Fake) Close() {
 // generated from its seed, so a write the fake refused is written again,
 // whole, into a new cluster.
 func WriteFake(ctx context.Context, s Scenario, opts ...kfake.Opt) (*Fake, *Truth, error) {
+	return writeFake(ctx, func(b Backend) (*Truth, error) { return Generate(s, b) }, opts)
+}
+
+// WriteFakeWindow is WriteFake for a windowed scenario.
+func WriteFakeWindow(ctx context.Context, s WindowScenario, opts ...kfake.Opt) (*Fake, *WindowTruth, error) {
+	return writeFake(ctx, func(b Backend) (*WindowTruth, error) { return GenerateWindow(s, b) }, opts)
+}
+
+func writeFake[T any](ctx context.Context, generate func(Backend) (T, error), opts []kfake.Opt) (*Fake, T, error) {
 	for try := 1; ; try++ {
-		f, truth, err := writeFake(ctx, s, opts...)
+		f, truth, err := writeFakeOnce(ctx, generate, opts)
 		if err == nil || try == fakeTries || !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
 			return f, truth, err
 		}
 	}
 }
 
-func writeFake(ctx context.Context, s Scenario, opts ...kfake.Opt) (*Fake, *Truth, error) {
+func writeFakeOnce[T any](ctx context.Context, generate func(Backend) (T, error), opts []kfake.Opt) (*Fake, T, error) {
+	var none T
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start kfake: %w", err)
+		return nil, none, fmt.Errorf("start kfake: %w", err)
 	}
 	f := &Fake{Cluster: c}
 	if f.b, err = NewKafkaBackend(ctx, c.ListenAddrs()...); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, none, err
 	}
-	truth, err := Generate(s, f.b)
+	truth, err := generate(f.b)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("generate: %w", err)
+		return nil, none, fmt.Errorf("generate: %w", err)
 	}
 	return f, truth, nil
 }

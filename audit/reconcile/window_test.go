@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
@@ -54,19 +53,12 @@ func runWindow(t *testing.T, s audittest.WindowScenario, onKfake bool) (*audit.R
 	var truth *audittest.WindowTruth
 	var err error
 	if onKfake {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		c, wt, err := audittest.WriteFakeWindow(t.Context(), s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
-		b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(b.Close)
-		if truth, err = audittest.GenerateWindow(s, b); err != nil {
-			t.Fatalf("generate: %v", err)
-		}
+		truth = wt
 		ks, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)

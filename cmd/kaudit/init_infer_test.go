@@ -15,7 +15,6 @@ import (
 
 	"github.com/kaudit/kaudit/audit/spec"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
@@ -109,13 +108,6 @@ func TestInitInfersTheDemo(t *testing.T) {
 	srv := &http.Server{Handler: reg, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // closed below
 	defer srv.Close()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-		return net.Listen(network, "127.0.0.1:0")
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
 	enc, err := audittest.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -123,14 +115,11 @@ func TestInitInfersTheDemo(t *testing.T) {
 	s := demoScenario(600)
 	s.Now = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMilli()
 	s.Encode = enc.Encode
-	b, err := audittest.NewKafkaBackend(t.Context(), cluster.ListenAddrs()...)
+	cluster, _, err := audittest.WriteFake(t.Context(), s, loopback())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	if _, err := audittest.Generate(s, b); err != nil {
-		t.Fatal(err)
-	}
+	defer cluster.Close()
 	regURL := "http://" + ln.Addr().String()
 	out, errOut, code := runCLI(t, "init", "--app-id", "shop", "--bootstrap-server", cluster.ListenAddrs()[0],
 		"--schema-registry-url", regURL, "--topology", "demo/topology.txt")

@@ -77,18 +77,10 @@ func cleanCluster(t *testing.T, n int) (*kfake.Cluster, string) {
 // ends.
 func scenarioCluster(t *testing.T, s audittest.Scenario, opts ...kfake.Opt) (*kfake.Cluster, string) {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), loopback()}, opts...)...)
+	f, _, err := audittest.WriteFake(t.Context(), s, append([]kfake.Opt{loopback()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if _, err := audittest.Generate(s, b); err != nil {
-		t.Fatalf("generate: %v", err)
-	}
-	return c, strings.Join(c.ListenAddrs(), ",")
+	t.Cleanup(f.Close)
+	return f.Cluster, strings.Join(f.ListenAddrs(), ",")
 }

@@ -285,25 +285,17 @@ func TestSafetySecrets(t *testing.T) {
 // password may show, and the verdict is never clean.
 func TestSafetySecretsRegistry(t *testing.T) {
 	reg := registrytest.NewServer(t)
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), loopback())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
 	enc, err := audittest.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := audittest.NewKafkaBackend(t.Context(), c.ListenAddrs()...)
+	s := audittest.SeedScenario("shop", 60)
+	s.Encode = enc.Encode
+	c, _, err := audittest.WriteFake(t.Context(), s, loopback())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(b.Close)
-	s := audittest.SeedScenario("shop", 60)
-	s.Encode = enc.Encode
-	if _, err := audittest.Generate(s, b); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(c.Close)
 	reg.RequireBasicAuth("user", regPass)
 	bs := strings.Join(c.ListenAddrs(), ",")
 

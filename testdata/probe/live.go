@@ -70,20 +70,11 @@ func loopback() kfake.Opt {
 
 // newBroker writes scenario s into a fresh one-broker kfake cluster.
 func newBroker(ctx context.Context, name string, s audittest.Scenario, opts ...kfake.Opt) (*broker, func(), error) {
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), loopback()}, opts...)...)
+	f, _, err := audittest.WriteFake(ctx, s, append([]kfake.Opt{loopback()}, opts...)...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("write %s: %w", name, err)
 	}
-	b, err := audittest.NewKafkaBackend(ctx, c.ListenAddrs()...)
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	if _, err := audittest.Generate(s, b); err != nil {
-		b.Close()
-		c.Close()
-		return nil, nil, fmt.Errorf("generate %s: %w", name, err)
-	}
+	c := f.Cluster
 	br := &broker{name: name, c: c, bs: strings.Join(c.ListenAddrs(), ","), seen: map[kmsg.Key]int{}}
 	for k := int16(0); k <= kmsg.MaxKey; k++ {
 		c.ControlKey(k, func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -108,7 +99,7 @@ func newBroker(ctx context.Context, name string, s audittest.Scenario, opts ...k
 			return nil, nil, false
 		})
 	}
-	return br, func() { b.Close(); c.Close() }, nil
+	return br, f.Close, nil
 }
 
 // record starts counting requests; stop ends it and returns the counts.

@@ -44,13 +44,6 @@ func main() {
 		log.Fatal(err)
 	}
 	go http.Serve(ln, reg) //nolint:errcheck
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-		return net.Listen(network, "127.0.0.1:0")
-	}))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
 	enc, err := audittest.NewAvroEncoder(reg)
 	if err != nil {
 		log.Fatal(err)
@@ -62,16 +55,14 @@ func main() {
 	s.Commit = 500
 	s.AbortEvery = 50
 	s.Encode = enc.Encode
-	b, err := audittest.NewKafkaBackend(ctx, c.ListenAddrs()...)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer b.Close()
 	start := time.Now()
-	truth, err := audittest.Generate(s, b)
+	c, truth, err := audittest.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+		return net.Listen(network, "127.0.0.1:0")
+	}))
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer c.Close()
 	if err := os.WriteFile(filepath.Join(*dir, "kaudit.yaml"), []byte(benchSpec), 0o600); err != nil {
 		log.Fatal(err)
 	}
