@@ -19,7 +19,7 @@ type TB interface {
 	Context() context.Context
 }
 
-// fakeTries is how many fresh clusters KfakeApp writes a scenario into
+// fakeTries is how many fresh clusters WriteFake writes a scenario into
 // before it gives up: kfake and franz-go's transactional producer very
 // rarely disagree on a producer's sequence (OUT_OF_ORDER_SEQUENCE_NUMBER:
 // once in a CI run, not again in thousands of scenarios written under

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kaudit/kaudit/audit/spec"
 
-
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
