@@ -60,7 +60,10 @@ func TestSASL(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := Open(t.Context(), Config{Bootstrap: c.ListenAddrs(), Properties: tt.props, Timeout: 2 * time.Second})
+			// kfake closes the connection on a refused login, which franz-go
+			// retries until its retries run out (1.7 s on an idle machine):
+			// the timeout leaves room for a loaded one (CI once took over 2 s)
+			s, err := Open(t.Context(), Config{Bootstrap: c.ListenAddrs(), Properties: tt.props, Timeout: 15 * time.Second})
 			if tt.wantErr != "" {
 				if err == nil {
 					s.Close()
@@ -251,7 +254,10 @@ func TestTLS(t *testing.T) {
 			"ssl.keystore.key": "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n", "ssl.key.password": "key-pw"}), "encrypted private keys are not supported"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := Open(t.Context(), Config{Bootstrap: c.ListenAddrs(), Properties: tt.props, Timeout: 2 * time.Second})
+			// kfake closes the connection on a refused login, which franz-go
+			// retries until its retries run out (1.7 s on an idle machine):
+			// the timeout leaves room for a loaded one (CI once took over 2 s)
+			s, err := Open(t.Context(), Config{Bootstrap: c.ListenAddrs(), Properties: tt.props, Timeout: 15 * time.Second})
 			if tt.wantErr != "" {
 				if err == nil {
 					s.Close()
