@@ -3,15 +3,11 @@ package kafka
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // A broker killed -9 refuses connections, yet leads its partitions in the
@@ -44,26 +40,20 @@ func (d *dialSpell) retryable(now time.Time) bool {
 }
 
 // brokerGone reports whether err is a refused or failed connection to a
-// broker, a connection it dropped mid-request (killed while it answered:
-// every request kaudit sends is a read, safe to send again), or a request
-// to a broker the client no longer knows (the metadata dropped a fenced
-// broker that a stale answer still names as a leader), and not an answer
-// from one. A sharded request's error is gone when one of its shards is.
+// broker, or a request to a broker the client no longer knows (the
+// metadata dropped a fenced broker that a stale answer still names as a
+// leader), and not an answer from one.
 func brokerGone(err error) bool {
 	if err == nil {
 		return false
 	}
-	if se, ok := errors.AsType[*kadm.ShardErrors](err); ok {
-		return slices.ContainsFunc(se.Errs, func(s kadm.ShardError) bool { return brokerGone(s.Err) })
-	}
-	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return true
-	}
-	// franz-go does not export its dial and unknown broker errors
-	return strings.Contains(err.Error(), "unable to dial") || strings.Contains(err.Error(), "unknown broker")
+	// kadm's sharded requests flatten their shards' errors into text, and
+	// franz-go does not export its unknown broker error
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "unable to dial") || strings.Contains(err.Error(), "unknown broker")
 }
 
 // retryDial calls fn until it fails otherwise than by a refused dial, or

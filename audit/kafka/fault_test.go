@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/crc32"
-	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -128,13 +127,9 @@ func TestBrokerFaultMidRead(t *testing.T) {
 	}{
 		{"storage error", fetchError(kerr.KafkaStorageError.Code), kerr.KafkaStorageError},
 		{"topic deleted", fetchError(kerr.UnknownTopicOrPartition.Code), audit.ErrTopicNotFound},
-		// a connection dropped mid-request is a broker killed while it
-		// answered: tried again for a spell, then the broker's error
-		{"connection closed", func(*kmsg.FetchRequest) (kmsg.Response, error) { return nil, errors.New("boom") }, io.EOF},
+		{"connection closed", func(*kmsg.FetchRequest) (kmsg.Response, error) { return nil, errors.New("boom") }, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			defer func(d time.Duration) { dialRetryFor = d }(dialRetryFor)
-			dialRetryFor = time.Second
 			c := newCluster(t)
 			cl := newClient(t, c)
 			createTopic(t, cl, "t", 1, nil)
