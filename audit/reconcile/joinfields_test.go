@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/reconcile"
-	"github.com/kaudit/kaudit/audit/spec"
 )
 
 // TestJoinFields: a join whose value only copies fields decodes only those
@@ -81,20 +79,9 @@ func TestJoinFields(t *testing.T) {
 // output holds (audittest.StatusSchema).
 func avroPipelineOf(t *testing.T, s audittest.Scenario) *reconcile.Pipeline {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: avro}\ntables:\n", s.AppID)
-	for _, tb := range s.Tables {
-		fmt.Fprintf(&b, "  - {name: %s, source: %s, select_key: value.orderId, reduce: %s, store: %s}\n", tb.Name, tb.Source, tb.Reducer, tb.Store)
-	}
-	fmt.Fprintf(&b, "joins:\n  - output: %s\n    left: %s\n    right: [%s, %s]\n    type: left\n", s.Output, s.Tables[0].Name, s.Tables[1].Name, s.Tables[2].Name)
-	b.WriteString(`    value: '{"orderId": left.orderId, "orderAmount": left.amount, "paid": r1?.amount, "shipped": r2?.amount}'` + "\n")
-	sp, err := spec.ParseSpec("kaudit.yaml", []byte(b.String()))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b.String())
-	}
-	plan, err := spec.Resolve(sp, nil, "")
+	p, err := scenarioPipeline(s, "avro", `{"orderId": left.orderId, "orderAmount": left.amount, "paid": r1?.amount, "shipped": r2?.amount}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reconcile.FromPlan(plan, "string")
+	return p
 }

@@ -19,8 +19,18 @@ import (
 // pipelineOf describes a generated scenario the way a spec would, through
 // the spec's own parser and reducers.
 func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
+	p, err := scenarioPipeline(s, "json", "")
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// scenarioPipeline writes the spec of s with the given value serde and,
+// unless empty, the join's value expression, and resolves it.
+func scenarioPipeline(s audittest.Scenario, serde, joinValue string) (*reconcile.Pipeline, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: json}\ntables:\n", s.AppID)
+	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: %s}\ntables:\n", s.AppID, serde)
 	for _, t := range s.Tables {
 		red := string(t.Reducer)
 		if t.Reducer == audittest.ReduceExpr {
@@ -32,16 +42,19 @@ func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
 	for _, t := range s.Tables[1:] {
 		rights = append(rights, t.Name)
 	}
-	fmt.Fprintf(&b, "joins:\n  - {output: %s, left: %s, right: [%s], type: left}\n", s.Output, s.Tables[0].Name, strings.Join(rights, ", "))
+	fmt.Fprintf(&b, "joins:\n  - output: %s\n    left: %s\n    right: [%s]\n    type: left\n", s.Output, s.Tables[0].Name, strings.Join(rights, ", "))
+	if joinValue != "" {
+		fmt.Fprintf(&b, "    value: '%s'\n", joinValue)
+	}
 	sp, err := spec.ParseSpec("kaudit.yaml", []byte(b.String()))
 	if err != nil {
-		panic(fmt.Sprintf("%v\n%s", err, b.String()))
+		return nil, fmt.Errorf("%w\n%s", err, b.String())
 	}
 	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	return reconcile.FromPlan(plan, "string")
+	return reconcile.FromPlan(plan, "string"), nil
 }
 
 // audit generates the scenario in memory and runs the engine on it.
