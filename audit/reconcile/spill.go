@@ -288,9 +288,9 @@ type byteReader interface {
 	io.ByteReader
 }
 
-// parse hands a bucket's records to parser: each chunk of a bucket in
-// memory (no record spans two), or the whole file of one on disk, with
-// its size in bytes.
+// parse hands a bucket's records to parser a chunk at a time, in memory
+// or read back from disk (no record spans two chunks), with the chunk's
+// size in bytes.
 func (s *spill) parse(sf *spillFile, parser func(rd byteReader, size uint64) error) error {
 	return s.eachChunk(sf, func(c []byte) error { return parser(bytes.NewReader(c), uint64(len(c))) })
 }
@@ -318,8 +318,8 @@ func (s *spill) eachChunk(sf *spillFile, fn func(c []byte) error) error {
 	return nil
 }
 
-// readStates parses a bucket's states, size bytes in all, and calls fn
-// for each.
+// readStates parses a chunk of a bucket's states, size bytes in all, and
+// calls fn for each.
 func readStates(rd byteReader, size uint64, fn func(key []byte, p int32, e clEntry, txn int64)) error {
 	var key []byte
 	var fixed [stateRecLen]byte
@@ -394,8 +394,8 @@ func (s *spill) eachInput(b int, fn func(key []byte, x inputRec, raw []byte) err
 	return s.parse(s.inputs[b], func(rd byteReader, size uint64) error { return readInputs(rd, size, fn) })
 }
 
-// readInputs parses a bucket's inputs, size bytes in all, and calls fn
-// for each; fn's error is returned as is.
+// readInputs parses a chunk of a bucket's inputs, size bytes in all, and
+// calls fn for each; fn's error is returned as is.
 func readInputs(rd byteReader, size uint64, fn func(key []byte, x inputRec, raw []byte) error) error {
 	length := func() (uint64, error) {
 		n, err := binary.ReadUvarint(rd)
