@@ -61,4 +61,37 @@ func TestKfake(t *testing.T) {
 		}
 		compare(t, rep, truth)
 	})
+	// production conditions together: keys' updates spread over source
+	// partitions, repartition records purged to the committed offsets,
+	// latest, summing and expression reducers side by side
+	production := func(faults ...audittest.Fault) audittest.Scenario {
+		s := audittest.SeedScenario("shop", 240)
+		s.Lag = 2
+		s.SpreadSources = true
+		s.Purge = true
+		s.Tables[0].Reducer = audittest.ReduceLatest
+		s.Tables[1].Reducer = audittest.ReduceSum
+		s.Tables[2].Reducer = audittest.ReduceExpr
+		s.Faults = faults
+		return s
+	}
+	t.Run("production conditions clean", func(t *testing.T) {
+		rep, truth := runOnKfake(t, production())
+		if len(truth.Findings) != 0 || rep.Summary.Verdict != audit.VerdictClean {
+			t.Errorf("verdict %s (missing %v), findings %v", rep.Summary.Verdict, rep.Summary.Missing, truth.Findings)
+		}
+		compare(t, rep, truth)
+	})
+	t.Run("production conditions faults", func(t *testing.T) {
+		rep, truth := runOnKfake(t, production(
+			audittest.Fault{Kind: audittest.FaultDrop, Table: 1},
+			audittest.Fault{Kind: audittest.FaultDrop, Table: 2},
+			audittest.Fault{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1},
+			audittest.Fault{Kind: audittest.FaultAbortNotReplayed, Table: 2},
+		))
+		if len(truth.Findings) < 3 {
+			t.Fatalf("ground truth too small: %v", truth.Findings)
+		}
+		compare(t, rep, truth)
+	})
 }
