@@ -49,6 +49,10 @@ const (
 	CauseJoinStale          Cause = "join-stale"
 	CausePending            Cause = "pending"
 	CauseNullKey            Cause = "null-key"
+	// CauseFiltered counts consumed inputs that the app's own steps, as
+	// the spec states them, emit nothing for (a filter, a branch not
+	// taken, an empty flatMap): by design, never a loss.
+	CauseFiltered Cause = "filtered"
 	// CauseLate is an input a windowed aggregation skipped by design: its
 	// window had closed (end + grace at or below the task's stream time).
 	CauseLate               Cause = "late"
@@ -87,6 +91,7 @@ var causeSeverity = map[Cause]Severity{
 	CauseJoinStale:               SeverityLoss,
 	CausePending:                 SeverityInfo,
 	CauseNullKey:                 SeverityInfo,
+	CauseFiltered:                SeverityInfo,
 	CauseLate:                    SeverityInfo,
 	CauseHangingTransaction:      SeverityAnomaly,
 	CauseCheckpointAhead:         SeverityAnomaly,
@@ -104,7 +109,7 @@ var causeSeverity = map[Cause]Severity{
 var Causes = []Cause{
 	CauseRetentionGap, CausePurgedBeforeCommit, CauseAbortedNotReplayed, CauseDropped,
 	CauseUnapplied, CauseStateDiverged, CauseStateReset, CauseDuplicate, CauseJoinMissing,
-	CauseJoinStale, CausePending, CauseNullKey, CauseLate, CauseHangingTransaction, CauseCheckpointAhead,
+	CauseJoinStale, CausePending, CauseNullKey, CauseFiltered, CauseLate, CauseHangingTransaction, CauseCheckpointAhead,
 	CauseTruncated, CauseOffsetGap, CauseConfigRisk, CauseUndecodable, CauseUnreadable,
 	CauseTransactionInconsistent, CauseUncleanShutdown, CauseUnderReplicated,
 }

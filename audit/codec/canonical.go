@@ -660,3 +660,7 @@ func notPlain8(p *byte, i int) uint64 {
 	backslash := w ^ '\\'*ones - ones // bytes equal to '\\'
 	return (w | ctl | quote | backslash) & highs
 }
+
+// ParseCanonical reads canonical JSON (Canonical's output) back into
+// canonical values: numbers as json.Number, objects as map[string]any.
+func ParseCanonical(text []byte) (audit.Value, error) { return decodeJSON(text) }

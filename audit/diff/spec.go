@@ -44,7 +44,17 @@ func CheckSpec(ctx context.Context, s *Setup, src audit.RecordSource) (*SpecChec
 			c.Keys, c.Tables = append(c.Keys, v), append(c.Tables, v)
 			continue
 		}
+		if pt.Unjudged != "" {
+			// the spec and the topology already say it cannot be judged
+			v := infer.Verdict{Name: pt.Name, Note: "not checked: " + pt.Unjudged}
+			c.Keys, c.Tables = append(c.Keys, v), append(c.Tables, v)
+			c.Unjudged = append(c.Unjudged, pt.Unjudged)
+			continue
+		}
 		k := infer.CheckSelectKey(pt, ev)
+		if pt.Spec != nil && pt.Spec.HasSteps() {
+			k = infer.CheckSteps(pt, ev)
+		}
 		c.Keys = append(c.Keys, k)
 		v := infer.CheckTable(pt, ev)
 		c.Tables = append(c.Tables, v)
@@ -79,7 +89,7 @@ func (s *Setup) checkSpec(ctx context.Context, src audit.RecordSource, log func(
 		if k := c.Keys[i]; k.Unjudged != "" {
 			v = k
 		}
-		if v.Unjudged == "" {
+		if v.Unjudged == "" || s.Pipeline.Tables[i].Unjudged != "" {
 			continue
 		}
 		s.Pipeline.Tables[i].Unjudged = v.Unjudged

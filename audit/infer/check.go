@@ -490,7 +490,18 @@ func Candidates(inputs []any) []string {
 // instead, when the source was read whole.
 func CheckTable(pt spec.PlannedTable, ev *Evidence) Verdict {
 	var sel func(Rec) (any, error)
-	if pt.Spec != nil {
+	switch {
+	case pt.Spec == nil, pt.Spec.ValueChanging():
+		// the inputs' values are not the source's: only the copies tell them
+	case pt.Spec.HasSteps():
+		sel = func(r Rec) (any, error) {
+			els, err := pt.Spec.Apply(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			if err != nil || len(els) == 0 {
+				return nil, err // filtered out: no key
+			}
+			return els[0].Key, nil
+		}
+	default:
 		sel = func(r Rec) (any, error) {
 			return pt.Spec.SelectKey(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
 		}

@@ -300,7 +300,7 @@ func (r *run) expectation(ts *tableState, key string, x *explainer, ins []*input
 		if !x.present || exp.digest != x.final.digest {
 			// only where it says otherwise than the store: else the store's
 			// state is the expected one, and the join has it at hand
-			ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset}
+			ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset, elem: exp.elem}
 		}
 		return
 	}
@@ -538,7 +538,7 @@ func (ts *tableState) cleanLatest(key string, ks *keyState, cl *clState) bool {
 		// the expected state is the store's unless the likeliest order
 		// says otherwise (expectation)
 		if exp := expectedLatestRec(ks.inputs); exp.digest != fin.digest {
-			ts.expIn[key] = inputRef{part: exp.part, offset: exp.offset}
+			ts.expIn[key] = inputRef{part: exp.part, offset: exp.offset, elem: int(exp.elem)}
 		}
 	}
 	return true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
@@ -31,10 +32,23 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 	if !ok {
 		return
 	}
-	if len(ts.unreadable) > 0 || len(ts.absent) > 0 || t.Unjudged != "" || t.Changelog == "" {
+	if len(ts.unreadable) > 0 || len(ts.absent) > 0 || t.Unjudged != "" || t.Changelog == "" || ts.steps.failures > 0 {
 		r.walkAll(ctx, tpsOf(t.Output, parts), "output", func(*item) {})
 		r.missing("table %s: its output %s is not judged, since the table's own evidence is incomplete", t.Name, t.Output)
 		return
+	}
+	if t.OutputUnjudged != "" {
+		r.walkAll(ctx, tpsOf(t.Output, parts), "output", func(*item) {})
+		r.missing("table %s: its output %s is not judged: %s", t.Name, t.Output, strings.TrimPrefix(t.OutputUnjudged, "table "+t.Name+": "))
+		return
+	}
+	var expect map[string][]clEntry // the output steps applied to each state, where the table has them
+	if t.OutputSteps != nil {
+		var ok bool
+		if expect, ok = r.expectedOutputs(ctx, ts); !ok {
+			r.walkAll(ctx, tpsOf(t.Output, parts), "output", func(*item) {})
+			return
+		}
 	}
 	type last struct {
 		tp     audit.TopicPartition
@@ -84,14 +98,35 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 		r.missing("table %s: its output %s could not be read (%s), so it is not judged", t.Name, t.Output, tpList(unreadable))
 		return
 	}
+	unknown := 0 // keys whose last output the output steps leave unknown
 	for _, key := range slices.Sorted(maps.Keys(ts.changelog)) {
 		fin, present := ts.changelog[key].final()
 		o, have := out[key]
 		if t.Window != nil && t.Window.Suppress && !r.windowClosed(ts, key) {
 			continue // suppressed until the window closes: an open window's output is not due
 		}
+		hist := ts.changelog[key].history
+		if expect != nil {
+			// the output holds the states the steps pass, as they map them:
+			// its last record is the last state that passes
+			cs := ts.changelog[key]
+			exp := expect[key]
+			last := cs.history[len(cs.history)-1]
+			switch {
+			case len(exp) > 0 && exp[len(exp)-1].offset == last.offset:
+				fin, present = exp[len(exp)-1], !exp[len(exp)-1].null
+			case !ts.clWhole[cs.partition]:
+				unknown++ // the state the output last holds may be compacted away
+				continue
+			case len(exp) > 0:
+				fin, present = exp[len(exp)-1], !exp[len(exp)-1].null
+			default:
+				continue // no state of the key passes the steps: the output need not hold it
+			}
+			hist = exp
+		}
 		if whole && have {
-			r.vanishedOnTheWay(ctx, ts, key, o.tp, states[key])
+			r.vanishedOnTheWay(ctx, ts, key, o.tp, hist, states[key])
 		}
 		switch {
 		case present && !have:
@@ -104,13 +139,80 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 			f.Key, f.Timestamp, f.Actual = key, o.ts, r.text(ctx, t.Output, false, o.raw)
 			f.Detail = fmt.Sprintf("table %s: the output's last record for key %s (timestamp %d) is not the store's final state (changelog %s/%d@%d, timestamp %d)", t.Name, key, o.ts, t.Changelog, ts.changelog[key].partition, fin.offset, fin.ts)
 			r.add(f)
-		case have && !present && !o.null && len(ts.changelog[key].history) > 0:
+		case have && !present && !o.null && len(hist) > 0:
 			f := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, o.tp, o.offset)
 			f.Key, f.Timestamp, f.Actual, f.Expected = key, o.ts, r.text(ctx, t.Output, false, o.raw), "absent"
 			f.Detail = fmt.Sprintf("table %s deleted key %s (a tombstone in its changelog), its output still holds a value for it", t.Name, key)
 			r.add(f)
 		}
 	}
+	if unknown > 0 {
+		r.note("table %s: for %d keys the last state passes no output step and the changelog is compacted, so what the output last holds of them is not known and not judged", t.Name, unknown)
+	}
+}
+
+// expectedOutputs applies the table's output steps (toStream() then
+// filter, mapValues…) to every committed state of its changelog, read
+// again with values: per key, in order, what the output holds of each
+// state that passes (its digest as the steps map it, the state's
+// timestamp and offset). false: the steps could not be evaluated on some
+// state, and the output is not judged (said in missing evidence).
+func (r *run) expectedOutputs(ctx context.Context, ts *tableState) (map[string][]clEntry, bool) {
+	t := ts.t
+	parts, ok := r.partitionsOf(t.Changelog, "changelog")
+	if !ok {
+		return nil, false
+	}
+	tps := tpsOf(t.Changelog, parts)
+	rd := r.startReads(ctx, &reads{r: r, role: "changelog", decode: decodeAll, window: t.Window, withSeq: true, again: true}, tps)
+	defer rd.stop()
+	out := map[string][]clEntry{}
+	var failures int64
+	var first string
+	for _, tp := range tps {
+		_, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
+			if it.Fate != audit.FateCommitted || it.decErr != nil {
+				return
+			}
+			rec := &it.Record
+			var v audit.Value
+			if rec.Value != nil {
+				v = it.value
+			}
+			els, err := t.OutputSteps(Env{Key: it.key, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
+			if err == nil && len(els) > 1 {
+				err = fmt.Errorf("the output steps emit %d records for one state", len(els))
+			}
+			if err != nil {
+				failures++
+				if first == "" {
+					first = fmt.Sprintf("%s@%d: %v", tp, rec.Offset, err)
+				}
+				return
+			}
+			if len(els) == 0 {
+				return
+			}
+			e := clEntry{offset: rec.Offset, ts: rec.Timestamp, null: els[0].Value == nil}
+			if !e.null {
+				e.digest = codec.DigestOf(els[0].Value)
+			}
+			key := it.keyText
+			if key == "" {
+				key = codec.Text(it.key)
+			}
+			out[key] = append(out[key], e)
+		})
+		if !ok {
+			r.missing("table %s: its output %s is not judged: changelog %s could not be read again for its states", t.Name, t.Output, tp)
+			return nil, false
+		}
+	}
+	if failures > 0 {
+		r.missing("table %s: its output %s is not judged: the output steps failed on %d states of the store (the first: %s)", t.Name, t.Output, failures, first)
+		return nil, false
+	}
+	return out, true
 }
 
 // vanishedOnTheWay reports the committed states of a key's changelog, before
@@ -118,9 +220,8 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 // states are found in the output in the changelog's order (a subsequence),
 // and each one not found is a state the flush wrote to the changelog and
 // never forwarded to the output. The last state is checkOutput's own check.
-func (r *run) vanishedOnTheWay(ctx context.Context, ts *tableState, key string, tp audit.TopicPartition, outs []clEntry) {
+func (r *run) vanishedOnTheWay(ctx context.Context, ts *tableState, key string, tp audit.TopicPartition, hist, outs []clEntry) {
 	t, cs := ts.t, ts.changelog[key]
-	hist := cs.history
 	if len(hist) < 2 {
 		return
 	}
@@ -142,7 +243,7 @@ func (r *run) vanishedOnTheWay(ctx context.Context, ts *tableState, key string, 
 		f.Key, f.Timestamp = key, c.ts
 		if c.null {
 			f.Expected = "absent"
-		} else if rec, ok := r.recordAt(ctx, audit.TopicPartition{Topic: t.Changelog, Partition: cs.partition}, c.offset); ok {
+		} else if rec, ok := r.recordAt(ctx, audit.TopicPartition{Topic: t.Changelog, Partition: cs.partition}, c.offset); ok && t.OutputSteps == nil {
 			f.Expected = r.text(ctx, t.Changelog, false, rec.Value)
 		}
 		f.Detail = fmt.Sprintf("table %s's state of key %s at changelog %s/%d@%d (timestamp %d) is not among its output %s's records for the key: the flush that wrote it to the changelog forwarded it, and it vanished on the way to the output", t.Name, key, t.Changelog, cs.partition, c.offset, c.ts, t.Output)

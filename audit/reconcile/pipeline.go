@@ -21,6 +21,26 @@ type Table struct {
 	Changelog   string
 	// SelectKey returns the table key of an input; nil keeps the record key.
 	SelectKey func(Env) (audit.Value, error)
+	// Steps, when set, runs the table's stateless steps (filter,
+	// mapValues, flatMapValues, selectKey…) on an input in place of
+	// SelectKey: the elements it emits each reach the repartition topic
+	// (or the store) with the input's timestamp; none is an input the
+	// steps filter out. An error makes the table unjudged (StepsError
+	// says which step, for the report).
+	Steps func(Env) ([]Element, error)
+	// ValueChanging says Steps may change values (mapValues, flatMap…):
+	// an element's value is digested as Steps gives it, not read from
+	// the source record.
+	ValueChanging bool
+	// Flat says Steps may emit several elements for one input (flatMap,
+	// flatMapValues): a finding names its element.
+	Flat bool
+	// OutputSteps, when set, runs the steps between toStream() and
+	// to(Output) on one state of the table: what the output holds of it
+	// (none: the state is filtered out). OutputUnjudged says why the
+	// output cannot be judged ("" judges it).
+	OutputSteps    func(Env) ([]Element, error)
+	OutputUnjudged string
 	// SelectField, when set, says SelectKey reads nothing of an input but
 	// its value's top-level field of this name (select_key: value.FIELD):
 	// where the table keeps no value either (Latest), a source value is
@@ -53,6 +73,12 @@ type Table struct {
 	// check found the spec does not describe it. The reason goes to the
 	// report's missing evidence.
 	Unjudged string
+}
+
+// Element is one record a table's steps emit for an input.
+type Element struct {
+	Key   audit.Value
+	Value audit.Value
 }
 
 // Join is t1.join(t2).join(t3)… written to an output topic.

@@ -16,7 +16,8 @@ import (
 func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
-		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog, Uncached: pt.Uncached}
+		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog, Uncached: pt.Uncached,
+			Unjudged: pt.Unjudged, OutputUnjudged: pt.OutputUnjudged}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
 			if w := pt.Spec.Window; w != nil {
@@ -28,6 +29,17 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 				return ts.SelectKey(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
 			}
 			t.SelectField = valueField(ts.SelectKeyExpr)
+			if ts.HasSteps() {
+				t.Steps = func(e Env) ([]Element, error) {
+					return elements(ts.Apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+				}
+				t.ValueChanging, t.Flat, t.SelectField = ts.ValueChanging(), ts.Flat(), ""
+			}
+			if len(ts.OutputSteps) > 0 {
+				t.OutputSteps = func(e Env) ([]Element, error) {
+					return elements(ts.ApplyOutput(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+				}
+			}
 			if ts.Reducer.Kind != "" {
 				t.Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) {
 					out, err := ts.Reduce(agg, v, first)
@@ -58,6 +70,18 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		out.Joins = append(out.Joins, j)
 	}
 	return out
+}
+
+// elements converts the spec's elements to the engine's.
+func elements(els []spec.Element, err error) ([]Element, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Element, len(els))
+	for i, e := range els {
+		out[i] = Element{Key: e.Key, Value: e.Value}
+	}
+	return out, nil
 }
 
 // valueField returns FIELD for a select_key of the form value.FIELD, which

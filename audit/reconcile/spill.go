@@ -16,6 +16,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 )
 
 // bytesPerRecord is what a table keeps in memory per source input and
@@ -240,6 +241,7 @@ func (s *spill) addInput(key string, x inputRec, raw []byte) {
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.ts))
 	b = append(b, x.digest[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.part))
+	b = binary.LittleEndian.AppendUint16(b, x.elem)
 	if raw == nil {
 		b = append(b, 0)
 	} else {
@@ -405,7 +407,7 @@ func readInputs(rd byteReader, size uint64, fn func(key []byte, x inputRec, raw 
 		return n, err
 	}
 	var key, raw []byte
-	var fixed [8 + 8 + 16 + 4]byte
+	var fixed [8 + 8 + 16 + 4 + 2]byte
 	for {
 		n, err := length()
 		if errors.Is(err, io.EOF) {
@@ -429,7 +431,7 @@ func readInputs(rd byteReader, size uint64, fn func(key []byte, x inputRec, raw 
 			return err
 		}
 		x := inputRec{offset: int64(binary.LittleEndian.Uint64(fixed[0:])), ts: int64(binary.LittleEndian.Uint64(fixed[8:])),
-			part: int32(binary.LittleEndian.Uint32(fixed[32:])), r: -1}
+			part: int32(binary.LittleEndian.Uint32(fixed[32:])), elem: binary.LittleEndian.Uint16(fixed[36:]), r: -1}
 		copy(x.digest[:], fixed[16:32])
 		var v []byte
 		if n > 0 {
@@ -676,7 +678,14 @@ func (r *run) loadInputs(ctx context.Context, ts *tableState, b int) error {
 			ks = ts.keyState(string(kb))
 		}
 		var v audit.Value
-		if raw != nil {
+		switch {
+		case raw != nil && ts.t.ValueChanging:
+			// the element's value as its steps gave it, in canonical JSON
+			var err error
+			if v, err = codec.ParseCanonical(raw); err != nil {
+				return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
+			}
+		case raw != nil:
 			var err error
 			if v, err = r.opts.Decoder.Decode(ctx, ts.t.Source, false, raw); err != nil {
 				return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)

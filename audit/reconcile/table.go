@@ -79,6 +79,9 @@ type input struct {
 	how    lostHow  // how the key's explanation lost it
 	kind   elemKind // what the evidence allowed of it
 	late   bool     // windowed: late for its window (inputRec.late)
+	// elem is its index among the elements the table's steps emit for
+	// its source record (Table.Steps), 0 without steps
+	elem int
 }
 
 // divergence is a key whose state no set of inputs explains: its finding
@@ -104,7 +107,8 @@ type inputRec struct {
 	digest     codec.Digest
 	part, r    int32
 	status     copyStatus
-	late       bool  // windowed: late for its window under the stream time bound (window.go)
+	late       bool // windowed: late for its window under the stream time bound (window.go)
+	elem       uint16
 	pos        int64 // the offset of its copy (copyInfo.offset), when applied or pending
 }
 
@@ -112,6 +116,7 @@ type inputRec struct {
 type inputRef struct {
 	part   int32
 	offset int64
+	elem   int // the steps' element (input.elem)
 }
 
 type keyState struct {
@@ -142,7 +147,7 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 	out := make([]*input, len(recs))
 	for i, x := range recs {
 		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts,
-			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late}
+			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late, elem: int(x.elem)}
 		if i < len(values) {
 			in.value = values[i]
 		}
@@ -272,6 +277,12 @@ type tableState struct {
 	// or hidden by an ACL): an empty store or topic is not evidence.
 	absent []string
 	win    *winState // windowed tables (window.go)
+	steps  stepTally // what the table's steps did with its inputs (steps.go)
+	// deletedOffsets counts the offsets below the source partitions' log
+	// starts (retention, DeleteRecords): their copies may still be on the
+	// repartition topic. elements and consumedWithKey count what the
+	// steps emitted and the inputs they emitted for.
+	deletedOffsets, elements, consumedWithKey int64
 }
 
 // audit checks one table end to end.
@@ -608,68 +619,54 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if !r.decoded(it) {
 				return
 			}
-			k, v := it.key, it.value
-			key := k
+			if t.Steps != nil {
+				els, err := t.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				switch {
+				case err != nil:
+					if own {
+						ts.steps.failed(tp, rec.Offset, err)
+					}
+				case len(els) == 0:
+					if own {
+						ts.steps.filter(rec.Offset)
+					}
+				}
+				if len(els) > maxElem && own {
+					ts.steps.failed(tp, rec.Offset, fmt.Errorf("the steps emit %d elements for one input, more than kaudit tells apart (%d)", len(els), maxElem))
+					return
+				}
+				for i, e := range els {
+					dg := it.digest
+					if t.ValueChanging {
+						dg = codec.DigestOf(e.Value)
+					}
+					r.addElement(ts, elemOf{it: it, own: own, p: p, key: e.Key, v: e.Value, digest: dg, elem: i, shardByKey: shardByKey}, &nullKeys, &nullCount)
+				}
+				return
+			}
+			key := it.key
 			if t.SelectKey != nil {
 				var err error
 				switch s, isString := it.field.(string); {
 				case it.picked && isString:
 					key = s // value.FIELD of a string is the string
 				case it.picked:
-					key, err = t.SelectKey(Env{Key: k, Value: map[string]any{t.SelectField: it.field}, Headers: rec.Headers, Timestamp: rec.Timestamp})
+					key, err = t.SelectKey(Env{Key: it.key, Value: map[string]any{t.SelectField: it.field}, Headers: rec.Headers, Timestamp: rec.Timestamp})
 				default:
-					key, err = t.SelectKey(Env{Key: k, Value: v, Headers: rec.Headers, Timestamp: rec.Timestamp})
-				}
-				if err != nil && !own {
-					return
+					key, err = t.SelectKey(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
 				}
 				if err != nil {
-					f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, tp, rec.Offset)
-					f.Timestamp = rec.Timestamp
-					f.Detail = fmt.Sprintf("select_key of table %s failed: %v", t.Name, err)
-					r.add(f)
+					if own {
+						ts.steps.failed(tp, rec.Offset, err)
+					}
 					return
 				}
 			}
+			v := it.value
 			if it.picked {
 				v = pickedValue // not null, and not kept (Latest)
 			}
-			if ts.win != nil && t.Repartition == "" && key != nil {
-				ts.win.sourceRecord(p, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
-			}
-			if key == nil || v == nil {
-				if own {
-					nullCount++
-					if len(nullKeys) < 10 {
-						nullKeys = append(nullKeys, rec.Offset)
-					}
-				}
-				return
-			}
-			var text string
-			var fp *fingerprint
-			if it.picked && it.hasFP && t.SelectKey != nil {
-				text, fp = it.selText, &it.fp // key is the field's string: its text and fingerprint are the reader's
-			} else {
-				text = codec.Text(key)
-			}
-			if shardByKey && !r.inShard(ts, text) {
-				return
-			}
-			x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: it.digest, part: p, r: -1}
-			if ts.spill != nil {
-				var raw []byte
-				if !t.Latest {
-					raw = rec.Value // decoded again when its bucket is checked
-				}
-				ts.spill.addInput(text, x, raw)
-				return
-			}
-			if ts.win != nil {
-				r.addWindowed(ts, text, key, x, v, fp)
-				return
-			}
-			r.addInput(ts, text, x, v, fp)
+			r.addElement(ts, elemOf{it: it, own: own, p: p, key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
 		})
 		if !ok {
 			ts.complete = false
@@ -678,6 +675,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
 			ts.deletedFrom[p] = true
+			ts.deletedOffsets += l.Offsets.LogStart
 		}
 		if !own {
 			if r.clusterLogStart(tp, l.Offsets.LogStart) > max(c, 0) || c > l.Offsets.HW {
@@ -697,6 +695,13 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			}
 			r.add(f)
 		}
+		if n := ts.steps.filtered; n > 0 {
+			f := audit.NewFinding(audit.StageSource, audit.CauseFiltered, tp, ts.steps.firstFiltered[0])
+			f.Count = n
+			f.Detail = fmt.Sprintf("table %s: its steps emit nothing for %d consumed inputs (a filter, a branch not taken, an empty flatMap), as the spec says the app does (offsets %s)", t.Name, n, joinOffsets(ts.steps.firstFiltered, n))
+			r.add(f)
+		}
+		ts.steps.filtered, ts.steps.firstFiltered = 0, nil
 		if nullCount > 0 {
 			f := audit.NewFinding(audit.StageSource, audit.CauseNullKey, tp, nullKeys[0])
 			f.Count = nullCount
@@ -716,6 +721,74 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	}
 	return ctx.Err()
 }
+
+// elemOf is one element an input yields for the table: the input
+// itself, or what the table's steps emit for it.
+type elemOf struct {
+	it         *item
+	own        bool // the shard owns the source partition
+	p          int32
+	key, v     audit.Value
+	digest     codec.Digest
+	elem       int // its index among the steps' elements
+	shardByKey bool
+}
+
+// addElement adds one element of a consumed input to the table: a null
+// key or value is counted (Streams drops it), else it is matched with its
+// copy.
+func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount *int64) {
+	t, rec, it := ts.t, &e.it.Record, e.it
+	if ts.win != nil && t.Repartition == "" && e.key != nil && e.elem == 0 {
+		ts.win.sourceRecord(e.p, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
+	}
+	if e.key == nil || e.v == nil {
+		if e.own {
+			*nullCount++
+			if len(*nullKeys) < 10 {
+				*nullKeys = append(*nullKeys, rec.Offset)
+			}
+		}
+		return
+	}
+	var text string
+	var fp *fingerprint
+	if it.picked && it.hasFP && t.SelectKey != nil && t.Steps == nil {
+		text, fp = it.selText, &it.fp // key is the field's string: its text and fingerprint are the reader's
+	} else {
+		text = codec.Text(e.key)
+	}
+	if e.shardByKey && !r.inShard(ts, text) {
+		return
+	}
+	ts.elements++
+	if e.elem == 0 {
+		ts.consumedWithKey++
+	}
+	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.p, r: -1, elem: uint16(e.elem)}
+	if ts.spill != nil {
+		var raw []byte
+		switch {
+		case t.Latest:
+		case t.ValueChanging:
+			raw = codec.Canonical(e.v) // the element's value, decoded again as JSON when its bucket is checked
+		default:
+			raw = rec.Value // decoded again when its bucket is checked
+		}
+		ts.spill.addInput(text, x, raw)
+		return
+	}
+	if ts.win != nil {
+		r.addWindowed(ts, text, e.key, x, e.v, fp)
+		return
+	}
+	r.addInput(ts, text, x, e.v, fp)
+}
+
+// maxElem bounds the elements the steps may emit for one input: an
+// input keeps its element's index in 16 bits (a table whose steps emit
+// more is not judged).
+const maxElem = 1 << 16
 
 // pickedValue stands for a source value that was digested, not built
 // (item.picked): not null, and never folded.
@@ -745,7 +818,7 @@ func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value
 			ks.r = audit.DefaultPartition(kb, ts.rParts)
 		}
 	}
-	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r}
+	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem)}
 	r.match(ts, &in, fp)
 	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	if in.status == copyPending || in.status == copyOpen {
@@ -891,13 +964,7 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 	t := ts.t
 	if t.Repartition != "" {
 		r.readRepartition(ctx, ts)
-		for _, p := range slices.Sorted(maps.Keys(ts.purgedRange)) {
-			pr := ts.purgedRange[p]
-			f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, audit.TopicPartition{Topic: t.Repartition, Partition: p}, pr[0])
-			f.Count = pr[1] - pr[0]
-			f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; without a spec the inputs they held cannot be named", pr[1], pr[0], pr[0], pr[1]-1)
-			r.add(f)
-		}
+		r.specFree(ts)
 	}
 	if t.Changelog != "" {
 		if parts, ok := r.partitionsOf(t.Changelog, "changelog"); ok {
@@ -908,6 +975,25 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 		return r.readSource(ctx, ts)
 	}
 	return ctx.Err()
+}
+
+// specFree reports what needs no key of a table that is not judged by
+// key (no spec, or the spec cannot judge it): each repartition partition
+// purged above the group's committed offset, as one finding for the range.
+// A table judged by key names the inputs of those ranges instead.
+func (r *run) specFree(ts *tableState) {
+	t := ts.t
+	for _, p := range slices.Sorted(maps.Keys(ts.purgedRange)) {
+		pr := ts.purgedRange[p]
+		f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, audit.TopicPartition{Topic: t.Repartition, Partition: p}, pr[0])
+		f.Count = pr[1] - pr[0]
+		why := "without a spec"
+		if !r.p.Keyless {
+			why = fmt.Sprintf("table %s is not judged, so", t.Name)
+		}
+		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; %s the inputs they held cannot be named", pr[1], pr[0], pr[0], pr[1]-1, why)
+		r.add(f)
+	}
 }
 
 // clusterLogStart is the cluster's log start of tp: the source's, unless

@@ -225,10 +225,10 @@ func (r *run) decideLate(ts *tableState) {
 		seen := map[inputRef]bool{}
 		for _, ks := range ts.keys {
 			for _, x := range ks.inputs {
-				if x.r < 0 || seen[inputRef{x.part, x.offset}] || x.status != copyNone && x.status != copyApplied {
+				if x.r < 0 || seen[inputRef{part: x.part, offset: x.offset}] || x.status != copyNone && x.status != copyApplied {
 					continue
 				}
-				seen[inputRef{x.part, x.offset}] = true
+				seen[inputRef{part: x.part, offset: x.offset}] = true
 				k := [2]int32{x.part, x.r}
 				own[k] = append(own[k], timeAt{x.offset, x.ts})
 				if x.status == copyNone && ts.rLogStart[x.r] > 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,7 +195,17 @@ func TestResolveEOSWithTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(with.Tables, without.Tables) || len(with.Warnings) > 0 {
+	noChains := func(ts []PlannedTable) []PlannedTable {
+		out := slices.Clone(ts)
+		for i := range out {
+			if out[i].Unjudged != "" || out[i].OutputUnjudged != "" {
+				t.Errorf("table %s: %s %s", out[i].Name, out[i].Unjudged, out[i].OutputUnjudged)
+			}
+			out[i].Chain, out[i].OutputChain = nil, nil
+		}
+		return out
+	}
+	if !reflect.DeepEqual(noChains(with.Tables), without.Tables) || len(with.Warnings) > 0 {
 		t.Errorf("with the topology: %+v %q\nwithout: %+v", with.Tables, with.Warnings, without.Tables)
 	}
 	// without repartition:, the topology's user topic is the hop, under
@@ -204,7 +215,7 @@ func TestResolveEOSWithTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(p.Tables, without.Tables) {
+	if !reflect.DeepEqual(noChains(p.Tables), without.Tables) {
 		t.Errorf("without repartition: %+v\nwant %+v", p.Tables, without.Tables)
 	}
 	// data's records reach every store: a spec must say which is which

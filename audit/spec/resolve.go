@@ -35,6 +35,18 @@ type PlannedTable struct {
 	// Uncached says the store writes every update to its changelog (the
 	// table's caching: false, else the spec's).
 	Uncached bool `json:"uncached,omitempty"`
+	// Chain is the topology's chain of processors from the source to the
+	// store (nil without a topology); OutputChain from the store to the
+	// output, where the table has one.
+	Chain       []topology.ChainNode `json:"chain,omitempty"`
+	OutputChain []topology.ChainNode `json:"output_chain,omitempty"`
+	// Unjudged says why the table cannot be judged from the spec and the
+	// topology alone ("" judges it): a step that is TODO or a Processor
+	// API node, a node of the topology's chain the spec leaves out. The
+	// checks that need no key still run on its topics.
+	Unjudged string `json:"unjudged,omitempty"`
+	// OutputUnjudged says why the table's own output cannot be judged.
+	OutputUnjudged string `json:"output_unjudged,omitempty"`
 }
 
 // PlannedJoin is one join chain with its output topic.
@@ -184,6 +196,10 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 			}
 		case t.SelectKeyExpr != "":
 			pt.Repartition = topology.RepartitionTopic(appID, pt.Store+"-repartition")
+		}
+		pt.Unjudged = unmodelled(t)
+		if lay != nil {
+			judgeChain(lay, t, &pt)
 		}
 		p.Tables = append(p.Tables, pt)
 	}

@@ -54,8 +54,13 @@ type TableSpec struct {
 	Source string `yaml:"source"`
 	// SelectKeyExpr is an expression over key, value, headers and timestamp
 	// giving the table key; empty keeps the record key.
-	SelectKeyExpr string  `yaml:"select_key"`
-	Reducer       Reducer `yaml:"reduce"`
+	SelectKeyExpr string `yaml:"select_key"`
+	// Steps are the stateless processors between the source and the
+	// store (through the repartition topic), in topology order: filter,
+	// mapValues, flatMapValues, selectKey… (steps.go). select_key is the
+	// one-line form of a last selectKey step.
+	Steps   []*Step `yaml:"steps"`
+	Reducer Reducer `yaml:"reduce"`
 	// Aggregate is aggregate(initializer, adder) in place of reduce:
 	// it sets Reducer (kind aggregate).
 	Aggregate *Aggregate `yaml:"aggregate"`
@@ -74,6 +79,9 @@ type TableSpec struct {
 	// store's).
 	Output       string  `yaml:"output"`
 	OutputSerdes *Serdes `yaml:"output_serdes"`
+	// OutputSteps are the processors after toStream() and before
+	// to(Output): filter, filterNot, mapValues, peek.
+	OutputSteps []*Step `yaml:"output_steps"`
 	// Caching false is Materialized.withCachingDisabled() (or no cache in
 	// the app): the store writes every update to its changelog.
 	Caching *bool `yaml:"caching"`
@@ -84,6 +92,7 @@ type TableSpec struct {
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
+	chain     []*Step // Steps, then select_key as a selectKey step
 	// selectPath is select_key as a path of field names, when it is one
 	// (value.orderId): SelectKey then walks it without the expression VM.
 	selectPath []string
@@ -517,6 +526,7 @@ func (s *Spec) validate() error {
 			t.selectKey = prog
 			t.selectPath = fieldPath(t.SelectKeyExpr)
 		}
+		s.validateSteps(l, path, field, t)
 		if a := t.Aggregate; a != nil {
 			switch {
 			case t.Reducer.raw != "" || t.Reducer.bad != "":

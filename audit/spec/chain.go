@@ -1,0 +1,133 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// unmodelled says why a table's steps cannot be evaluated: a step left
+// TODO, or a Processor API node; "" when every step can be.
+func unmodelled(t *TableSpec) string {
+	var names []string
+	for _, st := range t.NotModelled() {
+		name := string(st.Kind)
+		if st.Node != "" {
+			name += " " + st.Node
+		}
+		if st.Kind != StepProcess {
+			name += " (TODO)"
+		}
+		names = append(names, fmt.Sprintf("%s at line %d", name, st.Line))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("table %s: its chain holds what kaudit cannot evaluate (%s), so the inputs through it are not judged", t.Name, strings.Join(names, ", "))
+}
+
+// judgeChain ties a table's steps to the topology's chain from its source
+// to its store, and its output steps to the chain from its store to its
+// output: a node the spec leaves out, a step with no node, or a node of
+// another kind make the table (or its output) unjudged, with the reason.
+func judgeChain(lay *topology.Layout, t *TableSpec, pt *PlannedTable) {
+	chain, err := lay.SourceChain(t.Source, pt.Store)
+	if err != nil {
+		if pt.Unjudged == "" {
+			pt.Unjudged = fmt.Sprintf("table %s: %v", t.Name, err)
+		}
+	} else {
+		pt.Chain = chain
+		if why := matchChain(t.Chain(), chain); why != "" && pt.Unjudged == "" {
+			pt.Unjudged = fmt.Sprintf("table %s: between %s and store %s %s", t.Name, t.Source, pt.Store, why)
+		}
+	}
+	if t.Output == "" {
+		return
+	}
+	oc, err := lay.OutputChain(pt.Store, t.Output)
+	if err != nil {
+		pt.OutputUnjudged = fmt.Sprintf("table %s: %v", t.Name, err)
+		return
+	}
+	pt.OutputChain = oc
+	// toStream() and suppress() are the output's own: the steps follow them
+	var rest []topology.ChainNode
+	toStream := false
+	for _, c := range oc {
+		switch {
+		case c.Op == topology.OpToStream && !toStream:
+			toStream = true
+		case c.Op == topology.OpSuppress && !toStream && t.Suppress != "":
+		default:
+			rest = append(rest, c)
+		}
+	}
+	switch {
+	case !toStream:
+		pt.OutputUnjudged = fmt.Sprintf("table %s: the topology has no toStream() between store %s and %s", t.Name, pt.Store, t.Output)
+	case t.OutputKeyChanging():
+		pt.OutputUnjudged = fmt.Sprintf("table %s: its output steps change the key, which kaudit does not model for a table's output", t.Name)
+	default:
+		if why := matchChain(t.OutputSteps, rest); why != "" {
+			pt.OutputUnjudged = fmt.Sprintf("table %s: between store %s and %s %s", t.Name, pt.Store, t.Output, why)
+		}
+	}
+}
+
+// compatible lists the step kinds each operator of the topology may be.
+var compatible = map[topology.Op][]StepKind{
+	topology.OpFilter:        {StepFilter, StepFilterNot},
+	topology.OpMapValues:     {StepMapValues},
+	topology.OpMap:           {StepMap},
+	topology.OpFlatMapValues: {StepFlatMapValues},
+	topology.OpFlatMap:       {StepFlatMap},
+	topology.OpPeek:          {StepPeek},
+	topology.OpBranch:        {StepBranch},
+	topology.OpSelectKey:     {StepSelectKey, StepGroupBy},
+	topology.OpProcess:       {StepProcess},
+}
+
+// matchChain says how the spec's steps and the topology's chain differ,
+// "" when each step is its node's in order. A peek the spec leaves out is
+// no difference (it changes nothing); a node the app named matches a step
+// of any kind in its place, or the step that names it.
+func matchChain(steps []*Step, chain []topology.ChainNode) string {
+	i := 0
+	for _, c := range chain {
+		var st *Step
+		if i < len(steps) {
+			st = steps[i]
+		}
+		named := st != nil && st.Node != "" && (st.Node == c.Name || st.Node == c.Child)
+		switch {
+		case named:
+		case c.Op == topology.OpPeek && (st == nil || st.Kind != StepPeek):
+			continue // a peek changes nothing
+		case c.Op == topology.OpMerge:
+			return fmt.Sprintf("the topology merges streams at %s (merge), which kaudit does not model yet", c.Name)
+		case c.Op == topology.OpStateful || c.Op == topology.OpToStream || c.Op == topology.OpSuppress:
+			return fmt.Sprintf("the topology has %s, a stateful operation kaudit does not model on the way", c.Name)
+		case st == nil:
+			return fmt.Sprintf("the topology has %s, which the spec's steps leave out: add it to steps, in topology order", c)
+		case st.Node != "":
+			return fmt.Sprintf("the spec's step %d names node %s, but the topology's node there is %s", i+1, st.Node, c)
+		case c.Op == topology.OpNamed:
+		default:
+			ok := false
+			for _, k := range compatible[c.Op] {
+				ok = ok || k == st.Kind
+			}
+			if !ok {
+				return fmt.Sprintf("the spec's step %d (%s, line %d) does not match the topology's node there, %s", i+1, st.Kind, st.Line, c)
+			}
+		}
+		i++
+	}
+	if i < len(steps) {
+		st := steps[i]
+		return fmt.Sprintf("the spec's step %d (%s, line %d) has no node in the topology", i+1, st.Kind, st.Line)
+	}
+	return ""
+}

@@ -1,0 +1,442 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// StepKind is one stateless operator of the Kafka Streams DSL, as a
+// table's steps name it.
+type StepKind string
+
+const (
+	StepFilter        StepKind = "filter"        // KStream#filter: keep when true
+	StepFilterNot     StepKind = "filterNot"     // KStream#filterNot: keep when false
+	StepMapValues     StepKind = "mapValues"     // KStream#mapValues: a new value
+	StepMap           StepKind = "map"           // KStream#map: [newKey, newValue]
+	StepFlatMapValues StepKind = "flatMapValues" // KStream#flatMapValues: a list of values
+	StepFlatMap       StepKind = "flatMap"       // KStream#flatMap: a list of [key, value]
+	StepPeek          StepKind = "peek"          // KStream#peek: no effect on the records
+	StepBranch        StepKind = "branch"        // split().branch(…): true for the records of this branch
+	StepSelectKey     StepKind = "selectKey"     // KStream#selectKey: a new key
+	StepGroupBy       StepKind = "groupBy"       // KStream#groupBy: a new key (selectKey, then grouped)
+	// StepProcess is a Processor API node (process, processValues,
+	// transform, transformValues, flatTransform…): kaudit cannot know what
+	// it does, so a table through one is not judged.
+	StepProcess StepKind = "process"
+)
+
+// stepKinds lists the kinds in the order the docs give them.
+var stepKinds = []StepKind{StepFilter, StepFilterNot, StepMapValues, StepMap, StepFlatMapValues, StepFlatMap,
+	StepPeek, StepBranch, StepSelectKey, StepGroupBy, StepProcess}
+
+// StepKinds lists every kind a step can have.
+func StepKinds() []StepKind { return append([]StepKind(nil), stepKinds...) }
+
+// KeyChanging reports whether the step may change the record's key, so
+// that Kafka Streams repartitions before the next grouping.
+func (k StepKind) KeyChanging() bool {
+	switch k {
+	case StepMap, StepFlatMap, StepSelectKey, StepGroupBy, StepProcess:
+		return true
+	}
+	return false
+}
+
+// ValueChanging reports whether the step may change the record's value.
+func (k StepKind) ValueChanging() bool {
+	switch k {
+	case StepMapValues, StepMap, StepFlatMapValues, StepFlatMap, StepProcess:
+		return true
+	}
+	return false
+}
+
+// needsExpr reports whether a step of the kind takes an expression.
+func (k StepKind) needsExpr() bool { return k != StepPeek && k != StepProcess }
+
+// Step is one stateless processor of a table's chain: its kind, its
+// lambda as an expression over key, value, headers and timestamp, and the
+// topology node it stands for when the spec names it (an app's
+// Named.as). A step whose expression is TODO is not evaluated: the table
+// is not judged until it is answered.
+type Step struct {
+	Kind StepKind
+	Expr string
+	Node string
+	Line int
+	prog *vm.Program
+	bad  string
+}
+
+// TODO reports whether the step is still to be answered, or cannot be
+// modelled (a Processor API node).
+func (s *Step) TODO() bool { return s.Kind == StepProcess || isTODO(s.Expr) }
+
+func (s *Step) String() string {
+	out := string(s.Kind)
+	if s.Expr != "" {
+		out += ": " + s.Expr
+	}
+	if s.Node != "" {
+		out += " (node " + s.Node + ")"
+	}
+	return out
+}
+
+// UnmarshalYAML reads a step: a bare kind (peek, process), or a mapping
+// of one kind to its expression, with an optional node.
+func (s *Step) UnmarshalYAML(unmarshal func(any) error) error {
+	var word string
+	if err := unmarshal(&word); err == nil {
+		s.Kind = StepKind(strings.TrimSpace(word))
+		return nil
+	}
+	var m map[string]any
+	if err := unmarshal(&m); err != nil {
+		s.bad = "want a mapping such as {filter: EXPR} (or the word peek)"
+		return nil
+	}
+	for k, v := range m {
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case nil:
+		case map[string]any, []any:
+			s.bad = fmt.Sprintf("%s: want an expression", k)
+			return nil
+		default:
+			text = fmt.Sprint(x)
+		}
+		if k == "node" {
+			s.Node = strings.TrimSpace(text)
+			continue
+		}
+		if s.Kind != "" {
+			s.bad = fmt.Sprintf("two operators (%s and %s) in one step: write one step each", s.Kind, k)
+			return nil
+		}
+		s.Kind, s.Expr = StepKind(k), strings.TrimSpace(text)
+	}
+	if s.Kind == "" {
+		s.bad = "no operator: want one of " + kindList()
+	}
+	return nil
+}
+
+// MarshalYAML writes the step back as the spec says it.
+func (s Step) MarshalYAML() (any, error) {
+	if !s.Kind.needsExpr() && s.Expr == "" && s.Node == "" {
+		return string(s.Kind), nil
+	}
+	m := map[string]string{string(s.Kind): s.Expr}
+	if s.Node != "" {
+		m["node"] = s.Node
+	}
+	return m, nil
+}
+
+func kindList() string {
+	var names []string
+	for _, k := range stepKinds {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
+
+// compileStep checks a step's kind and compiles its expression.
+func compileStep(st *Step) error {
+	if st.bad != "" {
+		return errors.New(st.bad)
+	}
+	known := false
+	for _, k := range stepKinds {
+		known = known || k == st.Kind
+	}
+	if !known {
+		return fmt.Errorf("unknown operator %q: want one of %s", st.Kind, kindList())
+	}
+	switch {
+	case st.Kind == StepProcess || isTODO(st.Expr):
+		return nil // not evaluated: the table is not judged
+	case !st.Kind.needsExpr() && st.Expr != "":
+		return fmt.Errorf("%s takes no expression", st.Kind)
+	case st.Kind.needsExpr() && st.Expr == "":
+		return fmt.Errorf("%s needs an expression (or TODO)", st.Kind)
+	case !st.Kind.needsExpr():
+		return nil
+	}
+	prog, err := compile(st.Expr, recordEnv())
+	if err != nil {
+		return err
+	}
+	st.prog = prog
+	return nil
+}
+
+// Element is one record a table's steps emit for an input: what reaches
+// the repartition topic, or the store when nothing repartitions. Its
+// timestamp is the input's: every stateless operator keeps it.
+type Element struct {
+	Key   any
+	Value any
+}
+
+// StepError is a step whose expression failed on a record, or that cannot
+// be evaluated: what it concerns cannot be judged.
+type StepError struct {
+	Index int // the step's index in the chain
+	Step  *Step
+	Err   error
+}
+
+func (e *StepError) Error() string {
+	name := string(e.Step.Kind)
+	if e.Step.Node != "" {
+		name += " " + e.Step.Node
+	}
+	return fmt.Sprintf("step %d (%s): %v", e.Index+1, name, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrNotModelled is wrapped by a StepError for a step kaudit does not
+// evaluate: a TODO, or a Processor API node.
+var ErrNotModelled = errors.New("not modelled")
+
+// runSteps runs a chain of steps on one record; an empty result is a
+// record the chain filters out (a filter, a branch, an empty flatMap).
+func runSteps(steps []*Step, r RecordEnv) ([]Element, error) {
+	cur := []Element{{Key: r.Key, Value: r.Value}}
+	for i, st := range steps {
+		if len(cur) == 0 {
+			return nil, nil
+		}
+		if st.TODO() {
+			return nil, &StepError{Index: i, Step: st, Err: ErrNotModelled}
+		}
+		next := cur[:0:0]
+		for _, e := range cur {
+			out, err := st.apply(RecordEnv{Key: e.Key, Value: e.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+			if err != nil {
+				return nil, &StepError{Index: i, Step: st, Err: err}
+			}
+			next = append(next, out...)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// apply runs one step on one record.
+func (st *Step) apply(r RecordEnv) ([]Element, error) {
+	if st.Kind == StepPeek {
+		return []Element{{Key: r.Key, Value: r.Value}}, nil
+	}
+	out, err := expr.Run(st.prog, r.env())
+	if err != nil {
+		return nil, err
+	}
+	switch st.Kind {
+	case StepFilter, StepFilterNot, StepBranch:
+		b, ok := out.(bool)
+		if !ok {
+			return nil, fmt.Errorf("the predicate gave %s, not true or false", describe(out))
+		}
+		if b == (st.Kind == StepFilterNot) {
+			return nil, nil
+		}
+		return []Element{{Key: r.Key, Value: r.Value}}, nil
+	case StepMapValues:
+		v, err := fromExpr(out)
+		if err != nil {
+			return nil, err
+		}
+		return []Element{{Key: r.Key, Value: v}}, nil
+	case StepSelectKey, StepGroupBy:
+		k, err := fromExpr(out)
+		if err != nil {
+			return nil, err
+		}
+		return []Element{{Key: k, Value: r.Value}}, nil
+	case StepMap:
+		e, err := pair(out)
+		if err != nil {
+			return nil, err
+		}
+		return []Element{e}, nil
+	case StepFlatMapValues, StepFlatMap:
+		list, ok := out.([]any)
+		if !ok {
+			if out == nil {
+				// Java iterates the mapper's result: null throws
+				return nil, errors.New("the mapper gave null, not a list (Kafka Streams throws a NullPointerException)")
+			}
+			return nil, fmt.Errorf("the mapper gave %s, not a list", describe(out))
+		}
+		els := make([]Element, 0, len(list))
+		for i, x := range list {
+			if st.Kind == StepFlatMap {
+				e, err := pair(x)
+				if err != nil {
+					return nil, fmt.Errorf("element %d: %w", i, err)
+				}
+				els = append(els, e)
+				continue
+			}
+			v, err := fromExpr(x)
+			if err != nil {
+				return nil, fmt.Errorf("element %d: %w", i, err)
+			}
+			els = append(els, Element{Key: r.Key, Value: v})
+		}
+		return els, nil
+	}
+	return nil, fmt.Errorf("%s cannot be evaluated", st.Kind)
+}
+
+// pair reads a map or flatMap result: a list [key, value] (KeyValue.pair).
+func pair(out any) (Element, error) {
+	l, ok := out.([]any)
+	if !ok || len(l) != 2 {
+		if out == nil {
+			return Element{}, errors.New("the mapper gave null (Kafka Streams throws: \"The provided KeyValueMapper returned null which is not allowed.\")")
+		}
+		return Element{}, fmt.Errorf("the mapper gave %s, not a pair [key, value]", describe(out))
+	}
+	k, err := fromExpr(l[0])
+	if err != nil {
+		return Element{}, fmt.Errorf("key: %w", err)
+	}
+	v, err := fromExpr(l[1])
+	if err != nil {
+		return Element{}, fmt.Errorf("value: %w", err)
+	}
+	return Element{Key: k, Value: v}, nil
+}
+
+// describe names a value in an error: its type and, briefly, itself.
+func describe(v any) string {
+	if v == nil {
+		return "null"
+	}
+	s := fmt.Sprint(v)
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return fmt.Sprintf("%T %s", v, s)
+}
+
+// validateSteps compiles a table's steps and output steps, each error
+// naming its line.
+func (s *Spec) validateSteps(l *errList, path, field string, t *TableSpec) {
+	for _, list := range []struct {
+		name  string
+		steps []*Step
+	}{{"steps", t.Steps}, {"output_steps", t.OutputSteps}} {
+		for i, st := range list.steps {
+			p := fmt.Sprintf("%s.%s[%d]", path, list.name, i)
+			f := fmt.Sprintf("%s.%s[%d]", field, list.name, i)
+			if st == nil {
+				l.add(p, f, "empty step: want one of %s", kindList())
+				continue
+			}
+			st.Line = s.line(p)
+			if err := compileStep(st); err != nil {
+				l.add(p, f, "%v", err)
+				continue
+			}
+			if list.name == "steps" && t.SelectKeyExpr != "" && st.Kind.KeyChanging() && st.Kind != StepProcess {
+				l.add(p, f, "select_key is the last selectKey step: give the key in steps or in select_key, not both")
+			}
+		}
+	}
+	t.chain = nil
+	if t.SelectKeyExpr != "" && t.selectKey != nil {
+		t.chain = append(t.chain, t.Steps...)
+		t.chain = append(t.chain, &Step{Kind: StepSelectKey, Expr: t.SelectKeyExpr, Line: s.lineOr(path+".select_key", t.Line), prog: t.selectKey})
+	} else if len(t.Steps) > 0 {
+		t.chain = t.Steps
+	}
+}
+
+// Chain is the table's steps with select_key as a last selectKey step:
+// every processor between the source and the store the spec states.
+func (t *TableSpec) Chain() []*Step { return t.chain }
+
+// HasSteps reports whether the table states steps beyond select_key.
+func (t *TableSpec) HasSteps() bool { return len(t.Steps) > 0 }
+
+// ValueChanging reports whether the table's steps may change a record's
+// value (or emit several), so that its copies are not the inputs' values.
+func (t *TableSpec) ValueChanging() bool {
+	for _, st := range t.Steps {
+		if st.Kind.ValueChanging() {
+			return true
+		}
+	}
+	return false
+}
+
+// Flat reports whether the table's steps may emit several elements for
+// one input (flatMap, flatMapValues).
+func (t *TableSpec) Flat() bool {
+	for _, st := range t.Steps {
+		if st.Kind == StepFlatMap || st.Kind == StepFlatMapValues {
+			return true
+		}
+	}
+	return false
+}
+
+// NotModelled lists the steps of the table (output steps included) that
+// are TODO or Processor API nodes: what passes them cannot be judged.
+func (t *TableSpec) NotModelled() []*Step {
+	var out []*Step
+	for _, st := range append(append([]*Step(nil), t.Steps...), t.OutputSteps...) {
+		if st != nil && st.TODO() {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// Apply runs the table's chain on one input record: the elements it
+// emits, in order (the key of each is the table key). No element is an
+// input the chain filters out. A *StepError names the step that failed or
+// is not modelled.
+func (t *TableSpec) Apply(r RecordEnv) ([]Element, error) {
+	if len(t.Steps) == 0 {
+		k, err := t.SelectKey(r)
+		if err != nil {
+			return nil, err
+		}
+		return []Element{{Key: k, Value: r.Value}}, nil
+	}
+	return runSteps(t.chain, r)
+}
+
+// OutputKeyChanging reports whether the output steps may change the key
+// (map, selectKey, flatMap…): the output is then not keyed by the table.
+func (t *TableSpec) OutputKeyChanging() bool {
+	for _, st := range t.OutputSteps {
+		if st.Kind.KeyChanging() {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyOutput runs the output steps on one state of the table (key,
+// value, its timestamp): what toStream()…to(output) writes of it.
+func (t *TableSpec) ApplyOutput(r RecordEnv) ([]Element, error) {
+	if len(t.OutputSteps) == 0 {
+		return []Element{{Key: r.Key, Value: r.Value}}, nil
+	}
+	return runSteps(t.OutputSteps, r)
+}
