@@ -42,8 +42,7 @@ type KnownIssue struct {
 	Caveat string
 }
 
-// KnownIssues are the issues the postmortem cites (see the notes on Kafka
-// Streams internals, section 5).
+// KnownIssues are the issues the postmortem cites.
 var KnownIssues = []KnownIssue{
 	{
 		ID: "KAFKA-17635", Title: "repartition records purged before their commit under exactly-once v2",
