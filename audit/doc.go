@@ -38,8 +38,10 @@
 // finding UnreadablePartition builds.
 //
 // The contract of findings (the vocabulary of stages and causes, the cut,
-// where a finding points) is the README's "How it decides" and "Findings"
-// sections; Causes and Stages here are that vocabulary, closed.
+// where a finding points) is docs/how-it-decides.md and the findings table
+// of README.md; Causes and Stages here are that vocabulary, closed, and
+// CauseDoc (causes.go) the one text of each cause, which that table must
+// match.
 //
 // This package imports nothing else of kaudit.
 package audit

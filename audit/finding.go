@@ -33,7 +33,8 @@ const (
 )
 
 // Cause names the evidence that proves why a record vanished or what the
-// anomaly is. The vocabulary is closed: see the README's "Findings".
+// anomaly is. The vocabulary is closed: each cause has its CauseDoc
+// (causes.go), which README.md's findings table must match.
 type Cause string
 
 const (
@@ -66,7 +67,7 @@ const (
 	// CauseTransactionInconsistent covers transaction evidence that
 	// contradicts itself: data with no marker below the LSO, a marker with
 	// no data, or a derived read_committed view that disagrees with the
-	// broker's. It extends the seed design's table (see the README).
+	// broker's.
 	CauseTransactionInconsistent Cause = "transaction-inconsistent"
 	// CauseUncleanShutdown is a Streams task directory holding a store but
 	// no .checkpoint under exactly-once: the last close was not clean.
@@ -105,7 +106,7 @@ var causeSeverity = map[Cause]Severity{
 	CauseUnderReplicated:         SeverityRisk,
 }
 
-// Causes lists every cause, in the order of the README's table.
+// Causes lists every cause, in the order of README.md's findings table.
 var Causes = []Cause{
 	CauseRetentionGap, CausePurgedBeforeCommit, CauseAbortedNotReplayed, CauseDropped,
 	CauseUnapplied, CauseStateDiverged, CauseStateReset, CauseDuplicate, CauseJoinMissing,
@@ -123,7 +124,7 @@ func (c Cause) Severity() Severity {
 }
 
 // Finding is one vanished record or one anomaly. Field order is the CSV and
-// JSON column order of the report (README, "Findings").
+// JSON column order of the report (docs/how-it-decides.md, "Findings").
 //
 // Topic, Partition and Offset name the vanished input where it can still be
 // read, furthest upstream; where nothing holds it any more they name the

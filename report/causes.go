@@ -8,109 +8,20 @@ import (
 	"github.com/kaudit/kaudit/audit"
 )
 
-// CauseText explains each cause in one paragraph: what the evidence shows
-// and what it means for the records concerned. The README reuses it.
-var CauseText = map[audit.Cause]string{
-	audit.CauseRetentionGap: "The source partition's log-start offset is above the group's committed offset: " +
-		"retention (or DeleteRecords) removed records before the application read them, so they never " +
-		"entered the pipeline. The finding names the first deleted offset and the number of offsets gone. " +
-		"They can only be recovered from the system that produced them.",
-	audit.CausePurgedBeforeCommit: "A repartition partition's log-start offset is above the group's committed offset " +
-		"there: Kafka Streams purged repartition records that its own committed position says were not yet " +
-		"applied. This is the signature of KAFKA-17635 under exactly-once v2. The records are gone from the " +
-		"repartition topic; their source records may still be readable upstream.",
-	audit.CauseAbortedNotReplayed: "The input was consumed (its offset is below the committed offset) but every record " +
-		"derived from it sits in an aborted transaction. Under exactly-once the input offset and the derived " +
-		"writes commit together, so a committed offset past an input whose output was aborted means the " +
-		"transaction that moved the offset was not the one that held the output. The input is still readable " +
-		"and can be replayed.",
-	audit.CauseDropped: "The input was consumed and no derived record exists anywhere, although the position where it " +
-		"must have been written is still readable (copies of earlier and later inputs of the same source " +
-		"partition are there). The application consumed it and wrote nothing for it.",
-	audit.CauseUnapplied: "The input was consumed and its effect is missing, but the range that held (or should have " +
-		"held) its derived record has been purged. Either it was dropped before the sink or it was purged " +
-		"before it was applied; the evidence left cannot tell these apart, and the finding's detail lists the " +
-		"candidates.",
-	audit.CauseStateDiverged: "The derived record is readable, committed and below the committed offset, yet the " +
-		"store's committed state (its changelog) does not reflect it. The store lost an update it had applied, " +
-		"or never applied one it had consumed.",
-	audit.CauseStateReset: "The changelog history shows a state that restarts from a raw input instead of continuing " +
-		"the aggregate: the store was rebuilt from an incomplete restore and carried on as if it were whole. " +
-		"The inputs folded before the reset are the vanished ones. This is the signature of KAFKA-16017.",
-	audit.CauseDuplicate: "One input was applied twice in committed data: two committed derived copies, or a sum or " +
-		"count that counts it twice. Exactly-once should make this impossible; it is an anomaly, not a loss.",
-	audit.CauseJoinMissing: "The join's left table holds the key at the committed cut, but the output topic has no " +
-		"record for it. Downstream consumers never saw this entity.",
-	audit.CauseJoinStale: "The output's last record for the key differs from what the joiner computes over the " +
-		"tables at the committed cut: the output shows an older or partial result.",
-	audit.CausePending: "The input is at or above the committed offset: the application has not processed it yet. " +
-		"This is lag, not loss; it will be processed when the application runs.",
-	audit.CauseNullKey: "The selected key of the input is null. Kafka Streams drops such records by design when it " +
-		"re-keys a stream; this is information, not loss, unless the null key itself is a bug upstream.",
-	audit.CauseLate: "The input's window had closed when the task processed it: its end plus the grace period was at " +
-		"or below the task's stream time. Kafka Streams skips such a record for an expired window by design; " +
-		"this is information, not loss (a restart lowers stream time, and the window may then hold it).",
-	audit.CauseHangingTransaction: "A transaction has been open longer than the maximum transaction timeout, or is " +
-		"open on a partition with no coordinator state (KIP-664). It holds the last stable offset down: " +
-		"read_committed consumers, including the application itself, stall behind it.",
-	audit.CauseCheckpointAhead: "A state directory's .checkpoint records a changelog offset beyond what the changelog " +
-		"holds, or ahead of the committed cut. On restart the store will believe it is restored further than " +
-		"it is and skip changelog records.",
-	audit.CauseTruncated: "Records seen earlier (in a baseline capture or on another replica) are gone, or an offset " +
-		"now holds different content: the log was truncated, typically by an unclean leader election or a " +
-		"cluster-wide crash with unflushed data.",
-	audit.CauseOffsetGap: "Offsets are missing inside a non-compacted partition above its log-start offset. Kafka " +
-		"does not leave such gaps in a healthy log; the evidence is damaged or the log was rewritten.",
-	audit.CauseConfigRisk: "A setting allows loss even though none was found: a compacted repartition topic, " +
-		"min.insync.replicas below 2 with replication factor 3, unclean leader election enabled, or a " +
-		"retention shorter than the outage.",
-	audit.CauseUndecodable: "A record could not be decoded (unknown schema id, not Confluent-framed, corrupt). The " +
-		"audit could not compare its content, so conclusions about its key are weaker.",
-	audit.CauseUnreadable: "A partition or file could not be read. Everything that depends on it is unchecked, so the " +
-		"run is incomplete, never clean.",
-	audit.CauseTransactionInconsistent: "Transaction evidence contradicts itself: data with no marker below the last " +
-		"stable offset, a marker with no data, or a read_committed view derived from the markers that " +
-		"disagrees with the broker's own read_committed fetch.",
-	audit.CauseUncleanShutdown: "A Streams task directory holds a store but no .checkpoint under exactly-once: the " +
-		"last close of that task was not clean, so Streams will wipe and restore the store on its next start.",
-	audit.CauseUnderReplicated: "The replica the audit reads (the last leader's, in the broker log dirs) holds " +
-		"offsets other replicas of the partition lack: a follower was behind, or cut back when it restarted. " +
-		"Nothing is lost while that replica lives, but it is the only copy of those records.",
-}
-
-// causeShort is the phrase the summary paragraph uses for a cause.
-var causeShort = map[audit.Cause]string{
-	audit.CauseRetentionGap:            "deleted by retention before the app read them",
-	audit.CausePurgedBeforeCommit:      "purged from a repartition topic before their commit",
-	audit.CauseAbortedNotReplayed:      "consumed but written only in aborted transactions",
-	audit.CauseDropped:                 "consumed and never written",
-	audit.CauseUnapplied:               "consumed and never applied (the range is purged)",
-	audit.CauseStateDiverged:           "not reflected in the store",
-	audit.CauseStateReset:              "lost to a store that restarted from scratch",
-	audit.CauseDuplicate:               "applied twice",
-	audit.CauseJoinMissing:             "missing from the join output",
-	audit.CauseJoinStale:               "stale in the join output",
-	audit.CausePending:                 "not processed yet",
-	audit.CauseNullKey:                 "dropped for a null key",
-	audit.CauseLate:                    "skipped for a closed window",
-	audit.CauseHangingTransaction:      "hanging transactions",
-	audit.CauseCheckpointAhead:         "checkpoints ahead of the changelog",
-	audit.CauseTruncated:               "truncated from the log",
-	audit.CauseOffsetGap:               "offset gaps",
-	audit.CauseConfigRisk:              "risky settings",
-	audit.CauseUndecodable:             "undecodable records",
-	audit.CauseUnreadable:              "unreadable partitions or files",
-	audit.CauseTransactionInconsistent: "inconsistent transaction evidence",
-	audit.CauseUncleanShutdown:         "unclean task shutdowns",
-	audit.CauseUnderReplicated:         "held by one replica only",
-}
-
-// Explain returns CauseText for c, or a fallback naming the cause.
+// Explain returns the postmortem's paragraph for c (audit.Cause.Explain:
+// its meaning, then what it means for the records), or a fallback naming
+// the cause.
 func Explain(c audit.Cause) string {
-	if t, ok := CauseText[c]; ok {
+	if t := c.Explain(); t != "" {
 		return t
 	}
 	return fmt.Sprintf("Cause %q is not in this kaudit's vocabulary; see the finding's detail.", string(c))
+}
+
+// causePhrase is the phrase the summary paragraph uses for a cause.
+func causePhrase(c audit.Cause) (string, bool) {
+	d, ok := c.Doc()
+	return d.Phrase, ok && d.Phrase != ""
 }
 
 // KnownIssue is a Kafka bug whose forensic signature matches a cause.
@@ -131,8 +42,7 @@ type KnownIssue struct {
 	Caveat string
 }
 
-// KnownIssues are the issues the postmortem cites (see the notes on Kafka
-// Streams internals, section 5).
+// KnownIssues are the issues the postmortem cites.
 var KnownIssues = []KnownIssue{
 	{
 		ID: "KAFKA-17635", Title: "repartition records purged before their commit under exactly-once v2",

@@ -7,9 +7,9 @@
 // (for --baseline and kaudit merge). LedgerTable, LedgerJSON and LedgerCSV
 // render `kaudit ledger` output from an audit.TopicLedger.
 //
-// CauseText explains every audit.Cause in one paragraph, and KnownIssues
-// maps causes to the Kafka bugs whose signature they match; both are
-// reused by the README.
+// Explain gives every audit.Cause its paragraph (from audit's CauseDoc,
+// which the README's findings table is checked against), and KnownIssues
+// maps causes to the Kafka bugs whose signature they match.
 //
 // This package imports nothing of kaudit but audit.
 package report

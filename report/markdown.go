@@ -297,7 +297,7 @@ func causeList(by map[audit.Cause]int64) string {
 	}
 	var extra []string
 	for c := range by {
-		if _, ok := causeShort[c]; !ok {
+		if _, ok := causePhrase(c); !ok {
 			extra = append(extra, fmt.Sprintf("%s %s", num(by[c]), text(string(c))))
 		}
 	}
@@ -322,7 +322,7 @@ func anomalyList(by map[audit.Cause]int64) string {
 }
 
 func describe(c audit.Cause) string {
-	if s, ok := causeShort[c]; ok {
+	if s, ok := causePhrase(c); ok {
 		return s
 	}
 	return text(string(c))

@@ -85,7 +85,7 @@ func jsonText(s string) string {
 }
 
 // groundTruth derives, from what the simulation did, the findings an
-// audit must report, by the README's rules ("How it decides").
+// audit must report, by the rules of docs/how-it-decides.md.
 func (g *gen) groundTruth() {
 	s := g.s
 	purged := map[audit.TopicPartition]bool{}

@@ -207,8 +207,8 @@ func sumState(id string, amount int, ts int64) judgeState {
 
 func countState(n int, ts int64) judgeState { return judgeState{v: fmt.Sprint(n), ts: ts} }
 
-// TestJudgeRules pins each rule of the key judgement (README, How it
-// decides) with a case it decides and the cause it must name; every rule
+// TestJudgeRules pins each rule of the key judgement (docs/how-it-decides.md,
+// "Judging a key") with a case it decides and the cause it must name; every rule
 // has a clean case beside it that must stay clean. A misattributed cause
 // fails the case.
 func TestJudgeRules(t *testing.T) {

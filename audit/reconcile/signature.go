@@ -21,8 +21,8 @@ import (
 //     offset range: the store was restored short of the range (R, L] and
 //     carried on. Its inputs are the state-reset findings of those keys.
 //
-// A signature is evidence, not a diagnosis: the README says what else can
-// leave the same.
+// A signature is evidence, not a diagnosis: docs/how-it-decides.md
+// ("Signatures of known bugs") says what else can leave the same.
 func (r *run) signatures() {
 	for _, t := range r.p.Tables {
 		ts := r.tables[t.Name]

@@ -48,7 +48,7 @@ const (
 // and judged. A table's maps of every key at once missed the caches on
 // nearly every lookup (the map probes were a fifth of a diff's CPU on the
 // bench); checked in buckets of about this many records, a diff at 1M
-// took a quarter less CPU (see the README's Performance).
+// took a quarter less CPU (testdata/bench/README.md, "History").
 const recordsPerBucket = 4096
 
 // maxMemBuckets bounds the buckets of a spill held in memory.

@@ -45,8 +45,9 @@ then runs kaudit diff on it with the embedded spec and topology.
 	}
 }
 
-// demoScenario is the embedded incident: what each fault stands for in
-// the seed's outage is in the README.
+// demoScenario is the embedded incident: an app with the topology of the
+// incident kaudit was built around (README.md), one injected fault per
+// cause the demo names.
 func demoScenario(n int) audittest.Scenario {
 	s := audittest.SeedScenario("shop", n)
 	s.Now = time.Now().UnixMilli()

@@ -13,13 +13,14 @@ import (
 	"testing"
 )
 
-// readmeBlock is a fenced block of the README marked runnable by a line
-// <!-- runnable: exit N --> before it. Lines starting "$ " are commands,
+// readmeBlock is a fenced block of README.md or of a docs/*.md file
+// marked runnable by a line <!-- runnable: exit N --> before it. Lines starting "$ " are commands,
 // each followed by the output it prints; a block without them is a
 // script, one command a line (a trailing \ continues it), comments and
 // blank lines skipped. Every command must exit N.
 type readmeBlock struct {
-	line int // of the fence
+	file string // relative to the repository's root
+	line int    // of the fence
 	exit int
 	cmds []readmeCmd
 }
@@ -31,9 +32,33 @@ type readmeCmd struct {
 
 var runnableMark = regexp.MustCompile(`^<!-- runnable: exit (\d+) -->$`)
 
+// docFiles are the documents whose runnable blocks are run: README.md
+// and every docs/*.md, relative to the repository's root.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{"README.md"}
+	for _, d := range docs {
+		out = append(out, strings.TrimPrefix(filepath.ToSlash(d), "../../"))
+	}
+	return out
+}
+
 func readmeBlocks(t *testing.T) []readmeBlock {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	var out []readmeBlock
+	for _, f := range docFiles(t) {
+		out = append(out, fileBlocks(t, f)...)
+	}
+	return out
+}
+
+func fileBlocks(t *testing.T, file string) []readmeBlock {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +70,10 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 			continue
 		}
 		if i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```") {
-			t.Fatalf("README:%d: a runnable mark not before a fenced block", i+1)
+			t.Fatalf("%s:%d: a runnable mark not before a fenced block", file, i+1)
 		}
 		exit, _ := strconv.Atoi(m[1])
-		blk := readmeBlock{line: i + 2, exit: exit}
+		blk := readmeBlock{file: file, line: i + 2, exit: exit}
 		var body []string
 		for i += 2; i < len(lines) && lines[i] != "```"; i++ {
 			body = append(body, lines[i])
@@ -82,7 +107,8 @@ func readmeBlocks(t *testing.T) []readmeBlock {
 	return out
 }
 
-// TestReadmeExamples runs the README's runnable blocks exactly as printed,
+// TestReadmeExamples runs the runnable blocks of README.md and docs/*.md
+// exactly as printed,
 // `go run ./cmd/kaudit` being the built binary, in a directory where
 // testdata is the repository's, and compares what they print.
 func TestReadmeExamples(t *testing.T) {
@@ -94,7 +120,7 @@ func TestReadmeExamples(t *testing.T) {
 	}
 	blocks := readmeBlocks(t)
 	if len(blocks) < 3 {
-		t.Fatalf("%d runnable blocks in the README, want at least 3", len(blocks))
+		t.Fatalf("%d runnable blocks in README.md and docs/*.md, want at least 3", len(blocks))
 	}
 	bin := buildKaudit(t)
 	binDir := filepath.Dir(bin)
@@ -103,7 +129,7 @@ func TestReadmeExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, blk := range blocks {
-		t.Run("README:"+strconv.Itoa(blk.line), func(t *testing.T) {
+		t.Run(blk.file+":"+strconv.Itoa(blk.line), func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.Symlink(testdata, filepath.Join(dir, "testdata")); err != nil {
 				t.Fatal(err)
@@ -124,7 +150,7 @@ func TestReadmeExamples(t *testing.T) {
 					t.Errorf("%s\nexited %d, want %d; stderr:\n%s", c.text, code, blk.exit, lastLinesOf(stderr.String(), 5))
 				}
 				if c.output != nil && stdout.String() != *c.output {
-					t.Errorf("%s\nprints\n%s\nthe README says\n%s", c.text, stdout.String(), *c.output)
+					t.Errorf("%s\nprints\n%s\n%s says\n%s", c.text, stdout.String(), blk.file, *c.output)
 				}
 			}
 		})

@@ -1,5 +1,5 @@
 // Command srcompare measures what franz-go's pkg/sr does where kaudit's registry
-// client (audit/codec/registry.go) was kept instead (README, "Why franz-go"): a
+// client (audit/codec/registry.go) was kept instead (docs/decisions.md, "What is hand-written, and why"): a
 // 503 before a 200, a 256 MiB error answer, an unreachable URL with credentials.
 // Run: cd audit/codec/testdata/srcompare && go run .
 package main
