@@ -100,6 +100,12 @@ var causeDocs = map[Cause]CauseDoc{
 		Consequence: "This is information, not loss, unless the null key itself is a bug upstream.",
 		Phrase:      "dropped for a null key",
 	},
+	CauseFiltered: {
+		Stages:      []Stage{StageSource},
+		Meaning:     "the table's steps, as the spec states them, emit nothing for the input (a filter, a branch not taken, an empty flatMap): the app drops it by design",
+		Consequence: "This is information, not loss: the count says how many inputs the app's own filters kept out.",
+		Phrase:      "filtered out by the app's own steps",
+	},
 	CauseLate: {
 		Stages:      []Stage{StageStore},
 		Meaning:     "windowed tables: the input is missing from a window whose end plus grace was at or below the task's stream time before it (computed without restarts): Streams skips it by design",

@@ -14,6 +14,7 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/infer"
+	"github.com/kaudit/kaudit/audit/spec"
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -26,10 +27,25 @@ type draftTable struct {
 	repartition  string
 	rekeyed      bool
 	tableSource  bool // builder.table() or toTable(): no reducer to decide
+	// chain is the topology's chain of processors from the source to the
+	// store; chainErr why it is not known
+	chain    []topology.ChainNode
+	chainErr string
 	// inferred from the evidence (kaudit init with a source)
 	sourceNote string
 	selectKey  infer.Guess
 	reduce     *infer.Guess
+	steps      []draftStep // the chain's steps, as far as the evidence tells them
+}
+
+// draftStep is one step of a drafted table's chain: its kind and
+// expression (a TODO where the evidence cannot tell), the node it stands
+// for, and what the guess rests on.
+type draftStep struct {
+	kind spec.StepKind
+	expr string
+	node string
+	note string
 }
 
 // Options say what to draft from.
@@ -151,8 +167,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			}
 			fmt.Fprintf(&b, "    source: %s\n", yamlScalar("TODO: "+hint))
 		}
+		writeSteps(&b, t)
 		g := t.selectKey
 		switch {
+		case t.keyInSteps():
 		case g.Value == "key":
 			fmt.Fprintf(&b, "    # select_key: none, the key is unchanged: %s\n", g.Evidence)
 		case g.Value != "":
@@ -281,8 +299,15 @@ func draftTables(lay *topology.Layout, haveTopology bool, d *discovery.Discovery
 			if len(reps) == 1 {
 				rep = reps[0]
 			}
-			out = append(out, draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog,
-				repartition: rep, rekeyed: s.Rekeyed, tableSource: fromTableSource(s)})
+			t := draftTable{name: uniqueName(name), source: u.Name, store: s.Name, changelog: s.Changelog,
+				repartition: rep, rekeyed: s.Rekeyed, tableSource: fromTableSource(s)}
+			if chain, err := lay.SourceChain(u.Name, s.Name); err != nil {
+				t.chainErr = err.Error()
+			} else {
+				t.chain = chain
+			}
+			t.steps = topologySteps(t.chain)
+			out = append(out, t)
 		}
 	}
 	return out

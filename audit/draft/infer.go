@@ -135,6 +135,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 
 // inferTable fills in one table's source, select_key and reducer.
 func inferTable(t *draftTable, ev *infer.Evidence) {
+	purgedIdentity := false
 	copies := ev.Topics[t.repartition]
 	if t.repartition != "" && copies != nil && copies.Count() > 0 {
 		cands := t.candidates
@@ -166,6 +167,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 		if t.rekeyed || t.repartition != "" {
 			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
 		}
+		inferSteps(t, ev, best)
 	}
 	if t.repartition != "" && (copies == nil || copies.Count() == 0) && ev.Topics[t.changelog] != nil {
 		// the copies were purged: the source whose records' field is a
@@ -184,12 +186,21 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 				}
 			}
 		}
+		if t.selectKey.Value != "" {
+			// the source's own records carry the changelog's keys: they
+			// reach the store as they are, if the reducer folds them too
+			purgedIdentity = true
+			identitySteps(t, "the repartition topic is purged; the source records' "+t.selectKey.Value+" are the changelog's keys and the reducer folds them as they are", nil)
+		}
 	}
 	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
 		return
 	}
 	g := infer.GuessReducer(spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
 	t.reduce = &g
+	if purgedIdentity && g.Value == "" {
+		t.steps = topologySteps(t.chain) // no reducer folds the records as they are: the steps are not known
+	}
 }
 
 // inferJoin guesses a drafted join's type and value.

@@ -83,9 +83,9 @@ func TestBundleChecks(t *testing.T) {
 		unjudged string // the table or join not judged
 	}{
 		{name: "hand-written"},
-		{name: "sum typo", old: "sum(amount)", new: "sum(amont)", fieldErr: `:14: tables[1].reduce: value.amont in sum(amont): no field "amont"`},
-		{name: "join typo", old: "r2?.carrier", new: "r2?.carier", fieldErr: `:24: joins[0].value: r2.carier in`},
-		{name: "select_key typo", old: "select_key: value.orderId       #", new: "select_key: value.orderID       #", fieldErr: `:13: tables[1].select_key: value.orderID in value.orderID: no field "orderID"`},
+		{name: "sum typo", old: "sum(amount)", new: "sum(amont)", fieldErr: `:16: tables[1].reduce: value.amont in sum(amont): no field "amont"`},
+		{name: "join typo", old: "r2?.carrier", new: "r2?.carier", fieldErr: `:27: joins[0].value: r2.carier in`},
+		{name: "select_key typo", old: "select_key: value.orderId       #", new: "select_key: value.orderID       #", fieldErr: `:15: tables[1].select_key: value.orderID in value.orderID: no field "orderID"`},
 		{name: "latest for a sum", old: "sum(amount)", new: "latest", unjudged: "payments"},
 		{name: "count for latest", old: "select_key: value.orderId\n    reduce: latest  ", new: "select_key: value.orderId\n    reduce: count   ", unjudged: "orders"},
 		{name: "join value swapped", old: `"paid": r1?.amount`, new: `"paid": left.amount`, unjudged: "order-status"},

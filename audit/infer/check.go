@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
 	"slices"
@@ -491,16 +492,19 @@ func Candidates(inputs []any) []string {
 func CheckTable(pt spec.PlannedTable, ev *Evidence) Verdict {
 	var sel func(Rec) (any, error)
 	switch {
-	case pt.Spec == nil, pt.Spec.ValueChanging():
-		// the inputs' values are not the source's: only the copies tell them
+	case pt.Spec == nil:
 	case pt.Spec.HasSteps():
-		sel = func(r Rec) (any, error) {
-			els, err := pt.Spec.Apply(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
-			if err != nil || len(els) == 0 {
-				return nil, err // filtered out: no key
+		// the inputs are what the steps emit for the source's records
+		if src := ev.Topics[pt.Source]; src != nil {
+			els, err := elementsOf(src, pt.Spec.Chain())
+			if err != nil {
+				return Verdict{Name: pt.Name, Unjudged: fmt.Sprintf("table %s is not judged: its steps fail on the data: %v", pt.Name, err)}
 			}
-			return els[0].Key, nil
+			topics := maps.Clone(ev.Topics)
+			topics[pt.Source] = els
+			ev = &Evidence{Topics: topics}
 		}
+		sel = func(r Rec) (any, error) { return r.Key, nil }
 	default:
 		sel = func(r Rec) (any, error) {
 			return pt.Spec.SelectKey(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})

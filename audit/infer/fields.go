@@ -72,6 +72,14 @@ func CheckFields(sp *spec.Spec, plan *spec.Plan, ev *Evidence) (notes []string, 
 				continue
 			}
 			t := ev.Topics[topic]
+			if name, ok := strings.CutPrefix(topic, stepsTopic); ok {
+				// what the steps emit, worked out from the source's records
+				pt := plan.Table(name)
+				if src := ev.Topics[pt.Source]; src != nil && pt.Spec != nil {
+					t, _ = elementsOf(src, pt.Spec.Steps) // the steps before select_key's
+					topic = pt.Source
+				}
+			}
 			if t == nil {
 				continue
 			}
@@ -146,6 +154,10 @@ func CheckFields(sp *spec.Spec, plan *spec.Plan, ev *Evidence) (notes []string, 
 	return notes, errors.Join(all...)
 }
 
+// stepsTopic prefixes, in rootTopic's answer, a table whose steps'
+// elements an expression reads.
+const stepsTopic = "\x00steps:"
+
 // rootTopic names the topic whose records an expression's root name
 // stands for.
 func rootTopic(x spec.Expression, root string, plan *spec.Plan) (topic string, isKey bool, what string) {
@@ -155,10 +167,14 @@ func rootTopic(x spec.Expression, root string, plan *spec.Plan) (topic string, i
 			return "", false, ""
 		}
 		switch {
-		case strings.HasSuffix(x.Field, ".select_key") && root == "value":
+		case strings.HasSuffix(x.Field, ".select_key") && root == "value" && x.Table.ValueChanging():
+			return stepsTopic + pt.Name, false, "the values the table's steps emit for the source's records"
+		case (strings.HasSuffix(x.Field, ".select_key") || strings.Contains(x.Field, ".steps[")) && root == "value":
 			return pt.Source, false, "the source's values"
-		case strings.HasSuffix(x.Field, ".select_key") && root == "key":
+		case (strings.HasSuffix(x.Field, ".select_key") || strings.Contains(x.Field, ".steps[")) && root == "key":
 			return pt.Source, true, "the source's keys"
+		case root == "value" && pt.Repartition == "" && x.Table.ValueChanging():
+			return "", false, "" // the steps' values, which no topic holds
 		case root == "value":
 			return cmp.Or(pt.Repartition, pt.Source), false, "the inputs' values"
 		case root == "agg":

@@ -2,8 +2,8 @@ package infer
 
 import (
 	"fmt"
+	"slices"
 
-	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/spec"
 )
 
@@ -15,52 +15,71 @@ import (
 // nothing either way): the audit's own check of the copies against the
 // inputs does that on every record.
 func CheckSteps(pt spec.PlannedTable, ev *Evidence) Verdict {
-	v := Verdict{Name: pt.Name, Explained: map[string]int{}, of: "repartition copies"}
+	v := Verdict{Name: pt.Name, Explained: map[string]int{}, of: "repartition copies matched to source records"}
 	src, cps := ev.Topics[pt.Source], ev.Topics[pt.Repartition]
 	if pt.Spec == nil || pt.Repartition == "" || src == nil || cps == nil {
 		return v
 	}
+	chain := pt.Spec.Chain()
 	v.Spec = "steps"
-	type fp struct {
-		k, v codec.Digest
-		ts   int64
+	keyed := pt.Spec.SelectKeyExpr != "" && len(chain) > 0
+	if keyed {
+		v.Spec = pt.Spec.SelectKeyExpr // the steps are the same but for the key
 	}
-	idx := map[fp]int{}
-	for r := range cps.each() {
-		if r.Value == nil || r.Undecodable {
-			continue
-		}
-		idx[fp{r.key().d, r.value().d, r.Timestamp}]++
-		v.Keys++
-	}
-	var fail error
-	failed := 0
+	failed, fail := 0, error(nil)
 	for r := range src.each() {
 		if r.Undecodable {
 			continue
 		}
-		els, err := pt.Spec.Apply(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
-		if err != nil {
+		if _, err := pt.Spec.Apply(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}); err != nil {
 			fail, failed = err, failed+1
-			continue
-		}
-		for _, e := range els {
-			if e.Key == nil || e.Value == nil {
-				continue
-			}
-			f := fp{valOf(e.Key).d, valOf(e.Value).d, r.Timestamp}
-			if idx[f] > 0 {
-				idx[f]--
-				v.Explained[v.Spec]++
-			}
 		}
 	}
-	if _, ok := v.Explained[v.Spec]; !ok {
-		v.Explained[v.Spec] = 0
+	n, total := ExplainedBy(src, cps, chain)
+	v.Keys, v.Explained[v.Spec] = total, n
+	if keyed {
+		// the alternative: the key the copies matched to their source records say
+		if g := GuessSelectKey(MatchCopies(src, cps), true); g.Value != "" && g.Value != v.Spec {
+			alt := slices.Clone(chain[:len(chain)-1])
+			if g.Value != "key" {
+				st, err := spec.NewStep(spec.StepSelectKey, g.Value, "")
+				if err == nil {
+					alt = append(alt, st)
+				}
+			}
+			v.Explained[g.Value], _ = ExplainedBy(src, cps, alt)
+		}
 	}
 	v.decide("table")
 	if fail != nil {
 		v.Unjudged = fmt.Sprintf("table %s is not judged: its steps fail on %d source records read: %v (%s)", pt.Name, failed, fail, v.Summary())
 	}
 	return v
+}
+
+// elementsOf is a source topic as a table's steps turn it into inputs:
+// each record replaced by the elements the steps emit for it (their key
+// and value, the record's place and timestamp).
+func elementsOf(src *Topic, steps []*spec.Step) (*Topic, error) {
+	out := *src
+	out.Parts = make(map[int32][]Rec, len(src.Parts))
+	for p, rs := range src.Parts {
+		var els []Rec
+		for i := range rs {
+			r := &rs[i]
+			if r.Undecodable {
+				els = append(els, *r)
+				continue
+			}
+			es, err := spec.ApplySteps(steps, spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			if err != nil {
+				return nil, fmt.Errorf("%s/%d@%d: %w", src.Name, r.Partition, r.Offset, err)
+			}
+			for _, e := range es {
+				els = append(els, Rec{Partition: r.Partition, Offset: r.Offset, RawKey: r.RawKey, RawValue: r.RawValue, Key: e.Key, Value: e.Value, Timestamp: r.Timestamp})
+			}
+		}
+		out.Parts[p] = els
+	}
+	return &out, nil
 }

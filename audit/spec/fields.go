@@ -125,6 +125,20 @@ func (s *Spec) Expressions() []Expression {
 		}
 		path := fmt.Sprintf("$.tables[%d]", i)
 		field := fmt.Sprintf("tables[%d]", i)
+		// the steps up to the first that changes values read the source's
+		// records; a select_key after such a step reads what it emits
+		changed := false
+		for j, st := range t.Steps {
+			if st == nil || changed {
+				break
+			}
+			changed = st.Kind.ValueChanging()
+			if st.prog == nil {
+				continue
+			}
+			ps, _ := FieldPaths(st.Expr)
+			out = append(out, Expression{Line: st.Line, Field: fmt.Sprintf("%s.steps[%d]", field, j), Src: st.Expr, Table: t, Paths: ps})
+		}
 		if t.SelectKeyExpr != "" {
 			ps, _ := FieldPaths(t.SelectKeyExpr)
 			out = append(out, Expression{Line: s.lineOr(path+".select_key", t.Line), Field: field + ".select_key", Src: t.SelectKeyExpr, Table: t, Paths: ps})

@@ -3,7 +3,9 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
@@ -440,3 +442,80 @@ func (t *TableSpec) ApplyOutput(r RecordEnv) ([]Element, error) {
 	}
 	return runSteps(t.OutputSteps, r)
 }
+
+// javaSplit is the expressions' regexSplit(s, regex): Java's
+// String#split(regex), which a flatMapValues splitting text into words
+// uses (value.split("\\W+")). Like Java (limit 0) it drops trailing
+// empty strings and keeps a leading one where the regex matches a
+// non-empty prefix; the regex is RE2, which reads the usual classes (\W,
+// \s, [^a-z]) as Java does.
+var javaSplit = expr.Function("regexSplit", func(params ...any) (any, error) {
+	s, ok1 := params[0].(string)
+	re, ok2 := params[1].(string)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("regexSplit wants a string and a regex, got %s and %s", describe(params[0]), describe(params[1]))
+	}
+	rx, err := splitRegex(re)
+	if err != nil {
+		return nil, err
+	}
+	return splitJava(s, rx), nil
+}, new(func(string, string) []any))
+
+var regexCache sync.Map // regex text → *regexp.Regexp
+
+func splitRegex(re string) (*regexp.Regexp, error) {
+	if rx, ok := regexCache.Load(re); ok {
+		return rx.(*regexp.Regexp), nil
+	}
+	rx, err := regexp.Compile(re)
+	if err != nil {
+		return nil, fmt.Errorf("regexSplit: %w", err)
+	}
+	regexCache.Store(re, rx)
+	return rx, nil
+}
+
+// splitJava splits s around the matches of rx as Java's String#split(re)
+// does: an empty s gives [""]; a zero-width match at the start gives no
+// leading empty string; trailing empty strings are removed.
+func splitJava(s string, rx *regexp.Regexp) []any {
+	if s == "" {
+		return []any{""}
+	}
+	var out []any
+	last := 0
+	for _, m := range rx.FindAllStringIndex(s, -1) {
+		if m[1] == 0 {
+			continue // a zero-width match at the start
+		}
+		if m[0] == m[1] && m[0] == len(s) {
+			break
+		}
+		out = append(out, s[last:m[0]])
+		last = m[1]
+	}
+	out = append(out, s[last:])
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	if len(out) == 0 {
+		// Java: "   ".split("\\W+") is [] (every piece empty)
+		return []any{}
+	}
+	return out
+}
+
+// NewStep returns a step with its expression compiled, as a spec's steps
+// are (kaudit init tries candidate steps on the evidence).
+func NewStep(kind StepKind, src, node string) (*Step, error) {
+	st := &Step{Kind: kind, Expr: src, Node: node}
+	if err := compileStep(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ApplySteps runs a chain of steps on one record, as a table's Apply runs
+// its own.
+func ApplySteps(steps []*Step, r RecordEnv) ([]Element, error) { return runSteps(steps, r) }

@@ -23,10 +23,10 @@ func TestSpecTypos(t *testing.T) {
 		stderr         string // for a spec error
 		missing        string // for an unjudged table or join
 	}{
-		{"no serdes", "serdes: {key: string, value: avro}\n", "", exitUsage, `:8: tables[0].select_key: value.orderId in value.orderId: value of topic orders holds no record with fields (its values decode as strings): check serdes: the bytes look like avro`, ""},
-		{"sum field", "sum(amount)", "sum(amont)", exitUsage, `:14: tables[1].reduce: value.amont in sum(amont): no field "amont"`, ""},
-		{"join value field", "r2?.carrier", "r2?.carier", exitUsage, `:24: joins[0].value: r2.carier in`, ""},
-		{"select_key field", "select_key: value.orderId       #", "select_key: value.orderID       #", exitUsage, `:13: tables[1].select_key: value.orderID`, ""},
+		{"no serdes", "serdes: {key: string, value: avro}\n", "", exitUsage, `:9: tables[0].select_key: value.orderId in value.orderId: value of topic orders holds no record with fields (its values decode as strings): check serdes: the bytes look like avro`, ""},
+		{"sum field", "sum(amount)", "sum(amont)", exitUsage, `:16: tables[1].reduce: value.amont in sum(amont): no field "amont"`, ""},
+		{"join value field", "r2?.carrier", "r2?.carier", exitUsage, `:27: joins[0].value: r2.carier in`, ""},
+		{"select_key field", "select_key: value.orderId       #", "select_key: value.orderID       #", exitUsage, `:15: tables[1].select_key: value.orderID`, ""},
 		{"reducer kind", "sum(amount)", "latest", exitFindings, "", "table payments is not judged: the spec does not describe the app: latest explains 162 of 222 keys' histories; sum(amount) explains 222"},
 		{"join value", `"paid": r1?.amount`, `"paid": r1?.seq`, exitFindings, "", "join order-status is not judged"},
 		{"select_key", "select_key: value.orderId       #", "select_key: value.paymentId     #", exitFindings, "", "table payments is not judged: the spec does not describe the app: value.paymentId explains 0 of 282 repartition copies matched to source records; value.orderId explains 282"},

@@ -1,0 +1,349 @@
+package infer
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/spec"
+)
+
+// ExplainedBy counts the repartition copies that a chain of steps
+// explains: copies that are, by key, value and timestamp, an element the
+// steps emit for a source record read (each copy explains one element).
+// total is the copies with a value.
+func ExplainedBy(source, copies *Topic, steps []*spec.Step) (n, total int) {
+	type fp struct {
+		k, v codec.Digest
+		ts   int64
+	}
+	idx := map[fp]int{}
+	stamps := map[int64]bool{}
+	for r := range copies.each() {
+		if r.Value == nil || r.Undecodable {
+			continue
+		}
+		idx[fp{r.key().d, r.value().d, r.Timestamp}]++
+		stamps[r.Timestamp] = true
+		total++
+	}
+	for r := range source.each() {
+		if r.Undecodable || !stamps[r.Timestamp] {
+			continue
+		}
+		els, err := spec.ApplySteps(steps, spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		if err != nil {
+			continue
+		}
+		for _, e := range els {
+			if e.Key == nil || e.Value == nil {
+				continue
+			}
+			f := fp{valOf(e.Key).d, valOf(e.Value).d, r.Timestamp}
+			if idx[f] > 0 {
+				idx[f]--
+				n++
+			}
+		}
+	}
+	return n, total
+}
+
+// SplitCandidates are the flatMapValues lambdas kaudit init tries on text
+// values: Java's split on non-word characters or white space, lowercased
+// or not, and a split on single spaces.
+var SplitCandidates = []string{
+	`regexSplit(lower(value), "\\W+")`,
+	`regexSplit(value, "\\W+")`,
+	`regexSplit(lower(value), "\\s+")`,
+	`regexSplit(value, "\\s+")`,
+	`split(value, " ")`,
+}
+
+// GuessChain tries candidate expressions for the steps of a chain whose
+// kinds are given (the topology's), with the last step's key expression
+// keyExpr (a selectKey or groupBy; "" when the chain keeps the key), and
+// returns the first chain that explains at least 90 % of the copies, its
+// expressions in order. tries gives, per step, the candidates to try
+// (one-element lists for steps already known).
+func GuessChain(source, copies *Topic, kinds []spec.StepKind, tries [][]string) ([]string, Guess) {
+	if source == nil || copies == nil || copies.Count() == 0 {
+		return nil, Guess{Evidence: "no repartition copy to check the steps against"}
+	}
+	best, bestN, total := []string(nil), -1, 0
+	var walkTries func(i int, cur []string)
+	walkTries = func(i int, cur []string) {
+		if i == len(kinds) {
+			steps := make([]*spec.Step, len(kinds))
+			for j, k := range kinds {
+				st, err := spec.NewStep(k, cur[j], "")
+				if err != nil {
+					return
+				}
+				steps[j] = st
+			}
+			n, t := ExplainedBy(source, copies, steps)
+			total = t
+			if n > bestN {
+				best, bestN = slices.Clone(cur), n
+			}
+			return
+		}
+		for _, c := range tries[i] {
+			walkTries(i+1, append(cur, c))
+		}
+	}
+	walkTries(0, nil)
+	if best == nil || total == 0 || bestN*10 < total*9 {
+		return nil, Guess{Evidence: fmt.Sprintf("no candidate explains 90%% of the %d copies (the best %d)", total, max(bestN, 0))}
+	}
+	return best, Guess{Value: strings.Join(best, "; "), Evidence: fmt.Sprintf("explains %d of %d copies on %s", bestN, total, copies.Name)}
+}
+
+// GuessFilter finds a predicate on one field of the source values that
+// keeps exactly the source records that have a copy (pairs) and rejects
+// those that have none, over enough of each (MinKeys): a field equal to
+// one constant in every rejected record and in no kept one, or a
+// threshold on a numeric field. Records after the last copied one of
+// their source partition are not consumed yet and are left out. Without
+// a rejected record the predicate is "true"; without a predicate that
+// separates them, none (Value "").
+func GuessFilter(source *Topic, pairs []Pair) Guess {
+	kept := map[[2]int64]bool{}
+	last := map[int32]int64{}
+	for _, p := range pairs {
+		kept[[2]int64{int64(p.Src.Partition), p.Src.Offset}] = true
+		if o, ok := last[p.Src.Partition]; !ok || p.Src.Offset > o {
+			last[p.Src.Partition] = p.Src.Offset
+		}
+	}
+	var in, out []*Rec
+	for r := range source.each() {
+		if r.Undecodable || r.Value == nil {
+			continue
+		}
+		if kept[[2]int64{int64(r.Partition), r.Offset}] {
+			in = append(in, r)
+		} else if o, ok := last[r.Partition]; ok && r.Offset < o {
+			out = append(out, r)
+		}
+	}
+	if len(in) < MinKeys {
+		return Guess{Evidence: fmt.Sprintf("%d source records have a copy (want %d)", len(in), MinKeys)}
+	}
+	if len(out) == 0 {
+		return Guess{Value: "true", Evidence: fmt.Sprintf("every one of the %d source records read before the last copied one has its copy: the filter passed them all", len(in))}
+	}
+	if len(out) < MinKeys {
+		return Guess{Evidence: fmt.Sprintf("%d source records have no copy: too few to tell a filter from a loss (want %d)", len(out), MinKeys)}
+	}
+	var paths [][]string
+	leafPaths(in[0].Value, nil, &paths)
+	slices.SortFunc(paths, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
+	for _, path := range paths {
+		name := "value." + strings.Join(path, ".")
+		// one constant in every rejected record, in no kept one
+		c := valOf(walk(out[0].Value, path))
+		if c.v != nil && allSame(out, path, c) && noneSame(in, path, c) {
+			return Guess{Value: fmt.Sprintf("%s != %s", name, literal(c.v)), Evidence: fmt.Sprintf("the %d source records without a copy all have %s %s, none of the %d with one", len(out), name, literal(c.v), len(in))}
+		}
+		// a threshold
+		lo, hi, ok := numRange(in, path)
+		olo, ohi, ok2 := numRange(out, path)
+		switch {
+		case !ok || !ok2:
+		case ohi < lo:
+			return Guess{Value: fmt.Sprintf("%s >= %s", name, num(lo)), Evidence: fmt.Sprintf("the %d source records without a copy have %s at most %s, the %d with one at least %s", len(out), name, num(ohi), len(in), num(lo))}
+		case olo > hi:
+			return Guess{Value: fmt.Sprintf("%s <= %s", name, num(hi)), Evidence: fmt.Sprintf("the %d source records without a copy have %s at least %s, the %d with one at most %s", len(out), name, num(olo), len(in), num(hi))}
+		}
+	}
+	return Guess{Evidence: fmt.Sprintf("%d source records have no copy and no comparison on one field tells them from the %d that have one: a filter, or a loss", len(out), len(in))}
+}
+
+func allSame(rs []*Rec, path []string, c val) bool {
+	for _, r := range rs {
+		if !valOf(walk(r.Value, path)).same(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func noneSame(rs []*Rec, path []string, c val) bool {
+	for _, r := range rs {
+		if valOf(walk(r.Value, path)).same(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// numRange is the lowest and highest number at path, false when a record
+// has none there.
+func numRange(rs []*Rec, path []string) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
+		f, isNum := toFloat(walk(r.Value, path))
+		if !isNum {
+			return 0, 0, false
+		}
+		lo, hi = min(lo, f), max(hi, f)
+	}
+	return lo, hi, len(rs) > 0
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// literal writes a canonical value as an expression literal.
+func literal(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case nil:
+		return "nil"
+	}
+	return codec.Text(v)
+}
+
+// GuessMapValues finds a mapValues lambda from the copies whose source
+// record is known by timestamp (one source record and one copy with the
+// same timestamp in their partitions' sample): each field of the copy's
+// value is a field of the source value (the same or renamed), or a
+// constant factor of a numeric one, for at least 90 % of the pairs. The
+// expression builds the copy's value field by field.
+func GuessMapValues(source, copies *Topic) Guess {
+	bySrc := map[int64][]*Rec{}
+	for r := range source.each() {
+		if !r.Undecodable && r.Value != nil {
+			bySrc[r.Timestamp] = append(bySrc[r.Timestamp], r)
+		}
+	}
+	byCopy := map[int64][]*Rec{}
+	for r := range copies.each() {
+		if !r.Undecodable && r.Value != nil {
+			byCopy[r.Timestamp] = append(byCopy[r.Timestamp], r)
+		}
+	}
+	var pairs [][2]*Rec
+	for ts, cs := range byCopy {
+		if ss := bySrc[ts]; len(cs) == 1 && len(ss) == 1 {
+			pairs = append(pairs, [2]*Rec{ss[0], cs[0]})
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i][1].Timestamp < pairs[j][1].Timestamp })
+	if len(pairs) < MinKeys {
+		return Guess{Evidence: fmt.Sprintf("%d copies pair with a source record by timestamp (want %d)", len(pairs), MinKeys)}
+	}
+	cm, ok := pairs[0][1].Value.(map[string]any)
+	if !ok {
+		return Guess{Evidence: "the copies' values are not records"}
+	}
+	var srcPaths [][]string
+	leafPaths(pairs[0][0].Value, nil, &srcPaths)
+	slices.SortFunc(srcPaths, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
+	fields := slices.Sorted(mapKeys(cm))
+	need := (len(pairs)*9 + 9) / 10
+	var parts []string
+	for _, f := range fields {
+		found := ""
+		for _, path := range srcPaths {
+			name := "value." + strings.Join(path, ".")
+			same := 0
+			for _, p := range pairs {
+				if valOf(walk(p[0].Value, path)).same(valOf(fieldOf(p[1].Value, f))) {
+					same++
+				}
+			}
+			if same >= need {
+				found = name
+				break
+			}
+		}
+		if found == "" {
+			found = factorOf(pairs, srcPaths, f, need)
+		}
+		if found == "" {
+			if c := valOf(fieldOf(pairs[0][1].Value, f)); c.v == nil || constantField(pairs, f, c, need) {
+				found = literal(c.v)
+			}
+		}
+		if found == "" {
+			return Guess{Evidence: fmt.Sprintf("field %s of the copies is no field of the source values, nor a constant factor of one, in 90%% of %d pairs", f, len(pairs))}
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", strconv.Quote(f), found))
+	}
+	return Guess{Value: "{" + strings.Join(parts, ", ") + "}", Evidence: fmt.Sprintf("each field of the copies' values, from %d copies paired with their source record by timestamp", len(pairs))}
+}
+
+func mapKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func fieldOf(v any, f string) any {
+	m, _ := v.(map[string]any)
+	return m[f]
+}
+
+func constantField(pairs [][2]*Rec, f string, c val, need int) bool {
+	n := 0
+	for _, p := range pairs {
+		if valOf(fieldOf(p[1].Value, f)).same(c) {
+			n++
+		}
+	}
+	return n >= need
+}
+
+// factorOf finds a numeric source field whose value times a constant is
+// the copies' field f (amount in cents: value.amount * 100).
+func factorOf(pairs [][2]*Rec, srcPaths [][]string, f string, need int) string {
+	for _, path := range srcPaths {
+		var k float64
+		n := 0
+		for _, p := range pairs {
+			a, ok1 := toFloat(walk(p[0].Value, path))
+			b, ok2 := toFloat(fieldOf(p[1].Value, f))
+			if !ok1 || !ok2 || a == 0 {
+				continue
+			}
+			if k == 0 {
+				k = b / a
+			}
+			if math.Abs(b-k*a) <= 1e-9*math.Max(1, math.Abs(b)) {
+				n++
+			}
+		}
+		if k != 0 && k != 1 && n >= need {
+			return fmt.Sprintf("value.%s * %s", strings.Join(path, "."), num(cmp.Or(k, 1)))
+		}
+	}
+	return ""
+}
