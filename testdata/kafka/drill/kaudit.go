@@ -61,6 +61,7 @@ type kauditReport struct {
 		Verdict string `json:"verdict"`
 	} `json:"summary"`
 	Findings []finding `json:"findings"`
+	Missing  []string  `json:"missing_evidence"`
 }
 
 // loss returns the findings of severity loss.
