@@ -21,6 +21,12 @@ type inputRec struct {
 	OrderID   *string        `json:"order_id"` // the selected key; nil for a null-key payment
 	Wave      int            `json:"wave"`
 	Value     map[string]any `json:"value"`
+	// The apps-* scenarios (steps.go): the app the record is for, its producer timestamp (ms;
+	// 0: the client's clock), a header, and what the drill made it for ("test", "late", …).
+	App       string `json:"app,omitempty"`
+	Timestamp int64  `json:"timestamp,omitempty"`
+	Header    string `json:"header,omitempty"`
+	Tag       string `json:"tag,omitempty"`
 }
 
 // waveSpec says what one wave of input holds.
@@ -203,7 +209,8 @@ type truth struct {
 	Attempt  int         `json:"attempt"` // which attempt this is (retried while preconditions did not happen)
 	Records  []*inputRec `json:"records"`
 	Faults   []fault     `json:"faults"`
-	EOS      *eosTruth   `json:"eos,omitempty"` // the eos scenarios (eos.go)
+	EOS      *eosTruth   `json:"eos,omitempty"`  // the eos scenarios (eos.go)
+	Apps     *appsTruth  `json:"apps,omitempty"` // the apps-* scenarios (steps.go)
 }
 
 func writeJSON(path string, v any) error {

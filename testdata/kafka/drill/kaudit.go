@@ -56,11 +56,14 @@ func (f finding) String() string {
 }
 
 type kauditReport struct {
-	AppID   string `json:"app_id"`
-	Summary struct {
-		Verdict string `json:"verdict"`
-	} `json:"summary"`
-	Findings []finding `json:"findings"`
+	AppID    string        `json:"app_id"`
+	Summary  kauditSummary `json:"summary"`
+	Findings []finding     `json:"findings"`
+}
+
+type kauditSummary struct {
+	Verdict string   `json:"verdict"`
+	Missing []string `json:"missing_evidence"` // what kaudit could not judge, and why
 }
 
 // loss returns the findings of severity loss.

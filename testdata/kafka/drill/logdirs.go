@@ -25,6 +25,10 @@ type liveDiff struct {
 	report []byte   // its JSON
 	tag    string   // names the files of the log-dir audit ("" or "before")
 	done   bool
+	// dir, app and spec: the results dir (with describe.txt), application id and spec of the
+	// audit; empty: the scenario's (r.dir, r.auditApp(), r.auditSpec()). The apps-* scenarios
+	// audit several apps, each in its own dir (steps.go).
+	dir, app, spec string
 }
 
 // runDiff is d.runDiff that remembers the live audit for auditLogDirs.
@@ -65,19 +69,44 @@ func (r *scRun) auditLogDirsNow(ctx context.Context, tag string) error {
 // auditLogDirs stops the brokers cleanly and audits their log dirs against r.live (once);
 // the cluster stays down.
 func (r *scRun) auditLogDirs(ctx context.Context) error {
-	if !r.d.o.logDirs || r.live == nil || r.live.done {
+	if !r.d.o.logDirs {
 		return nil
 	}
-	r.live.done = true
+	var todo []*liveDiff
+	if r.live != nil && !r.live.done {
+		todo = append(todo, r.live)
+	}
+	for _, l := range r.lives {
+		if !l.done {
+			todo = append(todo, l)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
 	t0 := time.Now()
 	n := r.d.brokers
 	r.d.stopCluster(ctx)
 	logf("log dirs: %d-broker cluster stopped in %s", n, time.Since(t0).Round(100*time.Millisecond))
-	out, err := r.diffLogDirs(ctx, "logdir"+suffix(r.live.tag), r.live.extra...)
-	if err != nil {
-		return err
+	var errs []error
+	for _, l := range todo {
+		l.done = true
+		out, err := r.diffLogDirsFor(ctx, l, "logdir"+suffix(l.tag))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, sameAsLive(l.report, out, filepath.Join(r.liveDir(l), "kaudit-logdir"+suffix(l.tag)+".compare.txt"), false))
 	}
-	return sameAsLive(r.live.report, out, filepath.Join(r.dir, "kaudit-logdir"+suffix(r.live.tag)+".compare.txt"), false)
+	return allErrs(errs...)
+}
+
+// liveDir is the results dir of the live audit l.
+func (r *scRun) liveDir(l *liveDiff) string {
+	if l.dir != "" {
+		return l.dir
+	}
+	return r.dir
 }
 
 func suffix(tag string) string {
@@ -111,16 +140,29 @@ func (d *drill) dataDirs() ([]string, error) {
 // the drill's spec, the scenario's topology and the registry's schemas; it writes
 // kaudit-<name>.json and returns it. The exit code must match the verdict.
 func (r *scRun) diffLogDirs(ctx context.Context, name string, extra ...string) ([]byte, error) {
+	return r.diffLogDirsFor(ctx, &liveDiff{extra: extra}, name)
+}
+
+// diffLogDirsFor is diffLogDirs for the app, spec and results dir of the live audit l.
+func (r *scRun) diffLogDirsFor(ctx context.Context, l *liveDiff, name string) ([]byte, error) {
+	extra := l.extra
+	app, spec, dir := l.app, l.spec, r.liveDir(l)
+	if app == "" {
+		app = r.auditApp()
+	}
+	if spec == "" {
+		spec = r.auditSpec()
+	}
 	dirs, err := r.d.dataDirs()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"diff", "--app-id", r.auditApp()}
+	args := []string{"diff", "--app-id", app}
 	for _, d := range dirs {
 		args = append(args, "--log-dir", d)
 	}
-	out := filepath.Join(r.dir, "kaudit-"+name+".json")
-	args = append(args, "--spec", r.auditSpec(), "--topology", filepath.Join(r.dir, "describe.txt"),
+	out := filepath.Join(dir, "kaudit-"+name+".json")
+	args = append(args, "--spec", spec, "--topology", filepath.Join(dir, "describe.txt"),
 		"--format", "json", "--output", out)
 	if r.eos == nil { // EosTestClient's values are Integers and Longs: no schemas
 		schemas := filepath.Join(r.dir, "schemas")
@@ -130,7 +172,7 @@ func (r *scRun) diffLogDirs(ctx context.Context, name string, extra ...string) (
 		args = append(args, "--schemas", schemas)
 	}
 	args = append(args, extra...)
-	code, stderr, err := r.d.runKaudit(ctx, r.dir, "diff-"+name, args...)
+	code, stderr, err := r.d.runKaudit(ctx, dir, "diff-"+name, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,11 @@ func (d *drill) resetCluster(ctx context.Context) error {
 	defer closeFn()
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	for _, g := range []string{appID, eosAppID} {
+	groups := []string{appID, eosAppID}
+	for _, a := range stepsApps {
+		groups = append(groups, a.appID)
+	}
+	for _, g := range groups {
 		if err := d.waitGroupEmptyOf(c, g); err != nil {
 			return err
 		}

@@ -25,6 +25,9 @@ type scenario struct {
 	// eos: the scenario runs Kafka's own EOS system-test app (eos.go) instead of the drill's
 	// app: its own topics, application id EosTest and spec testdata/eos/eos.kaudit.yaml.
 	eos bool
+	// apps: the scenario runs the apps of StepsApps.java (steps.go), each on its own topics,
+	// each audited with its spec in testdata/apps/.
+	apps bool
 }
 
 var scenarios = []scenario{
@@ -45,6 +48,8 @@ var scenarios = []scenario{
 	{name: "kafka-16017-control", about: "the KAFKA-16017 steps on Streams 3.6.2 (fixed): the checkpoint holds the restored offset, no loss", brokers: 1, run: scenarioKafka16017Control, streams: "3.6.2", partitions: 4, attempts: 3},
 	{name: "outage-rf3", about: "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", brokers: 3, run: scenarioOutage},
 	{name: "unclean", about: "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", brokers: 3, run: scenarioUnclean},
+	{name: "apps-clean", about: "four apps with stateless steps (filter, mapValues, flatMapValues, windowed filter, merge, split) killed -9 mid-transaction and restarted: no loss", brokers: 1, run: scenarioAppsClean, apps: true, attempts: 2},
+	{name: "apps-faults", about: "the four apps with one fault each: a source retention gap, a swallowing flatMapValues, a repartition purge past the commit; declared filters filtered, never dropped", brokers: 1, run: scenarioAppsFaults, apps: true, attempts: 2},
 	{name: "eos-clean", about: "Kafka's EosTestClient and EosTestDriver (kafka-streams test jar): generate with kill -9 restarts of the client; ALL-RECORDS-DELIVERED and clean", brokers: 3, run: scenarioEOSClean, eos: true},
 	{name: "eos-repartition-deleted", about: "EosTestClient: records of the user topic repartition deleted past the group's committed offset while the client is down", brokers: 3, run: scenarioEOSRepartitionDeleted, eos: true, attempts: 2},
 	{name: "eos-offsets-forward", about: "EosTestClient: the group's committed offset on one data partition moved forward while the client is down", brokers: 3, run: scenarioEOSOffsetsForward, eos: true},
@@ -83,11 +88,13 @@ type scRun struct {
 	stateDir string // the app's state.dir
 	truth    truth
 	app      *appRun
-	live     *liveDiff // the last live kaudit diff, for the log-dir audit (logdirs.go)
+	live     *liveDiff   // the last live kaudit diff, for the log-dir audit (logdirs.go)
+	lives    []*liveDiff // more live audits the log dirs must repeat (the apps-* scenarios)
 	apps     int
 	streams  string    // the app's Kafka Streams version ("": the broker's)
 	extra    []*appRun // more instances of the app (multi-instance scenarios), killed at the end
 	eos      *eosRun   // the eos scenarios' JVMs and observations (eos.go)
+	multi    *appsRun  // the apps-* scenarios' apps (steps.go)
 }
 
 // auditApp is the application id kaudit audits in this scenario.
@@ -152,6 +159,9 @@ func (d *drill) runAttempt(ctx context.Context, sc scenario, attempt int) (err e
 		if r.eos != nil {
 			r.eos.kill()
 		}
+		if r.multi != nil {
+			r.multi.killAll()
+		}
 		if werr := writeJSON(filepath.Join(r.dir, "truth.json"), r.truth); werr != nil && err == nil {
 			err = werr
 		}
@@ -179,6 +189,8 @@ func (d *drill) runAttempt(ctx context.Context, sc scenario, attempt int) (err e
 		if err := r.eosSetup(ctx); err != nil {
 			return err
 		}
+	} else if sc.apps {
+		// the scenario creates its apps' topics (appsSetup)
 	} else if err := d.createTopics(ctx, parts); err != nil {
 		return err
 	}

@@ -85,14 +85,26 @@ public final class DrillApp {
         }
         ConfluentAvroSerde avro = new ConfluentAvroSerde(args[2]);
         Topology topology = build(avro);
+        describe(topology);
+        runStreams(topology, config(args[0], args[1]));
+    }
+
+    /** describe writes the topology's describe() text to describe.file (when set) and the log. */
+    static void describe(Topology topology) throws IOException {
         String describe = topology.describe().toString();
         String describeFile = System.getProperty("describe.file");
         if (describeFile != null) {
             Files.writeString(Path.of(describeFile), describe, StandardCharsets.UTF_8);
         }
         LOG.info("topology:\n{}", describe);
+    }
 
-        KafkaStreams streams = new KafkaStreams(topology, config(args[0], args[1]));
+    /**
+     * runStreams runs the topology until the JVM is stopped: it prints {@code STATE old -> new} on
+     * every state change, the restore listener's lines, and {@code CLOSED} after a clean close.
+     */
+    static void runStreams(Topology topology, Properties config) throws InterruptedException {
+        KafkaStreams streams = new KafkaStreams(topology, config);
         CountDownLatch done = new CountDownLatch(1);
         streams.setStateListener((now, old) -> {
             System.out.println("STATE " + old + " -> " + now);
