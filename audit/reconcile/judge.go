@@ -42,9 +42,9 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 				break
 			}
 			e := &elem{kind: elemOptional, digest: x.final.digest, ts: x.final.ts, id: len(els)}
-			has := slices.ContainsFunc(els, func(o *elem) bool { return o.in != nil && o.in.tp.Partition == p })
+			has := slices.ContainsFunc(els, func(o *elem) bool { return o.in != nil && o.in.part == p })
 			els = append(els, e)
-			idx := slices.IndexFunc(x.seqs, func(seq []*elem) bool { return len(seq) > 0 && seq[0].in != nil && seq[0].in.tp.Partition == p })
+			idx := slices.IndexFunc(x.seqs, func(seq []*elem) bool { return len(seq) > 0 && seq[0].in != nil && seq[0].in.part == p })
 			switch {
 			case !has:
 				// no readable input of the key there: its copy, readable or
@@ -109,7 +109,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	lastKept := map[int32]int64{}
 	for _, e := range els {
 		if _, lost := v.certain[e.id]; e.in != nil && e.kind != elemOptional && !lost && !undecided[e.id] {
-			lastKept[e.in.tp.Partition] = max(lastKept[e.in.tp.Partition], e.in.offset+1)
+			lastKept[e.in.part] = max(lastKept[e.in.part], e.in.offset+1)
 		}
 	}
 	var lost []*input
@@ -118,7 +118,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		if !ok || e.in == nil {
 			continue
 		}
-		if t.Latest && how == lostSkipped && e.in.offset < lastKept[e.in.tp.Partition] {
+		if t.Latest && how == lostSkipped && e.in.offset < lastKept[e.in.part] {
 			continue
 		}
 		e.in.how, e.in.kind = how, e.kind
@@ -145,8 +145,8 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 	firstFixed := map[int32]int64{} // source partition → offset of its first input with a readable copy
 	for _, in := range ins {
 		if in.status == copyApplied {
-			if o, ok := firstFixed[in.tp.Partition]; !ok || in.offset < o {
-				firstFixed[in.tp.Partition] = in.offset
+			if o, ok := firstFixed[in.part]; !ok || in.offset < o {
+				firstFixed[in.part] = in.offset
 			}
 		}
 	}
@@ -162,7 +162,7 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 	handled := map[fingerprint]bool{}
 	for _, in := range ins {
 		e := &elem{in: in, digest: in.digest, ts: in.ts, value: in.value}
-		ff, hasFixed := firstFixed[in.tp.Partition]
+		ff, hasFixed := firstFixed[in.part]
 		switch {
 		case in.status == copyApplied:
 			e.kind = elemFixed
@@ -203,17 +203,17 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 			x.blocked = append(x.blocked, e)
 			continue
 		}
-		i := seq(in.tp.Partition)
+		i := seq(in.part)
 		x.seqs[i] = append(x.seqs[i], e)
 	}
 	// in flight, yet maybe applied through an earlier copy that is purged now
 	for _, in := range pend {
-		if ff, ok := firstFixed[in.tp.Partition]; ok && in.offset > ff {
+		if ff, ok := firstFixed[in.part]; ok && in.offset > ff {
 			continue
 		}
 		e := &elem{in: in, kind: elemOptional, digest: in.digest, ts: in.ts, value: in.value}
 		add(e)
-		i := seq(in.tp.Partition)
+		i := seq(in.part)
 		x.seqs[i] = append(x.seqs[i], e)
 	}
 	for _, s := range x.seqs {
@@ -245,13 +245,13 @@ func (r *run) natural(x *explainer) bool {
 		}
 	}
 	slices.SortStableFunc(free, func(a, b *elem) int {
-		if a.in.tp.Partition == b.in.tp.Partition {
+		if a.in.part == b.in.part {
 			return int(a.in.offset - b.in.offset)
 		}
 		if a.ts != b.ts {
 			return int(a.ts - b.ts)
 		}
-		return int(a.in.tp.Partition - b.in.tp.Partition)
+		return int(a.in.part - b.in.part)
 	})
 	if len(free)+len(fixed) == 0 {
 		return false
@@ -300,7 +300,7 @@ func (r *run) expectation(ts *tableState, key string, x *explainer, ins []*input
 		if !x.present || exp.digest != x.final.digest {
 			// only where it says otherwise than the store: else the store's
 			// state is the expected one, and the join has it at hand
-			ts.expIn[key] = inputRef{part: exp.tp.Partition, offset: exp.offset, elem: exp.elem}
+			ts.expIn[key] = inputRef{part: exp.part, offset: exp.offset, elem: exp.elem}
 		}
 		return
 	}
@@ -368,7 +368,7 @@ func (ts *tableState) maybeDeleted(x *explainer) bool {
 		has := false
 		for _, s := range x.seqs {
 			for _, e := range s {
-				has = has || e.in != nil && e.in.tp.Partition == p
+				has = has || e.in != nil && e.in.part == p
 			}
 		}
 		if !has {
@@ -402,7 +402,7 @@ func resetText(t *Table, key string, cl *clState, ri *resetInfo) string {
 func (r *run) undecidedFinding(ts *tableState, key string, v verdict) audit.Finding {
 	first := v.undecided[0]
 	for _, e := range v.undecided {
-		if e.in != nil && (first.in == nil || e.in.tp.Partition < first.in.tp.Partition || e.in.tp.Partition == first.in.tp.Partition && e.in.offset < first.in.offset) {
+		if e.in != nil && (first.in == nil || e.in.part < first.in.part || e.in.part == first.in.part && e.in.offset < first.in.offset) {
 			first = e
 		}
 	}

@@ -14,8 +14,12 @@ type Env struct {
 
 // Table is one KTable built by stream(source).selectKey().groupByKey().reduce().
 type Table struct {
-	Name        string
-	Source      string // source topic
+	Name   string
+	Source string // source topic
+	// Merged are the further source topics merged into Source's stream
+	// (builder.stream(a).merge(builder.stream(b))): their records are
+	// inputs of the table as Source's are.
+	Merged      []string
 	Repartition string // repartition topic; "" when the key is unchanged and nothing repartitions
 	Store       string
 	Changelog   string

@@ -16,7 +16,7 @@ import (
 func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
-		t := Table{Name: pt.Name, Source: pt.Source, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog, Uncached: pt.Uncached,
+		t := Table{Name: pt.Name, Source: pt.Source, Merged: pt.Merged, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog, Uncached: pt.Uncached,
 			Unjudged: pt.Unjudged, OutputUnjudged: pt.OutputUnjudged}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output

@@ -272,6 +272,9 @@ func (r *run) expect(ctx context.Context) {
 	}
 	for _, t := range r.p.Tables {
 		add(t.Source, "source")
+		for _, m := range t.Merged {
+			add(m, "source")
+		}
 		add(t.Repartition, "repartition")
 		add(t.Changelog, "changelog")
 	}

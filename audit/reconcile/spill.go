@@ -537,7 +537,11 @@ func (r *run) memoryOf(t *Table, records int64) int64 {
 // holds, from their offsets.
 func (r *run) stateRecords(ctx context.Context, t *Table) int64 {
 	// a shard keeps about its share of the inputs, read from every source partition
-	return r.shardRecords(ctx, t.Source) + r.shardRecords(ctx, t.Repartition)
+	n := r.shardRecords(ctx, t.Source) + r.shardRecords(ctx, t.Repartition)
+	for _, m := range t.Merged {
+		n += r.shardRecords(ctx, m)
+	}
+	return n
 }
 
 // storeRecords is how many records of the table's changelog partitions
@@ -683,12 +687,12 @@ func (r *run) loadInputs(ctx context.Context, ts *tableState, b int) error {
 			// the element's value as its steps gave it, in canonical JSON
 			var err error
 			if v, err = codec.ParseCanonical(raw); err != nil {
-				return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
+				return fmt.Errorf("decode a spilled input of %s@%d: %w", ts.tpOf(x.part), x.offset, err)
 			}
 		case raw != nil:
 			var err error
-			if v, err = r.opts.Decoder.Decode(ctx, ts.t.Source, false, raw); err != nil {
-				return fmt.Errorf("decode a spilled input of %s/%d@%d: %w", ts.t.Source, x.part, x.offset, err)
+			if v, err = r.opts.Decoder.Decode(ctx, ts.tpOf(x.part).Topic, false, raw); err != nil {
+				return fmt.Errorf("decode a spilled input of %s@%d: %w", ts.tpOf(x.part), x.offset, err)
 			}
 		}
 		r.addInputTo(ts, ks, x, v, nil)
@@ -745,7 +749,7 @@ func (r *run) matchBuckets(ctx context.Context, ts *tableState) error {
 			return err
 		}
 		err := ts.spill.eachInput(b, func(kb []byte, x inputRec, _ []byte) error {
-			in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, digest: x.digest, r: -1}
+			in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, digest: x.digest, r: -1}
 			f := fingerprintOf(kb, x.digest, x.ts)
 			r.match(ts, &in, &f)
 			return nil

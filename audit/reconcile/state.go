@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -120,7 +121,7 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	}
 	if ts.deletedState > 0 {
 		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
-			ts.t.Name, ts.deletedState, partList(ts.t.Source, ts.deletedFrom))
+			ts.t.Name, ts.deletedState, ts.partList(ts.deletedFrom))
 	}
 	if ts.bounded > 0 {
 		r.note("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
@@ -181,7 +182,11 @@ const (
 func (r *run) checkable(ts *tableState) (how howChecked, foldIncomplete bool) {
 	t := ts.t
 	if t.Unjudged != "" {
-		r.missing("table %s is not judged: %s", t.Name, strings.TrimPrefix(t.Unjudged, "table "+t.Name+": "))
+		if strings.HasPrefix(t.Unjudged, "table "+t.Name+" ") || strings.HasPrefix(t.Unjudged, "table "+t.Name+":") {
+			r.missing("%s", t.Unjudged) // it names the table itself
+		} else {
+			r.missing("table %s is not judged: %s", t.Name, t.Unjudged)
+		}
 		return checkNone, false
 	}
 	if why := ts.steps.unjudged(t); why != "" {
@@ -266,7 +271,7 @@ func (r *run) countInputs(ts *tableState) {
 // map order, and the report's lineage samples the first ones.
 func (r *run) sortLosses(ts *tableState, start int) {
 	slices.SortFunc(r.losses[start:], func(a, b *input) int {
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.tp.Partition, b.tp.Partition), cmp.Compare(a.offset, b.offset))
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.part, b.part), cmp.Compare(a.offset, b.offset))
 	})
 }
 
@@ -290,7 +295,7 @@ func (r *run) presenceOnly(ts *tableState) []*input {
 // likely interleaved them: by timestamp, then source partition and offset.
 func foldOrder(ins []*input) []*input {
 	out := append([]*input(nil), ins...)
-	slices.SortStableFunc(out, func(a, b *input) int { return foldCmp(a.tp.Partition, a.offset, a.ts, b.tp.Partition, b.offset, b.ts) })
+	slices.SortStableFunc(out, func(a, b *input) int { return foldCmp(a.part, a.offset, a.ts, b.part, b.offset, b.ts) })
 	return out
 }
 
@@ -314,7 +319,7 @@ func (r *run) positionReadable(ts *tableState, in *input) bool {
 	if in.r < 0 {
 		return false
 	}
-	mm, ok := ts.found[[2]int32{in.tp.Partition, in.r}]
+	mm, ok := ts.found[[2]int32{in.part, in.r}]
 	return ok && mm[0] < in.offset && in.offset < mm[1]
 }
 
@@ -440,7 +445,7 @@ func (r *run) record(ctx context.Context, in *input) (audit.Record, bool) {
 func (r *run) expectedOf(ctx context.Context, ts *tableState, key string, actual func(*tableState, string) side) side {
 	if ref, ok := ts.expIn[key]; ok {
 		// read again: latest tables keep no value (the same as the input's own, if a finding read it)
-		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: ref.part}, offset: ref.offset, key: key, r: -1, elem: ref.elem}
+		in := &input{table: ts, tp: ts.tpOf(ref.part), part: ref.part, offset: ref.offset, key: key, r: -1, elem: ref.elem}
 		v := r.valueOf(ctx, in)
 		return side{value: v, present: v != nil}
 	}
@@ -521,12 +526,11 @@ func (r *run) inWindow(ts int64) bool {
 }
 
 // partList names the partitions of topic in set, in order.
-func partList(topic string, set map[int32]bool) string {
+func (ts *tableState) partList(set map[int32]bool) string {
 	var tps []audit.TopicPartition
-	for p := range set {
-		tps = append(tps, audit.TopicPartition{Topic: topic, Partition: p})
+	for _, p := range slices.Sorted(maps.Keys(set)) {
+		tps = append(tps, ts.tpOf(p))
 	}
-	slices.SortFunc(tps, func(a, b audit.TopicPartition) int { return int(a.Partition - b.Partition) })
 	return tpList(tps)
 }
 

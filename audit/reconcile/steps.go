@@ -56,3 +56,23 @@ func (s *stepTally) unjudged(t *Table) string {
 	return fmt.Sprintf("%s failed on %d consumed inputs (%s%s; the first: %s), so what they emit is not known and the table is not judged",
 		what, s.failures, strings.Join(s.failedAt, ", "), more, s.firstFailure)
 }
+
+// srcShift is where sourcePart puts a source topic's index: an input
+// keeps its source partition in 32 bits with the topic it comes from,
+// for a table whose source merges several (KStream#merge).
+const srcShift = 20
+
+// sourcePart encodes partition p of the table's source topic i
+// (Table.Sources) as inputs keep it; for the first (or only) source it
+// is p itself.
+func sourcePart(i int, p int32) int32 { return int32(i)<<srcShift | p }
+
+// tpOf decodes an input's source partition (sourcePart).
+func (ts *tableState) tpOf(part int32) audit.TopicPartition {
+	i := int(part >> srcShift)
+	topic := ts.t.Source
+	if i > 0 && i <= len(ts.t.Merged) {
+		topic = ts.t.Merged[i-1]
+	}
+	return audit.TopicPartition{Topic: topic, Partition: part & (1<<srcShift - 1)}
+}

@@ -64,6 +64,7 @@ const (
 type input struct {
 	table  *tableState
 	tp     audit.TopicPartition
+	part   int32 // tp as inputRec.part encodes it (sourcePart)
 	offset int64
 	ts     int64
 	key    string // table key as canonical JSON text, shared with the table's map
@@ -105,7 +106,7 @@ type loss struct {
 type inputRec struct {
 	offset, ts int64
 	digest     codec.Digest
-	part, r    int32
+	part, r    int32 // part: the source partition, encoded with its topic (sourcePart)
 	status     copyStatus
 	late       bool // windowed: late for its window under the stream time bound (window.go)
 	elem       uint16
@@ -146,7 +147,7 @@ func (ts *tableState) clOf(key string, ks *keyState) *clState {
 func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Value) []*input {
 	out := make([]*input, len(recs))
 	for i, x := range recs {
-		in := &input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts,
+		in := &input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts,
 			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late, elem: int(x.elem)}
 		if i < len(values) {
 			in.value = values[i]
@@ -558,8 +559,19 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 }
 
 func (r *run) readSource(ctx context.Context, ts *tableState) error {
+	for i, topic := range append([]string{ts.t.Source}, ts.t.Merged...) {
+		if err := r.readSourceTopic(ctx, ts, i, topic); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSourceTopic reads one source topic of the table, the i-th
+// (Table.Merged): its consumed records are the table's inputs.
+func (r *run) readSourceTopic(ctx context.Context, ts *tableState, i int, topic string) error {
 	t := ts.t
-	parts, ok := r.partitionsOf(t.Source, "source")
+	parts, ok := r.partitionsOf(topic, "source")
 	if !ok {
 		return nil
 	}
@@ -571,10 +583,10 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	foreign := map[audit.TopicPartition]bool{}
 	if shardByKey {
 		parts = nil
-		for p := range r.topics[t.Source].Partitions {
+		for p := range r.topics[topic].Partitions {
 			parts = append(parts, p)
 			if !containsPartition(r.opts.Partitions, p) {
-				foreign[audit.TopicPartition{Topic: t.Source, Partition: p}] = true
+				foreign[audit.TopicPartition{Topic: topic, Partition: p}] = true
 			}
 		}
 	}
@@ -582,10 +594,10 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	if t.Latest && t.SelectField != "" {
 		rd.field = t.SelectField // the inputs' values are compared by digest
 	}
-	rd = r.startReads(ctx, rd, tpsOf(t.Source, parts))
+	rd = r.startReads(ctx, rd, tpsOf(topic, parts))
 	defer rd.stop()
 	for _, p := range parts {
-		tp := audit.TopicPartition{Topic: t.Source, Partition: p}
+		tp := audit.TopicPartition{Topic: topic, Partition: p}
 		own := !foreign[tp]
 		c := r.committed(tp)
 		var lag int64
@@ -640,7 +652,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 					if t.ValueChanging {
 						dg = codec.DigestOf(e.Value)
 					}
-					r.addElement(ts, elemOf{it: it, own: own, p: p, key: e.Key, v: e.Value, digest: dg, elem: i, shardByKey: shardByKey}, &nullKeys, &nullCount)
+					r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(i, p), key: e.Key, v: e.Value, digest: dg, elem: i, shardByKey: shardByKey}, &nullKeys, &nullCount)
 				}
 				return
 			}
@@ -666,7 +678,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 			if it.picked {
 				v = pickedValue // not null, and not kept (Latest)
 			}
-			r.addElement(ts, elemOf{it: it, own: own, p: p, key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
+			r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(i, p), key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
 		})
 		if !ok {
 			ts.complete = false
@@ -674,7 +686,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 		}
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
-			ts.deletedFrom[p] = true
+			ts.deletedFrom[sourcePart(i, p)] = true
 			ts.deletedOffsets += l.Offsets.LogStart
 		}
 		if !own {
@@ -726,8 +738,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 // itself, or what the table's steps emit for it.
 type elemOf struct {
 	it         *item
-	own        bool // the shard owns the source partition
-	p          int32
+	own        bool  // the shard owns the source partition
+	p          int32 // the source partition
+	part       int32 // p with its topic (sourcePart)
 	key, v     audit.Value
 	digest     codec.Digest
 	elem       int // its index among the steps' elements
@@ -765,7 +778,7 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	if e.elem == 0 {
 		ts.consumedWithKey++
 	}
-	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.p, r: -1, elem: uint16(e.elem)}
+	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem)}
 	if ts.spill != nil {
 		var raw []byte
 		switch {
@@ -818,7 +831,7 @@ func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value
 			ks.r = audit.DefaultPartition(kb, ts.rParts)
 		}
 	}
-	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem)}
+	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem)}
 	r.match(ts, &in, fp)
 	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	if in.status == copyPending || in.status == copyOpen {
@@ -894,7 +907,7 @@ func (r *run) match(ts *tableState, in *input, fp *fingerprint) {
 	}
 	if in.status == copyApplied || in.status == copyPending {
 		in.r, in.cpos = ci.partition, ci.offset
-		k := [2]int32{in.tp.Partition, ci.partition}
+		k := [2]int32{in.part, ci.partition}
 		if mm, ok := ts.found[k]; ok {
 			ts.found[k] = [2]int64{min(mm[0], in.offset), max(mm[1], in.offset)}
 		} else {

@@ -175,7 +175,7 @@ func (ws *winState) windowKey(inner audit.Value, start int64) string {
 // for a window under the stream time bound is optional there.
 func (r *run) addWindowed(ts *tableState, innerText string, inner audit.Value, x inputRec, v audit.Value, fp *fingerprint) {
 	ws := ts.win
-	in := input{table: ts, tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: innerText, digest: x.digest, r: -1}
+	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: innerText, digest: x.digest, r: -1}
 	if kb, ok := keyBytes(r.p.KeySerde, innerText); ok && ts.rParts > 0 {
 		in.r = audit.DefaultPartition(kb, ts.rParts)
 	}
@@ -271,7 +271,7 @@ func (r *run) decideLate(ts *tableState) {
 					upper = max(upper, m)
 				}
 			case copyNone:
-				in := &input{tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, r: x.r}
+				in := &input{tp: ts.tpOf(x.part), part: x.part, offset: x.offset, r: x.r}
 				if m, ok := purgedMax[x.r]; ok && !r.positionReadable(ts, in) {
 					upper = m
 					if _, beforeCommit := ts.purgedRange[x.r]; !beforeCommit {
@@ -286,7 +286,7 @@ func (r *run) decideLate(ts *tableState) {
 			ref := inputRef{part: x.part, offset: x.offset}
 			li := ws.late[ref]
 			if li == nil {
-				li = &lateInput{tp: audit.TopicPartition{Topic: ts.t.Source, Partition: x.part}, offset: x.offset, ts: x.ts, key: ws.inner[key], stream: upper, sure: true, applied: map[string]bool{}}
+				li = &lateInput{tp: ts.tpOf(x.part), offset: x.offset, ts: x.ts, key: ws.inner[key], stream: upper, sure: true, applied: map[string]bool{}}
 				ws.late[ref] = li
 			}
 			li.sure = li.sure && lower >= closes
@@ -337,7 +337,7 @@ func (r *run) windowExpired(ts *tableState, ks *keyState, cl *clState) bool {
 	}
 	p := ks.r
 	if ts.t.Repartition == "" && len(ks.inputs) > 0 {
-		p = ks.inputs[0].part // the source partition is the task
+		p = ts.tpOf(ks.inputs[0].part).Partition // the source partition is the task
 	}
 	if l := r.ledgers[audit.TopicPartition{Topic: ts.t.Changelog, Partition: p}]; l == nil || l.Offsets.LogStart == 0 {
 		return false
@@ -392,7 +392,7 @@ func (r *run) judgeLate(ts *tableState, key string, x *explainer, els []*elem) {
 	}
 	base := x.search(true, nil, -1)
 	for _, e := range lates {
-		li := ts.win.late[inputRef{part: e.in.tp.Partition, offset: e.in.offset}]
+		li := ts.win.late[inputRef{part: e.in.part, offset: e.in.offset}]
 		if li == nil || base == nil {
 			continue
 		}
@@ -482,7 +482,7 @@ func (r *run) windowClosed(ts *tableState, key string) bool {
 		case copyApplied:
 			p, last = x.r, max(last, x.pos)
 		case copyDirect:
-			p, last = x.part, max(last, x.offset)
+			p, last = ts.tpOf(x.part).Partition, max(last, x.offset)
 		case copyNone:
 			if x.r >= 0 && ts.rLogStart[x.r] > 0 {
 				// a purged copy precedes every readable one

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit/topology"
@@ -9,12 +10,15 @@ import (
 
 // unmodelled says why a table's steps cannot be evaluated: a step left
 // TODO, or a Processor API node; "" when every step can be.
-func unmodelled(t *TableSpec) string {
+func unmodelled(t *TableSpec, nodes map[*Step]string) string {
 	var names []string
 	for _, st := range t.NotModelled() {
 		name := string(st.Kind)
-		if st.Node != "" {
+		switch {
+		case st.Node != "":
 			name += " " + st.Node
+		case nodes[st] != "":
+			name += " " + nodes[st]
 		}
 		if st.Kind != StepProcess {
 			name += " (TODO)"
@@ -31,7 +35,7 @@ func unmodelled(t *TableSpec) string {
 // to its store, and its output steps to the chain from its store to its
 // output: a node the spec leaves out, a step with no node, or a node of
 // another kind make the table (or its output) unjudged, with the reason.
-func judgeChain(lay *topology.Layout, t *TableSpec, pt *PlannedTable) {
+func judgeChain(lay *topology.Layout, t *TableSpec, pt *PlannedTable, nodes map[*Step]string) {
 	chain, err := lay.SourceChain(t.Source, pt.Store)
 	if err != nil {
 		if pt.Unjudged == "" {
@@ -39,7 +43,13 @@ func judgeChain(lay *topology.Layout, t *TableSpec, pt *PlannedTable) {
 		}
 	} else {
 		pt.Chain = chain
-		if why := matchChain(t.Chain(), chain); why != "" && pt.Unjudged == "" {
+		if why := mergedChains(lay, t, pt.Store, chain); why != "" && pt.Unjudged == "" {
+			pt.Unjudged = fmt.Sprintf("table %s: %s", t.Name, why)
+		}
+		if len(t.Merged) > 0 {
+			chain = chain[1:] // the merge is source:'s
+		}
+		if why := matchChain(t.Chain(), chain, nodes); why != "" && pt.Unjudged == "" {
 			pt.Unjudged = fmt.Sprintf("table %s: between %s and store %s %s", t.Name, t.Source, pt.Store, why)
 		}
 	}
@@ -70,10 +80,53 @@ func judgeChain(lay *topology.Layout, t *TableSpec, pt *PlannedTable) {
 	case t.OutputKeyChanging():
 		pt.OutputUnjudged = fmt.Sprintf("table %s: its output steps change the key, which kaudit does not model for a table's output", t.Name)
 	default:
-		if why := matchChain(t.OutputSteps, rest); why != "" {
+		if why := matchChain(t.OutputSteps, rest, nodes); why != "" {
 			pt.OutputUnjudged = fmt.Sprintf("table %s: between store %s and %s %s", t.Name, pt.Store, t.Output, why)
 		}
 	}
+}
+
+// mergedChains checks that a table's chain begins with the merge of
+// exactly its sources (source: [a, b]), or with no merge when it has one
+// source, and that every merged source reaches the store through the same
+// chain: a step before the merge, on one source only, is not modelled.
+func mergedChains(lay *topology.Layout, t *TableSpec, store string, chain []topology.ChainNode) string {
+	merges := len(chain) > 0 && chain[0].Op == topology.OpMerge
+	switch {
+	case len(t.Merged) == 0 && merges:
+		return fmt.Sprintf("the topology merges other streams into %s's at %s: name every topic merged in source: [%s, …]", t.Source, chain[0].Name, t.Source)
+	case len(t.Merged) == 0:
+		return ""
+	case !merges:
+		return fmt.Sprintf("source: names %d topics, but the topology's chain from %s to store %s does not begin with their merge (steps before a merge are not modelled)", 1+len(t.Merged), t.Source, store)
+	}
+	for _, m := range t.Merged {
+		mc, err := lay.SourceChain(m, store)
+		if err != nil {
+			return err.Error()
+		}
+		if !slices.Equal(mc, chain) {
+			return fmt.Sprintf("%s reaches store %s through other nodes than %s (steps before a merge are not modelled)", m, store, t.Source)
+		}
+	}
+	if n := lay.MergeInputs(chain[0].Name); n != 1+len(t.Merged) {
+		return fmt.Sprintf("the merge %s has %d inputs, source: names %d topics", chain[0].Name, n, 1+len(t.Merged))
+	}
+	return ""
+}
+
+// chainFits reports whether the table's steps describe the topology's
+// chain from its source to store, node for node (kaudit picks the store
+// of a table this way when its source feeds several, as a split does).
+func chainFits(lay *topology.Layout, t *TableSpec, store string) bool {
+	chain, err := lay.SourceChain(t.Source, store)
+	if err != nil || mergedChains(lay, t, store, chain) != "" {
+		return false
+	}
+	if len(t.Merged) > 0 {
+		chain = chain[1:]
+	}
+	return len(chain) > 0 && matchChain(t.Chain(), chain, map[*Step]string{}) == ""
 }
 
 // compatible lists the step kinds each operator of the topology may be.
@@ -93,12 +146,13 @@ var compatible = map[topology.Op][]StepKind{
 // "" when each step is its node's in order. A peek the spec leaves out is
 // no difference (it changes nothing); a node the app named matches a step
 // of any kind in its place, or the step that names it.
-func matchChain(steps []*Step, chain []topology.ChainNode) string {
+func matchChain(steps []*Step, chain []topology.ChainNode, nodes map[*Step]string) string {
 	i := 0
 	for _, c := range chain {
 		var st *Step
 		if i < len(steps) {
 			st = steps[i]
+			nodes[st] = c.Name
 		}
 		named := st != nil && st.Node != "" && (st.Node == c.Name || st.Node == c.Child)
 		switch {
@@ -106,7 +160,7 @@ func matchChain(steps []*Step, chain []topology.ChainNode) string {
 		case c.Op == topology.OpPeek && (st == nil || st.Kind != StepPeek):
 			continue // a peek changes nothing
 		case c.Op == topology.OpMerge:
-			return fmt.Sprintf("the topology merges streams at %s (merge), which kaudit does not model yet", c.Name)
+			return fmt.Sprintf("the topology merges streams at %s after other steps, which kaudit does not model (a merge right after the sources is source: [a, b])", c.Name)
 		case c.Op == topology.OpStateful || c.Op == topology.OpToStream || c.Op == topology.OpSuppress:
 			return fmt.Sprintf("the topology has %s, a stateful operation kaudit does not model on the way", c.Name)
 		case st == nil:

@@ -29,6 +29,7 @@ type PlannedTable struct {
 	Spec        *TableSpec `json:"-"`
 	Name        string     `json:"name"`
 	Source      string     `json:"source"`
+	Merged      []string   `json:"merged,omitempty"` // further sources merged into Source's stream
 	Repartition string     `json:"repartition,omitempty"`
 	Store       string     `json:"store"`
 	Changelog   string     `json:"changelog"`
@@ -89,6 +90,9 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 		}
 		set(t.Spec.Output, out)
 		set(t.Source, sd)
+		for _, m := range t.Merged {
+			set(m, sd)
+		}
 		set(t.Repartition, sd)
 	}
 	for _, j := range p.Joins {
@@ -136,7 +140,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	}
 	for i, t := range spec.Tables {
 		field := fmt.Sprintf("tables[%d]", i)
-		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Store: t.Store}
+		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Merged: slices.Clone(t.Merged), Store: t.Store}
 		switch {
 		case t.Caching != nil:
 			pt.Uncached = !*t.Caching
@@ -162,6 +166,18 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 				use = cands[0]
 				pt.Store = use.Name
 			default:
+				// the store whose chain the spec's steps describe, if one
+				var fits []topology.StoreUse
+				for _, c := range cands {
+					if chainFits(lay, t, c.Name) {
+						fits = append(fits, c)
+					}
+				}
+				if len(fits) == 1 {
+					use = fits[0]
+					pt.Store = use.Name
+					break
+				}
 				var names []string
 				for _, c := range cands {
 					names = append(names, c.Name)
@@ -197,9 +213,12 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		case t.SelectKeyExpr != "":
 			pt.Repartition = topology.RepartitionTopic(appID, pt.Store+"-repartition")
 		}
-		pt.Unjudged = unmodelled(t)
+		nodes := map[*Step]string{} // each step's node in the topology
 		if lay != nil {
-			judgeChain(lay, t, &pt)
+			judgeChain(lay, t, &pt, nodes)
+		}
+		if why := unmodelled(t, nodes); why != "" {
+			pt.Unjudged = why // a step not modelled says more than a chain that differs
 		}
 		p.Tables = append(p.Tables, pt)
 	}

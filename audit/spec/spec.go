@@ -50,8 +50,14 @@ type Serdes struct {
 // TableSpec is one table the application folds from a source topic, as
 // the spec describes it.
 type TableSpec struct {
-	Name   string `yaml:"name"`
-	Source string `yaml:"source"`
+	Name string `yaml:"name"`
+	// Source is the topic the table is folded from; Merged the further
+	// topics merged into its stream (source: [a, b] is
+	// builder.stream(a).merge(builder.stream(b))). SourceList is source:
+	// as written.
+	Source     string     `yaml:"-"`
+	Merged     []string   `yaml:"-"`
+	SourceList StringList `yaml:"source"`
 	// SelectKeyExpr is an expression over key, value, headers and timestamp
 	// giving the table key; empty keeps the record key.
 	SelectKeyExpr string `yaml:"select_key"`
@@ -515,8 +521,17 @@ func (s *Spec) validate() error {
 			l.add(path+".name", field+".name", "table %q defined twice", t.Name)
 		}
 		names[t.Name] = true
+		if len(t.SourceList) > 0 {
+			t.Source, t.Merged = t.SourceList[0], slices.Clone(t.SourceList[1:])
+		}
 		if t.Source == "" {
-			l.add(path+".source", field+".source", "required: the topic the table is folded from")
+			l.add(path+".source", field+".source", "required: the topic the table is folded from (or a list of the topics merged into its stream)")
+		}
+		for _, m := range t.Merged {
+			if m == "" || m == t.Source || slices.Contains(t.Merged[:slices.Index(t.Merged, m)], m) {
+				l.add(path+".source", field+".source", "the topics merged must be named once each")
+				break
+			}
 		}
 		if t.SelectKeyExpr != "" {
 			prog, err := compile(t.SelectKeyExpr, recordEnv())

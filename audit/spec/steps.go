@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -273,7 +274,7 @@ func (st *Step) apply(r RecordEnv) ([]Element, error) {
 		}
 		return []Element{e}, nil
 	case StepFlatMapValues, StepFlatMap:
-		list, ok := out.([]any)
+		list, ok := asList(out)
 		if !ok {
 			if out == nil {
 				// Java iterates the mapper's result: null throws
@@ -304,7 +305,7 @@ func (st *Step) apply(r RecordEnv) ([]Element, error) {
 
 // pair reads a map or flatMap result: a list [key, value] (KeyValue.pair).
 func pair(out any) (Element, error) {
-	l, ok := out.([]any)
+	l, ok := asList(out)
 	if !ok || len(l) != 2 {
 		if out == nil {
 			return Element{}, errors.New("the mapper gave null (Kafka Streams throws: \"The provided KeyValueMapper returned null which is not allowed.\")")
@@ -320,6 +321,23 @@ func pair(out any) (Element, error) {
 		return Element{}, fmt.Errorf("value: %w", err)
 	}
 	return Element{Key: k, Value: v}, nil
+}
+
+// asList reads an expression's list result: []any, or a slice of any
+// other element type (expr-lang's split gives []string).
+func asList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if v == nil || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, true
 }
 
 // describe names a value in an error: its type and, briefly, itself.

@@ -232,3 +232,12 @@ func (l *Layout) splitter(n *Node) bool {
 	}
 	return true
 }
+
+// MergeInputs is how many nodes a merge node's records come from.
+func (l *Layout) MergeInputs(merge string) int {
+	ref, ok := l.nodes[merge]
+	if !ok {
+		return 0
+	}
+	return len(ref.n.Predecessors)
+}
