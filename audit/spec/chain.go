@@ -145,18 +145,18 @@ var compatible = map[topology.Op][]StepKind{
 // matchChain says how the spec's steps and the topology's chain differ,
 // "" when each step is its node's in order. A peek the spec leaves out is
 // no difference (it changes nothing); a node the app named matches a step
-// of any kind in its place, or the step that names it.
+// of any kind in its place, or the step that names it. nodes gets each
+// step's node.
 func matchChain(steps []*Step, chain []topology.ChainNode, nodes map[*Step]string) string {
 	i := 0
-	for _, c := range chain {
+	for j := 0; j < len(chain); j++ {
+		c := chain[j]
 		var st *Step
 		if i < len(steps) {
 			st = steps[i]
-			nodes[st] = c.Name
 		}
-		named := st != nil && st.Node != "" && (st.Node == c.Name || st.Node == c.Child)
 		switch {
-		case named:
+		case st != nil && st.Node != "" && (st.Node == c.Name || st.Node == c.Child):
 		case c.Op == topology.OpPeek && (st == nil || st.Kind != StepPeek):
 			continue // a peek changes nothing
 		case c.Op == topology.OpMerge:
@@ -167,16 +167,22 @@ func matchChain(steps []*Step, chain []topology.ChainNode, nodes map[*Step]strin
 			return fmt.Sprintf("the topology has %s, which the spec's steps leave out: add it to steps, in topology order", c)
 		case st.Node != "":
 			return fmt.Sprintf("the spec's step %d names node %s, but the topology's node there is %s", i+1, st.Node, c)
-		case c.Op == topology.OpNamed:
-		default:
-			ok := false
-			for _, k := range compatible[c.Op] {
-				ok = ok || k == st.Kind
+		case !fits(st, c):
+			// a node left out (the step fits a later node), a step too many
+			// (the node fits a later step), or another kind
+			for _, later := range chain[j+1:] {
+				if fits(st, later) {
+					return fmt.Sprintf("the topology has %s, which the spec's steps leave out: add it to steps, in topology order", c)
+				}
 			}
-			if !ok {
-				return fmt.Sprintf("the spec's step %d (%s, line %d) does not match the topology's node there, %s", i+1, st.Kind, st.Line, c)
+			for _, later := range steps[i+1:] {
+				if fits(later, c) {
+					return fmt.Sprintf("the spec's step %d (%s, line %d) has no node in the topology", i+1, st.Kind, st.Line)
+				}
 			}
+			return fmt.Sprintf("the spec's step %d (%s, line %d) does not match the topology's node there, %s", i+1, st.Kind, st.Line, c)
 		}
+		nodes[st] = c.Name
 		i++
 	}
 	if i < len(steps) {
@@ -184,4 +190,18 @@ func matchChain(steps []*Step, chain []topology.ChainNode, nodes map[*Step]strin
 		return fmt.Sprintf("the spec's step %d (%s, line %d) has no node in the topology", i+1, st.Kind, st.Line)
 	}
 	return ""
+}
+
+// fits reports whether a step can stand for a chain node: its kind is
+// the node's operator's, or the app named the node.
+func fits(st *Step, c topology.ChainNode) bool {
+	if c.Op == topology.OpNamed {
+		return true
+	}
+	for _, k := range compatible[c.Op] {
+		if k == st.Kind {
+			return true
+		}
+	}
+	return false
 }

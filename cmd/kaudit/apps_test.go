@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+// appsTruth is what the drill measured of its steps apps' clean runs
+// (testdata/apps/truth.json): the records a filter rejected, those with a
+// null key, the clicks a window had closed for.
+type appsTruth struct {
+	Orders struct {
+		Filtered []string `json:"filtered"`
+		NullKey  []string `json:"null_key"`
+	} `json:"orders"`
+	Windows struct {
+		Late []string `json:"late"`
+	} `json:"windows"`
+}
+
+// TestRealApps audits the captures of real Kafka Streams 3.6.2 apps with
+// stateless steps (testdata/apps: a filter and a mapValues before
+// selectKey, flatMapValues → groupBy → count, a windowed count with
+// toStream().filter().to(), a merge split into branches), each run
+// clean with kill -9 restarts: each is clean, its filter's rejects are
+// filtered (never dropped), and a spec that leaves a step TODO gives
+// incomplete naming the node, never a loss.
+func TestRealApps(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/apps/truth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth appsTruth
+	if err := json.Unmarshal(data, &truth); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bundle, spec string
+		code         int
+		info         map[audit.Cause][]string // the info findings' records, each once
+		missing      string                   // a word of the missing evidence
+	}{
+		{"orders", "orders", exitClean, map[audit.Cause][]string{audit.CauseFiltered: truth.Orders.Filtered, audit.CauseNullKey: truth.Orders.NullKey}, ""},
+		{"orders", "orders-todo", exitIncomplete, nil, "KSTREAM-FILTER-0000000001"},
+		{"words", "words", exitClean, nil, ""},
+		{"words", "words-todo", exitIncomplete, nil, "KSTREAM-FLATMAPVALUES-0000000001"},
+		{"windows", "windows", exitClean, map[audit.Cause][]string{audit.CauseLate: truth.Windows.Late}, ""},
+		{"routes", "routes", exitClean, nil, ""},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--spec", "../../testdata/apps/"+tc.spec+".kaudit.yaml", "--format", "json")
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, errOut)
+			}
+			var rep audit.Report
+			if err := decodeReport([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if m := strings.Join(rep.Summary.Missing, "\n"); tc.missing != "" && !strings.Contains(m, tc.missing) {
+				t.Errorf("missing evidence %q does not name %s", m, tc.missing)
+			}
+			// per cause and partition: the count, and each offset the detail lists
+			count := map[string]int64{}
+			listed := map[string]bool{}
+			for _, f := range rep.Findings {
+				switch f.Severity {
+				case audit.SeverityLoss, audit.SeverityAnomaly:
+					t.Errorf("finding %s/%s %s/%d@%d: %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+				}
+				if _, ok := tc.info[f.Cause]; ok {
+					count[fmt.Sprintf("%s %s/%d", f.Cause, f.Topic, f.Partition)] += f.Count
+					for _, r := range recordsOf(f) {
+						listed[string(f.Cause)+" "+r] = true
+					}
+				}
+			}
+			want := map[string]int64{}
+			for cause, recs := range tc.info {
+				for _, r := range recs {
+					tp, _, _ := strings.Cut(r, "@")
+					want[fmt.Sprintf("%s %s", cause, tp)]++
+					delete(listed, string(cause)+" "+r)
+				}
+			}
+			if !maps.Equal(count, want) {
+				t.Errorf("counts %v, want %v", count, want)
+			}
+			if len(listed) > 0 {
+				t.Errorf("records listed that the truth has not: %v", slices.Sorted(maps.Keys(listed)))
+			}
+		})
+	}
+}
+
+// recordsOf lists the records an info finding names, topic/partition@offset:
+// the offsets its detail lists (the first ten), else its own.
+func recordsOf(f audit.Finding) []string {
+	_, list, ok := strings.Cut(f.Detail, "(offsets ")
+	if !ok {
+		return []string{fmt.Sprintf("%s/%d@%d", f.Topic, f.Partition, f.Offset)}
+	}
+	list, _, _ = strings.Cut(list, ")")
+	list, _, _ = strings.Cut(list, " and ")
+	var out []string
+	for _, o := range strings.Split(list, ", ") {
+		out = append(out, fmt.Sprintf("%s/%d@%s", f.Topic, f.Partition, o))
+	}
+	return out
+}
