@@ -87,6 +87,10 @@ type Report struct {
 	// Signatures ties findings that share one piece of evidence to the
 	// known Kafka Streams bug that evidence is the signature of.
 	Signatures []Signature `json:"signatures,omitempty"`
+	// InferredSpec is the spec the audit inferred from the evidence for
+	// want of one (kaudit.yaml, each guess with its evidence as a
+	// comment); empty when the user gave the spec.
+	InferredSpec string `json:"inferred_spec,omitempty"`
 }
 
 // Signature is one piece of evidence a known bug leaves, and the findings

@@ -42,8 +42,11 @@ type Options struct {
 	// TopologyFile is a Topology#describe() text file; "" takes the
 	// spec's, else the one the source carries, else none.
 	TopologyFile string
-	// SpecFile is a kaudit.yaml; "" runs the checks that need no key.
+	// SpecFile is a kaudit.yaml; "" infers the spec from the evidence
+	// (as kaudit init drafts it: Report.InferredSpec), or, with Keyless or
+	// without an AppID, runs the checks that need no key.
 	SpecFile string
+	Keyless  bool
 	// StateDir is a Streams state.dir whose checkpoints are checked
 	// against the changelogs; "" for none.
 	StateDir string
@@ -144,6 +147,13 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Findings = append(rep.Findings, ev.Problems...)
 	addUnjudged(rep, s.unjudged)
+	if s.Inferred != "" {
+		rep.InferredSpec = s.Inferred
+		rep.Summary.Notes = append(rep.Summary.Notes, inferredNote(s))
+	}
+	if s.notInferred != "" {
+		rep.Summary.Missing = append(rep.Summary.Missing, "no spec could be inferred from the evidence, so only the checks that need no key ran: "+s.notInferred)
+	}
 	rep.Findings = append(rep.Findings, discovery.ConfigRisksFor(s.Discovery, o.Outage)...)
 	rep.Summary.Notes = append(rep.Summary.Notes, s.Discovery.Unknown...)
 	rep.Summary.Notes = append(rep.Summary.Notes, s.Warnings...)
@@ -164,6 +174,22 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// inferredNote says that the audit rests on an inferred spec, and on how
+// many guesses.
+func inferredNote(s *Setup) string {
+	guesses, unsettled := 0, 0
+	for _, t := range s.Spec.Tables {
+		guesses += 2 + len(t.Steps) // select_key and the reducer, each step
+		unsettled += len(t.Unsettled)
+	}
+	for _, j := range s.Spec.Joins {
+		guesses += 2 // type and value
+		unsettled += len(j.Unsettled)
+	}
+	return fmt.Sprintf("no --spec: the spec was inferred from the evidence, as kaudit init drafts it (%d tables, %d joins, %d guesses, %d left unsettled; --save-spec FILE writes it, with each guess's evidence, for review)",
+		len(s.Spec.Tables), len(s.Spec.Joins), guesses, unsettled+len(s.Spec.Dropped))
 }
 
 // Shard is one of Count shards of an app's task partitions.

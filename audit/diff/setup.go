@@ -3,6 +3,7 @@ package diff
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/draft"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/topology"
 )
@@ -30,6 +32,44 @@ type Setup struct {
 	// disagree on the app's layout.
 	Warnings []string
 	unjudged []string // why tables and joins are not judged (checkSpec)
+	// Inferred is the spec kaudit drafted from the evidence for want of
+	// --spec (the YAML with each guess's evidence), "" with a spec;
+	// notInferred says why none could be drafted.
+	Inferred    string
+	notInferred string
+}
+
+// prepareKeyless is Prepare's end without a spec: the checks that need
+// no key.
+func prepareKeyless(s *Setup, ev Evidence, o Options, d *discovery.Discovery) (*Setup, error) {
+	s.Pipeline = keylessPipeline(o.AppID, d)
+	cfg := o.Codec
+	cfg.KeySerde, cfg.ValueSerde = first(cfg.KeySerde, "string"), first(cfg.ValueSerde, "bytes")
+	var err error
+	if s.Decoder, err = codec.NewWithSchemas(cfg, audit.SchemasOf(ev.Source)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// inferSpec drafts the app's spec from the evidence, as kaudit init
+// does, and parses it as a draft: what the evidence does not settle
+// leaves its table or join unjudged.
+func inferSpec(ctx context.Context, src audit.Source, o Options) (*spec.Spec, string, error) {
+	var b strings.Builder
+	err := draft.Write(ctx, &b, src, draft.Options{AppID: o.AppID, TopologyFile: o.TopologyFile,
+		KeySerde: o.Codec.KeySerde, ValueSerde: o.Codec.ValueSerde, Codec: o.Codec})
+	if err != nil {
+		return nil, "", fmt.Errorf("draft a spec from the evidence: %w", err)
+	}
+	sp, err := spec.ParseDraft("the inferred spec", []byte(b.String()))
+	if err != nil && strings.Contains(err.Error(), "at least one table") {
+		return nil, "", errors.New("the evidence shows no table the app folds (no store of the app is fed by a source topic it reads)")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("the spec drafted from the evidence does not load: %w", err)
+	}
+	return sp, b.String(), nil
 }
 
 // Prepare resolves the spec (or, without one, the keyless checks) on what
@@ -56,13 +96,31 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		return nil, audit.NotRunError{Err: fmt.Errorf("discover app %s: %w", o.AppID, err)}
 	}
 	s := &Setup{Discovery: d}
+	if sp == nil && o.AppID != "" && !o.Keyless {
+		// no spec: the one kaudit init would draft, from the same evidence
+		if sp, s.Inferred, err = inferSpec(ctx, ev.Source, o); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			s.notInferred = err.Error()
+		}
+	}
 	keySerde, valSerde, topics := "string", "", map[string]codec.TopicSerdes{}
 	if sp == nil {
 		s.Pipeline = keylessPipeline(o.AppID, d)
 	} else {
 		rp, err := spec.Resolve(sp, topo, o.AppID)
+		if err != nil && s.Inferred != "" {
+			// a draft the topology refutes: what needs no key still runs
+			s.notInferred = err.Error()
+			sp, s.Inferred = nil, ""
+			return prepareKeyless(s, ev, o, d)
+		}
 		if err != nil {
 			return nil, audit.UsageError{Err: err}
+		}
+		for _, u := range sp.Dropped {
+			s.unjudged = append(s.unjudged, u)
 		}
 		if err := discovery.CheckPlan(sp, d, rp); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())

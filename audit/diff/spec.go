@@ -98,7 +98,7 @@ func (s *Setup) checkSpec(ctx context.Context, src audit.RecordSource, log func(
 		}
 	}
 	for i, v := range c.Joins {
-		if v.Unjudged == "" {
+		if v.Unjudged == "" || s.Pipeline.Joins[i].Unjudged != "" {
 			continue
 		}
 		s.Pipeline.Joins[i].Unjudged = v.Unjudged

@@ -444,7 +444,7 @@ func comment(text string) string {
 // each output field as comments.
 func writeJoinGuess(b *strings.Builder, g *infer.JoinGuess) {
 	if strings.HasPrefix(g.TypeNote, "TODO") {
-		fmt.Fprintf(b, "    type: left   # %s\n", g.TypeNote)
+		fmt.Fprintf(b, "    type: %s\n", yamlScalar(g.TypeNote))
 	} else {
 		fmt.Fprintf(b, "    type: %s%s\n", g.Type, comment(g.TypeNote))
 	}

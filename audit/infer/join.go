@@ -301,12 +301,18 @@ func orderLike(names, order []string) []string {
 // that the suggestion beats by the rule, leaves the join unjudged.
 func CheckJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []string) Verdict {
 	v := Verdict{Name: pj.Output, Explained: map[string]int{}, of: "output keys"}
+	rows, ok := joinRows(pj, plan, ev)
+	if ok {
+		if why := contradictsType(pj, rows); why != "" {
+			v.Unjudged = fmt.Sprintf("join %s is not judged: the spec does not describe the app: %s", pj.Output, why)
+			return v
+		}
+	}
 	if pj.Spec == nil || !pj.Spec.HasValue() {
 		v.Note = fmt.Sprintf("join %s has no value: only presence is checked", pj.Output)
 		return v
 	}
 	v.Spec = pj.Spec.Value
-	rows, ok := joinRows(pj, plan, ev)
 	if !ok {
 		v.Note = fmt.Sprintf("join %s not checked against the evidence: a topic was not read", pj.Output)
 		return v
@@ -347,6 +353,34 @@ func CheckJoin(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence, order []strin
 		v.Unjudged = fmt.Sprintf("join %s is not judged: its value fails on the data: %v (%s)", pj.Output, fail, v.Summary())
 	}
 	return v
+}
+
+// contradictsType says how the output contradicts the join's type, ""
+// when it does not: an inner join emits no key a right table lacks, a left
+// join none the left table lacks. A few such keys may be a loss the audit
+// is to find (a state reset); the type is refuted by at least MinKeys of
+// them, or a tenth of the output keys.
+func contradictsType(pj spec.PlannedJoin, rows []joinRow) string {
+	leftNil, rightNil := 0, 0
+	for _, r := range rows {
+		if r.out.v == nil {
+			continue // a tombstone: the join deleted the key
+		}
+		if r.left.v == nil {
+			leftNil++
+		}
+		if slices.Contains(r.rights, nil) {
+			rightNil++
+		}
+	}
+	many := func(n int) bool { return n >= MinKeys || n > 0 && n*10 >= len(rows) }
+	switch {
+	case pj.Type == spec.JoinInner && many(rightNil):
+		return fmt.Sprintf("type inner, but %d of %d output keys hold a value while a right table has no state for them (a left join)", rightNil, len(rows))
+	case pj.Type != spec.JoinOuter && many(leftNil):
+		return fmt.Sprintf("type %s, but %d of %d output keys hold a value while the left table has no state for them (an outer join)", pj.Type, leftNil, len(rows))
+	}
+	return ""
 }
 
 // OutputOrder is the field order of a topic's first record value, its

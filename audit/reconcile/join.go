@@ -31,7 +31,11 @@ type side struct {
 // vanished input's detail what the output should have held end to end.
 func (r *run) join(ctx context.Context, j *Join) error {
 	if j.Unjudged != "" {
-		r.missing("join into %s is not judged: %s", j.Output, j.Unjudged)
+		if strings.HasPrefix(j.Unjudged, "join into "+j.Output+" ") || strings.HasPrefix(j.Unjudged, "join "+j.Output+" ") {
+			r.missing("%s", j.Unjudged) // it names the join itself
+		} else {
+			r.missing("join into %s is not judged: %s", j.Output, j.Unjudged)
+		}
 		if parts, ok := r.partitionsOf(j.Output, "output"); ok {
 			return r.joinUnjudged(ctx, j, parts, nil)
 		}

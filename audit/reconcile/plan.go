@@ -62,7 +62,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		out.Copies = append(out.Copies, Copy{Source: c.Source, Output: c.Output})
 	}
 	for _, pj := range p.Joins {
-		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), concurrent: true}
+		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), Unjudged: pj.Unjudged, concurrent: true}
 		if js := pj.Spec; js != nil && js.HasValue() {
 			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return js.Eval(left, rights) }
 			j.Fields = js.SideFields()

@@ -381,7 +381,7 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	if len(in.loss.rawKey) > 0 {
 		detail = append(detail, "record key "+r.text(ctx, in.tp.Topic, true, in.loss.rawKey))
 	}
-	if t.Flat {
+	if ts.multiElem {
 		detail = append(detail, fmt.Sprintf("element %d of what the table's steps emit for the record", in.elem+1))
 	}
 	detail = append(detail, in.detail...)

@@ -279,6 +279,9 @@ type tableState struct {
 	absent []string
 	win    *winState // windowed tables (window.go)
 	steps  stepTally // what the table's steps did with its inputs (steps.go)
+	// multiElem says the steps emitted several elements for some input: a
+	// finding then says which element it is
+	multiElem bool
 	// deletedOffsets counts the offsets below the source partitions' log
 	// starts (retention, DeleteRecords): their copies may still be on the
 	// repartition topic. elements and consumedWithKey count what the
@@ -567,9 +570,9 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 	return nil
 }
 
-// readSourceTopic reads one source topic of the table, the i-th
+// readSourceTopic reads one source topic of the table, the src-th
 // (Table.Merged): its consumed records are the table's inputs.
-func (r *run) readSourceTopic(ctx context.Context, ts *tableState, i int, topic string) error {
+func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topic string) error {
 	t := ts.t
 	parts, ok := r.partitionsOf(topic, "source")
 	if !ok {
@@ -643,6 +646,9 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, i int, topic 
 						ts.steps.filter(rec.Offset)
 					}
 				}
+				if len(els) > 1 {
+					ts.multiElem = true
+				}
 				if len(els) > maxElem && own {
 					ts.steps.failed(tp, rec.Offset, fmt.Errorf("the steps emit %d elements for one input, more than kaudit tells apart (%d)", len(els), maxElem))
 					return
@@ -652,7 +658,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, i int, topic 
 					if t.ValueChanging {
 						dg = codec.DigestOf(e.Value)
 					}
-					r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(i, p), key: e.Key, v: e.Value, digest: dg, elem: i, shardByKey: shardByKey}, &nullKeys, &nullCount)
+					r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: e.Key, v: e.Value, digest: dg, elem: i, shardByKey: shardByKey}, &nullKeys, &nullCount)
 				}
 				return
 			}
@@ -678,7 +684,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, i int, topic 
 			if it.picked {
 				v = pickedValue // not null, and not kept (Latest)
 			}
-			r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(i, p), key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
+			r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
 		})
 		if !ok {
 			ts.complete = false
@@ -686,7 +692,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, i int, topic 
 		}
 		if l.Offsets.LogStart > 0 {
 			ts.complete = false
-			ts.deletedFrom[sourcePart(i, p)] = true
+			ts.deletedFrom[sourcePart(src, p)] = true
 			ts.deletedOffsets += l.Offsets.LogStart
 		}
 		if !own {

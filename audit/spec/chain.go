@@ -195,8 +195,8 @@ func matchChain(steps []*Step, chain []topology.ChainNode, nodes map[*Step]strin
 // fits reports whether a step can stand for a chain node: its kind is
 // the node's operator's, or the app named the node.
 func fits(st *Step, c topology.ChainNode) bool {
-	if c.Op == topology.OpNamed {
-		return true
+	if c.Op == topology.OpNamed || st.Kind == StepProcess {
+		return true // a process step says the node is not modelled, whatever it is
 	}
 	for _, k := range compatible[c.Op] {
 		if k == st.Kind {

@@ -57,6 +57,8 @@ type PlannedJoin struct {
 	Left   string    `json:"left"`
 	Right  []string  `json:"right"`
 	Type   JoinType  `json:"type"`
+	// Unjudged says why the join cannot be judged from the spec alone.
+	Unjudged string `json:"unjudged,omitempty"`
 }
 
 // TopicSerdes returns the serdes of each table topic that differ from
@@ -220,11 +222,17 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		if why := unmodelled(t, nodes); why != "" {
 			pt.Unjudged = why // a step not modelled says more than a chain that differs
 		}
+		if len(t.Unsettled) > 0 {
+			pt.Unjudged = fmt.Sprintf("table %s is not judged: the evidence does not settle %s", t.Name, strings.Join(t.Unsettled, " and "))
+		}
 		p.Tables = append(p.Tables, pt)
 	}
 	for i, j := range spec.Joins {
 		field := fmt.Sprintf("joins[%d]", i)
 		pj := PlannedJoin{Spec: j, Output: j.Output, Left: j.Left, Right: slices.Clone(j.Right), Type: j.Type}
+		if len(j.Unsettled) > 0 {
+			pj.Unjudged = fmt.Sprintf("join into %s is not judged: the evidence does not settle %s", j.Output, strings.Join(j.Unsettled, " and "))
+		}
 		if lay != nil {
 			if u, ok := lay.Topic(j.Output); !ok || u.Role != topology.RoleOutput {
 				fail(j.Line, field+".output", "the topology writes no output topic %q", j.Output)

@@ -36,6 +36,9 @@ type Spec struct {
 	Tables  []*TableSpec `yaml:"tables"`
 	Joins   []*JoinSpec  `yaml:"joins"`
 	Copies  []*CopySpec  `yaml:"copies"`
+	// Dropped says, for a draft (ParseDraft), which tables and joins it
+	// left out because the evidence did not settle them.
+	Dropped []string `yaml:"-"`
 	doc     *ast.File
 }
 
@@ -95,6 +98,9 @@ type TableSpec struct {
 	// window start); Suppress its suppress(), with Output.
 	Window   *Window  `yaml:"window"`
 	Suppress Suppress `yaml:"suppress"`
+	// Unsettled lists, for a draft (ParseDraft), what the evidence did not
+	// settle: the table is not judged.
+	Unsettled []string `yaml:"-"`
 	// Line is the table's line in the spec.
 	Line      int `yaml:"-"`
 	selectKey *vm.Program
@@ -246,8 +252,11 @@ type JoinSpec struct {
 	// Serdes are the output's (Produced.with), over the spec's defaults.
 	Serdes *Serdes `yaml:"serdes"`
 	Line   int     `yaml:"-"`
-	prog   *vm.Program
-	proj   *projection // the value, where it only copies fields (project.go)
+	// Unsettled lists, for a draft (ParseDraft), what the evidence did not
+	// settle: the join is not judged.
+	Unsettled []string `yaml:"-"`
+	prog      *vm.Program
+	proj      *projection // the value, where it only copies fields (project.go)
 }
 
 // CopySpec is stream.to(Output) of a source topic read as a stream
@@ -326,7 +335,17 @@ func unmarshalSpec(data []byte, s *Spec) (err error) {
 // ParseSpec parses and validates a spec; name is the file name errors
 // cite. Unknown fields are errors, every expression is compiled once, and
 // every error is a *SpecError (several are joined with errors.Join).
-func ParseSpec(name string, data []byte) (*Spec, error) {
+func ParseSpec(name string, data []byte) (*Spec, error) { return parseSpec(name, data, false) }
+
+// ParseDraft parses a spec kaudit drafted from the evidence (kaudit init,
+// or kaudit diff without --spec): what the draft leaves TODO does not stop
+// it. A table whose select_key or reducer is TODO, or a join whose type
+// is, is Unsettled (Resolve makes it unjudged, naming why); a join whose
+// value is TODO checks presence only; a table whose source or store is
+// TODO is left out (Dropped says so), with the joins that name it.
+func ParseDraft(name string, data []byte) (*Spec, error) { return parseSpec(name, data, true) }
+
+func parseSpec(name string, data []byte, draft bool) (*Spec, error) {
 	data = trimBOM(data)
 	if err := checkSpecBounds(name, data); err != nil {
 		return nil, err
@@ -356,10 +375,67 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 		return nil, yamlError(name, err)
 	}
 	s.doc = doc
+	if draft {
+		s.settle()
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// settle takes a draft's TODOs out of the way of validate: see ParseDraft.
+func (s *Spec) settle() {
+	dropped := map[string]bool{}
+	var tables []*TableSpec
+	for _, t := range s.Tables {
+		if t == nil {
+			continue
+		}
+		src := strings.Join(t.SourceList, ", ")
+		if isTODO(src) || isTODO(t.Store) || isTODO(t.Name) || src == "" {
+			s.Dropped = append(s.Dropped, fmt.Sprintf("table %s is not judged: the evidence does not say %s", t.Name, cmp.Or(strings.TrimPrefix(strings.TrimSpace(cmp.Or(pickTODO(src), pickTODO(t.Store), pickTODO(t.Name))), "TODO: "), "its source")))
+			dropped[t.Name] = true
+			continue
+		}
+		if isTODO(t.SelectKeyExpr) {
+			t.Unsettled = append(t.Unsettled, "select_key ("+strings.TrimPrefix(t.SelectKeyExpr, "TODO: ")+")")
+			t.SelectKeyExpr = ""
+		}
+		if raw := strings.TrimSpace(t.Reducer.raw); isTODO(raw) {
+			t.Unsettled = append(t.Unsettled, "the reducer ("+strings.TrimPrefix(raw, "TODO: ")+")")
+			t.Reducer.raw = "latest" // not used: the table is not judged
+		}
+		tables = append(tables, t)
+	}
+	s.Tables = tables
+	var joins []*JoinSpec
+	for _, j := range s.Joins {
+		if j == nil {
+			continue
+		}
+		names := append([]string{j.Left}, j.Right...)
+		if isTODO(j.Output) || slices.ContainsFunc(names, func(n string) bool { return dropped[n] || isTODO(n) }) {
+			s.Dropped = append(s.Dropped, fmt.Sprintf("join into %s is not judged: the evidence does not settle its output or tables", j.Output))
+			continue
+		}
+		if isTODO(string(j.Type)) {
+			j.Unsettled = append(j.Unsettled, "its type ("+strings.TrimPrefix(string(j.Type), "TODO: ")+")")
+			j.Type = JoinLeft
+		}
+		if isTODO(j.Value) {
+			j.Value = "" // presence only
+		}
+		joins = append(joins, j)
+	}
+	s.Joins = joins
+}
+
+func pickTODO(s string) string {
+	if isTODO(s) {
+		return s
+	}
+	return ""
 }
 
 // aliasVisitor finds the first alias (*name) in a document.
