@@ -136,7 +136,9 @@ var patterns = []pattern{
 	{SeekReset, "offset of partition", mustRe(`Seeking to (\w+) offset of partition ` + tpRe),
 		func(e *Event, m []string) { e.Reason, e.TP = m[1], parseTP(m[2]) }},
 	{SeekReset, "to consume from", mustRe(`Setting topic '([^']+)' to consume from (\w+) offset`),
-		func(e *Event, m []string) { e.TP, e.Reason = audit.TopicPartition{Topic: m[1], Partition: -1}, strings.ToUpper(m[2]) }},
+		func(e *Event, m []string) {
+			e.TP, e.Reason = audit.TopicPartition{Topic: m[1], Partition: -1}, strings.ToUpper(m[2])
+		}},
 	{SeekCommitted, "to the committed offset", mustRe(`Setting offset for partition ` + tpRe + ` to the committed offset FetchPosition\{offset=(-?\d+)`),
 		func(e *Event, m []string) { e.TP, e.Offset = parseTP(m[1]), num(m[2]) }},
 	{NoCommitted, "Found no committed offset", mustRe(`Found no committed offset for partition ` + tpRe),
