@@ -76,6 +76,11 @@ var CauseText = map[audit.Cause]string{
 	audit.CauseUnderReplicated: "The replica the audit reads (the last leader's, in the broker log dirs) holds " +
 		"offsets other replicas of the partition lack: a follower was behind, or cut back when it restarted. " +
 		"Nothing is lost while that replica lives, but it is the only copy of those records.",
+	audit.CauseOffsetsForward: "The group's commit history shows its committed offset moved past these offsets by a " +
+		"commit the app did not make: a plain OffsetCommit while the group had no member (kafka-consumer-groups " +
+		"--reset-offsets, an admin client), or one outside the transactions an exactly-once app commits in. The app " +
+		"resumed after them and never consumed them; they are still in the topic if retention has not removed them, " +
+		"and can be replayed.",
 }
 
 // causeShort is the phrase the summary paragraph uses for a cause.
@@ -103,6 +108,7 @@ var causeShort = map[audit.Cause]string{
 	audit.CauseTransactionInconsistent: "inconsistent transaction evidence",
 	audit.CauseUncleanShutdown:         "unclean task shutdowns",
 	audit.CauseUnderReplicated:         "held by one replica only",
+	audit.CauseOffsetsForward:          "skipped by a committed offset moved forward by hand",
 }
 
 // Explain returns CauseText for c, or a fallback naming the cause.
