@@ -62,7 +62,7 @@ type Partition struct {
 type LogStartAt struct {
 	Time   time.Time
 	Offset int64
-	Why    string         // what observed it
+	Why    string        // what observed it
 	Event  *applog.Event // the log line, when a log says so
 }
 
