@@ -223,3 +223,39 @@ func TestReadFileBounds(t *testing.T) {
 		t.Fatalf("bounded: %+v, %v", l, err)
 	}
 }
+
+// TestRealBrokerLog: lines a real Apache Kafka 3.6.2 broker wrote (INFO
+// for kafka.log, its default layout "[%d] %p %m (%c)%n"): the log cleaner
+// compacting the group's __consumer_offsets partition (its stats block's
+// continuation line names the dirty section) and DeleteRecords moving a
+// partition's log start.
+func TestRealBrokerLog(t *testing.T) {
+	l, err := ReadFile(filepath.Join("testdata", "kafka-3.6.2-server.log"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := audit.TopicPartition{Topic: "__consumer_offsets", Partition: 0}
+	in := audit.TopicPartition{Topic: "m.in", Partition: 0}
+	at := func(s string) time.Time {
+		tt, err := time.Parse("2006-01-02 15:04:05.000", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tt
+	}
+	want := []Event{
+		{Line: 6, Kind: Cleaned, TP: co, Offset: -1, To: -1, Time: at("2026-12-02 07:54:40.158")},
+		{Line: 10, Kind: Cleaned, TP: co, Offset: 0, To: 2514, Time: at("2026-12-02 07:54:40.225")},
+		{Line: 22, Kind: LogStartIncremented, TP: in, Offset: 4266, To: -1, Reason: "client delete records request", Time: at("2026-12-02 07:55:52.790")},
+		{Line: 25, Kind: LogStartIncremented, TP: in, Offset: 5303, To: -1, Reason: "client delete records request", Time: at("2026-12-02 07:56:27.972")},
+	}
+	if len(l.Events) != len(want) {
+		t.Fatalf("events %+v", l.Events)
+	}
+	for i, w := range want {
+		g := l.Events[i]
+		if g.Line != w.Line || g.Kind != w.Kind || g.TP != w.TP || g.Offset != w.Offset || g.To != w.To || g.Reason != w.Reason || !g.Time.Equal(w.Time) || g.Level != "INFO" {
+			t.Errorf("event %d: %+v\nwant %+v", i, g, w)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func TestContinuation(t *testing.T) {
 // the input (its raw text, cut at the line bound) and a partition number
 // that is -1 or more.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"streams-3.6-send-error.txt"} {
+	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
