@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
@@ -86,6 +87,27 @@ type Evidence struct {
 	StreamsPurgeFixed bool
 	// Notes say what was read (logs, their events, the history's extent).
 	Notes []string
+
+	txnOnce  sync.Once
+	eos      bool  // the group commits in transactions
+	firstTxn int64 // the log position of its first transactional commit
+}
+
+// transactional says whether the group commits in transactions, and the
+// position of its first transactional commit; computed once (Analyze may
+// run for several partitions at once).
+func (ev *Evidence) transactional() (bool, int64) {
+	ev.txnOnce.Do(func() {
+		ev.firstTxn = -1
+		for _, cs := range ev.History.Commits {
+			for _, c := range cs {
+				if c.Transactional && (ev.firstTxn < 0 || c.Record < ev.firstTxn) {
+					ev.eos, ev.firstTxn = true, c.Record
+				}
+			}
+		}
+	})
+	return ev.eos, ev.firstTxn
 }
 
 // Gather reads group's commit history from src (audit.CommitHistoryOf)
@@ -203,6 +225,8 @@ type analysis struct {
 	cs  []audit.Commit
 
 	obs      []LogStartAt // by time
+	sufMin   []int        // sufMin[i]: the index of the smallest observation in obs[i:]
+	preMax   []int        // preMax[i]: the index of the largest observation in obs[:i+1]
 	resets   []reset
 	eos      bool  // the group commits in transactions
 	firstTxn int64 // the position of its first transactional commit
@@ -218,14 +242,7 @@ type reset struct {
 }
 
 func (a *analysis) prepare() {
-	a.firstTxn = -1
-	for _, cs := range a.h.Commits {
-		for _, c := range cs {
-			if c.Transactional && (a.firstTxn < 0 || c.Record < a.firstTxn) {
-				a.eos, a.firstTxn = true, c.Record
-			}
-		}
-	}
+	a.eos, a.firstTxn = a.ev.transactional()
 	a.obs = append(a.obs, a.ev.LogStarts[a.p.TP]...)
 	var pending *reset
 	for i := range a.ev.Events {
@@ -263,34 +280,41 @@ func (a *analysis) prepare() {
 		a.obs = append(a.obs, LogStartAt{Time: a.p.Now, Offset: a.p.LogStart, Why: "the partition's log start when the audit read it"})
 	}
 	slices.SortStableFunc(a.obs, func(x, y LogStartAt) int { return x.Time.Compare(y.Time) })
+	n := len(a.obs)
+	a.sufMin, a.preMax = make([]int, n), make([]int, n)
+	for i := n - 1; i >= 0; i-- {
+		a.sufMin[i] = i
+		if i+1 < n && a.obs[a.sufMin[i+1]].Offset < a.obs[i].Offset {
+			a.sufMin[i] = a.sufMin[i+1]
+		}
+	}
+	for i := range n {
+		a.preMax[i] = i
+		if i > 0 && a.obs[a.preMax[i-1]].Offset >= a.obs[i].Offset {
+			a.preMax[i] = a.preMax[i-1]
+		}
+	}
 }
 
 // upper bounds the log start at time t (ms): the smallest observation at
 // or after t, or -1 (no bound).
 func (a *analysis) upper(t int64) (int64, *LogStartAt) {
-	for i := range a.obs {
-		if o := &a.obs[i]; o.Time.UnixMilli() >= t {
-			best := o
-			for j := i + 1; j < len(a.obs); j++ {
-				if a.obs[j].Offset < best.Offset {
-					best = &a.obs[j]
-				}
-			}
-			return best.Offset, best
-		}
+	i, _ := slices.BinarySearchFunc(a.obs, t, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
+	if i == len(a.obs) {
+		return -1, nil
 	}
-	return -1, nil
+	o := &a.obs[a.sufMin[i]]
+	return o.Offset, o
 }
 
 // lowerBy is the highest log start observed at or before t (ms), or -1.
 func (a *analysis) lowerBy(t int64) (int64, *LogStartAt) {
-	n, at := int64(-1), (*LogStartAt)(nil)
-	for i := range a.obs {
-		if o := &a.obs[i]; o.Time.UnixMilli() <= t && o.Offset > n {
-			n, at = o.Offset, o
-		}
+	i, _ := slices.BinarySearchFunc(a.obs, t+1, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
+	if i == 0 {
+		return -1, nil
 	}
-	return n, at
+	o := &a.obs[a.preMax[i-1]]
+	return o.Offset, o
 }
 
 func (a *analysis) run() {
@@ -371,16 +395,10 @@ func (a *analysis) judge(t transition) {
 	// an observed log start above the frontier when the app could not
 	// have consumed those offsets
 	back, gen := a.restart(t.prev.LastAt, c.At)
-	var n int64 = -1
-	var nAt *LogStartAt
-	for i := range a.obs {
-		o := &a.obs[i]
-		ot := o.Time.UnixMilli()
-		if o.Offset <= m || ot >= c.Time || o.Offset <= n {
-			continue
-		}
-		if ot <= t.before.LastTime || (back && ot <= gen.Time) {
-			n, nAt = o.Offset, o
+	n, nAt := a.lowerBy(min(t.before.LastTime, c.Time-1))
+	if back {
+		if n2, at2 := a.lowerBy(min(gen.Time, c.Time-1)); n2 > n {
+			n, nAt = n2, at2
 		}
 	}
 	if n > m {

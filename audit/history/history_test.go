@@ -84,7 +84,7 @@ func (l *glog) gen(g int32, members int, t int64) {
 	l.add((&kmsg.GroupMetadataKey{Version: 2, Group: group}).AppendTo(nil), v.AppendTo(nil), t, -1, false)
 }
 
-func (l *glog) history(t *testing.T) *audit.CommitHistory {
+func (l *glog) history(t testing.TB) *audit.CommitHistory {
 	t.Helper()
 	r := offsetslog.NewReplay(group)
 	r.KeepHistory(audit.TopicPartition{Topic: audit.ConsumerOffsetsTopic, Partition: 14}, 50, 0)
