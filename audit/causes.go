@@ -171,6 +171,12 @@ var causeDocs = map[Cause]CauseDoc{
 		Consequence: "Nothing is lost while that replica lives, but it is the only copy of those records.",
 		Phrase:      "held by one replica only",
 	},
+	CauseOffsetsForward: {
+		Stages:      []Stage{StageSource, StageRepartition},
+		Meaning:     "the group's commit history shows its committed offset moved past these offsets by a commit the app did not make (a plain commit while the group had no member, or outside the transactions an exactly-once app commits in): never consumed",
+		Consequence: "The app resumed after them and never consumed them; they are still in the topic if retention has not removed them, and can be replayed.",
+		Phrase:      "skipped by a committed offset moved forward by hand",
+	},
 }
 
 // Doc returns what kaudit says of the cause; ok is false for a cause not

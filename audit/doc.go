@@ -27,6 +27,9 @@
 //	IndexedReader    that view from the same read (LSO and        yes    -         yes      -
 //	                 aborted-transaction index)
 //	Bounded          partitions held only from a later offset     -      yes       -        -
+//	CommitHistoryReader
+//	                 the group's commits, each as it took         yes    format 2  yes      -
+//	                 effect (CommitHistoryOf)                            bundles
 //	TopologyHolder   the app's describe() text (TopologyOf)       -      yes       -        -
 //	SchemaHolder     the schemas the records were written with    -      yes       _schemas -
 //	                 (SchemasOf)                                                   topic

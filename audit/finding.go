@@ -77,6 +77,11 @@ const (
 	// lack: nothing is lost while that replica lives, but it is the only
 	// copy (broker log dirs only).
 	CauseUnderReplicated Cause = "under-replicated"
+	// CauseOffsetsForward is a range the group's committed offset was
+	// moved past by hand (a plain OffsetCommit while the group had no
+	// member, or one not made by the app's transactional producers): the
+	// app never consumed it.
+	CauseOffsetsForward Cause = "offsets-forward"
 )
 
 var causeSeverity = map[Cause]Severity{
@@ -104,6 +109,7 @@ var causeSeverity = map[Cause]Severity{
 	CauseTransactionInconsistent: SeverityAnomaly,
 	CauseUncleanShutdown:         SeverityInfo,
 	CauseUnderReplicated:         SeverityRisk,
+	CauseOffsetsForward:          SeverityLoss,
 }
 
 // Causes lists every cause, in the order of README.md's findings table.
@@ -112,7 +118,7 @@ var Causes = []Cause{
 	CauseUnapplied, CauseStateDiverged, CauseStateReset, CauseDuplicate, CauseJoinMissing,
 	CauseJoinStale, CausePending, CauseNullKey, CauseFiltered, CauseLate, CauseHangingTransaction, CauseCheckpointAhead,
 	CauseTruncated, CauseOffsetGap, CauseConfigRisk, CauseUndecodable, CauseUnreadable,
-	CauseTransactionInconsistent, CauseUncleanShutdown, CauseUnderReplicated,
+	CauseTransactionInconsistent, CauseUncleanShutdown, CauseUnderReplicated, CauseOffsetsForward,
 }
 
 // Severity is the cause's fixed severity.

@@ -57,6 +57,12 @@ type Options struct {
 	// BaselineSnapshot is an earlier capture: records it holds that are
 	// gone now are truncated.
 	BaselineSnapshot string
+	// AppLogs and BrokerLogs are the app's and the brokers' log files
+	// (plain or gzip; audit/applog reads them): optional evidence of
+	// offset resets and log-start moves for the commit history's
+	// analysis (audit/history). Parsed from --app-log and --broker-log;
+	// not read by Diff yet.
+	AppLogs, BrokerLogs []string
 	// Outage is how long the brokers were down: topics whose retention is
 	// shorter are a config risk.
 	Outage time.Duration

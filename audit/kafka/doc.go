@@ -1,8 +1,10 @@
 // Package kafka is kaudit's live-cluster source: the only package that talks
 // to brokers. It reads with franz-go (kgo, kadm, kmsg) and never writes.
 //
-// The main types are Source, which implements audit.Source and
-// audit.CommittedReader over one cluster, and Config, which says how to reach
+// The main types are Source, which implements audit.Source,
+// audit.CommittedReader and audit.CommitHistoryReader (the group's
+// partition of __consumer_offsets, fetched like any other: READ on that
+// topic) over one cluster, and Config, which says how to reach
 // it: bootstrap servers plus Kafka's Java client properties
 // (security.protocol; sasl.mechanism PLAIN, SCRAM-SHA-256/512, OAUTHBEARER
 // with KIP-768's client credentials, GSSAPI or AWS_MSK_IAM, from

@@ -3,8 +3,9 @@
 // .txnindex files, producer .snapshot files, leader-epoch-checkpoint,
 // partition.metadata and the log dir's offset checkpoints, and the internal
 // topics that hold what a live cluster answers from its coordinators and
-// controller: __consumer_offsets (groups.go: committed offsets, replayed as
-// the group coordinator loads them), __transaction_state (txnlog.go) and
+// controller: __consumer_offsets (groups.go: committed offsets and the
+// commit history, replayed as the group coordinator loads them by
+// audit/offsetslog), __transaction_state (txnlog.go) and
 // the KRaft metadata log __cluster_metadata (metadata.go: topics, layout and
 // configs, from its latest snapshot then the log).
 //

@@ -1,196 +1,27 @@
 package segment
 
 import (
-	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"unicode/utf16"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"path/filepath"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/offsetslog"
 )
 
 // Internal topics whose log dirs hold what a live cluster answers from its
 // coordinators and controller.
 const (
-	ConsumerOffsetsTopic  = "__consumer_offsets"
+	ConsumerOffsetsTopic  = audit.ConsumerOffsetsTopic
 	TransactionStateTopic = "__transaction_state"
 	ClusterMetadataTopic  = "__cluster_metadata"
 )
 
 // CoordinatorPartition is the partition of an internal topic of n
 // partitions that holds a group's (or a transactional id's) records, as
-// Kafka finds it: Utils.abs(id.hashCode()) % n, with Java's String.hashCode
-// over UTF-16 code units and Utils.abs mapping MinInt32 to 0.
-func CoordinatorPartition(id string, n int32) int32 {
-	if n <= 0 {
-		return -1
-	}
-	var h int32
-	for _, u := range utf16.Encode([]rune(id)) {
-		h = 31*h + int32(u)
-	}
-	switch {
-	case h == math.MinInt32:
-		h = 0
-	case h < 0:
-		h = -h
-	}
-	return h % n
-}
-
-// OffsetsRecordKind says what a __consumer_offsets record is.
-type OffsetsRecordKind int
-
-const (
-	// OffsetsOther is a record kaudit does not need (assignments, share
-	// group state, …): its group is known, nothing else is decoded.
-	OffsetsOther OffsetsRecordKind = iota
-	// OffsetsCommit is an offset commit (key types 0 and 1) or, with
-	// Tombstone, a deleted offset.
-	OffsetsCommit
-	// OffsetsGroup is a classic group's metadata (key type 2), or a
-	// consumer or streams group's (types 3, 17); Tombstone: the group was
-	// deleted.
-	OffsetsGroup
-	// OffsetsMember is a consumer or streams group member (key types 5,
-	// 19); Tombstone: the member left.
-	OffsetsMember
-)
-
-// OffsetsRecord is one decoded __consumer_offsets record.
-type OffsetsRecord struct {
-	Kind      OffsetsRecordKind
-	KeyType   int16 // the key's leading int16: its version (3.x) or record type (4.x)
-	Group     string
-	TP        audit.TopicPartition // OffsetsCommit
-	Member    string               // OffsetsMember
-	Tombstone bool                 // a null value
-	Commit    *kmsg.OffsetCommitValue
-	Meta      *kmsg.GroupMetadataValue // key type 2 only
-}
-
-// Key types of __consumer_offsets records (their leading int16).
-const (
-	keyLegacyOffsetCommit  = 0
-	keyOffsetCommit        = 1
-	keyGroupMetadata       = 2
-	keyConsumerGroup       = 3
-	keyConsumerGroupMember = 5
-	keyStreamsGroup        = 17
-	keyStreamsGroupMember  = 19
-	maxCoordinatorKeyType  = 1 << 10 // past any type Kafka writes: corrupt
-)
-
-// ParseOffsetsRecord decodes a __consumer_offsets record's key and value
-// as Kafka 3.x and 4.x write them: offset commits (key types 0 and 1, value
-// versions 0-4), classic group metadata (key type 2, value versions 0-4)
-// and the group and member keys of consumer and streams groups (4.x). Other
-// key types (assignments, share groups) decode their group id only. A nil
-// value is a tombstone. Errors wrap audit.ErrCorrupt.
-func ParseOffsetsRecord(key, value []byte) (OffsetsRecord, error) {
-	if len(key) < 2 {
-		return OffsetsRecord{}, fmt.Errorf("offsets record key of %d bytes: %w", len(key), ErrTruncated)
-	}
-	r := OffsetsRecord{KeyType: int16(binary.BigEndian.Uint16(key)), Tombstone: value == nil}
-	switch r.KeyType {
-	case keyLegacyOffsetCommit, keyOffsetCommit:
-		var k kmsg.OffsetCommitKey
-		if err := k.ReadFrom(key); err != nil {
-			return r, fmt.Errorf("offset commit key: %v: %w", err, audit.ErrCorrupt)
-		}
-		if k.Partition < 0 {
-			return r, fmt.Errorf("offset commit key: partition %d: %w", k.Partition, audit.ErrCorrupt)
-		}
-		r.Kind, r.Group, r.TP = OffsetsCommit, k.Group, audit.TopicPartition{Topic: k.Topic, Partition: k.Partition}
-		if value == nil {
-			return r, nil
-		}
-		var v kmsg.OffsetCommitValue
-		if err := readVersioned(value, 4, v.ReadFrom); err != nil {
-			return r, fmt.Errorf("offset commit value of %s %s: %w", k.Group, r.TP, err)
-		}
-		r.Commit = &v
-	case keyGroupMetadata:
-		var k kmsg.GroupMetadataKey
-		if err := k.ReadFrom(key); err != nil {
-			return r, fmt.Errorf("group metadata key: %v: %w", err, audit.ErrCorrupt)
-		}
-		r.Kind, r.Group = OffsetsGroup, k.Group
-		if value == nil {
-			return r, nil
-		}
-		var v kmsg.GroupMetadataValue
-		if err := readVersioned(value, 4, v.ReadFrom); err != nil {
-			return r, fmt.Errorf("group metadata value of %s: %w", k.Group, err)
-		}
-		r.Meta = &v
-	default:
-		if r.KeyType < 0 || r.KeyType > maxCoordinatorKeyType {
-			return r, fmt.Errorf("offsets record key type %d: %w", r.KeyType, audit.ErrCorrupt)
-		}
-		// Every newer coordinator key starts with the group id (int16
-		// length string); member keys follow it with the member id.
-		rest := key[2:]
-		g, n, err := readInt16String(rest)
-		if err != nil {
-			return r, fmt.Errorf("offsets record key type %d: %w", r.KeyType, err)
-		}
-		r.Group = g
-		switch r.KeyType {
-		case keyConsumerGroup, keyStreamsGroup:
-			r.Kind = OffsetsGroup
-		case keyConsumerGroupMember, keyStreamsGroupMember:
-			m, _, err := readInt16String(rest[n:])
-			if err != nil {
-				return r, fmt.Errorf("member key type %d of %s: %w", r.KeyType, g, err)
-			}
-			r.Kind, r.Member = OffsetsMember, m
-		}
-	}
-	return r, nil
-}
-
-// readVersioned checks a value's leading version against 0..max, then
-// decodes it with read.
-func readVersioned(value []byte, maxVersion int16, read func([]byte) error) error {
-	if len(value) < 2 {
-		return fmt.Errorf("%d bytes: %w", len(value), ErrTruncated)
-	}
-	if v := int16(binary.BigEndian.Uint16(value)); v < 0 || v > maxVersion {
-		return fmt.Errorf("version %d, want 0-%d: %w", v, maxVersion, audit.ErrCorrupt)
-	}
-	if err := read(value); err != nil {
-		return fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
-	}
-	return nil
-}
-
-func readInt16String(b []byte) (string, int, error) {
-	if len(b) < 2 {
-		return "", 0, fmt.Errorf("string length: %w", ErrTruncated)
-	}
-	l := int16(binary.BigEndian.Uint16(b))
-	if l < 0 || int(l) > len(b)-2 {
-		return "", 0, fmt.Errorf("string of %d bytes in %d: %w", l, len(b)-2, audit.ErrCorrupt)
-	}
-	return string(b[2 : 2+int(l)]), 2 + int(l), nil
-}
-
-// committedOffset is an offset commit as the group coordinator keeps it,
-// with the log offset of its record (which decides between a plain commit
-// and a transactional one).
-type committedOffset struct {
-	offset   int64
-	metadata string
-	at       int64 // the record's offset in __consumer_offsets
-	pid      int64 // -1 for a plain commit
-}
+// Kafka finds it (offsetslog.Partition).
+func CoordinatorPartition(id string, n int32) int32 { return offsetslog.Partition(id, n) }
 
 // PendingCommit is a transactional offset commit whose transaction has no
 // marker in __consumer_offsets.
@@ -228,130 +59,101 @@ type GroupLog struct {
 // up to its end, as the coordinator loads it.
 func (d *Dir) GroupLog(ctx context.Context, group string) (GroupLog, error) {
 	gl := GroupLog{GroupOffsets: audit.GroupOffsets{Group: group, Offsets: map[audit.TopicPartition]int64{}, Metadata: map[audit.TopicPartition]string{}}, Partition: -1}
-	n, err := d.internalPartitions(ctx, ConsumerOffsetsTopic)
-	if errors.Is(err, errNeverCreated) {
-		return gl, fmt.Errorf("group offsets of %s from log dirs: %w: %w", group, err, audit.ErrGroupNotFound)
+	rp, r, err := d.replayGroup(ctx, group, false)
+	if r != nil {
+		gl.Partition, gl.Replica = r.tp.Partition, r.path
 	}
 	if err != nil {
-		return gl, fmt.Errorf("group offsets of %s from log dirs: %w", group, err)
+		return gl, err
 	}
-	gl.Partition = CoordinatorPartition(group, n)
-	tp := audit.TopicPartition{Topic: ConsumerOffsetsTopic, Partition: gl.Partition}
-	r, err := d.primary(tp)
-	if errors.Is(err, audit.ErrPartitionNotFound) {
-		return gl, fmt.Errorf("group offsets of %s: its coordinator partition %s is in none of the log dirs (add the log dir of the broker that led it): %w", group, tp, audit.ErrNotSupported)
-	}
-	if err != nil {
-		return gl, fmt.Errorf("group offsets of %s: %w", group, err)
-	}
-	gl.Replica = r.path
-	offsets := map[audit.TopicPartition]committedOffset{}
-	pending := map[int64]map[audit.TopicPartition]committedOffset{} // producer id → its transaction's commits
-	known, deleted := false, false
-	members := map[string]bool{}
-	for rec, err := range r.records(ctx, r.logStart, r.logEnd) {
-		if err != nil {
-			return gl, fmt.Errorf("group offsets of %s: %w", group, err)
-		}
-		if rec.Batch.Control {
-			if rec.Marker == nil || (rec.Marker.Type != audit.MarkerCommit && rec.Marker.Type != audit.MarkerAbort) {
-				continue
-			}
-			pid := rec.Batch.ProducerID
-			if rec.Marker.Type == audit.MarkerCommit {
-				for ptp, c := range pending[pid] {
-					if cur, ok := offsets[ptp]; !ok || cur.at < c.at {
-						offsets[ptp] = c
-					}
-				}
-			}
-			delete(pending, pid)
-			continue
-		}
-		or, err := ParseOffsetsRecord(rec.Key, rec.Value)
-		if err != nil {
-			return gl, fmt.Errorf("group offsets of %s: %s at offset %d: %w", group, tp, rec.Offset, err)
-		}
-		if or.Group != group {
-			continue
-		}
-		switch or.Kind {
-		case OffsetsCommit:
-			known = true
-			c := committedOffset{at: rec.Offset, pid: -1}
-			if or.Commit != nil {
-				c.offset, c.metadata = or.Commit.Offset, or.Commit.Metadata
-			}
-			if rec.Batch.Transactional {
-				c.pid = rec.Batch.ProducerID
-				p := pending[c.pid]
-				if p == nil {
-					p = map[audit.TopicPartition]committedOffset{}
-					pending[c.pid] = p
-				}
-				if or.Tombstone {
-					delete(p, or.TP)
-				} else {
-					p[or.TP] = c
-				}
-				continue
-			}
-			if or.Tombstone {
-				delete(offsets, or.TP)
-			} else {
-				offsets[or.TP] = c
-			}
-		case OffsetsGroup:
-			known, deleted = true, or.Tombstone
-			if or.Tombstone || or.Meta != nil {
-				clear(members)
-			}
-			if or.Meta != nil {
-				for _, m := range or.Meta.Members {
-					members[m.MemberID] = true
-				}
-			}
-		case OffsetsMember:
-			known = true
-			if or.Tombstone {
-				delete(members, or.Member)
-			} else {
-				members[or.Member] = true
-			}
-		}
-	}
-	if len(pending) > 0 {
+	if pend := rp.Pending(); len(pend) > 0 {
 		decided := d.decidedCommits(ctx)
-		for pid, cs := range pending {
-			for ptp, c := range cs {
-				pc := PendingCommit{TP: ptp, Offset: c.offset, ProducerID: pid, At: c.at, Committed: decided[pid]}
-				gl.Pending = append(gl.Pending, pc)
-				if pc.Committed {
-					if cur, ok := offsets[ptp]; !ok || cur.at < c.at {
-						offsets[ptp] = c
-					}
-				}
+		for _, p := range pend {
+			pc := PendingCommit{TP: p.TP, Offset: p.Offset, ProducerID: p.ProducerID, At: p.At, Committed: decided[p.ProducerID]}
+			gl.Pending = append(gl.Pending, pc)
+			if pc.Committed {
+				rp.Apply(p)
 			}
 		}
-		slices.SortFunc(gl.Pending, func(a, b PendingCommit) int {
-			return cmp.Or(cmp.Compare(a.TP.Topic, b.TP.Topic), cmp.Compare(a.TP.Partition, b.TP.Partition), cmp.Compare(a.At, b.At))
-		})
 	}
-	for ptp, c := range offsets {
-		gl.Offsets[ptp], gl.Metadata[ptp] = c.offset, c.metadata
-	}
-	gl.Members = len(members)
+	gl.Offsets, gl.Metadata = rp.Offsets()
+	gl.Members = rp.Members()
+	tp := audit.TopicPartition{Topic: ConsumerOffsetsTopic, Partition: gl.Partition}
 	switch {
-	case !known || (deleted && len(offsets) == 0):
+	case !rp.Known() || (rp.Deleted() && len(gl.Offsets) == 0):
 		return gl, fmt.Errorf("group %s in %s of the log dirs: %w", group, tp, audit.ErrGroupNotFound)
-	case deleted:
+	case rp.Deleted():
 		gl.State = "Empty" // offsets committed after the group was deleted
-	case len(members) > 0:
+	case gl.Members > 0:
 		gl.State = "Stable" // as of the log's end: the members' sessions ended with the cluster
 	default:
 		gl.State = "Empty"
 	}
 	return gl, nil
+}
+
+// replayGroup replays the group's __consumer_offsets partition up to its
+// log end, as the coordinator loads it, keeping its commit history when
+// history is set. The replica read is returned with any error once known.
+func (d *Dir) replayGroup(ctx context.Context, group string, history bool) (*offsetslog.Replay, *replica, error) {
+	n, err := d.internalPartitions(ctx, ConsumerOffsetsTopic)
+	if errors.Is(err, errNeverCreated) {
+		return nil, nil, fmt.Errorf("group offsets of %s from log dirs: %w: %w", group, err, audit.ErrGroupNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("group offsets of %s from log dirs: %w", group, err)
+	}
+	tp := audit.TopicPartition{Topic: ConsumerOffsetsTopic, Partition: CoordinatorPartition(group, n)}
+	r, err := d.primary(tp)
+	if errors.Is(err, audit.ErrPartitionNotFound) {
+		return nil, &replica{tp: tp}, fmt.Errorf("group offsets of %s: its coordinator partition %s is in none of the log dirs (add the log dir of the broker that led it): %w", group, tp, audit.ErrNotSupported)
+	}
+	if err != nil {
+		return nil, &replica{tp: tp}, fmt.Errorf("group offsets of %s: %w", group, err)
+	}
+	rp := offsetslog.NewReplay(group)
+	if history {
+		rp.KeepHistory(tp, n, r.logStart)
+	}
+	for rec, err := range r.records(ctx, r.logStart, r.logEnd) {
+		if err != nil {
+			return nil, r, fmt.Errorf("group offsets of %s: %w", group, err)
+		}
+		if err := rp.Add(rec); err != nil {
+			return nil, r, fmt.Errorf("group offsets of %s: %s at offset %d: %w", group, tp, rec.Offset, err)
+		}
+	}
+	return rp, r, nil
+}
+
+var _ audit.CommitHistoryReader = (*Dir)(nil)
+
+// CleanerCheckpoint is the file of a log dir's root where the log cleaner
+// records, per compacted partition, the offset it has cleaned up to.
+const CleanerCheckpoint = "cleaner-offset-checkpoint"
+
+// CommitHistory replays the group's __consumer_offsets partition up to its
+// log end and returns every commit as it took effect (offsetslog.Replay),
+// with the holes compaction left and, from the log dir's
+// cleaner-offset-checkpoint, how far the cleaner had cleaned the
+// partition. A commit whose transaction has no marker is listed in
+// Pending, whatever __transaction_state says.
+func (d *Dir) CommitHistory(ctx context.Context, group string) (audit.CommitHistory, error) {
+	rp, r, err := d.replayGroup(ctx, group, true)
+	if err != nil {
+		return audit.CommitHistory{}, fmt.Errorf("commit history: %w", err)
+	}
+	h := rp.Finish(r.logEnd)
+	if cps, err := readOffsetCheckpoint(filepath.Join(filepath.Dir(r.path), CleanerCheckpoint)); err == nil {
+		if at, ok := cps[r.tp]; ok {
+			h.CleanedTo = at
+			h.Notes = append(h.Notes, fmt.Sprintf("the log cleaner's checkpoint (%s) says it cleaned %s up to offset %d", CleanerCheckpoint, r.tp, at))
+		}
+	}
+	if !rp.Known() {
+		return *h, fmt.Errorf("commit history of group %s: %s of the log dirs holds no record of it: %w", group, r.tp, audit.ErrGroupNotFound)
+	}
+	return *h, nil
 }
 
 // GroupOffsets returns the group's committed offsets replayed from its

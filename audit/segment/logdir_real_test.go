@@ -16,6 +16,7 @@ import (
 	"github.com/kaudit/kaudit/internal/golden"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/offsetslog"
 )
 
 // liveAnswers is what testdata/real/gen asked the live broker before it
@@ -257,7 +258,7 @@ func TestRealInternalRecordsGolden(t *testing.T) {
 								g.Marker = rec.Marker.Type.String()
 							}
 						case topic == ConsumerOffsetsTopic:
-							g.Record, err = ParseOffsetsRecord(rec.Key, rec.Value)
+							g.Record, err = offsetslog.Parse(rec.Key, rec.Value)
 						case topic == TransactionStateTopic:
 							g.Record, err = ParseTxnLogRecord(rec.Key, rec.Value)
 						default:

@@ -148,3 +148,18 @@ func (d *Dir) decidedCommits(ctx context.Context) map[int64]bool {
 	}
 	return out
 }
+
+// readVersioned checks a value's leading version against 0..max, then
+// decodes it with read.
+func readVersioned(value []byte, maxVersion int16, read func([]byte) error) error {
+	if len(value) < 2 {
+		return fmt.Errorf("%d bytes: %w", len(value), ErrTruncated)
+	}
+	if v := int16(binary.BigEndian.Uint16(value)); v < 0 || v > maxVersion {
+		return fmt.Errorf("version %d, want 0-%d: %w", v, maxVersion, audit.ErrCorrupt)
+	}
+	if err := read(value); err != nil {
+		return fmt.Errorf("%v: %w", err, audit.ErrCorrupt)
+	}
+	return nil
+}

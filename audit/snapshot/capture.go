@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/offsetslog"
 	"github.com/kaudit/kaudit/audit/segment"
 )
 
@@ -147,7 +148,7 @@ func checkOutDir(dir string) error {
 // manifest's partition dirs, which hold only segment files.
 func checkBundle(dir string, m *Manifest) error {
 	parts := map[string]bool{}
-	for _, p := range m.Partitions {
+	for _, p := range m.allPartitions() {
 		parts[partitionDir(p.TP())] = true
 	}
 	entries, err := os.ReadDir(dir)
@@ -204,6 +205,13 @@ func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 		m.Missing = append(m.Missing, "group offsets: "+err.Error())
 	default:
 		return nil, fmt.Errorf("capture group offsets: %w", err)
+	}
+	// the group's commit log, read after its offsets so that it holds
+	// every commit of the cut
+	if cl, err := commitLogCut(ctx, src, opts.AppID); err != nil {
+		m.Missing = append(m.Missing, commitLogMissing+err.Error())
+	} else {
+		m.CommitLog = cl
 	}
 	all, err := src.Topics(ctx)
 	if err != nil && !errors.Is(err, audit.ErrNotSupported) {
@@ -286,6 +294,26 @@ func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	return m, nil
 }
 
+// commitLogMissing begins the Missing entry of a bundle without the
+// group's commit log.
+const commitLogMissing = "the group's commit log (its partition of " + audit.ConsumerOffsetsTopic + "): "
+
+// commitLogCut is the state of the group's partition of
+// __consumer_offsets at the cut, nothing copied yet.
+func commitLogCut(ctx context.Context, src audit.Source, group string) (*CommitLog, error) {
+	n, err := src.Partitions(ctx, audit.ConsumerOffsetsTopic)
+	if err != nil {
+		return nil, err
+	}
+	tp := audit.TopicPartition{Topic: audit.ConsumerOffsetsTopic, Partition: offsetslog.Partition(group, n)}
+	o, err := src.Offsets(ctx, tp)
+	if err != nil {
+		return nil, err
+	}
+	return &CommitLog{TopicPartitions: n, PartitionState: PartitionState{Topic: tp.Topic, Partition: tp.Partition,
+		LogStart: o.LogStart, LSO: o.LSO, HW: o.HW, From: o.LogStart, Next: o.LogStart, Complete: o.HW <= o.LogStart}}, nil
+}
+
 func partitionDir(tp audit.TopicPartition) string {
 	return tp.Topic + "-" + strconv.Itoa(int(tp.Partition))
 }
@@ -295,7 +323,7 @@ func partitionDir(tp audit.TopicPartition) string {
 func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest) error {
 	m.UpdatedAt = time.Now().UTC()
 	var total, done int64
-	for _, p := range m.Partitions {
+	for _, p := range m.allPartitions() {
 		total += p.HW - p.From
 		done += p.Next - p.From
 	}
@@ -313,17 +341,21 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 	}
 	var written int64
 	ids := map[int32]bool{}
-	for i := range m.Partitions {
-		p := &m.Partitions[i]
+	for _, p := range m.allPartitions() {
 		if p.Complete {
 			continue
 		}
 		before := p.Next
 		c, hasC := committed[p.TP()]
-		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written, ids)
+		log := m.CommitLog != nil && p == &m.CommitLog.PartitionState
+		n, stop, err := copyPartition(ctx, src, opts, m, p, c, hasC, opts.MaxBytes-written, ids, log)
 		written += n
 		done += p.Next - before
 		report()
+		if log && err != nil && ctx.Err() == nil {
+			// optional evidence: the bundle goes on without it
+			err = dropCommitLog(opts.Dir, m, err)
+		}
 		keepSchemas(ctx, opts, m, ids)
 		if serr := saveManifest(opts.Dir, m); err == nil {
 			err = serr
@@ -336,10 +368,23 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 		}
 	}
 	m.Complete = true
-	for _, p := range m.Partitions {
+	for _, p := range m.allPartitions() {
 		m.Complete = m.Complete && p.Complete
 	}
 	return saveManifest(opts.Dir, m)
+}
+
+// dropCommitLog removes the commit log that could not be copied (why)
+// from the bundle: its files and its state, with why in Missing.
+func dropCommitLog(dir string, m *Manifest, why error) error {
+	d := partitionDir(m.CommitLog.TP())
+	m.Files = slices.DeleteFunc(m.Files, func(f File) bool { return strings.HasPrefix(f.Path, d+"/") })
+	m.CommitLog = nil
+	m.Missing = append(m.Missing, commitLogMissing+why.Error())
+	if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	return nil
 }
 
 // keepSchemas stores the schemas of the ids seen that the manifest does
@@ -397,7 +442,10 @@ func saveManifest(dir string, m *Manifest) error {
 // copyPartition appends the partition's records from p.Next to its HW to a
 // new segment file. It returns the bytes written and whether the byte
 // budget ran out (budget ≤ 0 with MaxBytes set means none is left).
-func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64, ids map[int32]bool) (int64, bool, error) {
+//
+// The commit log (log) is copied whole, whatever Since says, and its
+// records are no Confluent-framed data: their schema ids are not asked.
+func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64, ids map[int32]bool, log bool) (int64, bool, error) {
 	tp := p.TP()
 	dir := filepath.Join(opts.Dir, partitionDir(tp))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -416,7 +464,7 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 		inBatch int64
 		stop    bool
 		legacy  bool
-		skipOld = m.Since != nil && p.Next == p.From
+		skipOld = m.Since != nil && p.Next == p.From && !log
 	)
 	// finish closes the segment and lists it in the manifest.
 	finish := func() error {
@@ -492,7 +540,7 @@ func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m
 			legacy = true
 			m.Notes = append(m.Notes, fmt.Sprintf("%s holds v0/v1 message sets from offset %d: stored as uncompressed v2 batches", tp, r.Offset))
 		}
-		if opts.Schema != nil {
+		if opts.Schema != nil && !log {
 			noteSchemaIDs(r, ids)
 		}
 		cur = r.Batch

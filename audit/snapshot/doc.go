@@ -3,7 +3,9 @@
 // <base>.log with the batches as fetched (control batches included), plus
 // manifest.json holding everything else an audit reads (offsets, group
 // offsets, topic configs, transactions, producers, topology, schemas) and
-// the sha256 of every file.
+// the sha256 of every file. Since format 2 it also holds the group's
+// partition of __consumer_offsets, raw (Manifest.CommitLog), from which
+// Snapshot.CommitHistory replays the group's commit history.
 //
 // The main types are Manifest (the bundle's description, also its resume
 // state), Snapshot (a bundle opened as an audit.Source and audit.Clock,

@@ -25,8 +25,9 @@ import (
 const ManifestFile = "manifest.json"
 
 // FormatVersion is the manifest format this package writes and the newest
-// it reads.
-const FormatVersion = 1
+// it reads. Format 2 added CommitLog; a format 1 bundle reads as one whose
+// commit history was not captured.
+const FormatVersion = 2
 
 // Manifest describes a bundle. It is rewritten after every partition while
 // capturing, so that an interrupted capture can resume.
@@ -47,9 +48,13 @@ type Manifest struct {
 	// them (see Missing).
 	Transactions []audit.Transaction  `json:"transactions"`
 	Producers    []PartitionProducers `json:"producers"`
-	Topology     string               `json:"topology,omitempty"`
-	Schemas      map[int32]string     `json:"schemas,omitempty"`
-	Files        []File               `json:"files"`
+	// CommitLog is the group's partition of __consumer_offsets, nil when
+	// the bundle holds none (format 1, or the source could not give it:
+	// see Missing).
+	CommitLog *CommitLog       `json:"commit_log,omitempty"`
+	Topology  string           `json:"topology,omitempty"`
+	Schemas   map[int32]string `json:"schemas,omitempty"`
+	Files     []File           `json:"files"`
 	// Missing lists the evidence the source could not give, with why.
 	Missing []string `json:"missing,omitempty"`
 	// Notes say where the bundle differs from what the source served.
@@ -81,6 +86,32 @@ type PartitionState struct {
 // TP returns the state's topic partition.
 func (p PartitionState) TP() audit.TopicPartition {
 	return audit.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+}
+
+// CommitLog is the application's group's partition of __consumer_offsets
+// (Kafka's hash of the group id), captured raw like any partition: every
+// record of it, the commits of other groups hashed to the same partition
+// included, so that the group's commit history replays offline as the
+// coordinator would load it. It is copied whole, from its log start, even
+// when Since bounds the rest.
+type CommitLog struct {
+	PartitionState
+	// TopicPartitions is __consumer_offsets' partition count at the cut:
+	// with the group id, it says which partition holds the group.
+	TopicPartitions int32 `json:"topic_partitions"`
+}
+
+// allPartitions lists the states of every partition the bundle holds:
+// the app's topics' and the commit log's.
+func (m *Manifest) allPartitions() []*PartitionState {
+	out := make([]*PartitionState, 0, len(m.Partitions)+1)
+	for i := range m.Partitions {
+		out = append(out, &m.Partitions[i])
+	}
+	if m.CommitLog != nil {
+		out = append(out, &m.CommitLog.PartitionState)
+	}
+	return out
 }
 
 // Group is the application's consumer group at the cut.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/offsetslog"
 	"github.com/kaudit/kaudit/audit/segment"
 )
 
@@ -67,15 +68,17 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
 	s := &Snapshot{dir: dir, m: m, parts: map[audit.TopicPartition]*PartitionState{}, bad: map[audit.TopicPartition]string{}, badOffsets: map[audit.TopicPartition]string{}}
-	for i := range m.Partitions {
-		p := &m.Partitions[i]
+	for _, p := range m.allPartitions() {
 		s.parts[p.TP()] = p
 	}
 	counts := map[string]int32{}
 	for _, t := range m.Topics {
 		counts[t.Name] = t.Partitions
 	}
-	for _, p := range m.Partitions {
+	if cl := m.CommitLog; cl != nil {
+		counts[cl.Topic] = cl.TopicPartitions
+	}
+	for _, p := range m.allPartitions() {
 		if n, ok := counts[p.Topic]; ok && p.Partition >= n {
 			s.problem(p.TP(), fmt.Sprintf("the manifest lists partition %d of %s, which has %d partitions", p.Partition, p.Topic, n))
 		}
@@ -119,7 +122,7 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			bytesOf[d] += f.Size
 		}
 	}
-	for _, p := range m.Partitions {
+	for _, p := range m.allPartitions() {
 		dirName := partitionDir(p.TP())
 		switch {
 		case filesOf[dirName] == 0 && p.Next > p.From:
@@ -161,7 +164,7 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			rel, _ := filepath.Rel(dir, t.File)
 			s.problem(t.TP, fmt.Sprintf("%s: the %d bytes from byte %d are not a whole batch with a valid CRC: %v", filepath.ToSlash(rel), t.Bytes, t.Pos, audit.ErrCorrupt))
 		}
-		for _, p := range m.Partitions {
+		for _, p := range m.allPartitions() {
 			tp := p.TP()
 			if _, ok := s.bad[tp]; ok {
 				continue
@@ -252,8 +255,13 @@ func (s *Snapshot) Describe() string {
 	return fmt.Sprintf("snapshot %s captured %s from %s", s.dir, s.m.CapturedAt.Format(time.RFC3339), s.m.Source)
 }
 
-// Partitions returns a captured topic's partition count.
+// Partitions returns a captured topic's partition count; for
+// __consumer_offsets, of which the bundle holds the group's partition,
+// the topic's at the cut.
 func (s *Snapshot) Partitions(ctx context.Context, topic string) (int32, error) {
+	if cl := s.m.CommitLog; cl != nil && topic == cl.Topic {
+		return cl.TopicPartitions, nil
+	}
 	n := int32(-1)
 	for _, p := range s.m.Partitions {
 		if p.Topic == topic {
@@ -403,6 +411,34 @@ func (s *Snapshot) Topology() string { return s.m.Topology }
 func (s *Snapshot) Schemas() map[int32]string { return s.m.Schemas }
 
 var _ audit.Bounded = (*Snapshot)(nil)
+
+var _ audit.CommitHistoryReader = (*Snapshot)(nil)
+
+// CommitHistory replays the group's partition of __consumer_offsets from
+// the bundle (offsetslog, as live and in log dirs). A bundle without it
+// (captured by a kaudit before format 2, or from a source that could not
+// give it) returns an error wrapping audit.ErrNotSupported that says so;
+// so does a group whose partition is not the one captured.
+func (s *Snapshot) CommitHistory(ctx context.Context, group string) (audit.CommitHistory, error) {
+	cl := s.m.CommitLog
+	if cl == nil {
+		why := fmt.Sprintf("the bundle (format %d) was captured before kaudit kept it", s.m.Format)
+		for _, m := range s.m.Missing {
+			if strings.HasPrefix(m, commitLogMissing) {
+				why = "the capture could not read it: " + strings.TrimPrefix(m, commitLogMissing)
+			}
+		}
+		return audit.CommitHistory{}, fmt.Errorf("commit history of group %s: snapshot %s holds no commit log of it: %s: %w", group, s.dir, why, audit.ErrNotSupported)
+	}
+	if p := offsetslog.Partition(group, cl.TopicPartitions); p != cl.Partition {
+		return audit.CommitHistory{}, fmt.Errorf("commit history of group %s: its partition of %s is %d, snapshot %s holds %d: %w", group, cl.Topic, p, s.dir, cl.Partition, audit.ErrNotSupported)
+	}
+	o, err := s.Offsets(ctx, cl.TP())
+	if err != nil {
+		return audit.CommitHistory{}, fmt.Errorf("commit history of group %s: %w", group, err)
+	}
+	return offsetslog.ReadFrom(ctx, s, group, cl.TP(), cl.TopicPartitions, o)
+}
 
 // ClusterLogStart returns the cluster's log start for a partition whose
 // capture started later (Since), and false for one captured whole.

@@ -267,6 +267,9 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	}
 	fmt.Fprintf(stdout, "captured %d of %d partitions of %s: %d records, %d bytes in %d files, cut at %s\n",
 		done, len(m.Partitions), o.AppID, recs, bytes, len(m.Files), m.CapturedAt.Format(time.RFC3339))
+	if cl := m.CommitLog; cl != nil {
+		fmt.Fprintf(stdout, "and the group's commit log, %s: %d records, %d bytes\n", cl.TP(), cl.Records, cl.Bytes)
+	}
 	if !m.Complete {
 		fmt.Fprintf(stdout, "stopped by --max-bytes: run the same command again to continue into %s\n", o.Out)
 		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete", o.Out)}

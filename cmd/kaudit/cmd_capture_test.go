@@ -268,3 +268,18 @@ func TestLiveConformance(t *testing.T) {
 		return src
 	})
 }
+
+// TestCaptureCommitLog: a capture of a real broker's log dirs keeps the
+// group's partition of __consumer_offsets and says so; the bundle then
+// audits as before.
+func TestCaptureCommitLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bundle")
+	logdir := filepath.Join("..", "..", "audit", "segment", "testdata", "real", "kafka-3.6.2-logdir")
+	out, errOut, code := runCLI(t, "capture", "--app-id", "gen-app", "--log-dir", logdir, "--out", dir)
+	if code != exitClean || !strings.Contains(out, "and the group's commit log, __consumer_offsets/0: 23 records") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code = runCLI(t, "diff", "--app-id", "gen-app", "--snapshot", dir, "--format", "json", "--output", filepath.Join(t.TempDir(), "r.json")); code == exitUsage || code == exitNotRun {
+		t.Fatalf("diff of the bundle: exit %d\n%s", code, errOut)
+	}
+}

@@ -35,6 +35,8 @@ type diffOptions struct {
 	Since, Until     string // as given: resolved against the source's clock
 	Baseline         string // a previous JSON report
 	BaselineSnapshot string
+	AppLogs          []string // --app-log FILE, repeatable
+	BrokerLogs       []string // --broker-log FILE, repeatable
 	KafkaVersion     string
 	StreamsVersion   string
 	Outage           time.Duration
@@ -60,7 +62,7 @@ type diffOptions struct {
 // auditOptions are the library's options for these flags.
 func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
-		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
+		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
 		Partitions: o.Partitions, Shard: o.Shard, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
 		SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
@@ -79,6 +81,8 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
 		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
 		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
+		&cli.StringSliceFlag{Name: "app-log", Usage: "the Streams app's log `FILE` (plain or gzip; repeat): its offset resets explain a skip in the group's commit history", EnvVars: env("app-log")},
+		&cli.StringSliceFlag{Name: "broker-log", Usage: "a broker's log `FILE` (server.log, log-cleaner.log; plain or gzip; repeat): its log-start moves date the deletions", EnvVars: env("broker-log")},
 		&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
 		&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
@@ -127,6 +131,7 @@ func diffCommand() *cli.Command {
 func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
 		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
+		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"),
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
@@ -169,7 +174,8 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		outs = append(outs, filepath.Join(o.SpillDir, "spill"))
 	}
 	dirs := append([]string{o.source.Snapshot, o.StateDir, o.BaselineSnapshot}, o.source.LogDirs...)
-	if err := checkWrites(outs, dirs, []string{o.SpecFile, o.TopologyFile, o.Baseline}); err != nil {
+	reads := append([]string{o.SpecFile, o.TopologyFile, o.Baseline}, o.AppLogs...)
+	if err := checkWrites(outs, dirs, append(reads, o.BrokerLogs...)); err != nil {
 		return o, err
 	}
 	return o, nil

@@ -1,0 +1,261 @@
+package applog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+)
+
+func parse(t *testing.T, text string, o Options) []Event {
+	t.Helper()
+	l, err := Parse(strings.NewReader(text), "app.log", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Events
+}
+
+// TestIncidentLines: the lines of a real Kafka Streams 3.6 incident (an
+// app whose changelog writes failed with BufferExhaustedException during
+// a broker outage, layout "[LEVEL] [thread] [class.method(File:line)]:",
+// no timestamp) give their events, each with its task, level and line;
+// the exception on a continuation line belongs to its entry.
+func TestIncidentLines(t *testing.T) {
+	l, err := ReadFile(filepath.Join("testdata", "streams-3.6-send-error.txt"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(l.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	const changelog = "xxxx-yyyyyy-xxxx-KSTREAM-REDUCE-STATE-STORE-0000000011-changelog"
+	want := []Event{
+		{Line: 1, Level: "ERROR", Kind: SendError, Task: "1_3", TP: audit.TopicPartition{Topic: changelog, Partition: -1}},
+		{Line: 2, Level: "ERROR", Kind: BufferExhausted, Task: "1_3", Count: 16384},
+		{Line: 5, Level: "ERROR", Kind: BufferExhausted, Task: "1_3", Count: 16384},
+		{Line: 6, Level: "ERROR", Kind: FlushFailed, Task: "1_3", Store: "KSTREAM-REDUCE-STATE-STORE-0000000011"},
+		{Line: 7, Level: "ERROR", Kind: TaskCorrupted, Task: "1_3"},
+	}
+	if len(l.Events) != len(want) || l.Lines != 7 {
+		t.Fatalf("%d lines, events %+v", l.Lines, l.Events)
+	}
+	for i, w := range want {
+		g := l.Events[i]
+		if w.TP.Topic == "" {
+			w.TP.Partition = -1
+		}
+		if g.Line != w.Line || g.Level != w.Level || g.Kind != w.Kind || g.Task != w.Task || g.TP != w.TP || g.Count != w.Count || g.Store != w.Store || !g.Time.IsZero() {
+			t.Errorf("event %d: %+v\nwant %+v", i, g, w)
+		}
+		if g.File != l.File || g.Raw != lines[g.Line-1] {
+			t.Errorf("event %d: file %q raw %q, want line %d of %s", i, g.File, g.Raw, g.Line, l.File)
+		}
+	}
+}
+
+// TestTimestampLayouts: each common log4j and logback layout gives its
+// entry's time and level (a timestamp without zone in Options.Location;
+// a time of day on Options.Day, or no time without one).
+func TestTimestampLayouts(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip("no tzdata:", err)
+	}
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	const reset = "Resetting offset for partition orders-v1-2 to position FetchPosition{offset=196, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[127.0.0.1:19192 (id: 1 rack: null)], epoch=0}}."
+	for _, tc := range []struct {
+		name  string
+		line  string
+		o     Options
+		want  time.Time
+		level string
+	}{
+		{"kafka broker [%d] %p", "[2026-11-30 12:00:00,123] INFO [Consumer clientId=c, groupId=app] " + reset + " (org.apache.kafka.clients.consumer.internals.SubscriptionState)",
+			Options{}, time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "INFO"},
+		{"kafka broker, local zone", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: paris}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+		{"ISO-8601 with offset", "2026-11-30T12:00:00.123+01:00 INFO [app-StreamThread-1] o.a.k.c.c.i.SubscriptionState - " + reset,
+			Options{}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+		{"ISO-8601 Z, microseconds", "2026-11-30T12:00:00.123456Z [INFO] " + reset, Options{}, time.Date(2026, 11, 30, 12, 0, 0, 123456e3, time.UTC), "INFO"},
+		{"ISO-8601 +0100", "2026-11-30T12:00:00,5+0100 WARNING " + reset, Options{}, time.Date(2026, 11, 30, 11, 0, 0, 5e8, time.UTC), "WARN"},
+		{"log4j2 / Spring Boot", "2026-11-30 12:00:00.123  INFO 4242 --- [StreamThread-1] o.a.k.c.c.i.SubscriptionState : " + reset,
+			Options{Location: paris}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+		{"logback default, dated", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset,
+			Options{Day: day}, time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "INFO"},
+		{"logback default, no day", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset, Options{}, time.Time{}, "INFO"},
+		{"thread with spaces", "12:00:00.123 [kafka-producer-network-thread | app-producer] WARN  o.a.k.c.p.i.Sender - " + reset, Options{Day: day},
+			time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "WARN"},
+		{"slf4j-simple without time", "[main] INFO org.apache.kafka.clients.consumer.internals.SubscriptionState - " + reset, Options{Day: day}, time.Time{}, "INFO"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := parse(t, tc.line, tc.o)
+			if len(es) != 1 || es[0].Kind != OffsetReset || es[0].To != 196 || es[0].TP != (audit.TopicPartition{Topic: "orders-v1", Partition: 2}) {
+				t.Fatalf("events %+v", es)
+			}
+			if !es[0].Time.Equal(tc.want) || es[0].Level != tc.level {
+				t.Errorf("time %v level %q, want %v %q", es[0].Time, es[0].Level, tc.want, tc.level)
+			}
+		})
+	}
+	t.Run("a time of day past midnight is the next day", func(t *testing.T) {
+		es := parse(t, "23:59:59.900 [t] INFO x - State transition from RUNNING to REBALANCING\n00:00:00.100 [t] INFO x - State transition from REBALANCING to RUNNING\n", Options{Day: day})
+		if len(es) != 2 || !es[1].Time.Equal(time.Date(2026, 12, 1, 0, 0, 0, 1e8, time.UTC)) || es[0].Time.Day() != 30 {
+			t.Fatalf("events %+v", es)
+		}
+	})
+}
+
+// TestKinds: every line kaudit reads gives its kind and fields, as Kafka
+// 3.6 writes it (the exact texts of the Kafka classes named in
+// patterns.go).
+func TestKinds(t *testing.T) {
+	tp := func(s string, p int32) audit.TopicPartition { return audit.TopicPartition{Topic: s, Partition: p} }
+	none := audit.TopicPartition{Partition: -1}
+	const ts = "[2026-11-30 12:00:00,123] "
+	for _, tc := range []struct {
+		line string
+		want Event
+	}{
+		{ts + "INFO [Consumer clientId=app-c6e1-StreamThread-1-consumer, groupId=app] Fetch position FetchPosition{offset=166, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[127.0.0.1:19192 (id: 1 rack: null)], epoch=0}} is out of range for partition orders-v1-2, resetting offset (org.apache.kafka.clients.consumer.internals.AbstractFetch)",
+			Event{Kind: OutOfRange, TP: tp("orders-v1", 2), Offset: 166, To: -1}},
+		{ts + "INFO Fetch position FetchPosition{offset=3, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional.empty, epoch=absent}} is out of range for partition t-0, raising error to the application since no reset policy is configured",
+			Event{Kind: OutOfRange, TP: tp("t", 0), Offset: 3, To: -1, Reason: "no reset policy"}},
+		{ts + "INFO [Consumer clientId=c, groupId=app] Seeking to EARLIEST offset of partition app-KSTREAM-REDUCE-STATE-STORE-0000000003-repartition-1",
+			Event{Kind: SeekReset, TP: tp("app-KSTREAM-REDUCE-STATE-STORE-0000000003-repartition", 1), Offset: -1, To: -1, Reason: "EARLIEST"}},
+		{ts + "INFO stream-thread [app-StreamThread-1] Setting topic 'orders-v1' to consume from earliest offset",
+			Event{Kind: SeekReset, TP: tp("orders-v1", -1), Offset: -1, To: -1, Reason: "EARLIEST"}},
+		{ts + "INFO [Consumer clientId=c, groupId=app] Setting offset for partition orders-v1-0 to the committed offset FetchPosition{offset=12, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[b:9092 (id: 1 rack: null)], epoch=0}}",
+			Event{Kind: SeekCommitted, TP: tp("orders-v1", 0), Offset: 12, To: -1}},
+		{ts + "INFO [Consumer clientId=c, groupId=app] Found no committed offset for partition orders-v1-1",
+			Event{Kind: NoCommitted, TP: tp("orders-v1", 1), Offset: -1, To: -1}},
+		{ts + "INFO [Consumer clientId=c, groupId=app] Truncation detected for partition out-0 at offset FetchPosition{offset=9, offsetEpoch=Optional[2], currentLeader=x}, resetting offset to the first offset known to diverge FetchPosition{offset=7}",
+			Event{Kind: TruncationDetected, TP: tp("out", 0), Offset: 9, To: -1}},
+		{ts + "WARN stream-thread [app-StreamThread-1] Detected the states of tasks [0_1, 1_3] are corrupted. Will close the task as dirty and re-create and bootstrap from scratch.",
+			Event{Kind: TaskCorrupted, Task: "0_1, 1_3", TP: none, Offset: -1, To: -1}},
+		{ts + "WARN stream-thread [app-StreamThread-1] task [0_2] Failed to flush state store counts: ",
+			Event{Kind: FlushFailed, Task: "0_2", Store: "counts", TP: none, Offset: -1, To: -1}},
+		{ts + "WARN stream-thread [app-StreamThread-1] Detected that the thread is being fenced. This implies that this thread missed a rebalance and dropped out of the consumer group. Will close out all assigned tasks and rejoin the consumer group.",
+			Event{Kind: Fenced, TP: none, Offset: -1, To: -1, Reason: "Detected that the thread is being fenced"}},
+		{ts + "INFO stream-thread [app-StreamThread-1] Failed to process stream task 1_0 since it got migrated to another thread already. Will trigger a new rebalance and close all tasks as zombies together.",
+			Event{Kind: TaskMigrated, TP: none, Offset: -1, To: -1, Reason: "got migrated to another thread already"}},
+		{ts + "INFO stream-thread [app-StreamThread-1] Finished restoring changelog app-counts-changelog-1 to store counts with a total number of 4096 records",
+			Event{Kind: Restored, TP: tp("app-counts-changelog", 1), Store: "counts", Count: 4096, Offset: -1, To: -1}},
+		{ts + "INFO stream-client [app-c6e1] State transition from REBALANCING to RUNNING",
+			Event{Kind: StateTransition, TP: none, Offset: -1, To: -1, Reason: "REBALANCING -> RUNNING"}},
+		{ts + "INFO [UnifiedLog partition=orders-v1-2, dir=/var/lib/kafka/data] Incremented log start offset to 196 due to segment deletion (kafka.log.UnifiedLog)",
+			Event{Kind: LogStartIncremented, TP: tp("orders-v1", 2), Offset: 196, To: -1, Reason: "segment deletion"}},
+		{ts + "INFO [UnifiedLog partition=app-KSTREAM-REDUCE-STATE-STORE-0000000003-repartition-1, dir=/d] Incremented log start offset to 190 due to client delete records request (kafka.log.UnifiedLog)",
+			Event{Kind: LogStartIncremented, TP: tp("app-KSTREAM-REDUCE-STATE-STORE-0000000003-repartition", 1), Offset: 190, To: -1, Reason: "client delete records request"}},
+		{ts + "INFO [UnifiedLog partition=orders-v1-2, dir=/d] Deleting segment LogSegment(baseOffset=166, size=2490, lastModifiedTime=1796117898000, largestRecordTimestamp=Some(1796117897000)) due to log retention time 1000ms breach based on the largest record timestamp in the segment (kafka.log.UnifiedLog)",
+			Event{Kind: SegmentDeleted, TP: tp("orders-v1", 2), Offset: 166, To: -1, Reason: "log retention time 1000ms breach based on the largest record timestamp in the segment"}},
+		{ts + "INFO [UnifiedLog partition=r-0, dir=/d] Deleting segments due to log start offset 190 breach: LogSegment(baseOffset=0, size=1, lastModifiedTime=1, largestRecordTimestamp=Some(1)) (kafka.log.UnifiedLog)",
+			Event{Kind: SegmentDeleted, TP: tp("r", 0), Offset: 190, To: -1, Reason: "log start offset 190 breach"}},
+		{ts + "INFO [ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Truncating partition u.orders-0 with TruncationState(offset=5, completed=true) due to leader epoch and offset EpochEndOffset(errorCode=0, partition=0, leaderEpoch=3, endOffset=5) (kafka.server.ReplicaFetcherThread)",
+			Event{Kind: Truncated, TP: tp("u.orders", 0), Offset: 5, To: -1}},
+		{ts + "INFO [UnifiedLog partition=u.orders-0, dir=/d] Truncating to offset 5 (kafka.log.UnifiedLog)",
+			Event{Kind: Truncated, TP: tp("u.orders", 0), Offset: 5, To: -1}},
+		{ts + "INFO Cleaner 0: Cleaning log __consumer_offsets-14 (cleaning prior to Mon Nov 30 12:00:00 UTC 2026, discarding tombstones prior to upper bound deletion horizon Sun Nov 29 12:00:00 UTC 2026)... (kafka.log.LogCleaner)",
+			Event{Kind: Cleaned, TP: tp("__consumer_offsets", 14), Offset: -1, To: -1}},
+		{"\tLog cleaner thread 0 cleaned log __consumer_offsets-14 (dirty section = [0, 91234])",
+			Event{Kind: Cleaned, TP: tp("__consumer_offsets", 14), Offset: 0, To: 91234}},
+		{ts + "INFO [TransactionCoordinator id=1] Completed rollback of ongoing transaction for transactionalId app-0_1 due to timeout (kafka.coordinator.transaction.TransactionCoordinator)",
+			Event{Kind: TxnRolledBack, TP: none, Offset: -1, To: -1, Reason: "app-0_1"}},
+		{ts + "INFO [QuorumController id=100] Setting new leader for topicId AbCd, partition 0 to 2 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)",
+			Event{Kind: UncleanElection, TP: none, Offset: -1, To: -1, Reason: "partition 0 to 2"}},
+	} {
+		es := parse(t, tc.line, Options{})
+		if len(es) != 1 {
+			t.Errorf("%s: events %+v, want one %s", tc.line, es, tc.want.Kind)
+			continue
+		}
+		g := es[0]
+		g.File, g.Line, g.Time, g.Level, g.Raw = "", 0, time.Time{}, "", ""
+		if g != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.line, g, tc.want)
+		}
+	}
+	covered := map[Kind]bool{OffsetReset: true, SendError: true, BufferExhausted: true}
+	for _, p := range patterns {
+		if !covered[p.kind] {
+			found := false
+			for _, k := range Kinds {
+				found = found || k == p.kind
+			}
+			if !found {
+				t.Errorf("kind %s is not in Kinds", p.kind)
+			}
+		}
+	}
+}
+
+// TestReadFileBounds: gzip is read by its magic bytes; a device is
+// refused; a file past the bound is read no further than it, and a line
+// past its bound is cut, not fatal.
+func TestReadFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	text := "[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n"
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(strings.Repeat(text, 3)))
+	w.Close()
+	p := filepath.Join(dir, "server.log.1") // no .gz: the bytes say it
+	if err := os.WriteFile(p, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadFile(p, Options{})
+	if err != nil || len(l.Events) != 3 || l.Events[2].Line != 3 || l.Events[2].Offset != 7 {
+		t.Fatalf("gzip: %+v, %v", l, err)
+	}
+	if _, err := ReadFile("/dev/zero", Options{}); err == nil {
+		t.Fatal("/dev/zero was read as a log")
+	}
+	defer func(b int64, lb int) { maxBytes, maxLineBytes = b, lb }(maxBytes, maxLineBytes)
+	maxBytes, maxLineBytes = int64(len(text)*2), 40
+	l, err = Parse(strings.NewReader(strings.Repeat(text, 5)), "x", Options{})
+	if err != nil || !l.Truncated || l.LongLines != 2 || l.Lines != 3 {
+		t.Fatalf("bounded: %+v, %v", l, err)
+	}
+}
+
+// TestRealBrokerLog: lines a real Apache Kafka 3.6.2 broker wrote (INFO
+// for kafka.log, its default layout "[%d] %p %m (%c)%n"): the log cleaner
+// compacting the group's __consumer_offsets partition (its stats block's
+// continuation line names the dirty section) and DeleteRecords moving a
+// partition's log start.
+func TestRealBrokerLog(t *testing.T) {
+	l, err := ReadFile(filepath.Join("testdata", "kafka-3.6.2-server.log"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := audit.TopicPartition{Topic: "__consumer_offsets", Partition: 0}
+	in := audit.TopicPartition{Topic: "m.in", Partition: 0}
+	at := func(s string) time.Time {
+		tt, err := time.Parse("2006-01-02 15:04:05.000", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tt
+	}
+	want := []Event{
+		{Line: 6, Kind: Cleaned, TP: co, Offset: -1, To: -1, Time: at("2026-12-02 07:54:40.158")},
+		{Line: 10, Kind: Cleaned, TP: co, Offset: 0, To: 2514, Time: at("2026-12-02 07:54:40.225")},
+		{Line: 22, Kind: LogStartIncremented, TP: in, Offset: 4266, To: -1, Reason: "client delete records request", Time: at("2026-12-02 07:55:52.790")},
+		{Line: 25, Kind: LogStartIncremented, TP: in, Offset: 5303, To: -1, Reason: "client delete records request", Time: at("2026-12-02 07:56:27.972")},
+	}
+	if len(l.Events) != len(want) {
+		t.Fatalf("events %+v", l.Events)
+	}
+	for i, w := range want {
+		g := l.Events[i]
+		if g.Line != w.Line || g.Kind != w.Kind || g.TP != w.TP || g.Offset != w.Offset || g.To != w.To || g.Reason != w.Reason || !g.Time.Equal(w.Time) || g.Level != "INFO" {
+			t.Errorf("event %d: %+v\nwant %+v", i, g, w)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+// Package applog reads the log lines Kafka 3.x writes that are evidence for
+// an audit: a Kafka Streams app's log (its consumer resetting an offset
+// that was out of range, a task found corrupted, a cache that failed to
+// flush, BufferExhaustedException, fencing and task migration, a changelog
+// restored, state transitions) and a broker's (a partition's log start
+// moved, and why; a segment deleted by retention; a replica truncated;
+// the log cleaner cleaning a partition; a transaction rolled back by its
+// timeout).
+//
+// ReadFile reads one file, plain or gzip, bounded (MaxBytes, MaxLineBytes,
+// MaxEvents), and Parse a stream; each returns the Events it found, each
+// with its file and line number, time, level, kind, task, topic-partition,
+// offsets and the raw line. A log entry's continuation lines (an
+// exception's message and stack, indented or not headed by a timestamp or
+// level) belong to the entry: a pattern found on one of them is an event
+// with the entry's time and level and its own line number.
+//
+// Timestamps come in the common log4j and logback layouts: Kafka's
+// "[2026-11-30 12:00:00,123]", ISO-8601 with a T and a zone
+// ("2026-11-30T12:00:00.123+01:00", "…Z"), a date and time without zone
+// ("2026-11-30 12:00:00.123", read in Options.Location), and logback's and
+// slf4j-simple's time of day ("12:00:00.123 [thread] INFO …"), dated with
+// Options.Day when given (else the event has no time). A line with no
+// timestamp at all (a layout without %d, as in "[ERROR] [thread] [class]:
+// …") still gives its events, without a time.
+//
+// Logs are optional evidence: an audit never reads the absence of a line
+// as proof of anything (a log is rotated, filtered by level, or of another
+// instance). The exact texts matched are in patterns.go, with the Kafka
+// class that writes each.
+package applog

@@ -1,0 +1,75 @@
+package applog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestContinuation: the lines after an entry's head that begin with no
+// timestamp or level (an exception's message, its stack) are the entry's:
+// their events carry its time, level and task; the next head starts anew.
+func TestContinuation(t *testing.T) {
+	es := parse(t, strings.Join([]string{
+		"2026-11-30T12:00:00.123Z ERROR [app-StreamThread-1] o.a.k.s.p.i.RecordCollectorImpl - stream-thread [app-StreamThread-1] stream-task [1_3] Error encountered sending record to topic app-store-changelog for task 1_3 due to:",
+		"org.apache.kafka.common.errors.ProducerFencedException: There is a newer producer with the same transactionalId which fences the current one.",
+		"Written offsets would not be recorded and no more records would be sent since the producer is fenced, indicating the task may be migrated out",
+		"\tat org.apache.kafka.streams.processor.internals.RecordCollectorImpl.recordSendError(RecordCollectorImpl.java:322)",
+		"2026-11-30T12:00:01Z WARN [app-StreamThread-1] o.a.k.s.p.i.StreamThread - stream-thread [app-StreamThread-1] Detected that the thread is being fenced.",
+	}, "\n"), Options{})
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	if len(es) != 4 {
+		t.Fatalf("events %+v", es)
+	}
+	for i, want := range []struct {
+		kind  Kind
+		line  int
+		level string
+		task  string
+		at    time.Time
+	}{
+		{SendError, 1, "ERROR", "1_3", at}, {Fenced, 2, "ERROR", "1_3", at}, {Fenced, 3, "ERROR", "1_3", at},
+		{Fenced, 5, "WARN", "", at.Add(877 * time.Millisecond)},
+	} {
+		e := es[i]
+		if e.Kind != want.kind || e.Line != want.line || e.Level != want.level || e.Task != want.task || !e.Time.Equal(want.at) {
+			t.Errorf("event %d: %+v, want %+v", i, e, want)
+		}
+	}
+}
+
+// FuzzParse: any bytes parse without panic, each event names a line of
+// the input (its raw text, cut at the line bound) and a partition number
+// that is -1 or more.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n"))
+	f.Add([]byte("12:00:00.123 [t] INFO x - Resetting offset for partition a-b-1 to position FetchPosition{offset=9, offsetEpoch=Optional.empty}.\n23:00:00 WARN y\r\n00:00:01.5 [t] ERROR z - Failed to flush cache of store s: "))
+	f.Add([]byte("2026-11-30T12:00:00.123+0100 Fetch position FetchPosition{offset=-1} is out of range for partition --1, resetting offset"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Parse(strings.NewReader(string(data)), "f", Options{Day: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		for _, e := range l.Events {
+			if e.Line < 1 || e.Line > len(lines) || e.Line > l.Lines {
+				t.Fatalf("event on line %d of %d: %+v", e.Line, l.Lines, e)
+			}
+			if raw := strings.TrimSuffix(lines[e.Line-1], "\r"); !strings.HasPrefix(raw, e.Raw) {
+				t.Fatalf("event raw %q is not line %d %q", e.Raw, e.Line, raw)
+			}
+			if e.TP.Partition < -1 || e.Kind == "" {
+				t.Fatalf("event %+v", e)
+			}
+		}
+	})
+}

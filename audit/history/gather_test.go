@@ -1,0 +1,56 @@
+package history
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/applog"
+	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/audit/segment"
+)
+
+// TestGather: the history comes from any source that reads it (here a
+// real Kafka 3.6.2 broker's log dir) and the events from the log files
+// named; a source that cannot give a history leaves a note, never missing
+// evidence, and the audit is what it was without this package; a log file
+// that cannot be read is an error.
+func TestGather(t *testing.T) {
+	d, err := segment.OpenDirs(filepath.Join("..", "segment", "testdata", "real", "kafka-3.6.2-logdir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf := filepath.Join(t.TempDir(), "server.log")
+	if err := os.WriteFile(logf, []byte(brokerLine(audit.TopicPartition{Topic: "gen.orders", Partition: 1}, 2, "client delete records request", at(1))+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Gather(t.Context(), d, "gen-app", nil, []string{logf}, applog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.History == nil || ev.Unknown != "" || len(ev.Events) != 1 || ev.Events[0].Kind != applog.LogStartIncremented || len(ev.Notes) != 2 {
+		t.Fatalf("evidence %+v", ev)
+	}
+	res := ev.Analyze(Partition{TP: audit.TopicPartition{Topic: "gen.orders", Partition: 1}, LogStart: 2, Now: time.Now()})
+	if len(res.Skips) != 0 || len(res.Unknown) != 0 || res.Judged != 1 {
+		t.Errorf("gen.orders/1 (3, then 7 in a transaction; purged below 2): %+v", res)
+	}
+
+	m := audittest.NewMemory(t0)
+	ev, err = Gather(t.Context(), m, "app", nil, nil, applog.Options{})
+	if err != nil || ev.History != nil || !strings.Contains(ev.Unknown, "not known") {
+		t.Fatalf("memory source: %+v, %v", ev, err)
+	}
+	res = ev.Analyze(Partition{TP: src, LogStart: 10, Now: t0})
+	if len(res.Missing()) != 0 || len(res.Findings()) != 0 || len(res.Notes) != 1 {
+		t.Errorf("without a history: %+v", res)
+	}
+	if _, err := Gather(t.Context(), m, "app", []string{filepath.Join(t.TempDir(), "nope.log")}, nil, applog.Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing log file: %v", err)
+	}
+}

@@ -1,0 +1,616 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/applog"
+)
+
+// Role is what the app does with a partition it consumes.
+type Role int
+
+const (
+	// Source is a topic the app reads from outside: retention removes
+	// its records.
+	Source Role = iota
+	// Repartition is a topic the app writes and reads back: Streams
+	// purges it after each commit.
+	Repartition
+)
+
+func (r Role) String() string {
+	if r == Repartition {
+		return "repartition"
+	}
+	return "source"
+}
+
+func (r Role) stage() audit.Stage {
+	if r == Repartition {
+		return audit.StageRepartition
+	}
+	return audit.StageSource
+}
+
+// deleted is the cause of offsets deleted before the app read them.
+func (r Role) deleted() audit.Cause {
+	if r == Repartition {
+		return audit.CausePurgedBeforeCommit
+	}
+	return audit.CauseRetentionGap
+}
+
+// Partition is one partition the group consumes, as the audit sees it
+// now.
+type Partition struct {
+	TP   audit.TopicPartition
+	Role Role
+	// LogStart is the partition's log start now (the cluster's, for a
+	// capture bounded with --since), read at Now (the source's clock).
+	LogStart int64
+	Now      time.Time
+}
+
+// LogStartAt is a partition's log start observed at a time.
+type LogStartAt struct {
+	Time   time.Time
+	Offset int64
+	Why    string        // what observed it
+	Event  *applog.Event // the log line, when a log says so
+}
+
+// Evidence is what the analysis reads beyond one partition: the group's
+// commit history and the logs' events, gathered once per audit.
+type Evidence struct {
+	Group string
+	// History is nil when it could not be read; Unknown then says why.
+	History *audit.CommitHistory
+	Unknown string
+	Events  []applog.Event
+	// LogStarts are earlier observations of partitions' log starts (a
+	// baseline capture or report: its cut's log start at its time).
+	LogStarts map[audit.TopicPartition][]LogStartAt
+	// Since starts the window judged (zero: the history's first commit of
+	// each partition).
+	Since time.Time
+	// StreamsPurgeFixed says the app's Kafka Streams has KAFKA-17635's fix
+	// (3.7.2, 3.8.1, 3.9.0 and later): it purges a repartition partition
+	// only up to committed offsets, rebalance or not.
+	StreamsPurgeFixed bool
+	// Notes say what was read (logs, their events, the history's extent).
+	Notes []string
+
+	txnOnce  sync.Once
+	eos      bool  // the group commits in transactions
+	firstTxn int64 // the log position of its first transactional commit
+}
+
+// transactional says whether the group commits in transactions, and the
+// position of its first transactional commit; computed once (Analyze may
+// run for several partitions at once).
+func (ev *Evidence) transactional() (bool, int64) {
+	ev.txnOnce.Do(func() {
+		ev.firstTxn = -1
+		for _, cs := range ev.History.Commits {
+			for _, c := range cs {
+				if c.Transactional && (ev.firstTxn < 0 || c.Record < ev.firstTxn) {
+					ev.eos, ev.firstTxn = true, c.Record
+				}
+			}
+		}
+	})
+	return ev.eos, ev.firstTxn
+}
+
+// Gather reads group's commit history from src (audit.CommitHistoryOf)
+// and the events of the app's and brokers' log files. A history src
+// cannot give (not supported, unreadable, no record of the group) is
+// Evidence.Unknown, not an error; a log file that cannot be read is an
+// error (the user named it).
+func Gather(ctx context.Context, src audit.Source, group string, appLogs, brokerLogs []string, o applog.Options) (*Evidence, error) {
+	ev := &Evidence{Group: group}
+	h, err := audit.CommitHistoryOf(ctx, src, group)
+	switch {
+	case err == nil:
+		ev.History = &h
+		ev.Notes = append(ev.Notes, describe(&h))
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, audit.ErrNotSupported), errors.Is(err, audit.ErrUnreadable), errors.Is(err, audit.ErrGroupNotFound),
+		errors.Is(err, audit.ErrCorrupt):
+		ev.Unknown = fmt.Sprintf("the group's commit history is not known, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err)
+	default:
+		return nil, fmt.Errorf("read commit history: %w", err)
+	}
+	for _, f := range append(slices.Clip(appLogs), brokerLogs...) {
+		l, err := applog.ReadFile(f, o)
+		if err != nil {
+			return nil, err
+		}
+		ev.Events = append(ev.Events, l.Events...)
+		note := fmt.Sprintf("log %s: %d lines, %d events", f, l.Lines, len(l.Events))
+		if l.Truncated {
+			note += fmt.Sprintf(" (read up to its bound: %d bytes, %d events)", applog.MaxBytes, applog.MaxEvents)
+		}
+		if l.LongLines > 0 {
+			note += fmt.Sprintf("; %d lines longer than %d bytes cut", l.LongLines, applog.MaxLineBytes)
+		}
+		ev.Notes = append(ev.Notes, note)
+	}
+	return ev, nil
+}
+
+// describe says how much of the history was read.
+func describe(h *audit.CommitHistory) string {
+	s := fmt.Sprintf("commit history of group %s: %s, offsets %d-%d, %d records", h.Group, h.Log, h.LogStart, h.End-1, h.Records)
+	if h.HoleOffsets > 0 {
+		s += fmt.Sprintf("; compaction removed %d offsets, every record is there from offset %d", h.HoleOffsets, h.WholeFrom)
+		if h.WholeSince >= 0 {
+			s += " (" + ms(h.WholeSince) + ")"
+		}
+	} else {
+		s += "; no record removed"
+	}
+	return s
+}
+
+// Skip is a range of offsets the committed offset advanced over that the
+// app never consumed, with its cause and evidence.
+type Skip struct {
+	From, To int64 // [From, To)
+	Cause    audit.Cause
+	Stage    audit.Stage
+	// Before is the commit in force before (From is at or above it), Commit
+	// the one that moved past the range.
+	Before, Commit audit.Commit
+	Why            string
+	Lines          []applog.Event
+}
+
+// Gap is a range whose fate the evidence cannot settle: missing evidence.
+type Gap struct {
+	From, To       int64 // From -1 when not known (a compacted stretch)
+	Before, Commit audit.Commit
+	Why            string
+}
+
+// Result is one partition's judgement.
+type Result struct {
+	TP      audit.TopicPartition
+	Role    Role
+	Skips   []Skip
+	Unknown []Gap
+	// Judged counts the commits judged (those that moved past the
+	// frontier in the window).
+	Judged int
+	Notes  []string
+}
+
+// Analyze judges one partition's commit history (see the package doc).
+func (ev *Evidence) Analyze(p Partition) Result {
+	res := Result{TP: p.TP, Role: p.Role}
+	h := ev.History
+	if h == nil {
+		if ev.Unknown != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s", p.TP, ev.Unknown))
+		}
+		return res
+	}
+	cs := h.Commits[p.TP]
+	if len(cs) == 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s: the group's commit history holds no commit of it", p.TP))
+		return res
+	}
+	a := analysis{ev: ev, h: h, p: p, res: &res, cs: cs}
+	a.prepare()
+	a.run()
+	res.Unknown = mergeGaps(res.Unknown)
+	return res
+}
+
+// analysis is one partition's judgement in progress.
+type analysis struct {
+	ev  *Evidence
+	h   *audit.CommitHistory
+	p   Partition
+	res *Result
+	cs  []audit.Commit
+
+	obs      []LogStartAt // by time
+	sufMin   []int        // sufMin[i]: the index of the smallest observation in obs[i:]
+	preMax   []int        // preMax[i]: the index of the largest observation in obs[:i+1]
+	resets   []reset
+	eos      bool  // the group commits in transactions
+	firstTxn int64 // the position of its first transactional commit
+	explains []applog.Event
+}
+
+// reset is the app's consumer resetting the partition's position: out of
+// range at From (-1 when the line is missing) and reset to To.
+type reset struct {
+	from, to int64
+	at       time.Time
+	lines    []applog.Event
+}
+
+func (a *analysis) prepare() {
+	a.eos, a.firstTxn = a.ev.transactional()
+	a.obs = append(a.obs, a.ev.LogStarts[a.p.TP]...)
+	var pending *reset
+	for i := range a.ev.Events {
+		e := &a.ev.Events[i]
+		if e.TP != a.p.TP {
+			continue
+		}
+		switch e.Kind {
+		case applog.LogStartIncremented:
+			if !e.Time.IsZero() {
+				a.obs = append(a.obs, LogStartAt{Time: e.Time, Offset: e.Offset, Event: e,
+					Why: fmt.Sprintf("the broker's log at %s: %q", e.Where(), strings.TrimSpace(e.Raw))})
+			} else {
+				a.explains = append(a.explains, *e)
+			}
+		case applog.OutOfRange:
+			if e.Reason == "" {
+				pending = &reset{from: e.Offset, to: -1, at: e.Time, lines: []applog.Event{*e}}
+			}
+		case applog.OffsetReset:
+			r := reset{from: -1, to: e.To, at: e.Time, lines: []applog.Event{*e}}
+			if pending != nil && pending.lines[0].File == e.File {
+				r.from, r.lines = pending.from, append(pending.lines, *e)
+				if r.at.IsZero() {
+					r.at = pending.at
+				}
+			}
+			pending = nil
+			a.resets = append(a.resets, r)
+		case applog.SegmentDeleted, applog.Truncated, applog.SeekReset, applog.SeekCommitted:
+			a.explains = append(a.explains, *e)
+		}
+	}
+	if !a.p.Now.IsZero() {
+		a.obs = append(a.obs, LogStartAt{Time: a.p.Now, Offset: a.p.LogStart, Why: "the partition's log start when the audit read it"})
+	}
+	slices.SortStableFunc(a.obs, func(x, y LogStartAt) int { return x.Time.Compare(y.Time) })
+	n := len(a.obs)
+	a.sufMin, a.preMax = make([]int, n), make([]int, n)
+	for i := n - 1; i >= 0; i-- {
+		a.sufMin[i] = i
+		if i+1 < n && a.obs[a.sufMin[i+1]].Offset < a.obs[i].Offset {
+			a.sufMin[i] = a.sufMin[i+1]
+		}
+	}
+	for i := range n {
+		a.preMax[i] = i
+		if i > 0 && a.obs[a.preMax[i-1]].Offset >= a.obs[i].Offset {
+			a.preMax[i] = a.preMax[i-1]
+		}
+	}
+}
+
+// upper bounds the log start at time t (ms): the smallest observation at
+// or after t, or -1 (no bound).
+func (a *analysis) upper(t int64) (int64, *LogStartAt) {
+	i, _ := slices.BinarySearchFunc(a.obs, t, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
+	if i == len(a.obs) {
+		return -1, nil
+	}
+	o := &a.obs[a.sufMin[i]]
+	return o.Offset, o
+}
+
+// lowerBy is the highest log start observed at or before t (ms), or -1.
+func (a *analysis) lowerBy(t int64) (int64, *LogStartAt) {
+	i, _ := slices.BinarySearchFunc(a.obs, t+1, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
+	if i == 0 {
+		return -1, nil
+	}
+	o := &a.obs[a.preMax[i-1]]
+	return o.Offset, o
+}
+
+func (a *analysis) run() {
+	cs := a.cs
+	since := int64(0)
+	if !a.ev.Since.IsZero() {
+		since = a.ev.Since.UnixMilli()
+	}
+	c0 := cs[0]
+	if since > 0 && since < c0.Time && !a.h.Whole(0, c0.At) {
+		a.compacted(c0, since)
+	}
+	frontier := int64(-1)
+	var before audit.Commit // the last commit of an offset
+	if !c0.Deleted {
+		frontier, before = c0.Offset, c0
+	}
+	deletedAt := int64(-1)
+	for k := 1; k < len(cs); k++ {
+		c, prev := cs[k], cs[k-1]
+		if c.Deleted {
+			deletedAt = c.At
+			continue
+		}
+		judged := c.Time >= since && frontier >= 0 && c.Offset > frontier
+		if judged {
+			a.res.Judged++
+			a.judge(transition{before: before, prev: prev, c: c, m: frontier, deleted: deletedAt >= 0})
+		}
+		frontier, before, deletedAt = max(frontier, c.Offset), c, -1
+	}
+}
+
+// transition is one commit moving past the frontier.
+type transition struct {
+	before  audit.Commit // the last commit of an offset before c
+	prev    audit.Commit // the record before c (before, or a deletion)
+	c       audit.Commit
+	m       int64 // the frontier: the highest offset committed before c
+	deleted bool  // the group's offset was deleted between before and c
+}
+
+func (a *analysis) judge(t transition) {
+	c, m := t.c, t.m
+	lo, loAt := a.lowerBy(c.Time - 1)
+	if a.byHand(c) {
+		d := min(max(lo, m), c.Offset)
+		if d > m {
+			a.skip(t, m, d, a.p.Role.deleted(), fmt.Sprintf("the log start was already %d (%s) when the committed offset was moved by hand past it", lo, loAt.Why), eventOf(loAt)...)
+		}
+		how := "a plain OffsetCommit while the group had no member (an admin tool: kafka-consumer-groups --reset-offsets, an admin client)"
+		if a.eos && c.Record > a.firstTxn {
+			how = "a plain OffsetCommit (no transaction) in a group that commits in transactions (exactly-once): not the app's"
+		}
+		a.skip(t, d, c.Offset, audit.CauseOffsetsForward, "moved forward by "+how+"; the app resumed after it")
+		return
+	}
+	up, upAt := a.upper(c.Time)
+	if up >= 0 && up <= m {
+		return // the log start was at or below the frontier: nothing above it was gone
+	}
+	top := c.Offset
+	if up >= 0 {
+		top = min(top, up)
+	}
+	// the app's log: its consumer found its position out of range and reset
+	proven := false
+	for _, r := range a.resets {
+		if r.from < 0 || r.to <= m || r.to > c.Offset || r.from < t.before.Offset || r.from >= r.to || !a.between(r.at, t.before, c) {
+			continue
+		}
+		a.skip(t, max(r.from, m), r.to, a.p.Role.deleted(), fmt.Sprintf("the app's consumer found its position %d out of range and reset to %d (auto.offset.reset), then committed past it", r.from, r.to), r.lines...)
+		proven = true
+	}
+	if proven {
+		return
+	}
+	// an observed log start above the frontier when the app could not
+	// have consumed those offsets
+	back, gen := a.restart(t.prev.LastAt, c.At)
+	n, nAt := a.lowerBy(min(t.before.LastTime, c.Time-1))
+	if back {
+		if n2, at2 := a.lowerBy(min(gen.Time, c.Time-1)); n2 > n {
+			n, nAt = n2, at2
+		}
+	}
+	if n > m {
+		n = min(n, c.Offset)
+		var why string
+		if nAt.Time.UnixMilli() <= t.before.LastTime {
+			why = fmt.Sprintf("the log start was %d at %s (%s), before the commit of %d took effect at %s, which covers everything the app had processed", nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, t.before.Offset, ms(t.before.LastTime))
+		} else {
+			why = fmt.Sprintf("the log start was %d at %s (%s), while the group had no member; generation %d came back at %s and its consumer resumed from the committed offset %d", nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
+			if !a.eos {
+				why += " (the group commits without transactions: what an instance processed and did not commit before it stopped took effect even so)"
+			}
+		}
+		a.skip(t, m, n, a.p.Role.deleted(), why, eventOf(nAt)...)
+		if top > n {
+			a.gap(t, n, top, fmt.Sprintf("the app resumed from the log start at its restart, at least %d and at most %d (%s): whether it skipped these offsets too is not recorded", n, top, upWhy(upAt)))
+		}
+		return
+	}
+	// no proof
+	if a.p.Role == Repartition {
+		var why string
+		ab := a.abortedAbove(m, t.before.At, c.At)
+		gs := a.gensBetween(t.prev.LastAt, c.At)
+		switch {
+		case t.deleted:
+			why = fmt.Sprintf("the group's offset was deleted after %s and the app resumed from its auto.offset.reset", ms(t.before.LastTime))
+		case a.ev.StreamsPurgeFixed:
+			return // its purges never pass a committed offset
+		case ab != nil:
+			why = fmt.Sprintf("a commit of %d by producer %d aborted at %s, and Kafka Streams before 3.7.2 purges up to what it processed, committed or not (KAFKA-17635)", ab.Offset, ab.ProducerID, ms(ab.Time))
+		case a.moved(t, gs):
+			why = "its consumer may have resumed from the committed offset between the two commits (they were made by different producers or producer epochs: a restart, a fenced or migrated task; or the group rebalanced), and Kafka Streams before 3.7.2 goes on purging what it processes while a rebalance holds its commits back (KAFKA-17635)"
+		default:
+			return // no position reset: Streams' own purges stay below its consumer's position
+		}
+		a.gap(t, m, top, why+fmt.Sprintf("; the log start passed %d before %s (%s), and nothing recorded whether before the app read these offsets: the broker's log (Incremented log start offset … due to client delete records request) or the app's (Resetting offset for partition) would tell", m, ms(c.Time), upWhy(upAt)))
+		return
+	}
+	when := "while the app ran (a consumer behind retention loses what retention deletes)"
+	if back {
+		when = fmt.Sprintf("while the group had no member, or after generation %d came back at %s", gen.Generation, ms(gen.Time))
+	} else if gs := a.gensBetween(t.prev.LastAt, c.At); len(gs) > 0 || !a.gensKnown(t.prev.LastAt) {
+		when = "across a rebalance, when the consumer may have resumed from the committed offset"
+	}
+	a.gap(t, m, top, fmt.Sprintf("the log start passed the committed offset %d before %s (%s), %s; nothing recorded whether it did before the app read these offsets: the broker's log (Incremented log start offset), the app's (Resetting offset for partition) or a capture taken before the restart would tell",
+		m, ms(c.Time), upWhy(upAt), when))
+}
+
+// moved reports whether the repartition partition's consumer may have
+// resumed from the committed offset between the transition's commits: in
+// transactions, when another producer or producer epoch made the second
+// (the same thread's producer keeps its id and epoch until a restart,
+// fencing or a migration of its task); without, when the group
+// rebalanced (gs: the generation records between) or its generations are
+// not known there.
+func (a *analysis) moved(t transition, gs []audit.Generation) bool {
+	if t.before.Transactional && t.c.Transactional {
+		return t.before.ProducerID != t.c.ProducerID || t.before.ProducerEpoch != t.c.ProducerEpoch
+	}
+	return len(gs) > 0 || !a.gensKnown(t.prev.LastAt)
+}
+
+// compacted judges the stretch from since to the partition's first commit
+// c0, whose earlier commits compaction removed.
+func (a *analysis) compacted(c0 audit.Commit, since int64) {
+	up, upAt := a.upper(c0.Time)
+	lo, _ := a.lowerBy(since)
+	if up >= 0 && lo >= 0 && up <= lo {
+		return // the log start did not move over the stretch
+	}
+	if up == 0 {
+		return
+	}
+	top := c0.Offset
+	if up >= 0 {
+		top = min(top, up)
+	}
+	a.res.Unknown = append(a.res.Unknown, Gap{From: -1, To: top, Commit: c0,
+		Why: fmt.Sprintf("compaction removed the group's commits of %s from before %s (the first it kept: %d); the log start moved meanwhile (%s), so whether it passed a committed offset between %s and then is not known",
+			a.p.TP, ms(c0.Time), c0.Offset, upWhy(upAt), ms(since))})
+}
+
+// byHand reports whether c was not made by the app: a plain commit while
+// the group had no member, or a plain commit of a group that commits in
+// transactions, after its first transactional one.
+func (a *analysis) byHand(c audit.Commit) bool {
+	if c.Transactional {
+		return false
+	}
+	if a.eos && c.Record > a.firstTxn {
+		return true
+	}
+	g, known := a.genAt(c.Record)
+	return known && (g == nil || g.Empty())
+}
+
+// genAt is the group's last generation record before position at, and
+// whether the group's state there is known (no generation record before
+// the first one kept was removed by compaction).
+func (a *analysis) genAt(at int64) (*audit.Generation, bool) {
+	gs := a.h.Generations
+	i, _ := slices.BinarySearchFunc(gs, at, func(g audit.Generation, at int64) int { return cmp.Compare(g.At, at) })
+	if i == 0 {
+		return nil, a.h.Whole(0, at)
+	}
+	return &gs[i-1], true
+}
+
+// gensKnown reports whether every generation record after position at is
+// in the history.
+func (a *analysis) gensKnown(at int64) bool {
+	gs := a.h.Generations
+	return (len(gs) > 0 && at >= gs[0].At) || a.h.Whole(0, at)
+}
+
+// gensBetween lists the generation records in (from, to).
+func (a *analysis) gensBetween(from, to int64) []audit.Generation {
+	gs := a.h.Generations
+	i, _ := slices.BinarySearchFunc(gs, from+1, func(g audit.Generation, at int64) int { return cmp.Compare(g.At, at) })
+	j, _ := slices.BinarySearchFunc(gs, to, func(g audit.Generation, at int64) int { return cmp.Compare(g.At, at) })
+	return gs[i:j]
+}
+
+// restart reports whether, between positions from and to, the group had
+// no member and then a generation with members: its consumers resumed
+// from the committed offsets. gen is that generation.
+func (a *analysis) restart(from, to int64) (bool, audit.Generation) {
+	empty := false
+	if g, known := a.genAt(from + 1); known && g != nil && g.Empty() {
+		empty = true
+	}
+	for _, g := range a.gensBetween(from, to) {
+		switch {
+		case g.Empty():
+			empty = true
+		case empty:
+			return true, g
+		}
+	}
+	return false, audit.Generation{}
+}
+
+// abortedAbove returns an aborted commit of the partition above m between
+// positions from and to, or nil.
+func (a *analysis) abortedAbove(m, from, to int64) *audit.Commit {
+	for i, ab := range a.h.Aborted[a.p.TP] {
+		if ab.At > from && ab.At < to && ab.Offset > m {
+			return &a.h.Aborted[a.p.TP][i]
+		}
+	}
+	return nil
+}
+
+// between reports whether a log line's time fits between two commits,
+// within a minute (the app's and the brokers' clocks differ); a line with
+// no time fits by its offsets alone.
+func (a *analysis) between(at time.Time, before, c audit.Commit) bool {
+	if at.IsZero() {
+		return true
+	}
+	t := at.UnixMilli()
+	return t >= before.Time-60_000 && t <= c.Time+60_000
+}
+
+func (a *analysis) skip(t transition, from, to int64, cause audit.Cause, why string, lines ...applog.Event) {
+	if to <= from {
+		return
+	}
+	lines = append(slices.Clip(lines), a.linesFor(from, to, t)...)
+	a.res.Skips = append(a.res.Skips, Skip{From: from, To: to, Cause: cause, Stage: a.p.Role.stage(), Before: t.before, Commit: t.c, Why: why, Lines: lines})
+}
+
+// linesFor are the cited lines (a segment deleted, a truncation, a
+// seek) that concern [from, to).
+func (a *analysis) linesFor(from, to int64, t transition) []applog.Event {
+	var out []applog.Event
+	for _, e := range a.explains {
+		if e.Kind == applog.SegmentDeleted && e.Offset >= to {
+			continue
+		}
+		if e.Kind == applog.SeekCommitted && (e.Offset < from || e.Offset >= to) {
+			continue
+		}
+		if !a.between(e.Time, t.before, t.c) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (a *analysis) gap(t transition, from, to int64, why string) {
+	if to <= from {
+		return
+	}
+	a.res.Unknown = append(a.res.Unknown, Gap{From: from, To: to, Before: t.before, Commit: t.c, Why: why})
+}
+
+func eventOf(o *LogStartAt) []applog.Event {
+	if o == nil || o.Event == nil {
+		return nil
+	}
+	return []applog.Event{*o.Event}
+}
+
+func upWhy(o *LogStartAt) string {
+	if o == nil {
+		return "no observation bounds it"
+	}
+	return fmt.Sprintf("%d at %s: %s", o.Offset, ms(o.Time.UnixMilli()), o.Why)
+}
+
+// ms prints a time in milliseconds since the epoch as UTC RFC 3339.
+func ms(t int64) string { return time.UnixMilli(t).UTC().Format("2006-01-02T15:04:05.000Z") }
