@@ -16,7 +16,9 @@ import (
 	"github.com/kaudit/kaudit/audit/discovery"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/segment"
 	"github.com/kaudit/kaudit/audit/snapshot"
@@ -117,6 +119,15 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		var mu sync.Mutex
 		log = func(msg string) { mu.Lock(); defer mu.Unlock(); o.Log(msg) }
 	}
+	// the group's commit history and the logs: what survives a restart
+	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), o.AppLogs, o.BrokerLogs, applog.Options{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, audit.UsageError{Err: err}
+	}
+	hist.Since = since
 	// the spec check reads its samples while the audit reads the topics;
 	// the audit waits for it before it judges (reconcile.Options.Ready),
 	// and a spec the evidence refutes ends the audit
@@ -138,7 +149,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
-		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready})
+		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready, History: hist})
 	if err != nil {
 		cancel() // the spec check too
 	}
@@ -167,6 +178,10 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		rep.Summary.Notes = append(rep.Summary.Notes, windowNote(since, until, clock, clockName, rep.Timeline))
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, ev.Notes...)
+	rep.Summary.Notes = append(rep.Summary.Notes, hist.Notes...)
+	if hist.Unknown != "" {
+		rep.Summary.Notes = append(rep.Summary.Notes, hist.Unknown)
+	}
 	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, ev.Source, appID)...)
 	if o.StateDir != "" {
 		if err := checkStateDir(o.StateDir, appID, rep); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaudit/kaudit/audit"
@@ -24,6 +25,19 @@ var _ audit.CommitHistoryReader = (*Source)(nil)
 // broker that keeps offsets elsewhere, as kfake does) gives an error
 // wrapping audit.ErrNotSupported.
 func (s *Source) CommitHistory(ctx context.Context, group string) (audit.CommitHistory, error) {
+	// Listed first, among every topic: a metadata request naming a topic
+	// the cluster lacks leaves franz-go's client retrying it, and the next
+	// request (the audit's own listing) waited out its timeout on kfake.
+	lctx, cancel := s.reqCtx(ctx)
+	all, err := retryDial(lctx, &s.refused, func() (kadm.TopicDetails, error) { return s.adm.ListTopicsWithInternal(lctx) })
+	cancel()
+	if err == nil && !all.Has(audit.ConsumerOffsetsTopic) {
+		// a topic this client may not DESCRIBE is left out of the listing as
+		// one that does not exist is (a broker keeping offsets elsewhere, as
+		// kfake does, or one no group committed on yet)
+		return audit.CommitHistory{}, fmt.Errorf("read the commit history of group %s: the cluster lists no %s topic: not authorized (kaudit needs READ on TOPIC %s, an ACL; READ implies the DESCRIBE the listing needs), or it does not exist: %w",
+			group, audit.ConsumerOffsetsTopic, audit.ConsumerOffsetsTopic, audit.ErrUnreadable)
+	}
 	h, err := offsetslog.Read(ctx, s, group)
 	switch {
 	case err == nil:

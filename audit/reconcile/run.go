@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/ledger"
 )
 
@@ -60,6 +61,13 @@ type Options struct {
 	// oneMap checks each table's keys in one map as they are read, not in
 	// buckets (the check the buckets must agree with, for tests).
 	oneMap bool
+	// History, if set, is the group's commit history and the logs'
+	// events (audit/history): a source partition's skips it proves past a
+	// restart (retention-gap, offsets-forward) are findings, and what it
+	// cannot settle is missing evidence; a repartition partition's, where
+	// the table is not judged by key (its store check finds those inputs
+	// otherwise).
+	History *history.Evidence
 }
 
 // run holds one audit's state.
@@ -91,6 +99,10 @@ type run struct {
 	// once, in a table's run (fork), holds the missing-evidence messages
 	// said once per run (decoded), which merge drops when said before
 	once map[string]bool
+	// skips holds the ranges the commit history proves each source
+	// partition's committed offset moved past unconsumed (judgeHistory),
+	// shared read-only with the tables' runs
+	skips map[audit.TopicPartition][]history.Skip
 }
 
 // Run audits the app described by p on src.
@@ -118,6 +130,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 		return nil, err
 	}
 	r.expect(ctx)
+	r.judgeHistory(ctx)
 	if err := phaseErr(ctx, "tables", func() error { return r.auditTables(ctx) }); err != nil {
 		return nil, err
 	}
@@ -450,7 +463,7 @@ func (r *run) ready() error {
 func (r *run) fork() *run {
 	return &run{src: r.src, p: r.p, opts: r.opts, rep: &audit.Report{}, topics: r.topics, group: r.group, haveCut: r.haveCut,
 		txnIDs: r.txnIDs, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
-		produced: map[int64]int64{}, ctx: r.ctx, once: map[string]bool{}}
+		produced: map[int64]int64{}, ctx: r.ctx, once: map[string]bool{}, skips: r.skips}
 }
 
 // merge adds what a table's run (fork) found to r, as if r had audited

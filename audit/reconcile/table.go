@@ -620,6 +620,9 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 				}
 				return
 			}
+			if !r.inputOutsideSkips(tp, rec.Offset) {
+				return // the committed offset was moved past it: never consumed (the history's finding)
+			}
 			if own {
 				*read++
 				*consumed++

@@ -1,0 +1,81 @@
+package reconcile
+
+import (
+	"context"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/history"
+)
+
+// judgeHistory judges, before the tables are audited, the commit history
+// of every source partition the audit covers (and the repartition
+// partitions of the tables not judged by key): the skips it proves past
+// a restart are findings, said once however many tables read the
+// partition; what it cannot settle is missing evidence; and the inputs of
+// a range the committed offset was moved past by hand are no inputs (the
+// app never consumed them: inputOutsideSkips). The results are read by
+// the tables' runs, never written.
+func (r *run) judgeHistory(ctx context.Context) {
+	h := r.opts.History
+	if h == nil || h.History == nil {
+		return // no history: the report's note says why, once
+	}
+	r.skips = map[audit.TopicPartition][]history.Skip{}
+	done := map[audit.TopicPartition]bool{}
+	judge := func(topic string, role history.Role) {
+		if topic == "" {
+			return
+		}
+		parts, ok := r.partitionsOf(topic, role.String())
+		if !ok {
+			return
+		}
+		for _, p := range parts {
+			tp := audit.TopicPartition{Topic: topic, Partition: p}
+			if done[tp] || ctx.Err() != nil {
+				continue
+			}
+			done[tp] = true
+			o, err := r.src.Offsets(ctx, tp)
+			if err != nil {
+				continue // the table's own read says what is wrong with it
+			}
+			res := h.Analyze(history.Partition{TP: tp, Role: role, LogStart: r.clusterLogStart(tp, o.LogStart), Now: r.opts.Now})
+			for _, f := range res.Findings() {
+				r.add(f)
+			}
+			for _, m := range res.Missing() {
+				r.missing("%s", m)
+			}
+			for _, n := range res.Notes {
+				if !strings.Contains(n, "holds no commit of it") {
+					r.note("%s", n)
+				}
+			}
+			r.skips[tp] = res.Skips
+		}
+	}
+	for _, t := range r.p.Tables {
+		for _, s := range append([]string{t.Source}, t.Merged...) {
+			judge(s, history.Source)
+		}
+		if r.p.Keyless || t.Unjudged != "" {
+			// a table judged by key finds a purged input's effect missing
+			// from its store; one that is not has only the history
+			judge(t.Repartition, history.Repartition)
+		}
+	}
+}
+
+// inputOutsideSkips reports whether a consumed record is an input: not
+// inside a range the history proves the committed offset moved past
+// without the app consuming it.
+func (r *run) inputOutsideSkips(tp audit.TopicPartition, offset int64) bool {
+	for _, s := range r.skips[tp] {
+		if s.From <= offset && offset < s.To {
+			return false
+		}
+	}
+	return true
+}
