@@ -2,6 +2,7 @@ package draft
 
 import (
 	"cmp"
+	"regexp"
 	"context"
 	"errors"
 	"fmt"
@@ -283,14 +284,19 @@ func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source,
 		// keep the right tables the value reads
 		var used []string
 		for i, r := range rights {
-			if strings.Contains(g.Value, fmt.Sprintf("r%d?.", i+1)) || strings.Contains(g.Value, fmt.Sprintf("r%d.", i+1)) {
+			if regexp.MustCompile(fmt.Sprintf(`\br%d\b`, i+1)).MatchString(g.Value) {
 				used = append(used, r)
 			}
 		}
-		if len(used) == 0 || g.Value == "" {
+		if g.Value == "" {
+			// the output is keyed by the tables' keys, its value not
+			// settled: the join's presence is still checked (value TODO)
+			used = rights
+		}
+		if len(used) == 0 {
 			continue
 		}
-		if len(used) < len(rights) {
+		if len(used) < len(rights) && g.Value != "" {
 			rights = used
 			g = inf.inferJoin(ctx, name, left, rights)
 		}

@@ -237,6 +237,19 @@ func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) Joi
 		}
 		var cands []cand
 		for i := range names {
+			// the whole of a side's state, as a field of the output
+			// ({"order": left, "payments": r1})
+			n := 0
+			for j, r := range rows {
+				if outVals[j].same(rootVal(r, i)) {
+					n++
+				}
+			}
+			whole := ref(i, "")
+			if i > 0 || g.Type == spec.JoinOuter {
+				whole = names[i] // a right side may be nil: the field is null then
+			}
+			cands = append(cands, cand{whole, n, i*2 + 1})
 			for _, src := range srcs[i] {
 				sf := src.name
 				n := 0
@@ -275,6 +288,34 @@ func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) Joi
 	}
 	if len(g.TODO) == 0 {
 		g.Value = "{" + strings.Join(parts, ", ") + "}"
+		// field by field is not whole: the value built must be the output's
+		// (a field the app leaves out where a side is null is no null field)
+		if j, err := spec.NewJoin(pj.Output, pj.Left, pj.Right, g.Type, g.Value); err == nil {
+			n, nils, nilsOK := 0, 0, 0
+			for _, r := range rows {
+				ok := false
+				if got, err := j.Eval(r.left.v, r.rights); err == nil && valOf(got).same(r.out) {
+					n++
+					ok = true
+				}
+				if r.left.v == nil || slices.Contains(r.rights, nil) {
+					nils++
+					if ok {
+						nilsOK++
+					}
+				}
+			}
+			switch {
+			case n < need:
+				g.TODO = append(g.TODO, fmt.Sprintf("%s reproduces %d of %d output values whole", g.Value, n, len(rows)))
+				g.Value = ""
+			case nils >= 3 && nilsOK*2 < nils:
+				// a loss is one key's; every key a side is missing for is the
+				// value's own shape (a field the app leaves out, not null)
+				g.TODO = append(g.TODO, fmt.Sprintf("%s reproduces the output of %d of the %d keys a table has no state for (does the app leave the field out, rather than null?)", g.Value, nilsOK, nils))
+				g.Value = ""
+			}
+		}
 	}
 	return g
 }

@@ -115,8 +115,8 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 
 	o := diffOptions{
 		source:   sourceOptions{Bootstrap: cluster.ListenAddrs(), Timeout: 10 * time.Second, SchemaRegistry: regURL, MaxTxnTimeout: 15 * time.Minute},
-		AppID:    "shop",
-		SpecFile: filepath.Join(dir, "kaudit.yaml"),
+		AppID:        "shop",
+		TopologyFile: filepath.Join(dir, "topology.txt"),
 		Format:   format, Output: output, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
 	}
 	if output != "" && format == "table" {

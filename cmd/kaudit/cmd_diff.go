@@ -29,6 +29,7 @@ type diffOptions struct {
 	AppID            string
 	TopologyFile     string
 	SpecFile         string
+	SaveSpec         string // --save-spec: where the inferred spec goes
 	StateDir         string
 	Format           string
 	Output           string
@@ -73,7 +74,8 @@ func diffFlags() []cli.Flag {
 	return append(flags,
 		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
-		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft)", EnvVars: env("spec")},
+		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
+		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE`", EnvVars: env("save-spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
 		&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: table, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
 		&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (written whole or not at all)", EnvVars: env("output")},
@@ -129,11 +131,14 @@ func diffCommand() *cli.Command {
 }
 
 func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
-	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"),
+	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"), SaveSpec: c.String("save-spec"),
 		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
 		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"),
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
+	if o.SaveSpec != "" && o.SpecFile != "" {
+		return o, usagef("--save-spec writes the spec kaudit infers without --spec: give one or the other")
+	}
 	o.Format = report.FormatFor(o.Output, c.String("format"))
 	if !slices.Contains(report.Formats, o.Format) {
 		return o, usagef("--format %q: want md, html, table, json, csv or prom", o.Format)
@@ -248,6 +253,14 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	}
 	if o.inspect != nil {
 		o.inspect(rep)
+	}
+	if o.SaveSpec != "" {
+		if rep.InferredSpec == "" {
+			return usagef("--save-spec: no spec could be inferred from the evidence (see the report's missing evidence)")
+		}
+		if err := os.WriteFile(o.SaveSpec, []byte(rep.InferredSpec), 0o666); err != nil {
+			return fmt.Errorf("write the inferred spec: %w", err)
+		}
 	}
 	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width}
 	verdict := rep.Summary.Verdict
