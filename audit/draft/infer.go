@@ -2,10 +2,10 @@ package draft
 
 import (
 	"cmp"
-	"regexp"
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 

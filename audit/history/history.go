@@ -205,6 +205,17 @@ func (ev *Evidence) Analyze(p Partition) Result {
 		return res
 	}
 	cs := h.Commits[p.TP]
+	// a group deleted and made again (the same group id) starts over: its
+	// commits before the deletion are another incarnation's
+	for _, g := range h.Generations {
+		if g.Deleted {
+			i := 0
+			for i < len(cs) && cs[i].At < g.At {
+				i++
+			}
+			cs = cs[i:]
+		}
+	}
 	if len(cs) == 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: the group's commit history holds no commit of it", p.TP))
 		return res
@@ -218,11 +229,12 @@ func (ev *Evidence) Analyze(p Partition) Result {
 
 // analysis is one partition's judgement in progress.
 type analysis struct {
-	ev  *Evidence
-	h   *audit.CommitHistory
-	p   Partition
-	res *Result
-	cs  []audit.Commit
+	jump int64 // usualJump, once worked out
+	ev   *Evidence
+	h    *audit.CommitHistory
+	p    Partition
+	res  *Result
+	cs   []audit.Commit
 
 	obs      []LogStartAt // by time
 	sufMin   []int        // sufMin[i]: the index of the smallest observation in obs[i:]
@@ -438,6 +450,13 @@ func (a *analysis) judge(t transition) {
 		a.gap(t, m, top, why+fmt.Sprintf("; the log start passed %d before %s (%s), and nothing recorded whether before the app read these offsets: the broker's log (Incremented log start offset … due to client delete records request) or the app's (Resetting offset for partition) would tell", m, ms(c.Time), upWhy(upAt)))
 		return
 	}
+	// a running consumer: the same producer (or generation) made both
+	// commits, so it fetched on from the first without resuming; it skips
+	// only if it fell behind retention and reset, which shows as a jump of
+	// its position well beyond its usual steps
+	if !back && !a.moved(t, a.gensBetween(t.prev.LastAt, c.At)) && c.Offset-m <= a.usualJump() {
+		return
+	}
 	when := "while the app ran (a consumer behind retention loses what retention deletes)"
 	if back {
 		when = fmt.Sprintf("while the group had no member, or after generation %d came back at %s", gen.Generation, ms(gen.Time))
@@ -446,6 +465,27 @@ func (a *analysis) judge(t transition) {
 	}
 	a.gap(t, m, top, fmt.Sprintf("the log start passed the committed offset %d before %s (%s), %s; nothing recorded whether it did before the app read these offsets: the broker's log (Incremented log start offset), the app's (Resetting offset for partition) or a capture taken before the restart would tell",
 		m, ms(c.Time), upWhy(upAt), when))
+}
+
+// usualJump is the largest step a running consumer's committed offset
+// takes on this partition without it being a reset: ten times the
+// median step between its commits (at least 100 offsets).
+func (a *analysis) usualJump() int64 {
+	if a.jump > 0 {
+		return a.jump
+	}
+	var steps []int64
+	for k := 1; k < len(a.cs); k++ {
+		if d := a.cs[k].Offset - a.cs[k-1].Offset; d > 0 && !a.cs[k].Deleted && !a.cs[k-1].Deleted {
+			steps = append(steps, d)
+		}
+	}
+	a.jump = 100
+	if len(steps) > 0 {
+		slices.Sort(steps)
+		a.jump = max(a.jump, 10*steps[len(steps)/2])
+	}
+	return a.jump
 }
 
 // moved reports whether the repartition partition's consumer may have

@@ -114,10 +114,10 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 	fmt.Fprintf(stderr, "kaudit demo: %d input records, %d injected faults (%d findings expected); auditing…\n\n", truth.Inputs, len(s.Faults), len(truth.Findings))
 
 	o := diffOptions{
-		source:   sourceOptions{Bootstrap: cluster.ListenAddrs(), Timeout: 10 * time.Second, SchemaRegistry: regURL, MaxTxnTimeout: 15 * time.Minute},
+		source:       sourceOptions{Bootstrap: cluster.ListenAddrs(), Timeout: 10 * time.Second, SchemaRegistry: regURL, MaxTxnTimeout: 15 * time.Minute},
 		AppID:        "shop",
 		TopologyFile: filepath.Join(dir, "topology.txt"),
-		Format:   format, Output: output, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
+		Format:       format, Output: output, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
 	}
 	if output != "" && format == "table" {
 		o.Format = "md"
