@@ -222,7 +222,8 @@ func New(cfg Config) (*Codec, error) {
 			return nil, err
 		}
 	} else if avro {
-		return nil, errors.New("configure avro serde: need a schema registry URL or a schemas dir")
+		// decoding is missing evidence, record by record (schemaStore.none)
+		c.schemas = &schemaStore{offline: map[int32]*schemaEntry{}, calls: map[int32]*schemaCall{}, refs: map[string]schemaAnswer{}, none: true}
 	}
 	return c, nil
 }

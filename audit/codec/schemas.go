@@ -39,6 +39,10 @@ type schemaEntry struct {
 type schemaStore struct {
 	offline map[int32]*schemaEntry
 	client  *registryClient
+	// none says no schema source was given at all (Avro records, and no
+	// registry, schemas dir or capture's schemas): every id is missing
+	// evidence, not a fault of its records
+	none bool
 
 	mu    sync.Mutex
 	calls map[int32]*schemaCall
@@ -71,6 +75,9 @@ func newSchemaStore(cfg Config) (*schemaStore, error) {
 func (s *schemaStore) get(ctx context.Context, id int32) (*schemaEntry, error) {
 	if e, ok := s.offline[id]; ok {
 		return e, nil
+	}
+	if s.none {
+		return nil, fmt.Errorf("%w: the records are Confluent-framed Avro (schema id %d) and no schemas were given: a capture's own, --schemas DIR, the broker log dirs' _schemas topic or --schema-registry-url", ErrRegistryUnavailable, id)
 	}
 	if s.client == nil {
 		return nil, fmt.Errorf("%w: id %d is not in the schemas dir", ErrUnknownSchema, id)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/diff"
 
 	"github.com/urfave/cli/v2"
@@ -64,12 +65,19 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "kaudit spec check: %s against %s\n", s.Spec.File, src.Source.Describe())
+	var unchecked []string // what the evidence did not let the check test
 	line := func(what string, v infer.Verdict, field string) {
 		switch {
+		case v.Keys == 0 && v.Unjudged != "":
+			fmt.Fprintf(&b, "%s: %s\n  NOT JUDGED by kaudit diff\n", what, v.Unjudged)
+			return
 		case v.Keys == 0 && v.Note == "":
 			return
 		case v.Keys == 0 || (v.Note != "" && v.Unjudged == ""):
 			fmt.Fprintf(&b, "%s: %s: %s\n", what, field, v.Note)
+			if !strings.Contains(v.Note, "only presence is checked") {
+				unchecked = append(unchecked, what+" "+field)
+			}
 			return
 		}
 		fmt.Fprintf(&b, "%s: %s: %s\n", what, field, v.Summary())
@@ -91,14 +99,21 @@ func runSpecCheck(ctx context.Context, o diffOptions, src *openedSource, w io.Wr
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "NOTE: %s\n", n)
 	}
-	if len(c.Unjudged) == 0 {
+	switch {
+	case len(c.Unjudged) == 0 && len(unchecked) == 0:
 		b.WriteString("the spec explains the evidence\n")
+	case len(c.Unjudged) == 0:
+		fmt.Fprintf(&b, "the spec explains what the evidence let the check test; not checked: %s\n", strings.Join(unchecked, ", "))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
 	if len(c.Unjudged) > 0 {
 		return usagef("%d of the spec's tables and joins do not explain the evidence: kaudit diff would not judge them", len(c.Unjudged))
+	}
+	if len(unchecked) > 0 {
+		// as kaudit diff says incomplete: the check ran, the evidence was short
+		return verdictResult(audit.VerdictIncomplete)
 	}
 	return nil
 }

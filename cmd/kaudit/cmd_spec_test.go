@@ -29,6 +29,7 @@ func TestSpecTypos(t *testing.T) {
 		{"select_key field", "select_key: value.orderId       #", "select_key: value.orderID       #", exitUsage, `:15: tables[1].select_key: value.orderID`, ""},
 		{"reducer kind", "sum(amount)", "latest", exitFindings, "", "table payments is not judged: the spec does not describe the app: latest explains 162 of 222 keys' histories; sum(amount) explains 222"},
 		{"join value", `"paid": r1?.amount`, `"paid": r1?.seq`, exitFindings, "", "join order-status is not judged"},
+		{"join type", "type: left", "type: inner", exitFindings, "", "join order-status is not judged: the spec does not describe the app: type inner, but 190 of 295 output keys hold a value while a right table has no state for them"},
 		{"select_key", "select_key: value.orderId       #", "select_key: value.paymentId     #", exitFindings, "", "table payments is not judged: the spec does not describe the app: value.paymentId explains 0 of 282 repartition copies matched to source records; value.orderId explains 282"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,12 +83,17 @@ func TestSpecCheck(t *testing.T) {
 	if err := os.WriteFile(wrong, []byte(strings.Replace(string(data), "sum(amount)", "latest", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	inner := filepath.Join(t.TempDir(), "kaudit.yaml")
+	if err := os.WriteFile(inner, []byte(strings.Replace(string(data), "type: left", "type: inner", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, spec, golden string
 		code               int
 	}{
 		{"hand-written", "../../testdata/incidents/dropped.kaudit.yaml", "spec-check-dropped.txt", exitClean},
 		{"latest for a sum", wrong, "spec-check-dropped-latest.txt", exitUsage},
+		{"inner for a left join", inner, "spec-check-dropped-inner.txt", exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runCLI(t, "spec", "check", "--snapshot", "../../testdata/incidents/dropped", "--spec", tc.spec)
