@@ -36,7 +36,12 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 	diff := func(name, spec string) (kauditReport, error) {
 		var rep kauditReport
 		out := filepath.Join(r.dir, "kaudit-"+name+".json")
-		code, stderr, err := r.d.runKaudit(ctx, r.dir, name, "diff", "--snapshot", capture, "--spec", spec, "--format", "json", "--output", out)
+		args := []string{"diff", "--snapshot", capture, "--spec", spec, "--format", "json", "--output", out}
+		if spec == "" {
+			// kaudit diff --app-id alone: the spec inferred from the evidence
+			args = []string{"diff", "--snapshot", capture, "--app-id", appID, "--format", "json", "--output", out}
+		}
+		code, stderr, err := r.d.runKaudit(ctx, r.dir, name, args...)
 		if err != nil {
 			return rep, err
 		}
@@ -70,6 +75,16 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 	if a, b := ids(hand), ids(drafted); !slices.Equal(a, b) {
 		return fmt.Errorf("with the drafted spec kaudit finds %v, with the hand-written one %v (draft: %s)", head(b, 8), head(a, 8), draftPath)
 	}
-	logf("inferred: kaudit init drafted a spec from the capture alone; with it kaudit diff names the same %d findings, verdict %s, as the hand-written spec", len(ids(hand)), hand.Summary.Verdict)
+	alone, err := diff("diff-app-id", "")
+	if err != nil {
+		return err
+	}
+	if alone.Summary.Verdict != hand.Summary.Verdict {
+		return fmt.Errorf("with --app-id alone kaudit says %s, with the hand-written spec %s", alone.Summary.Verdict, hand.Summary.Verdict)
+	}
+	if a, b := ids(hand), ids(alone); !slices.Equal(a, b) {
+		return fmt.Errorf("with --app-id alone kaudit finds %v, with the hand-written spec %v", head(b, 8), head(a, 8))
+	}
+	logf("inferred: kaudit init drafted a spec from the capture alone, and kaudit diff --app-id alone inferred it; both name the same %d findings, verdict %s, as the hand-written spec", len(ids(hand)), hand.Summary.Verdict)
 	return nil
 }
