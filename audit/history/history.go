@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -206,7 +207,9 @@ func (ev *Evidence) Analyze(p Partition) Result {
 	}
 	cs := h.Commits[p.TP]
 	// a group deleted and made again (the same group id) starts over: its
-	// commits before the deletion are another incarnation's
+	// commits before the deletion are another incarnation's, and so are the
+	// logs' lines of before (its topics may have been made again too)
+	born := int64(math.MinInt64)
 	for _, g := range h.Generations {
 		if g.Deleted {
 			i := 0
@@ -214,13 +217,14 @@ func (ev *Evidence) Analyze(p Partition) Result {
 				i++
 			}
 			cs = cs[i:]
+			born = g.Time
 		}
 	}
 	if len(cs) == 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: the group's commit history holds no commit of it", p.TP))
 		return res
 	}
-	a := analysis{ev: ev, h: h, p: p, res: &res, cs: cs}
+	a := analysis{ev: ev, h: h, p: p, res: &res, cs: cs, born: born}
 	a.prepare()
 	a.run()
 	res.Unknown = mergeGaps(res.Unknown)
@@ -230,6 +234,7 @@ func (ev *Evidence) Analyze(p Partition) Result {
 // analysis is one partition's judgement in progress.
 type analysis struct {
 	jump int64 // usualJump, once worked out
+	born int64 // when the group's incarnation began (its last deletion), ms
 	ev   *Evidence
 	h    *audit.CommitHistory
 	p    Partition
@@ -261,6 +266,9 @@ func (a *analysis) prepare() {
 		e := &a.ev.Events[i]
 		if e.TP != a.p.TP {
 			continue
+		}
+		if !e.Time.IsZero() && e.Time.UnixMilli() < a.born {
+			continue // an earlier incarnation's (a topic deleted and made again with the group)
 		}
 		switch e.Kind {
 		case applog.LogStartIncremented:

@@ -218,8 +218,41 @@ func scenarioRetentionGap(ctx context.Context, r *scRun) error {
 	if err != nil {
 		return err
 	}
-	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "retention-gap"),
-		expectRange("retention-gap", rep.byCause("retention-gap"), topicOrders, p, c, c+k))
+	if err := allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "retention-gap"),
+		expectRange("retention-gap", rep.byCause("retention-gap"), topicOrders, p, c, c+k)); err != nil {
+		return err
+	}
+	// after the restart the app resets to the log start and commits past the hole: the cut
+	// looks whole, the group's commit history and the broker's log line prove the same range
+	rep, err = r.afterRestart(ctx, appOpts{})
+	if err != nil {
+		return err
+	}
+	return prefixErr("after the restart", allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "retention-gap"),
+		expectRange("retention-gap", rep.byCause("retention-gap"), topicOrders, p, c, c+k)))
+}
+
+// afterRestart restarts the app, waits until it has caught up (committed past whatever it
+// reset over), stops it and audits again with the brokers' logs, as an operator who restarted
+// first and audits after.
+func (r *scRun) afterRestart(ctx context.Context, o appOpts) (kauditReport, error) {
+	if err := r.startApp(ctx, o); err != nil {
+		return kauditReport{}, err
+	}
+	if _, err := r.d.waitCaughtUp(ctx, r.app, 180*time.Second); err != nil {
+		return kauditReport{}, err
+	}
+	if err := r.stopApp(); err != nil {
+		return kauditReport{}, err
+	}
+	var logs []string
+	for id := 1; id <= 100; id++ {
+		f := filepath.Join(r.d.o.work, "cluster", "logs", fmt.Sprintf("n%d.log", id))
+		if _, err := os.Stat(f); err == nil {
+			logs = append(logs, "--broker-log", f)
+		}
+	}
+	return r.runDiff(ctx, logs...)
 }
 
 // scenarioPurgedBeforeCommit: after a clean baseline (every repartition partition has a
@@ -335,6 +368,22 @@ func scenarioPurgedBeforeCommit(ctx context.Context, r *scRun) error {
 		inRange := f.Topic == best.topic && f.Partition == best.p && f.Offset < to && f.Offset+max(f.Count, 1) > best.c
 		if !inRange && !set[f.keyString()] {
 			return fmt.Errorf("purged-before-commit finding outside the fault %s/%d [%d, %d) keys %v: %s", best.topic, best.p, best.c, to, keys(set), f)
+		}
+	}
+	// after the restart the app resumes at the log start: the purged copies' inputs are
+	// consumed and their effect missing from the store, named by key (unapplied), or the
+	// range itself where the history proves it
+	rep, err = r.afterRestart(ctx, appOpts{purgeMs: largePurge})
+	if err != nil {
+		return err
+	}
+	if err := prefixErr("after the restart", allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "purged-before-commit", "unapplied"))); err != nil {
+		return err
+	}
+	for _, f := range append(rep.byCause("unapplied"), rep.byCause("purged-before-commit")...) {
+		inRange := f.Topic == best.topic && f.Partition == best.p && f.Offset < to && f.Offset+max(f.Count, 1) > best.c
+		if !inRange && !set[f.keyString()] {
+			return fmt.Errorf("after the restart: %s finding outside the fault %s/%d [%d, %d) keys %v: %s", f.Cause, best.topic, best.p, best.c, to, keys(set), f)
 		}
 	}
 	return nil
