@@ -21,6 +21,8 @@ import (
 // draftTable is one table of the draft.
 type draftTable struct {
 	name, source string
+	merged       []string // further sources merged into source's stream (source: [a, b])
+	evSource     string   // the evidence's topic of its inputs (sources merged: their union)
 	candidates   []string // when the source is not known
 	store        string
 	changelog    string
@@ -158,7 +160,17 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	}
 	for _, t := range tables {
 		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
-		if t.source != "" {
+		if t.source != "" && len(t.merged) > 0 {
+			names := []string{yamlScalar(t.source)}
+			for _, m := range t.merged {
+				names = append(names, yamlScalar(m))
+			}
+			note := "merged into one stream (" + t.chain[0].Name + ")"
+			if t.sourceNote != "" {
+				note += "; " + t.sourceNote
+			}
+			fmt.Fprintf(&b, "    source: [%s]%s\n", strings.Join(names, ", "), comment(note))
+		} else if t.source != "" {
 			fmt.Fprintf(&b, "    source: %s%s\n", yamlScalar(t.source), comment(t.sourceNote))
 		} else {
 			hint := "which source topic feeds store " + t.store
@@ -283,6 +295,13 @@ func draftTables(lay *topology.Layout, haveTopology bool, d *discovery.Discovery
 		}
 		for _, s := range lay.StoresFedBy(u.Name) {
 			if !tableStore(s) {
+				continue
+			}
+			if i := slices.IndexFunc(out, func(t draftTable) bool { return t.store == s.Name }); i >= 0 {
+				// another source of a store already drafted: merged into its stream
+				if chain, err := lay.SourceChain(u.Name, s.Name); err == nil && len(chain) > 0 && chain[0].Op == topology.OpMerge {
+					out[i].merged = append(out[i].merged, u.Name)
+				}
 				continue
 			}
 			name := u.Name

@@ -51,8 +51,10 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	var sources []string
 	for _, t := range tables {
-		if t.source != "" && !slices.Contains(sources, t.source) {
-			sources = append(sources, t.source)
+		for _, src := range append([]string{t.source}, t.merged...) {
+			if src != "" && !slices.Contains(sources, src) {
+				sources = append(sources, src)
+			}
 		}
 		for _, c := range t.candidates {
 			if !slices.Contains(sources, c) {
@@ -122,6 +124,16 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	for i := range tables {
 		t := &tables[i]
+		t.evSource = t.source
+		if len(t.merged) > 0 {
+			// a merged stream's records are those of every source topic
+			t.evSource = strings.Join(append([]string{t.source}, t.merged...), "+")
+			var ts []*infer.Topic
+			for _, n := range append([]string{t.source}, t.merged...) {
+				ts = append(ts, ev.Topics[n])
+			}
+			ev.Topics[t.evSource] = infer.Union(t.evSource, ts...)
+		}
 		inferTable(t, ev)
 		if t.name == t.store && t.source != "" && !names[t.source] {
 			// named after its source, as with a topology
@@ -147,6 +159,9 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 		bestSrc := ""
 		var counts []string
 		for _, c := range cands {
+			if c == t.source {
+				c = t.evSource
+			}
 			st := ev.Topics[c]
 			if st == nil {
 				continue
@@ -197,7 +212,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
 		return
 	}
-	g := infer.GuessReducer(spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
+	g := infer.GuessReducer(spec.PlannedTable{Name: t.name, Source: cmp.Or(t.evSource, t.source), Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, ev, t.selectKey.Value)
 	t.reduce = &g
 	if purgedIdentity && g.Value == "" {
 		t.steps = topologySteps(t.chain) // no reducer folds the records as they are: the steps are not known

@@ -1,6 +1,7 @@
 package draft
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,6 +31,9 @@ var stepKindOf = map[topology.Op]spec.StepKind{
 // evidence fills in what it can (inferSteps). A chain of one selectKey is
 // select_key's, and drafts no step.
 func topologySteps(chain []topology.ChainNode) []draftStep {
+	if len(chain) > 0 && chain[0].Op == topology.OpMerge {
+		chain = chain[1:] // the merge right after the sources is source: [a, b]
+	}
 	if len(chain) == 1 && chain[0].Op == topology.OpSelectKey {
 		return nil
 	}
@@ -96,7 +100,7 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	if len(t.steps) == 0 {
 		return
 	}
-	src, copies := ev.Topics[t.source], ev.Topics[t.repartition]
+	src, copies := ev.Topics[cmp.Or(t.evSource, t.source)], ev.Topics[t.repartition]
 	if src == nil || copies == nil || copies.Count() == 0 {
 		return
 	}

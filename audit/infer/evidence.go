@@ -296,3 +296,34 @@ func (a val) same(b val) bool {
 
 // keyOf is a decoded key as a map key.
 func keyOf(k any) string { return codec.Text(k) }
+
+// Union is one topic holding the records of several (the sources merged
+// into one stream): their partitions numbered one after another, each
+// record's Partition renumbered alike. Nil topics are left out.
+func Union(name string, ts ...*Topic) *Topic {
+	u := &Topic{Name: name, Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Full: map[int32]bool{}}
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		base := u.Partitions
+		for p := int32(0); p < t.Partitions; p++ {
+			if rs, ok := t.Parts[p]; ok {
+				out := make([]Rec, len(rs))
+				for i, r := range rs {
+					r.Partition = base + p
+					out[i] = r
+				}
+				u.Parts[base+p] = out
+				u.Whole[base+p], u.Full[base+p] = t.Whole[p], t.Full[p]
+			}
+		}
+		u.Partitions += t.Partitions
+		u.KeyMod = max(u.KeyMod, t.KeyMod)
+		u.Undecodable += t.Undecodable
+		if u.FirstError == nil {
+			u.FirstError = t.FirstError
+		}
+	}
+	return u
+}

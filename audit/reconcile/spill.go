@@ -676,6 +676,7 @@ func (r *run) loadInputs(ctx context.Context, ts *tableState, b int) error {
 	if err := ts.loadCopies(b); err != nil {
 		return err
 	}
+	defer func() { ts.addFound(ts.copies) }() // the bucket's keys' inputs all matched
 	return ts.spill.eachInput(b, func(kb []byte, x inputRec, raw []byte) error {
 		ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
 		if ks == nil {
@@ -757,6 +758,7 @@ func (r *run) matchBuckets(ctx context.Context, ts *tableState) error {
 		if err != nil {
 			return err
 		}
+		ts.addFound(ts.copies)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

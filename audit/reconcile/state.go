@@ -25,6 +25,9 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		return err
 	}
 	r.exactHistories(ts)
+	if ts.spill == nil {
+		ts.addFound(ts.copies) // every input matched (a spilled table's, a bucket at a time)
+	}
 	check, foldIncomplete := r.checkable(ts)
 	if check == checkPresence && ts.spill != nil {
 		// the check picks inputs by their neighbours' copies: match every bucket first
@@ -320,7 +323,15 @@ func (r *run) positionReadable(ts *tableState, in *input) bool {
 		return false
 	}
 	mm, ok := ts.found[[2]int32{in.part, in.r}]
-	return ok && mm[0] < in.offset && in.offset < mm[1]
+	if !ok {
+		return false
+	}
+	if ci := ts.copyOf(in); ci != nil && ci.claims > 1 {
+		// inputs alike (key, value, timestamp) share their copies: which one
+		// lacks its copy is not known, so each must have been readable
+		return !ci.claimMixed && mm[0] < ci.claimMin && ci.claimMax < mm[1]
+	}
+	return mm[0] < in.offset && in.offset < mm[1]
 }
 
 // attribute gives a vanished input its stage and cause from the evidence

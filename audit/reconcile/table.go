@@ -14,6 +14,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/ledger"
 )
 
@@ -40,9 +41,17 @@ type copyInfo struct {
 	applied, pending, open, aborted int32 // copies by fate; applied = committed below the cut
 	matched                         int32 // inputs matched to an applied or pending copy
 	partition                       int32
-	offset                          int64 // offset of the first committed copy, else of the first other one
-	abortedAt                       int64
-	ts                              int64
+	// claims counts the inputs of this fingerprint, claimPart and
+	// claimOffset name the first (addFound)
+	claims, claimPart int32
+	claimOffset       int64
+	// claimMin and claimMax bound the inputs' offsets, claimMixed says they
+	// come from several source partitions
+	claimMin, claimMax int64
+	claimMixed         bool
+	offset             int64 // offset of the first committed copy, else of the first other one
+	abortedAt          int64
+	ts                 int64
 }
 
 // copyStatus is what became of one input on the repartition topic.
@@ -912,15 +921,39 @@ func (r *run) match(ts *tableState, in *input, fp *fingerprint) {
 		in.status = copyNone // every copy was matched by an identical earlier input
 	}
 	if ok {
+		ci.claims++
+		if ci.claims == 1 {
+			ci.claimPart, ci.claimOffset, ci.claimMin, ci.claimMax = in.part, in.offset, in.offset, in.offset
+		} else {
+			ci.claimMixed = ci.claimMixed || ci.claimPart != in.part
+			ci.claimMin, ci.claimMax = min(ci.claimMin, in.offset), max(ci.claimMax, in.offset)
+		}
 		ts.copies[f] = ci
 	}
 	if in.status == copyApplied || in.status == copyPending {
 		in.r, in.cpos = ci.partition, ci.offset
-		k := [2]int32{in.part, ci.partition}
+	}
+}
+
+// addFound adds to ts.found the readable copies whose input is known for
+// certain: a fingerprint of one copy on the topic and one input. Where
+// several inputs (or copies) share a fingerprint (a mapValues that keeps
+// only a customer and an amount: two orders alike at one timestamp), which
+// input a copy is of is not known, and taking the first input's would
+// place a copy where its input's neighbours are not (a false dropped).
+// Called once every input of the copies' keys is matched: for the whole
+// table, or for a bucket of keys (all of a key's inputs and copies are in
+// its bucket).
+func (ts *tableState) addFound(copies map[fingerprint]copyInfo) {
+	for _, ci := range copies {
+		if ci.claims != 1 || ci.matched != 1 || ci.applied+ci.pending+ci.open+ci.aborted != 0 {
+			continue
+		}
+		k := [2]int32{ci.claimPart, ci.partition}
 		if mm, ok := ts.found[k]; ok {
-			ts.found[k] = [2]int64{min(mm[0], in.offset), max(mm[1], in.offset)}
+			ts.found[k] = [2]int64{min(mm[0], ci.claimOffset), max(mm[1], ci.claimOffset)}
 		} else {
-			ts.found[k] = [2]int64{in.offset, in.offset}
+			ts.found[k] = [2]int64{ci.claimOffset, ci.claimOffset}
 		}
 	}
 }
@@ -1007,7 +1040,11 @@ func (r *run) specFree(ts *tableState) {
 	t := ts.t
 	for _, p := range slices.Sorted(maps.Keys(ts.purgedRange)) {
 		pr := ts.purgedRange[p]
-		f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, audit.TopicPartition{Topic: t.Repartition, Partition: p}, pr[0])
+		tp := audit.TopicPartition{Topic: t.Repartition, Partition: p}
+		if slices.ContainsFunc(r.skips[tp], func(s history.Skip) bool { return s.From <= pr[0] && pr[1] <= s.To }) {
+			continue // the commit history's finding names it already
+		}
+		f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, pr[0])
 		f.Count = pr[1] - pr[0]
 		why := "without a spec"
 		if !r.p.Keyless {
