@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/audit/segment"
-	"github.com/kaudit/kaudit/report"
 )
 
 // TestDiffLogDirs audits a real broker's log dirs through the library, as
@@ -86,7 +86,7 @@ func TestDiffShards(t *testing.T) {
 		}
 		shards = append(shards, rep)
 	}
-	merged, err := report.Merge(shards...)
+	merged, err := combine.Merge(shards...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/audit/diff"
 
 	"github.com/dustin/go-humanize"
@@ -244,16 +245,12 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		o.inspect(rep)
 	}
 	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width}
-	verdict := rep.Summary.Verdict
 	if o.Baseline != "" {
 		prev, err := readReport(o.Baseline)
 		if err != nil {
 			return err
 		}
-		fresh := report.NewSince(prev, rep)
-		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("baseline %s: %d of %d findings are new since that audit; the exit code judges the new ones", o.Baseline, len(fresh), len(rep.Findings)))
-		verdict = audit.Judge(fresh, rep.Summary.Missing)
-		ropts.Verdict = verdict // the header and the metrics say what the exit code judged
+		combine.Since(prev, rep, o.Baseline) // the report says what the exit code judges
 	}
 	if !o.started.IsZero() {
 		ropts.Duration = time.Since(o.started)
@@ -266,5 +263,5 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	if err := writeReport(o, rep, ropts, w); err != nil {
 		return err
 	}
-	return verdictResult(verdict)
+	return verdictResult(rep.ExitVerdict())
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -45,9 +46,9 @@ combines their reports into one, as if one run had audited every partition.
 				r.Finish() // the verdict follows the findings, whatever the file says
 				reps = append(reps, r)
 			}
-			merged, err := report.Merge(reps...)
+			merged, err := combine.Merge(reps...)
 			if err != nil {
-				return usagef("merge: %w", err)
+				return usageError{Err: err}
 			}
 			format := c.String("format")
 			if format == "" && c.String("output") == "" {
@@ -63,7 +64,7 @@ combines their reports into one, as if one run had audited every partition.
 				Provenance: provenance(provenanceArgs(c), "")}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}
-			return verdictResult(merged.Summary.Verdict)
+			return verdictResult(merged.ExitVerdict())
 		},
 	}
 }
