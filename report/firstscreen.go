@@ -58,8 +58,12 @@ func numbersSentence(t Tally) string {
 	switch {
 	case t.Vanished > 0:
 		fmt.Fprintf(&b, "%s vanished", plural(t.Vanished, "record"))
-		if t.Keys > 0 && int64(t.Keys) != t.Vanished {
-			fmt.Fprintf(&b, " (%s)", plural(int64(t.Keys), "key"))
+		if t.Keys > 0 && int64(t.Keys) < t.KeyedRecords {
+			if t.KeyedRecords == t.Vanished {
+				fmt.Fprintf(&b, " (%s)", plural(int64(t.Keys), "key"))
+			} else {
+				fmt.Fprintf(&b, " (%s of them of %s)", num(t.KeyedRecords), plural(int64(t.Keys), "key"))
+			}
 		}
 		var parts []string
 		if t.Replayable > 0 {

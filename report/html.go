@@ -203,9 +203,14 @@ func FlowSVG(edges []audit.Edge) string {
 		// the label at the middle of the arrow, its count above and what
 		// was lost below, each short enough for the gap between columns
 		mx, my := (x1+x2)/2, (y1+y2)/2
-		fmt.Fprintf(&b, `<text class="hop-label" x="%d" y="%d" text-anchor="middle" fill="%s">%s</text>`+"\n", mx, my-5, stroke, esc(num(e.Records)+" records"))
+		if y1 != y2 && x1 != x2 {
+			// a sloped arrow (hops converging on a join): near its
+			// start, so that the labels of arrows into one box part
+			mx, my = x1+(x2-x1)*3/10, y1+(y2-y1)*3/10
+		}
+		fmt.Fprintf(&b, `<text class="hop-label" x="%d" y="%d" text-anchor="middle" fill="%s" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", mx, my-5, stroke, esc(num(e.Records)+" records"))
 		if lost != "" {
-			fmt.Fprintf(&b, `<text class="hop-label" x="%d" y="%d" text-anchor="middle" fill="%s" font-weight="bold">%s</text>`+"\n", mx, my+13, stroke, esc(lost))
+			fmt.Fprintf(&b, `<text class="hop-label" x="%d" y="%d" text-anchor="middle" fill="%s" font-weight="bold" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", mx, my+13, stroke, esc(lost))
 		}
 	}
 	sorted := slices.Clone(names)

@@ -30,8 +30,10 @@ type Tally struct {
 	// proves without naming the inputs).
 	Unplaced int64
 	// Keys counts the distinct keys of the loss findings that name one
-	// (two inputs of one order are two records and one key).
-	Keys int
+	// (two inputs of one order are two records and one key), of
+	// KeyedRecords records.
+	Keys         int
+	KeyedRecords int64
 	// Replay and GoneRanges are Replayable and Gone as merged offset
 	// ranges (two findings on one offset are one offset there).
 	Replay, GoneRanges []Range
@@ -87,6 +89,7 @@ func TallyOf(r *audit.Report) Tally {
 			t.LossByCause[f.Cause] += n
 			if f.Key != "" {
 				keys[f.Key] = true
+				t.KeyedRecords += n
 			}
 			rp, gn, kind := place(f, logStart)
 			replay, gone = append(replay, rp...), append(gone, gn...)
