@@ -20,11 +20,13 @@ const mdFirstRows = 20
 // headline writes the verdict paragraph and the when-and-where line.
 func headline(md *mdWriter, r *audit.Report, t Tally) {
 	if b := r.Baseline; b != nil {
-		md.f("**Verdict on what is new since the baseline: %s.** %s of %s new since the audit of %s (`%s`); the exit code judges them. The whole audit: %s.\n\n",
-			strings.ToUpper(string(t.Exit)), pluralVerb(int64(t.New), "finding is", "findings are"), num(int64(len(r.Findings))),
-			stamp(b.GeneratedAt), strings.ReplaceAll(flat(b.Report), "`", "'"), strings.ToUpper(string(t.Verdict)))
+		md.f("**Verdict on what is new since the baseline: %s.** %s of the %s %s new since the audit of %s (`%s`); the exit code judges the new ones.\n\n",
+			strings.ToUpper(string(t.Exit)), num(int64(t.New)), plural(int64(len(r.Findings)), "finding"), map[bool]string{true: "is", false: "are"}[t.New == 1],
+			stamp(b.GeneratedAt), strings.ReplaceAll(flat(b.Report), "`", "'"))
+		md.f("**The whole audit: %s.** %s\n\n", strings.ToUpper(string(t.Verdict)), text(numbersSentence(t)))
+	} else {
+		md.f("**Verdict: %s.** %s\n\n", strings.ToUpper(string(t.Verdict)), text(numbersSentence(t)))
 	}
-	md.f("**Verdict: %s.** %s\n\n", strings.ToUpper(string(t.Verdict)), text(numbersSentence(t)))
 	var parts []string
 	if len(t.Windows) > 0 {
 		w := t.Windows[0]

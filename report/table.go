@@ -335,10 +335,10 @@ func wrapText(s string, width int) string {
 func detailCell(f audit.Finding) string {
 	s := flat(f.Detail)
 	if f.Expected != "" {
-		s += " | expected: " + flat(f.Expected)
+		s += " | expected: " + spaced(flat(f.Expected))
 	}
 	if f.Actual != "" {
-		s += " | actual: " + flat(f.Actual)
+		s += " | actual: " + spaced(flat(f.Actual))
 	}
 	return s
 }
