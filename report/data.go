@@ -197,4 +197,3 @@ func spaced(v string) string {
 	}
 	return b.String()
 }
-

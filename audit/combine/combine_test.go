@@ -169,7 +169,6 @@ func TestMerge(t *testing.T) {
 	})
 }
 
-
 // shardOf is a report of shard i of n of run, with one loss on its
 // partition i.
 func shardOf(i, n int32, run string) *audit.Report {

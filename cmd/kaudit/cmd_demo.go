@@ -138,7 +138,7 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 		source:   sourceOptions{Bootstrap: cluster.ListenAddrs(), Timeout: 10 * time.Second, SchemaRegistry: regURL, MaxTxnTimeout: 15 * time.Minute},
 		AppID:    "shop",
 		SpecFile: filepath.Join(dir, "kaudit.yaml"),
-		Outputs: d.Outputs, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
+		Outputs:  d.Outputs, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
 		Wide: d.Wide, Width: d.Width, started: started, args: d.Args,
 	}
 	src, err := openSource(ctx, "demo", o.source)
