@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,9 +60,25 @@ func init() {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop() // never reached (os.Exit): the context ends only by a signal
+	go exitAfter(ctx.Done(), signalGrace, os.Stderr, os.Exit)
+	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr))
+}
+
+// signalGrace is how long kaudit lets a command end by itself after
+// SIGINT or SIGTERM before it exits anyway.
+const signalGrace = 700 * time.Millisecond
+
+// exitAfter exits with 130 once grace has passed after interrupted closed,
+// should the command not have returned by then: one blocked where no
+// cancelled context reaches it (a system call, a library's loop) still
+// ends within a second of the signal. An --output is written through a
+// temporary file renamed into place, so none is left half-written.
+func exitAfter(interrupted <-chan struct{}, grace time.Duration, stderr io.Writer, exit func(int)) {
+	<-interrupted
+	time.Sleep(grace)
+	fmt.Fprintln(stderr, "kaudit: interrupted")
+	exit(exitInterrupted)
 }
 
 // run runs kaudit with args (args[0] is the program) and returns the exit
