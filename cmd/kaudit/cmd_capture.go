@@ -14,6 +14,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/diff"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/topology"
 )
@@ -53,7 +54,7 @@ func captureCommand() *cli.Command {
 			"records of its topics up to that cut, control batches included, into DIR in Kafka's own\n" +
 			"log-dir layout with a manifest.json holding the rest and the sha256 of every file.\n" +
 			"Audit it later with --snapshot DIR. An interrupted or --max-bytes-bounded capture resumes\n" +
-			"where it stopped when run again with the same --out; until then it exits 3.\n\n" + exitStatusHelp,
+			"where it stopped when run again with the same --out; until then it exits 3.\n\n" + captureExitHelp,
 		Flags: append(flags, sourceFlags()...),
 		Action: func(c *cli.Context) error {
 			o, err := readCaptureOptions(c, time.Now())
@@ -95,12 +96,12 @@ func readCaptureOptions(c *cli.Context, now time.Time) (captureOptions, error) {
 		return o, usagef("kaudit capture: --out is required")
 	}
 	if s := c.String("since"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		if d, err := diff.ParseAgo(s); err == nil && d > 0 {
 			o.Since = now.Add(-d)
 		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
 			o.Since = t
 		} else {
-			return o, usagef("kaudit capture: --since %q: want a positive duration (24h) or an RFC 3339 time", s)
+			return o, usagef("kaudit capture: --since %q: want a positive duration (24h, 1d, 2w) or an RFC 3339 time", s)
 		}
 	}
 	if s := c.String("max-bytes"); s != "" {
