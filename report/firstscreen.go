@@ -380,7 +380,7 @@ var Glossary = [][2]string{
 	{"cut", "the group's committed offsets with the changelog and output records they commit with: under exactly-once, one atomic state of the app."},
 	{"committed, log start, LSO, HW", "per partition: where the app resumes; the lowest offset still held; the end of what `read_committed` readers see; the end of the log."},
 	{"stage", "where an input stopped: `source` (never read), `repartition` (no copy applied), `store` (not in the changelog), `join` (output wrong); or the area of an anomaly."},
-	{"cause", "why, named from its own evidence: one per finding (docs/how-it-decides.md lists them); `loss` and `anomaly` change the verdict, `risk` and `info` do not."},
+	{"cause", "why, named from its own evidence: one per finding (the findings table of kaudit's README lists them); `loss` and `anomaly` change the verdict, `risk` and `info` do not."},
 	{"missing evidence", "what kaudit could not read or evaluate: never counted as a loss, it makes the verdict `incomplete`."},
 }
 

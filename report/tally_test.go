@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -194,4 +195,38 @@ func sumColumn(t *testing.T, rows [][]string, col int) int64 {
 		}
 	}
 	return n
+}
+
+// TestGlossaryMatchesREADME: README.md's Quick start holds the
+// postmortem's glossary, line for line.
+func TestGlossaryMatchesREADME(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "### The postmortem's words")
+	if i < 0 {
+		t.Fatal("README.md has no section \"The postmortem's words\"")
+	}
+	var want strings.Builder
+	md := &mdWriter{b: &want}
+	writeGlossary(md)
+	wantLines := strings.Split(strings.TrimSpace(strings.TrimPrefix(want.String(), "## Glossary\n")), "\n")
+	section := readme[i:]
+	if j := strings.Index(section[1:], "\n#"); j >= 0 {
+		section = section[:j+1]
+	}
+	var got []string
+	for _, l := range strings.Split(section, "\n") {
+		if strings.HasPrefix(l, "- **") {
+			got = append(got, l)
+		}
+	}
+	if len(wantLines) != 10 {
+		t.Errorf("the glossary has %d lines, want ten", len(wantLines))
+	}
+	if strings.Join(got, "\n") != strings.Join(wantLines, "\n") {
+		t.Errorf("README.md's glossary\n%s\nthe postmortem's\n%s", strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
+	}
 }

@@ -73,6 +73,18 @@ func readManifests(t *testing.T) manifests {
 	return m
 }
 
+// jobSpecs are the manifests' jobs by name, the CronJob's template too.
+func (m manifests) jobSpecs() map[string]*batchv1.JobSpec {
+	specs := map[string]*batchv1.JobSpec{}
+	for n, cj := range m.cronJobs {
+		specs[n] = &cj.Spec.JobTemplate.Spec
+	}
+	for n, j := range m.jobs {
+		specs[n] = &j.Spec
+	}
+	return specs
+}
+
 // TestDeployManifests checks deploy/ against the Kubernetes API types and
 // the rules the API server would apply to these fields.
 func TestDeployManifests(t *testing.T) {
