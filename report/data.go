@@ -112,6 +112,16 @@ func ReadJSON(rd io.Reader) (*audit.Report, error) {
 			return nil, fmt.Errorf("decode report: lineage names finding %d of %d", l.Finding, len(r.Findings))
 		}
 	}
+	if b := r.Baseline; b != nil {
+		for _, i := range b.New {
+			if i < 0 || i >= len(r.Findings) {
+				return nil, fmt.Errorf("decode report: the baseline names finding %d of %d as new", i, len(r.Findings))
+			}
+		}
+		if b.Verdict != "" && !verdicts[b.Verdict] {
+			return nil, fmt.Errorf("decode report: unknown baseline verdict %q", b.Verdict)
+		}
+	}
 	return &r, nil
 }
 
