@@ -1,6 +1,9 @@
 package audit
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Verdict is the worst that holds of a run, in the order loss, anomaly,
 // incomplete, clean.
@@ -91,6 +94,69 @@ type Report struct {
 	// want of one (kaudit.yaml, each guess with its evidence as a
 	// comment); empty when the user gave the spec.
 	InferredSpec string `json:"inferred_spec,omitempty"`
+	// Shard says which task partitions the report audited when it is one
+	// shard of an app (kaudit diff --shard or --partitions); nil for a
+	// whole audit.
+	Shard *Shard `json:"shard,omitempty"`
+	// Baseline says what the report was judged against (kaudit diff
+	// --baseline): the findings new since and their verdict, which the
+	// exit code judges.
+	Baseline *Baseline `json:"baseline,omitempty"`
+}
+
+// Shard is the part of an app's task partitions one report audited.
+type Shard struct {
+	// Index and Count are --shard I/N (Count 0 for --partitions).
+	Index int32 `json:"index"`
+	Count int32 `json:"count"`
+	// Partitions are the task partitions audited, of Tasks (the largest
+	// partition count of the app's topics): the shards of one audit cover
+	// each of 0..Tasks-1 once.
+	Partitions []int32 `json:"partitions"`
+	Tasks      int32   `json:"tasks"`
+	// Run names the audit the shards belong to (--run-id), so that a
+	// report left from another run is not merged with them.
+	Run string `json:"run,omitempty"`
+}
+
+// Baseline is what a report was judged against: a previous report.
+type Baseline struct {
+	// Report is the previous report's file, as given; GeneratedAt when
+	// that audit ran.
+	Report      string    `json:"report"`
+	GeneratedAt time.Time `json:"generated_at"`
+	// New lists the findings new since the previous report, as indices
+	// into Report.Findings as of the last Finish (which points them again
+	// after every sort, as it does a lineage).
+	New []int `json:"new"`
+	// Verdict is the verdict of the new findings and the missing
+	// evidence: the one the exit code judges.
+	Verdict Verdict `json:"verdict"`
+	newOf   []Finding
+}
+
+// ExitVerdict is the verdict the exit code judges: with a baseline, that
+// of the findings new since; else the report's.
+func (r *Report) ExitVerdict() Verdict {
+	if r.Baseline != nil {
+		return r.Baseline.Verdict
+	}
+	return r.Summary.Verdict
+}
+
+// NewFindings are the findings the baseline does not have; all of them
+// without a baseline.
+func (r *Report) NewFindings() []Finding {
+	if r.Baseline == nil {
+		return r.Findings
+	}
+	out := make([]Finding, 0, len(r.Baseline.New))
+	for _, i := range r.Baseline.New {
+		if i >= 0 && i < len(r.Findings) {
+			out = append(out, r.Findings[i])
+		}
+	}
+	return out
 }
 
 // Signature is one piece of evidence a known bug leaves, and the findings
@@ -163,8 +229,10 @@ type Minute struct {
 // Finish sorts the findings and fills the summary's counts and verdict.
 func (r *Report) Finish() {
 	r.bindLineage()
+	r.bindBaseline()
 	SortFindings(r.Findings)
 	r.pointLineage()
+	r.pointBaseline()
 	r.Summary.ByStage = map[Stage]int64{}
 	r.Summary.ByCause = map[Cause]int64{}
 	r.Summary.Vanished, r.Summary.Pending = 0, 0
@@ -180,6 +248,45 @@ func (r *Report) Finish() {
 		}
 	}
 	r.Summary.Verdict = Judge(r.Findings, r.Summary.Missing)
+	if r.Baseline != nil {
+		r.Baseline.Verdict = Judge(r.NewFindings(), r.Summary.Missing)
+	}
+}
+
+// bindBaseline binds the baseline's new findings, if not yet bound, to the
+// findings their indices name.
+func (r *Report) bindBaseline() {
+	b := r.Baseline
+	if b == nil || b.newOf != nil {
+		return
+	}
+	b.newOf = []Finding{}
+	for _, i := range b.New {
+		if i >= 0 && i < len(r.Findings) {
+			b.newOf = append(b.newOf, r.Findings[i])
+		}
+	}
+}
+
+// pointBaseline sets the baseline's indices to where its new findings
+// stand now, dropping those the report no longer holds.
+func (r *Report) pointBaseline() {
+	b := r.Baseline
+	if b == nil {
+		return
+	}
+	at := make(map[Finding][]int, len(b.newOf))
+	for i, f := range r.Findings {
+		at[f] = append(at[f], i)
+	}
+	b.New = []int{}
+	for _, f := range b.newOf {
+		if is := at[f]; len(is) > 0 {
+			b.New = append(b.New, is[0])
+			at[f] = is[1:]
+		}
+	}
+	slices.Sort(b.New)
 }
 
 // bindLineage binds each lineage not yet bound to the finding its index

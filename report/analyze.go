@@ -33,32 +33,8 @@ var goneCauses = map[audit.Cause]bool{
 // sorted by topic, partition and offset; overlapping and adjacent offsets
 // merge.
 func ReplayRanges(r *audit.Report) (replay, gone []Range) {
-	logStart := map[audit.TopicPartition]int64{}
-	for _, c := range r.Cut {
-		tp := audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}
-		if ls, ok := logStart[tp]; !ok || c.LogStart > ls {
-			logStart[tp] = c.LogStart
-		}
-	}
-	for _, f := range r.Findings {
-		if f.Severity != audit.SeverityLoss || f.Stage == audit.StageJoin || f.Offset < 0 || f.Topic == "" {
-			continue
-		}
-		rg := Range{Topic: f.Topic, Partition: f.Partition, From: f.Offset, Count: max(f.Count, 1)}
-		ls, known := logStart[audit.TopicPartition{Topic: f.Topic, Partition: f.Partition}]
-		switch {
-		case goneCauses[f.Cause]:
-			gone = append(gone, rg)
-		case known && rg.To() < ls:
-			gone = append(gone, rg)
-		case known && rg.From < ls:
-			gone = append(gone, Range{rg.Topic, rg.Partition, rg.From, ls - rg.From})
-			replay = append(replay, Range{rg.Topic, rg.Partition, ls, rg.To() - ls + 1})
-		default:
-			replay = append(replay, rg)
-		}
-	}
-	return mergeRanges(replay), mergeRanges(gone)
+	t := TallyOf(r)
+	return t.Replay, t.GoneRanges
 }
 
 func mergeRanges(rs []Range) []Range {

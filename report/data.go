@@ -1,7 +1,6 @@
 package report
 
 import (
-	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -113,11 +112,25 @@ func ReadJSON(rd io.Reader) (*audit.Report, error) {
 			return nil, fmt.Errorf("decode report: lineage names finding %d of %d", l.Finding, len(r.Findings))
 		}
 	}
+	if b := r.Baseline; b != nil {
+		for _, i := range b.New {
+			if i < 0 || i >= len(r.Findings) {
+				return nil, fmt.Errorf("decode report: the baseline names finding %d of %d as new", i, len(r.Findings))
+			}
+		}
+		if b.Verdict != "" && !verdicts[b.Verdict] {
+			return nil, fmt.Errorf("decode report: unknown baseline verdict %q", b.Verdict)
+		}
+	}
 	return &r, nil
 }
 
 // CSV writes one row per finding under a header of exactly
-// audit.FindingColumns.
+// audit.FindingColumns. A key is its text (a JSON string as its
+// characters, a null key empty, any other value as its JSON); expected and
+// actual are the values' JSON text; a number kaudit does not know (a join
+// output with no offset, a record with no producer) is an empty cell, as
+// it is null in the JSON.
 func CSV(w io.Writer, r *audit.Report) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(audit.FindingColumns); err != nil {
@@ -139,196 +152,58 @@ func CSV(w io.Writer, r *audit.Report) error {
 func findingRow(f audit.Finding) []string {
 	return []string{
 		string(f.Stage), string(f.Cause), string(f.Severity), f.Topic,
-		strconv.FormatInt(int64(f.Partition), 10), strconv.FormatInt(f.Offset, 10),
-		strconv.FormatInt(f.Count, 10), f.Key, strconv.FormatInt(f.Timestamp, 10),
-		f.TransactionalID, strconv.FormatInt(f.ProducerID, 10),
-		strconv.FormatInt(int64(f.ProducerEpoch), 10), f.Expected, f.Actual, f.Detail,
+		known(int64(f.Partition)), known(f.Offset),
+		strconv.FormatInt(f.Count, 10), keyText(f.Key), known(f.Timestamp),
+		f.TransactionalID, known(f.ProducerID),
+		known(int64(f.ProducerEpoch)), f.Expected, f.Actual, f.Detail,
 	}
 }
 
-// identity is what makes two findings "the same" across runs.
-type identity struct {
-	stage     audit.Stage
-	cause     audit.Cause
-	topic     string
-	partition int32
-	offset    int64
-	key       string
+// known is n as text, or "" for -1, the number kaudit does not know.
+func known(n int64) string {
+	if n == -1 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
 }
 
-func idOf(f audit.Finding) identity {
-	return identity{f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Key}
+// keyText is a key as a person reads and types it: a JSON string as its
+// characters, a null key as nothing, any other value (a number, a record)
+// as its JSON text. Every format but the JSON prints keys so.
+func keyText(k string) string {
+	switch {
+	case k == "null":
+		return ""
+	case len(k) >= 2 && k[0] == '"':
+		var s string
+		if json.Unmarshal([]byte(k), &s) == nil {
+			return s
+		}
+	}
+	return k
 }
 
-// NewSince returns the findings of cur that prev does not have, in cur's
-// order. Two findings are the same when their stage, cause, topic,
-// partition, offset and key are; a nil prev has no findings.
-func NewSince(prev, cur *audit.Report) []audit.Finding {
-	if cur == nil {
-		return nil
+// spaced is a JSON value with a space after each comma between its
+// members, so that a long record wraps in a table cell; any other text
+// is returned as it is.
+func spaced(v string) string {
+	if !strings.ContainsRune(v, ',') || !json.Valid([]byte(v)) {
+		return v
 	}
-	seen := map[identity]bool{}
-	if prev != nil {
-		for _, f := range prev.Findings {
-			seen[idOf(f)] = true
-		}
-	}
-	var out []audit.Finding
-	for _, f := range cur.Findings {
-		if !seen[idOf(f)] {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// ErrAppMismatch is returned by Merge for reports of different apps.
-var ErrAppMismatch = errors.New("reports are of different apps")
-
-// Merge combines shard reports of one app into one. Every report must have
-// the same app_id. Cuts are concatenated (an entry repeated exactly is kept
-// once; one partition with different numbers in two shards is kept twice
-// and noted); findings are deduplicated (exact copies); funnel counts,
-// edges and timeline minutes are added up; missing evidence, skipped checks
-// and notes are united; lineage is re-pointed at the merged findings; the
-// summary is recomputed with Finish. GeneratedAt is the latest of the
-// shards.
-func Merge(reports ...*audit.Report) (*audit.Report, error) {
-	var rs []*audit.Report
-	for _, r := range reports {
-		if r != nil {
-			rs = append(rs, r)
+	var b strings.Builder
+	in, esc := false, false
+	for _, c := range v {
+		b.WriteRune(c)
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && c == ',':
+			b.WriteByte(' ')
 		}
 	}
-	if len(rs) == 0 {
-		return nil, errors.New("merge: no reports")
-	}
-	out := &audit.Report{AppID: rs[0].AppID}
-	cutSeen := map[audit.PartitionCut]bool{}
-	cutTP := map[audit.TopicPartition]bool{}
-	findSeen := map[audit.Finding]bool{}
-	var sources []string
-	edges := map[[2]string]int{}
-	minutes := map[int64]int{}
-	type lin struct {
-		f   audit.Finding
-		hop []audit.Hop
-	}
-	var lineage []lin
-	for i, r := range rs {
-		if r.AppID != out.AppID {
-			return nil, fmt.Errorf("merge report %d (app %q) into app %q: %w", i, r.AppID, out.AppID, ErrAppMismatch)
-		}
-		if r.GeneratedAt.After(out.GeneratedAt) {
-			out.GeneratedAt = r.GeneratedAt
-		}
-		for _, c := range r.Cut {
-			if cutSeen[c] {
-				continue
-			}
-			cutSeen[c] = true
-			tp := audit.TopicPartition{Topic: c.Topic, Partition: c.Partition}
-			if cutTP[tp] {
-				out.Summary.Notes = appendNew(out.Summary.Notes,
-					fmt.Sprintf("the shards disagree on the cut of %s; both are listed", tp))
-			}
-			cutTP[tp] = true
-			out.Cut = append(out.Cut, c)
-		}
-		for _, f := range r.Findings {
-			if !findSeen[f] {
-				findSeen[f] = true
-				out.Findings = append(out.Findings, f)
-			}
-		}
-		for _, m := range r.Summary.Missing {
-			out.Summary.Missing = appendNew(out.Summary.Missing, m)
-		}
-		for _, s := range r.Summary.Skipped {
-			out.Summary.Skipped = appendNew(out.Summary.Skipped, s)
-		}
-		for _, n := range r.Summary.Notes {
-			out.Summary.Notes = appendNew(out.Summary.Notes, n)
-		}
-		for k, v := range r.Summary.Records {
-			if out.Summary.Records == nil {
-				out.Summary.Records = map[string]int64{}
-			}
-			out.Summary.Records[k] += v
-		}
-		for _, e := range r.Edges {
-			k := [2]string{e.From, e.To}
-			if j, ok := edges[k]; ok {
-				out.Edges[j].Records += e.Records
-				out.Edges[j].Vanished += e.Vanished
-				continue
-			}
-			edges[k] = len(out.Edges)
-			out.Edges = append(out.Edges, e)
-		}
-		for _, m := range r.Timeline {
-			if j, ok := minutes[m.Start]; ok {
-				t := &out.Timeline[j]
-				t.Produced += m.Produced
-				t.Committed += m.Committed
-				t.Aborted += m.Aborted
-				t.Vanished += m.Vanished
-				continue
-			}
-			minutes[m.Start] = len(out.Timeline)
-			out.Timeline = append(out.Timeline, m)
-		}
-		for _, sg := range r.Signatures {
-			i := slices.IndexFunc(out.Signatures, func(o audit.Signature) bool {
-				return o.Issue == sg.Issue && o.Topic == sg.Topic && o.Partition == sg.Partition
-			})
-			if i < 0 {
-				out.Signatures = append(out.Signatures, sg)
-				continue
-			}
-			o := &out.Signatures[i]
-			o.From, o.To, o.Findings = min(o.From, sg.From), max(o.To, sg.To), o.Findings+sg.Findings
-			for _, k := range sg.Keys {
-				if !slices.Contains(o.Keys, k) && len(o.Keys) < 10 {
-					o.Keys = append(o.Keys, k)
-				}
-			}
-		}
-		for _, l := range r.Lineage {
-			if l.Finding >= 0 && l.Finding < len(r.Findings) {
-				lineage = append(lineage, lin{r.Findings[l.Finding], l.Hops})
-			}
-		}
-		if r.Source != "" {
-			sources = appendNew(sources, r.Source)
-		}
-	}
-	slices.SortFunc(out.Cut, func(a, b audit.PartitionCut) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-	slices.SortFunc(out.Timeline, func(a, b audit.Minute) int { return cmp.Compare(a.Start, b.Start) })
-	out.Finish()
-	index := make(map[audit.Finding]int, len(out.Findings))
-	for i, f := range out.Findings {
-		index[f] = i
-	}
-	linSeen := map[int]bool{}
-	for _, l := range lineage {
-		i := index[l.f]
-		if !linSeen[i] {
-			linSeen[i] = true
-			out.Lineage = append(out.Lineage, audit.Lineage{Finding: i, Hops: l.hop})
-		}
-	}
-	if len(sources) > 0 {
-		out.Source = strings.Join(sources, "; ")
-	}
-	return out, nil
-}
-
-func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
+	return b.String()
 }

@@ -11,5 +11,7 @@
 // which the README's findings table is checked against), and KnownIssues
 // maps causes to the Kafka bugs whose signature they match.
 //
-// This package imports nothing of kaudit but audit.
+// TopologyTable and TxnsTable render `kaudit topology` and `kaudit txns`
+// from the documents of audit/topology, audit/discovery and audit/txns:
+// those are the only packages of kaudit besides audit it imports.
 package report

@@ -35,25 +35,29 @@ func seedCut() []audit.PartitionCut {
 	}
 }
 
-func seedEdges(lost bool) []audit.Edge {
+// seedEdges are the pipeline's hops; the hops out of the sources count
+// the inputs judged, orders+payments, as the timeline does.
+func seedEdges(orders, payments int64, lost bool) []audit.Edge {
 	e := []audit.Edge{
-		{From: "orders-v1", To: repartition, Records: 2380},
-		{From: "payments-v1", To: repartition, Records: 900},
-		{From: repartition, To: "orders store", Records: 3280},
-		{From: "payments-v1", To: "payments store", Records: 900},
+		{From: "orders-v1", To: repartition, Records: orders},
+		{From: repartition, To: "orders store", Records: orders},
+		{From: "payments-v1", To: "payments store", Records: payments},
 		{From: "orders store", To: "order-status", Records: 1500},
 		{From: "payments store", To: "order-status", Records: 880},
 	}
 	if lost {
-		e[0].Vanished = 64
-		e[2].Vanished = 20
-		e[4].Vanished = 3
+		e[0].Vanished = 60
+		e[1].Records, e[1].Vanished = orders-60, 21
+		e[2].Vanished = 4
+		e[3].Vanished = 1
 	}
 	return e
 }
 
-func seedRecords() map[string]int64 {
-	return map[string]int64{"read": 3280, "consumed": 3270, "repartitioned": 3270, "applied": 3250, "joined": 1500, "output": 1500, "null-key": 2}
+// seedRecords is the funnel of judged inputs with pending ones at the
+// source and two null keys.
+func seedRecords(judged, pending int64) map[string]int64 {
+	return map[string]int64{"read": judged + pending + 2, "consumed": judged + 2, "repartitioned": judged, "applied": judged, "joined": 1500, "output": 1500, "null-key": 2}
 }
 
 // steadyTimeline is n quiet minutes of steady traffic.
@@ -69,8 +73,8 @@ func steadyTimeline(n int) []audit.Minute {
 func cleanReport() *audit.Report {
 	r := &audit.Report{
 		AppID: "orders-app", GeneratedAt: testGenerated, Source: "live broker1:9092",
-		Cut: seedCut(), Edges: seedEdges(false), Timeline: steadyTimeline(10),
-		Summary: audit.Summary{Records: seedRecords()},
+		Cut: seedCut(), Edges: seedEdges(700, 300, false), Timeline: steadyTimeline(10),
+		Summary: audit.Summary{Records: seedRecords(1000, 10)},
 	}
 	for i := range int64(10) {
 		f := audit.NewFinding(audit.StageSource, audit.CausePending, tp("orders-v1", 1), 1180+i)
@@ -90,8 +94,8 @@ func cleanReport() *audit.Report {
 func lossReport() *audit.Report {
 	r := &audit.Report{
 		AppID: "orders-app", GeneratedAt: testGenerated, Source: "snapshot /var/kaudit/incident-42 captured 2026-11-30T11:00:00Z",
-		Cut: seedCut(), Edges: seedEdges(true),
-		Summary: audit.Summary{Records: seedRecords(), Notes: []string{"order of orders inputs was ambiguous for 3 keys; any interleaving accepted"}},
+		Cut: seedCut(), Edges: seedEdges(1400, 635, true),
+		Summary: audit.Summary{Records: seedRecords(2035, 10), Notes: []string{"order of orders inputs was ambiguous for 3 keys; any interleaving accepted"}},
 	}
 	r.Cut[1].LogStart, r.Cut[1].HW = 5, 1192 // retention gap; a hanging transaction holds the LSO
 	r.Cut[3].Committed = 2270                // purged before commit: log-start 2290 above it
@@ -105,7 +109,7 @@ func lossReport() *audit.Report {
 		audit.Minute{Start: at(12), Produced: 5, Committed: 0, Aborted: 2},
 	)
 	// minutes 13..32 absent: nothing produced (filled in by the renderer)
-	ms = append(ms, audit.Minute{Start: at(33), Produced: 300, Committed: 10, Aborted: 1, Vanished: 20})
+	ms = append(ms, audit.Minute{Start: at(33), Produced: 300, Committed: 10, Aborted: 1, Vanished: 1})
 	for i := 34; i < 40; i++ {
 		ms = append(ms, audit.Minute{Start: at(i), Produced: 100, Committed: 12})
 	}

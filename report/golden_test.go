@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	goldenfile "github.com/kaudit/kaudit/internal/golden"
 
@@ -49,6 +51,21 @@ func TestGolden(t *testing.T) {
 			})
 		}
 	}
+	t.Run("loss-baseline", func(t *testing.T) {
+		// judged against last night's report, which had every finding but
+		// the hanging transaction
+		r := lossReport()
+		i := slices.IndexFunc(r.Findings, func(f audit.Finding) bool { return f.Cause == audit.CauseHangingTransaction })
+		r.Baseline = &audit.Baseline{Report: "/reports/nightly/last.json", GeneratedAt: testGenerated.Add(-24 * time.Hour), New: []int{i}}
+		r.Finish()
+		for _, f := range []string{"md", "txt"} {
+			var b bytes.Buffer
+			if err := Render(&b, map[string]string{"md": "md", "txt": "table"}[f], r, testOptions()); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "loss-baseline."+f+".golden", b.Bytes())
+		}
+	})
 	t.Run("loss-no-version/md", func(t *testing.T) {
 		var b bytes.Buffer
 		if err := Markdown(&b, lossReport(), Options{Now: testNow}); err != nil {

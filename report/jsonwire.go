@@ -158,6 +158,8 @@ type wireReport struct {
 	Lineage     []wireLineage   `json:"lineage,omitempty"`
 	Source      string          `json:"source,omitempty"`
 	Signatures  []wireSignature `json:"signatures,omitempty"`
+	Shard       *audit.Shard    `json:"shard,omitempty"`
+	Baseline    *audit.Baseline `json:"baseline,omitempty"`
 }
 
 func toWireFinding(f audit.Finding) wireFinding {
@@ -192,7 +194,7 @@ func toWire(r *audit.Report) *wireReport {
 	w := &wireReport{
 		Schema: jsonSchema, AppID: r.AppID, GeneratedAt: r.GeneratedAt, Summary: r.Summary,
 		Cut: make([]wireCut, len(r.Cut)), Findings: wireFindings(r.Findings),
-		Edges: r.Edges, Timeline: r.Timeline, Source: r.Source,
+		Edges: r.Edges, Timeline: r.Timeline, Source: r.Source, Shard: r.Shard, Baseline: r.Baseline,
 	}
 	for i, c := range r.Cut {
 		w.Cut[i] = wireCut{c.Topic, c.Partition, c.Role, opt[int64]{c.Committed}, opt[int64]{c.LogStart}, opt[int64]{c.LSO}, opt[int64]{c.HW}}
@@ -217,7 +219,7 @@ func toWire(r *audit.Report) *wireReport {
 func (w *wireReport) report() *audit.Report {
 	r := &audit.Report{
 		AppID: w.AppID, GeneratedAt: w.GeneratedAt, Summary: w.Summary,
-		Edges: w.Edges, Timeline: w.Timeline, Source: w.Source,
+		Edges: w.Edges, Timeline: w.Timeline, Source: w.Source, Shard: w.Shard, Baseline: w.Baseline,
 	}
 	for _, c := range w.Cut {
 		r.Cut = append(r.Cut, audit.PartitionCut{Topic: c.Topic, Partition: c.Partition, Role: c.Role,

@@ -34,50 +34,35 @@ var funnelOrder = []string{"read", "consumed", "repartitioned", "applied", "join
 // source record): only between them is a change from hop to hop meaningful.
 var inputHops = []string{"read", "consumed", "repartitioned", "applied"}
 
-// Markdown writes the postmortem: verdict and summary, missing evidence,
-// the cut, the topology, the funnel, the timeline, findings by cause with
-// the known issues they match, sample lineage and what to do next.
+// Markdown writes the postmortem. Its first screen holds the verdict with
+// the numbers that matter, the warnings of an incomplete run, the losses
+// and anomalies, and what to do next; then the details: how to do it,
+// the findings by cause, the known Kafka issues they match, the pipeline,
+// the funnel, the timeline, sample lineage, notes, the cut, a glossary
+// and the provenance. Every number comes from the report's Tally.
 func Markdown(w io.Writer, r *audit.Report, o Options) error {
 	var b strings.Builder
 	md := &mdWriter{b: &b}
+	t := TallyOf(r)
 	ms := timeline(r)
 	windows, runs := incidentRuns(ms)
-	replay, gone := ReplayRanges(r)
 
 	md.f("# kaudit postmortem: %s\n\n", text(orDash(r.AppID)))
-	if o.Verdict != "" {
-		// --baseline: the exit code and the metrics judge what is new
-		md.f("**Verdict on what is new since the baseline: %s.** The whole audit: %s (%s).\n\n", strings.ToUpper(string(o.Verdict)), strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
-	} else {
-		md.f("**Verdict: %s** (%s).\n\n", strings.ToUpper(string(verdictOf(r))), text(verdictCounts(r)))
-	}
-	writeGaps(md, r)
-	md.f("Report generated %s", stamp(r.GeneratedAt))
-	if r.Source != "" {
-		md.f(" from %s", text(r.Source))
-	}
-	md.f("; rendered %s.", stamp(o.now()))
-	if o.KafkaVersion != "" {
-		md.f(" Broker Kafka version: %s.", text(o.KafkaVersion))
-	} else {
-		md.s(" Broker Kafka version not given (pass --kafka-version to check broker issues against it).")
-	}
-	if o.StreamsVersion != "" {
-		md.f(" Kafka Streams version: %s.", text(o.StreamsVersion))
-	} else {
-		md.s(" Kafka Streams version not given (pass --streams-version to check client issues against it).")
-	}
-	md.s("\n\n## Summary\n\n")
-	md.s(summaryParagraph(r, windows, replay, gone))
-	md.s("\n\n")
+	headline(md, r, t)
+	writeWarnings(md, r, t)
+	writeUrgent(md, r)
+	writeNextSteps(md, r, t, o)
 
-	writeCut(md, r)
-	writeTopology(md, r)
-	writeFunnel(md, r)
-	writeTimeline(md, r, ms, windows, runs, o)
+	writeHowTo(md, r, t, o)
 	writeFindings(md, r, o)
+	writeKnownIssues(md, r, o)
+	writeTopology(md, r, t)
+	writeFunnel(md, r, t)
+	writeTimeline(md, r, t, ms, windows, runs, o)
 	writeLineage(md, r)
-	writeNext(md, r, replay, gone, o)
+	writeNotes(md, r)
+	writeCut(md, r)
+	writeGlossary(md)
 	writeProvenance(md, r, o)
 	return write(w, []byte(strings.TrimRight(b.String(), "\n")+"\n"), "write markdown")
 }
@@ -188,146 +173,6 @@ func msStamp(ms int64) string {
 
 func num(n int64) string { return strconv.FormatInt(n, 10) }
 
-// writeGaps shows missing evidence, skipped checks and notes near the top,
-// so that an incomplete run never looks clean.
-func writeGaps(md *mdWriter, r *audit.Report) {
-	unreadable := 0
-	for _, f := range r.Findings {
-		if f.Cause == audit.CauseUnreadable {
-			unreadable++
-		}
-	}
-	s := r.Summary
-	if len(s.Missing) == 0 && len(s.Skipped) == 0 && len(s.Notes) == 0 && unreadable == 0 {
-		return
-	}
-	if len(s.Missing) > 0 || unreadable > 0 {
-		md.s("> **Warning: this audit is incomplete.** Evidence was missing, so records may have vanished where kaudit could not look. Do not read the absence of a finding as proof that nothing was lost.\n")
-	} else {
-		md.s("> **Note:** read these before the findings.\n")
-	}
-	for _, m := range s.Missing {
-		md.f("> - **Missing evidence:** %s\n", text(m))
-	}
-	if unreadable > 0 {
-		md.f("> - **Unreadable:** %s (see `unreadable` below).\n", pluralVerb(int64(unreadable), "partition or file could not be read", "partitions or files could not be read"))
-	}
-	for _, k := range s.Skipped {
-		md.f("> - **Skipped check:** %s\n", text(k))
-	}
-	for _, n := range s.Notes {
-		md.f("> - **Note:** %s\n", text(n))
-	}
-	md.s("\n")
-}
-
-// summaryParagraph is the paragraph a manager reads.
-func summaryParagraph(r *audit.Report, windows []Window, replay, gone []Range) string {
-	app := text(orDash(r.AppID))
-	lossBy := map[audit.Cause]int64{}
-	other := map[audit.Cause]int64{}
-	unreadable := 0
-	for _, f := range r.Findings {
-		switch {
-		case f.Cause == audit.CauseUnreadable:
-			unreadable++
-		case f.Severity == audit.SeverityLoss:
-			lossBy[f.Cause] += max(f.Count, 1)
-		case f.Severity == audit.SeverityAnomaly:
-			other[f.Cause]++
-		}
-	}
-	var b strings.Builder
-	vanished := r.Summary.Vanished
-	if vanished == 0 {
-		for _, n := range lossBy {
-			vanished += n
-		}
-	}
-	gaps := len(r.Summary.Missing) + unreadable
-	incomplete := gaps > 0 || verdictOf(r) == audit.VerdictIncomplete
-	switch {
-	case vanished > 0:
-		fmt.Fprintf(&b, "kaudit found that %s of %s vanished: %s.", plural(vanished, "input record"), app, causeList(lossBy))
-		if len(other) > 0 {
-			fmt.Fprintf(&b, " It also found %s.", anomalyList(other))
-		}
-	case len(other) > 0:
-		fmt.Fprintf(&b, "kaudit found no vanished input record in %s, but %s.", app, anomalyList(other))
-	case incomplete:
-		fmt.Fprintf(&b, "kaudit found nothing lost in the evidence it could read for %s.", app)
-	default:
-		fmt.Fprintf(&b, "kaudit found no vanished records in %s: every input below the group's committed offsets is reflected in the stores and the output.", app)
-	}
-	if incomplete {
-		fmt.Fprintf(&b, " **The audit is incomplete**: %s (listed above), so ", pluralVerb(int64(gaps), "piece of evidence was missing or unreadable", "pieces of evidence were missing or unreadable"))
-		if vanished > 0 {
-			b.WriteString("the true loss may be larger.")
-		} else {
-			b.WriteString("it does not show that nothing was lost.")
-		}
-	}
-	if len(windows) > 0 {
-		w := windows[0]
-		fmt.Fprintf(&b, " The data places the incident between %s and %s UTC", w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"))
-		if len(windows) > 1 {
-			fmt.Fprintf(&b, " (and %s, see the timeline)", plural(int64(len(windows)-1), "later window"))
-		}
-		b.WriteString(".")
-	}
-	if vanished > 0 {
-		fmt.Fprintf(&b, " %s of the vanished records can still be read from Kafka and replayed; %s offsets are gone from Kafka and must come from upstream.", num(total(replay)), num(total(gone)))
-	}
-	if r.Summary.Pending > 0 {
-		fmt.Fprintf(&b, " %s records are still pending: the application has not processed them yet, which is lag, not loss.", num(r.Summary.Pending))
-	}
-	if n := r.Summary.ByCause[audit.CauseConfigRisk]; n > 0 {
-		fmt.Fprintf(&b, " %s loss (see `config-risk`).", pluralVerb(n, "setting allows", "settings allow"))
-	}
-	return b.String()
-}
-
-// causeList is "12 records consumed but …, 3 records …" in cause order.
-func causeList(by map[audit.Cause]int64) string {
-	var parts []string
-	for _, c := range audit.Causes {
-		if n, ok := by[c]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s (`%s`)", num(n), describe(c), c))
-		}
-	}
-	var extra []string
-	for c := range by {
-		if _, ok := causePhrase(c); !ok {
-			extra = append(extra, fmt.Sprintf("%s %s", num(by[c]), text(string(c))))
-		}
-	}
-	slices.Sort(extra)
-	parts = append(parts, extra...)
-	return strings.Join(parts, ", ")
-}
-
-// anomalyList is "3 anomalies that need attention (2 `duplicate`, 1 …)".
-func anomalyList(by map[audit.Cause]int64) string {
-	var n int64
-	var parts []string
-	keys := make([]audit.Finding, 0, len(by))
-	for c := range by {
-		keys = append(keys, audit.Finding{Cause: c})
-	}
-	for _, c := range causesIn(keys) {
-		n += by[c]
-		parts = append(parts, fmt.Sprintf("%d `%s`", by[c], text(string(c))))
-	}
-	return fmt.Sprintf("%s that need%s attention (%s)", pluralVerb(n, "anomaly", "anomalies"), map[bool]string{true: "s"}[n == 1], strings.Join(parts, ", "))
-}
-
-func describe(c audit.Cause) string {
-	if s, ok := causePhrase(c); ok {
-		return s
-	}
-	return text(string(c))
-}
-
 func total(rs []Range) int64 {
 	var n int64
 	for _, r := range rs {
@@ -379,13 +224,16 @@ func cutRemarks(c audit.PartitionCut) []string {
 	return out
 }
 
-func writeTopology(md *mdWriter, r *audit.Report) {
-	md.s("## Topology\n\n")
+func writeTopology(md *mdWriter, r *audit.Report, t Tally) {
 	if len(r.Edges) == 0 {
-		md.s("The report holds no topology edges.\n\n")
 		return
 	}
-	md.s("Record counts on each hop; hops where records vanished are red.\n\n")
+	md.s("## Pipeline\n\n")
+	md.s("Each hop counts the inputs kaudit judged")
+	if t.Judged > 0 {
+		md.f(" (%s in all: the consumed inputs with a key whose copies were applied, as the timeline counts them)", num(t.Judged))
+	}
+	md.s("; a table's hop into a join counts its keys at the cut. Hops where records vanished are red.\n\n")
 	md.s(Mermaid(r.Edges))
 	md.s("\n")
 }
@@ -437,15 +285,26 @@ func Mermaid(edges []audit.Edge) string {
 	return "```mermaid\n" + fc.String() + "```\n"
 }
 
-func writeFunnel(md *mdWriter, r *audit.Report) {
-	md.s("## Funnel by stage\n\n")
+// funnelMeaning says what each hop of the funnel counts.
+var funnelMeaning = map[string]string{
+	"read":          "committed source records kaudit read (offsets below a partition's log start were deleted and are not among them)",
+	"consumed":      "of those, the records below the group's committed offsets (the rest are pending: lag)",
+	"repartitioned": "committed copies on the repartition topics",
+	"applied":       "of those, the copies below the group's committed offsets there",
+	"joined":        "keys the joins were checked for",
+	"output":        "records the app wrote to its output topics",
+	"null-key":      "inputs with a null key, which Streams drops by design",
+	"filtered":      "inputs the app's steps drop by design",
+}
+
+func writeFunnel(md *mdWriter, r *audit.Report, t Tally) {
 	recs := r.Summary.Records
 	if len(recs) == 0 {
-		md.s("The report holds no per-stage record counts.\n\n")
 		return
 	}
+	md.s("## Funnel by stage\n\n")
 	keys := funnelKeys(recs)
-	md.header("hop", ">records", ">change from previous hop")
+	md.header("hop", ">records", ">change", "what it counts")
 	for i, k := range keys {
 		change := ""
 		if i > 0 && slices.Contains(inputHops, k) && slices.Contains(inputHops, keys[i-1]) {
@@ -455,12 +314,16 @@ func writeFunnel(md *mdWriter, r *audit.Report) {
 				change = "+" + change
 			}
 		}
-		md.row(text(k), num(recs[k]), change)
+		md.row(text(k), num(recs[k]), change, text(funnelMeaning[k]))
 	}
-	md.s("\nA hop may legitimately hold fewer records than the one before (null keys, filters, a `latest` reducer folding updates); the findings below say which differences are losses.\n\n")
+	md.s("\nA hop may legitimately hold fewer records than the one before (lag, null keys, filters, a `latest` reducer folding updates); the findings say which differences are losses.")
+	if t.Judged > 0 {
+		md.f(" The pipeline and the timeline count the %s inputs kaudit judged against the stores: the applied ones with a key.", num(t.Judged))
+	}
 	if _, ok := recs["output"]; ok {
-		md.s("`output` counts the records the app wrote, not inputs: record caching folds several updates of a key into one record, and a join writes one for an update of any of its tables, so it is not compared with the inputs applied (its difference is no loss; the join findings are).\n\n")
+		md.s(" `output` counts the records the app wrote, not inputs: record caching folds several updates of a key into one record, and a join writes one for an update of any of its tables, so it is not compared with the inputs applied.")
 	}
+	md.s("\n\n")
 }
 
 func funnelKeys(recs map[string]int64) []string {
@@ -479,12 +342,11 @@ func funnelKeys(recs map[string]int64) []string {
 	return append(keys, extra...)
 }
 
-func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []Window, runs []run, o Options) {
-	md.s("## Timeline\n\n")
+func writeTimeline(md *mdWriter, r *audit.Report, t Tally, ms []audit.Minute, windows []Window, runs []run, o Options) {
 	if len(ms) == 0 {
-		md.s("The report holds no timeline.\n\n")
 		return
 	}
+	md.s("## Timeline\n\n")
 	if o.SVGPath != "" {
 		md.f("![Timeline of %s](%s)\n\n", text(orDash(r.AppID)), linkTarget(o.SVGPath))
 	}
@@ -493,9 +355,9 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 	} else {
 		md.s("Incident windows found in the data (minutes with aborted transactions, a gap in production or vanished records, runs joined across up to two quiet minutes):\n\n")
 		for _, w := range windows {
-			md.f("- **%s – %s UTC** (%s): %s, %s with (almost) no production, %s vanished\n",
+			md.f("- **%s – %s UTC** (%s): %s, %s with (almost) no production, %s of the vanished records\n",
 				w.Start.Format("2006-01-02 15:04"), w.End.Format("15:04"), plural(int64(w.End.Sub(w.Start)/time.Minute), "minute"),
-				plural(int64(w.Aborted), "aborted transaction"), plural(int64(w.GapMinutes), "minute"), plural(int64(w.Vanished), "record"))
+				plural(int64(w.Aborted), "aborted transaction"), plural(int64(w.GapMinutes), "minute"), num(w.Vanished))
 		}
 		md.s("\n")
 	}
@@ -566,7 +428,27 @@ func writeTimeline(md *mdWriter, r *audit.Report, ms []audit.Minute, windows []W
 	}
 	flush()
 	md.row("**total**", num(tot.Produced), num(tot.Committed), num(tot.Aborted), num(tot.Vanished), "")
-	md.s("\n")
+	md.s("\n`produced` counts the inputs kaudit judged, by their timestamps.")
+	if t.Vanished != t.Timed {
+		md.f(" The timeline places %s of the %s vanished records: the inputs kaudit read, at their timestamps", num(t.Timed), num(t.Vanished))
+		if other := t.Vanished - t.Timed; other == t.Gone+t.Outputs+t.Unplaced {
+			var parts []string
+			if t.Gone > 0 {
+				parts = append(parts, pluralVerb(t.Gone, "offset gone from Kafka", "offsets gone from Kafka"))
+			}
+			if t.Outputs > 0 {
+				parts = append(parts, plural(t.Outputs, "join output"))
+			}
+			if t.Unplaced > 0 {
+				parts = append(parts, pluralVerb(t.Unplaced, "record no offset names", "records no offset names"))
+			}
+			md.f("; the other %s (%s) carry no time kaudit could read", num(other), strings.Join(parts, ", "))
+		} else {
+			md.f("; the other %s carry no time kaudit could read", num(t.Vanished-t.Timed))
+		}
+		md.s(".")
+	}
+	md.s("\n\n")
 }
 
 // quiet is a minute in which nothing was produced, committed, aborted or
@@ -583,31 +465,98 @@ func linkTarget(p string) string {
 	return p
 }
 
-// writeSignatures lists the evidence a known bug leaves and the findings
-// that rest on it.
-func writeSignatures(md *mdWriter, r *audit.Report) {
-	if len(r.Signatures) == 0 {
+// writeKnownIssues lists, once each, the known Kafka issues whose
+// signature the findings match, judged against the given versions; those
+// the versions are not affected by are named in one line, not listed as
+// matches. The evidence a known bug leaves (the report's signatures)
+// comes first.
+func writeKnownIssues(md *mdWriter, r *audit.Report, o Options) {
+	type match struct {
+		k      KnownIssue
+		causes []string
+	}
+	var matches []match
+	at := map[string]int{}
+	for _, c := range causesIn(r.Findings) {
+		if sev := c.Severity(); sev != audit.SeverityLoss && sev != audit.SeverityAnomaly {
+			continue
+		}
+		for _, k := range issuesFor(c) {
+			i, ok := at[k.ID]
+			if !ok {
+				i = len(matches)
+				at[k.ID] = i
+				matches = append(matches, match{k: k})
+			}
+			matches[i].causes = append(matches[i].causes, "`"+string(c)+"`")
+		}
+	}
+	if len(matches) == 0 && len(r.Signatures) == 0 {
 		return
 	}
-	md.s("## Known bugs the evidence points to\n\n")
-	md.header("issue", "evidence", "offsets", "findings", "fixed in", "keys")
-	for _, sg := range r.Signatures {
-		issue := sg.Issue
-		if sg.Candidate {
-			issue += " (consistent with, not proven)"
+	md.s("## Known Kafka issues\n\n")
+	if len(r.Signatures) > 0 {
+		md.s("The evidence holds the signature of a known bug:\n\n")
+		md.header("issue", "evidence", "offsets", ">findings", "fixed in", "keys")
+		for _, sg := range r.Signatures {
+			issue := sg.Issue
+			if sg.Candidate {
+				issue += " (consistent with, not proven)"
+			}
+			var keys []string
+			for _, k := range sg.Keys {
+				keys = append(keys, keyText(k))
+			}
+			md.row(text(issue), text(fmt.Sprintf("%s/%d", sg.Topic, sg.Partition)), fmt.Sprintf("%d–%d", sg.From, sg.To),
+				num(sg.Findings), text(strings.Join(sg.FixedIn, ", ")), cell(strings.Join(keys, ", "), 200))
 		}
-		md.row(issue, fmt.Sprintf("%s/%d", sg.Topic, sg.Partition), fmt.Sprintf("%d-%d", sg.From, sg.To),
-			fmt.Sprint(sg.Findings), strings.Join(sg.FixedIn, ", "), strings.Join(sg.Keys, ", "))
+		md.s("\n")
+		for _, sg := range r.Signatures {
+			md.f("- %s\n", text(sg.Detail))
+		}
+		md.s("\n")
 	}
-	md.s("\n")
-	for _, sg := range r.Signatures {
-		md.f("- %s\n", text(sg.Detail))
+	var listed int
+	var notAffected []string
+	for _, m := range matches {
+		k := m.k
+		v, which, flag := o.issueVersion(k)
+		st := k.Status(v)
+		if v != "" && (st == StatusFixed || st == StatusNotAffected) {
+			notAffected = append(notAffected, fmt.Sprintf("%s (%s in your %s %s)", k.ID, map[IssueStatus]string{StatusFixed: "fixed", StatusNotAffected: "not present"}[st], which, v))
+			continue
+		}
+		if listed == 0 {
+			md.s("Issues whose signature these findings match:\n\n")
+		}
+		listed++
+		md.f("- **%s** (%s): %s. %s %s.", k.ID, strings.Join(m.causes, ", "), k.Title, k.Mechanism, capitalize(k.Versions()))
+		switch {
+		case v == "":
+			md.f(" Your %s version is unknown (pass %s to check it).", which, flag)
+		case st == StatusUnknown:
+			md.f(" %s version %s could not be parsed.", capitalize(which), text(v))
+		default:
+			md.f(" **%s: %s %s.**", capitalize(st.String()), which, text(v))
+		}
+		if k.Caveat != "" {
+			md.f(" (Versions: %s.)", k.Caveat)
+		}
+		md.s("\n")
 	}
-	md.s("\n")
+	if listed > 0 {
+		md.s("\n")
+	}
+	if len(notAffected) > 0 {
+		md.f("Not listed, as your versions do not have them: %s.\n\n", text(strings.Join(notAffected, ", ")))
+	}
 }
 
+// severityRank orders the postmortem's findings: losses, anomalies,
+// risks, then information.
+var severityRank = map[audit.Severity]int{audit.SeverityLoss: 0, audit.SeverityAnomaly: 1, audit.SeverityRisk: 2, audit.SeverityInfo: 3}
+
 func writeFindings(md *mdWriter, r *audit.Report, o Options) {
-	writeSignatures(md, r)
 	md.s("## Findings by cause\n\n")
 	if len(r.Findings) == 0 {
 		md.s("No findings.\n\n")
@@ -617,55 +566,68 @@ func writeFindings(md *mdWriter, r *audit.Report, o Options) {
 	for i, f := range r.Findings {
 		by[f.Cause] = append(by[f.Cause], i)
 	}
-	for _, c := range causesIn(r.Findings) {
+	causes := causesIn(r.Findings)
+	slices.SortStableFunc(causes, func(a, b audit.Cause) int {
+		return severityRank[r.Findings[by[a][0]].Severity] - severityRank[r.Findings[by[b][0]].Severity]
+	})
+	for _, c := range causes {
 		idx := by[c]
 		var recs int64
 		for _, i := range idx {
 			recs += max(r.Findings[i].Count, 1)
 		}
-		fs := r.Findings[idx[0] : idx[0]+1] // the first, for its severity
-		md.f("### `%s`: %s, %s", c, fs[0].Severity, plural(int64(len(idx)), "finding"))
-		if sev := fs[0].Severity; sev == audit.SeverityLoss || sev == audit.SeverityInfo {
+		sev := r.Findings[idx[0]].Severity
+		md.f("### `%s`: %s, %s", c, sev, plural(int64(len(idx)), "finding"))
+		if sev == audit.SeverityLoss || sev == audit.SeverityInfo {
 			md.f(", %s", plural(recs, "record"))
 		}
 		md.s("\n\n")
 		md.s(Explain(c))
-		md.s("\n\n")
-		if ks := issuesFor(c); len(ks) > 0 {
-			md.s("Known Kafka issues whose signature this matches:\n\n")
-			for _, k := range ks {
-				md.f("- **%s**: %s. %s %s.", k.ID, k.Title, k.Mechanism, capitalize(k.Versions()))
-				v, which, flag := o.issueVersion(k)
-				switch st := k.Status(v); {
-				case v == "":
-					md.f(" Your %s version is unknown (pass %s to check it).", which, flag)
-				case st == StatusUnknown:
-					md.f(" %s version %s could not be parsed.", capitalize(which), text(v))
-				default:
-					md.f(" **%s: %s %s.**", capitalize(st.String()), which, text(v))
-				}
-				if k.Caveat != "" {
-					md.f(" (Versions: %s.)", k.Caveat)
-				}
-				md.s("\n")
+		var ids []string
+		for _, k := range issuesFor(c) {
+			if v, _, _ := o.issueVersion(k); v == "" || k.Status(v) == StatusAffected || k.Status(v) == StatusUnknown {
+				ids = append(ids, k.ID)
 			}
-			md.s("\n")
 		}
-		md.header("stage", "topic", ">partition", ">offset", ">count", "key", "timestamp", "producer", "expected", "actual", "detail")
+		if len(ids) > 0 && (sev == audit.SeverityLoss || sev == audit.SeverityAnomaly) {
+			md.f(" Its signature matches %s (see *Known Kafka issues*).", strings.Join(ids, ", "))
+		}
+		md.s("\n\n")
+		md.header("where", ">records", "key", "time", "what the evidence shows")
 		for _, i := range idx[:min(len(idx), mdRowsPerCause)] {
 			f := r.Findings[i]
-			off := num(f.Offset)
-			if f.Offset < 0 {
-				off = "absent"
+			w := where(f.Topic, f.Partition)
+			if f.Offset >= 0 {
+				w += fmt.Sprintf("@%d", f.Offset)
+			} else if f.Stage == audit.StageJoin {
+				w += " (no record)"
 			}
-			md.row(text(string(f.Stage)), text(f.Topic), strconv.Itoa(int(f.Partition)), off, num(f.Count),
-				cell(f.Key, 40), msStamp(f.Timestamp), text(producer(f)), cell(f.Expected, mdCellMax), cell(f.Actual, mdCellMax), cell(f.Detail, mdCellMax))
+			md.row(text(w), num(max(f.Count, 1)), cell(keyText(f.Key), 60), msStamp(f.Timestamp), findingWhat(f))
 		}
 		if n := len(idx) - mdRowsPerCause; n > 0 {
 			md.f("\n… and %d more `%s` findings (all of them are in `--format csv` and `--format json`).\n", n, c)
 		}
 		md.s("\n")
 	}
+}
+
+// findingWhat is a finding's detail with its expected and actual values
+// and its producer, for one table cell: values spaced so that they wrap.
+func findingWhat(f audit.Finding) string {
+	var parts []string
+	if f.Detail != "" {
+		parts = append(parts, cell(f.Detail, mdCellMax))
+	}
+	if f.Expected != "" {
+		parts = append(parts, "**expected** "+cell(spaced(f.Expected), mdCellMax))
+	}
+	if f.Actual != "" {
+		parts = append(parts, "**actual** "+cell(spaced(f.Actual), mdCellMax))
+	}
+	if p := producer(f); p != "" {
+		parts = append(parts, "**producer** "+text(p))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func producer(f audit.Finding) string {
@@ -719,8 +681,8 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 			if f.Offset >= 0 {
 				md.f("@%d", f.Offset)
 			}
-			if f.Key != "" {
-				md.f(", key %s", cell(f.Key, 60))
+			if k := keyText(f.Key); k != "" {
+				md.f(", key %s", cell(k, 60))
 			}
 			md.s("\n\n")
 		}
@@ -731,7 +693,7 @@ func writeLineage(md *mdWriter, r *audit.Report) {
 				off = "none"
 			}
 			md.row(strconv.Itoa(j+1), text(string(h.Stage)), text(where(h.Topic, h.Partition)), off,
-				cell(h.Expected, mdCellMax), cell(h.Actual, mdCellMax), cell(h.Note, mdCellMax))
+				cell(spaced(h.Expected), mdCellMax), cell(spaced(h.Actual), mdCellMax), cell(h.Note, mdCellMax))
 		}
 		md.s("\n")
 	}
@@ -749,58 +711,56 @@ func where(topic string, partition int32) string {
 	return fmt.Sprintf("%s/%d", topic, partition)
 }
 
-func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
-	md.s("## What to do next\n\n")
+// writeHowTo gives the details of the steps of "What to do next" that
+// need more than a line: the replay commands, the ranges to recover, the
+// keys to re-emit, the transactions to abort, the settings to fix.
+func writeHowTo(md *mdWriter, r *audit.Report, t Tally, o Options) {
+	var b strings.Builder
+	h := &mdWriter{b: &b}
 	boot := o.ReplayBootstrap
 	if boot == "" {
 		boot = "BOOTSTRAP"
 	}
 	boot = shellQuote(boot)
-	steps := 0
-	if len(r.Summary.Missing) > 0 || verdictOf(r) == audit.VerdictIncomplete {
-		steps++
-		md.s("### Complete the evidence first\n\nThe audit could not read everything (see the warning at the top). Fix access to the missing evidence and run kaudit again before acting on the numbers below: they are a lower bound.\n\n")
-	}
+	replay, gone := t.Replay, t.GoneRanges
 	if len(replay) > 0 {
-		steps++
-		md.s("### Replay the vanished inputs that Kafka still holds\n\n")
-		md.header("topic", ">partition", ">from offset", ">to offset", ">records")
-		writeRanges(md, replay, nil)
-		md.s("\nCopy each record to files (its key, and its value byte for byte: binary Avro survives), check them, then produce them back to the same partition")
+		h.s("### Replay the vanished inputs that Kafka still holds\n\n")
+		h.header("topic", ">partition", ">from offset", ">to offset", ">records")
+		writeRanges(h, replay, nil)
+		h.s("\nCopy each record to files (its key, and its value byte for byte: binary Avro survives), check them, then produce them back to the same partition")
 		if len(o.ReplayFlags) > 0 {
-			md.s(" (the client's security settings are the `-X` flags; set the variables they name, kaudit never prints a secret)")
+			h.s(" (the client's security settings are the `-X` flags; set the variables they name, kaudit never prints a secret)")
 		}
-		md.s(":\n\n")
+		h.s(":\n\n")
 		for _, n := range o.ReplayNotes {
-			md.f("- %s\n", text(n))
+			h.f("- %s\n", text(n))
 		}
 		if len(o.ReplayNotes) > 0 {
-			md.s("\n")
+			h.s("\n")
 		}
-		md.s("```sh\n")
+		h.s("```sh\n")
 		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
-			md.s(ReplayCommands(rg, boot, o.ReplayFlags))
+			h.s(ReplayCommands(rg, boot, o.ReplayFlags))
 		}
-		md.s("```\n\n")
+		h.s("```\n\n")
 		if n := len(replay) - mdReplayCommand; n > 0 {
-			md.f("… and %d more ranges, built the same way.\n\n", n)
+			h.f("… and %d more ranges, built the same way.\n\n", n)
 		}
-		md.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
+		h.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
 			"a `latest` reducer converges, but `count` and `sum` reducers, and every other consumer of the topic, count again whatever had in fact been applied. " +
 			"The copies get new timestamps (windowed operations see them late) and lose their headers. A key travels as a command-line argument: " +
 			"one with a NUL byte or a trailing newline (a Confluent Avro key starts with a NUL) needs a byte-exact copier. Take a `kaudit capture` before replaying so that this evidence survives.\n\n")
 	}
 	if len(gone) > 0 {
-		steps++
-		md.s("### Recover what Kafka no longer holds\n\nThese offsets are gone from Kafka (deleted by retention, purged, or truncated). " +
+		h.s("### Recover what Kafka no longer holds\n\nThese offsets are gone from Kafka (deleted by retention, purged, or truncated). " +
 			"Records of an internal topic (repartition, changelog) can be derived again from the source records they came from, when those are still readable " +
 			"(each finding's detail names the candidates); records of a source topic must come from the system that produced them.\n\n")
 		role := map[string]string{}
 		for _, c := range r.Cut {
 			role[c.Topic] = c.Role
 		}
-		md.header("topic", ">partition", ">from offset", ">to offset", ">offsets", "recover from")
-		writeRanges(md, gone, func(rg Range) string {
+		h.header("topic", ">partition", ">from offset", ">to offset", ">offsets", "recover from")
+		writeRanges(h, gone, func(rg Range) string {
 			switch role[rg.Topic] {
 			case "repartition", "changelog":
 				return "the source records (see the findings' detail)"
@@ -809,7 +769,7 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 			}
 			return "the producing system, or the source records if the topic is internal"
 		})
-		md.s("\n")
+		h.s("\n")
 	}
 	var joins, hanging, risks, dups, checkpoints, undecodable []audit.Finding
 	for _, f := range r.Findings {
@@ -829,83 +789,57 @@ func writeNext(md *mdWriter, r *audit.Report, replay, gone []Range, o Options) {
 		}
 	}
 	if len(joins) > 0 {
-		steps++
-		md.f("### Re-emit %s\n\nThe join re-emits a key whenever one of its tables updates, so replaying the inputs above rebuilds these outputs. Where the tables are right and only the output is wrong, re-emit the keys (an update of the left table's record rebuilds the output). Keys: ", plural(int64(len(joins)), "join output"))
+		h.f("### Re-emit %s\n\nThe join re-emits a key whenever one of its tables updates, so replaying the inputs above rebuilds these outputs. Where the tables are right and only the output is wrong, re-emit the keys (an update of the left table's record rebuilds the output). Keys: ", plural(int64(len(joins)), "join output"))
 		var keys []string
 		for _, f := range joins[:min(len(joins), mdJoinKeys)] {
-			keys = append(keys, cell(orDash(f.Key), 40))
+			keys = append(keys, cell(orDash(keyText(f.Key)), 40))
 		}
-		md.s(strings.Join(keys, ", "))
+		h.s(strings.Join(keys, ", "))
 		if n := len(joins) - mdJoinKeys; n > 0 {
-			md.f(" and %d more", n)
+			h.f(" and %d more", n)
 		}
-		md.s(".\n\n")
+		h.s(".\n\n")
 	}
 	if len(hanging) > 0 {
-		steps++
-		md.s("### Abort the hanging transactions\n\nA hanging transaction holds the LSO: the application and every read_committed consumer stall behind it. Confirm with `kafka-transactions.sh find-hanging`, then abort it (this writes an ABORT marker; kaudit itself never does):\n\n```sh\n")
+		h.s("### Abort the hanging transactions\n\nA hanging transaction holds the LSO: the application and every read_committed consumer stall behind it. Confirm with `kafka-transactions.sh find-hanging`, then abort it (this writes an ABORT marker; kaudit itself never does):\n\n```sh\n")
 		for _, f := range hanging {
-			md.f("kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d\n", boot, shellQuote(f.Topic), f.Partition, f.Offset)
+			h.f("kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d\n", boot, shellQuote(f.Topic), f.Partition, f.Offset)
 		}
-		md.s("```\n\n")
+		h.s("```\n\n")
 	}
 	if len(checkpoints) > 0 {
-		steps++
-		md.f("### Do not restart on the bad checkpoints\n\n%s ahead of what the changelog holds. "+
+		h.f("### Do not restart on the bad checkpoints\n\n%s ahead of what the changelog holds. "+
 			"Before the next start of the affected instances, remove the task directories concerned (or the whole state directory) "+
 			"so that Streams restores the stores from their changelogs instead of trusting the checkpoint.\n\n",
 			pluralVerb(int64(len(checkpoints)), "checkpoint is", "checkpoints are"))
 	}
 	if len(dups) > 0 {
-		steps++
-		md.f("### Correct what was counted twice\n\n%s applied twice in committed data. "+
+		h.f("### Correct what was counted twice\n\n%s applied twice in committed data. "+
 			"A committed write cannot be undone: a `count` or `sum` store, and whatever consumed the output, is over by these inputs until corrected by hand "+
 			"(for example with a compensating input). A `latest` store is unaffected.\n\n",
 			pluralVerb(int64(len(dups)), "input was", "inputs were"))
 	}
 	if len(undecodable) > 0 {
-		steps++
-		md.f("### Give kaudit the schemas\n\n%s could not be decoded, so their content was not compared. "+
+		h.f("### Give kaudit the schemas\n\n%s could not be decoded, so their content was not compared. "+
 			"Pass the schemas (`--schemas DIR` or `--schema-registry-url`) or the right `--key-serde`/`--value-serde` and run again.\n\n",
 			plural(int64(len(undecodable)), "record"))
 	}
-	if r.Summary.Pending > 0 {
-		steps++
-		md.f("### Let the application catch up\n\n%s pending: they are above the committed offsets and will be processed when the application runs. They are not lost.\n\n", pluralVerb(r.Summary.Pending, "record is", "records are"))
-	}
-	if o.KafkaVersion != "" || o.StreamsVersion != "" {
-		var up []string
-		for _, c := range causesIn(r.Findings) {
-			for _, k := range issuesFor(c) {
-				v, which, _ := o.issueVersion(k)
-				if v != "" && k.Status(v) == StatusAffected {
-					s := fmt.Sprintf("%s in your %s %s (%s)", k.ID, which, v, k.Versions())
-					if !slices.Contains(up, s) {
-						up = append(up, s)
-					}
-				}
-			}
-		}
-		if len(up) > 0 {
-			steps++
-			md.f("### Upgrade\n\nYour versions have known issues whose signature matches these findings: %s.\n\n", text(strings.Join(up, "; ")))
-		}
-	}
 	if len(risks) > 0 {
-		steps++
-		md.s("### Fix the risky settings\n\n")
+		h.s("### Fix the risky settings\n\n")
 		for _, f := range risks {
 			where := f.Topic
 			if where == "" {
 				where = "cluster"
 			}
-			md.f("- %s: %s\n", text(where), cell(f.Detail, 200))
+			h.f("- %s: %s\n", text(where), cell(f.Detail, 200))
 		}
-		md.s("\n")
+		h.s("\n")
 	}
-	if steps == 0 {
-		md.s("Nothing to replay or repair.\n")
+	if b.Len() == 0 {
+		return
 	}
+	md.s("## How to do it\n\n")
+	md.s(b.String())
 }
 
 // writeRanges writes range rows, at most mdRanges of them, with an extra

@@ -31,8 +31,8 @@ import (
 //	kaudit_run_success                    1: the audit ran to a report (kaudit diff writes 0 when it could not run)
 func Prom(w io.Writer, r *audit.Report) error { return PromWith(w, r, Options{}) }
 
-// PromWith is Prom with the run's duration and, with o.Verdict, the
-// verdict the exit code judged (the new findings of a --baseline run).
+// PromWith is Prom with the run's duration. The verdict is the one the
+// exit code judges (with a baseline: that of the findings new since).
 func PromWith(w io.Writer, r *audit.Report, o Options) error {
 	app := r.AppID
 	var fams []*dto.MetricFamily
@@ -68,9 +68,9 @@ func PromWith(w io.Writer, r *audit.Report, o Options) error {
 	}
 	family("kaudit_records_vanished", "Input records that vanished, by the stage where they stopped and the cause.", ms...)
 
-	v := verdictOf(r)
-	if o.Verdict != "" {
-		v = o.Verdict
+	v := r.ExitVerdict()
+	if v == "" {
+		v = verdictOf(r)
 	}
 	ms = nil
 	for _, name := range []audit.Verdict{audit.VerdictClean, audit.VerdictLoss, audit.VerdictAnomaly, audit.VerdictIncomplete} {

@@ -44,11 +44,12 @@ func parseMarkdown(src []byte) ast.Node {
 
 // mdDoc is what the tests read out of a parsed postmortem.
 type mdDoc struct {
-	headings []string // level-2 headings in order
-	mermaid  []string // lines of mermaid blocks
-	tables   map[string][][]string
-	warned   int // index in headings at which the first blockquote appeared (-1: none)
-	textAll  string
+	headings  []string // level-2 headings in order
+	headings3 []string // level-3 headings in order
+	mermaid   []string // lines of mermaid blocks
+	tables    map[string][][]string
+	warned    int // index in headings at which the first blockquote appeared (-1: none)
+	textAll   string
 }
 
 func readDoc(t *testing.T, src []byte) mdDoc {
@@ -65,6 +66,9 @@ func readDoc(t *testing.T, src []byte) mdDoc {
 			h := string(n.Lines().Value(src))
 			if n.Level == 2 {
 				d.headings = append(d.headings, h)
+			}
+			if n.Level == 3 {
+				d.headings3 = append(d.headings3, h)
 			}
 			if n.Level >= 2 {
 				current = h
@@ -188,43 +192,90 @@ func TestMarkdownMermaidEscapesLabels(t *testing.T) {
 	}
 }
 
+// TestMarkdownSections: the first screen holds the verdict, the losses
+// and anomalies, and what to do next, in that order, before any detail;
+// the details follow in a fixed order; an incomplete run's warning comes
+// before the first section.
 func TestMarkdownSections(t *testing.T) {
-	want := []string{"Summary", "The cut", "Topology", "Funnel by stage", "Timeline", "Findings by cause", "What to do next", "Provenance"}
+	details := []string{"How to do it", "Findings by cause", "Known Kafka issues", "Pipeline", "Funnel by stage", "Timeline",
+		"Lineage of sample vanished records", "Notes", "The cut", "Glossary", "Provenance"}
 	for _, tt := range []struct {
 		name       string
 		report     *audit.Report
-		warning    bool // a blockquote before the summary
-		incomplete bool // the summary says so
-		lineage    bool
+		first      []string
+		warning    bool // a blockquote before the first section
+		incomplete bool // the verdict paragraph says so
 	}{
-		{"clean", cleanReport(), false, false, false},
-		{"loss", lossReport(), true, false, true},
-		{"incomplete", incompleteReport(), true, true, false},
+		{"clean", cleanReport(), []string{"What to do next"}, false, false},
+		{"loss", lossReport(), []string{"Losses and anomalies", "What to do next"}, false, false},
+		{"incomplete", incompleteReport(), []string{"Losses and anomalies", "What to do next"}, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d := readDoc(t, renderMarkdown(t, tt.report, testOptions()))
-			var got []string
-			for _, h := range d.headings {
-				if h != "Lineage of sample vanished records" {
-					got = append(got, h)
+			src := renderMarkdown(t, tt.report, testOptions())
+			d := readDoc(t, src)
+			if len(d.headings) < len(tt.first) || !slices.Equal(d.headings[:len(tt.first)], tt.first) {
+				t.Fatalf("sections %q: want them to start %q", d.headings, tt.first)
+			}
+			last := -1
+			for _, h := range d.headings[len(tt.first):] {
+				i := slices.Index(details, h)
+				if i <= last {
+					t.Errorf("section %q out of place in %q", h, d.headings)
 				}
+				last = i
 			}
-			if !slices.Equal(got, want) {
-				t.Errorf("sections %q, want %q", got, want)
-			}
-			if has := slices.Contains(d.headings, "Lineage of sample vanished records"); has != tt.lineage {
-				t.Errorf("lineage section present %v, want %v", has, tt.lineage)
+			for _, must := range []string{"Findings by cause", "The cut", "Glossary", "Provenance"} {
+				if !slices.Contains(d.headings, must) {
+					t.Errorf("no section %q", must)
+				}
 			}
 			if tt.warning != (d.warned == 0) {
 				t.Errorf("blockquote before the first section: %v, want %v", d.warned == 0, tt.warning)
 			}
-			if strings.Contains(d.textAll, "The audit is incomplete") != tt.incomplete {
-				t.Errorf("summary says incomplete: %v, want %v", !tt.incomplete, tt.incomplete)
+			head := string(src[:bytes.Index(src, []byte("\n## "))])
+			if strings.Contains(head, "The audit is incomplete") != tt.incomplete {
+				t.Errorf("the verdict paragraph says incomplete: %v, want %v", !tt.incomplete, tt.incomplete)
 			}
-			if tt.name != "clean" && strings.Contains(d.textAll, "found no vanished records") {
+			if !strings.Contains(head, "**Verdict: "+strings.ToUpper(string(tt.report.Summary.Verdict))+".**") {
+				t.Errorf("no verdict before the first section:\n%s", head)
+			}
+			if tt.name != "clean" && strings.Contains(d.textAll, "every input below the group's committed offsets is reflected") {
 				t.Error("a report with findings or missing evidence reads as clean")
 			}
 		})
+	}
+}
+
+// TestMarkdownFirstScreen: the demo's postmortem shows, within its first
+// 40 lines, the verdict, the numbers (records lost, replayable, gone,
+// when, which stage), every loss and anomaly (and no information row),
+// and what to do next.
+func TestMarkdownFirstScreen(t *testing.T) {
+	r := lossReport()
+	src := string(renderMarkdown(t, r, testOptions()))
+	lines := strings.Split(src, "\n")
+	screen := strings.Join(lines[:min(40, len(lines))], "\n")
+	for _, want := range []string{"**Verdict: LOSS.**", "91 records vanished", "65 can be replayed", "25 are gone from Kafka",
+		"1 is a join output", "**When:** 2026-11-30 10:10", "**Where:** 5 at source, 84 at repartition, 1 at store, 1 at join",
+		"## Losses and anomalies", "`hanging-transaction`", "`duplicate`", "## What to do next", "1. **Replay 65 records"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the first 40 lines lack %q", want)
+		}
+	}
+	for _, bad := range []string{"`pending`", "`null-key`", "## The cut", "mermaid", "## Timeline"} {
+		if strings.Contains(screen, bad) {
+			t.Errorf("the first 40 lines have %q: detail before what to do", bad)
+		}
+	}
+	d := readDoc(t, []byte(src))
+	var records int64
+	for _, row := range d.tables["Losses and anomalies"][1:] {
+		if row[0] == "loss" {
+			records += atoi(t, row[4])
+		}
+	}
+	if records != r.Summary.Vanished {
+		t.Errorf("the loss rows add up to %d records, the verdict says %d", records, r.Summary.Vanished)
 	}
 }
 
@@ -258,6 +309,9 @@ func TestMarkdownTables(t *testing.T) {
 		var got []string
 		for _, row := range d.tables["Funnel by stage"][1:] {
 			got = append(got, row[0])
+			if row[3] == "" {
+				t.Errorf("hop %s: no meaning", row[0])
+			}
 		}
 		want := []string{"read", "consumed", "repartitioned", "applied", "joined", "output", "null-key"}
 		if !slices.Equal(got, want) {
@@ -275,12 +329,26 @@ func TestMarkdownTables(t *testing.T) {
 		}
 	})
 
+	t.Run("findings by severity", func(t *testing.T) {
+		var sev []string
+		for _, h := range d.headings3 {
+			if _, s, ok := strings.Cut(h, "`: "); ok {
+				sev = append(sev, strings.Split(s, ",")[0])
+			}
+		}
+		if !slices.IsSortedFunc(sev, func(a, b string) int {
+			return severityRank[audit.Severity(a)] - severityRank[audit.Severity(b)]
+		}) || len(sev) < 4 {
+			t.Errorf("causes in the order %q: want losses, anomalies, risks, information", sev)
+		}
+	})
+
 	t.Run("escaped cells survive", func(t *testing.T) {
 		rows := d.tables["`purged-before-commit`: loss, 1 finding, 20 records"]
 		if len(rows) != 2 {
 			t.Fatalf("%d rows", len(rows))
 		}
-		if got, want := rows[1][10], r.Findings[slices.IndexFunc(r.Findings, func(f audit.Finding) bool {
+		if got, want := rows[1][4], r.Findings[slices.IndexFunc(r.Findings, func(f audit.Finding) bool {
 			return f.Cause == audit.CausePurgedBeforeCommit
 		})].Detail; got != want {
 			t.Errorf("detail cell %q, want %q", got, want)
@@ -328,6 +396,19 @@ func TestMarkdownTables(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("known issues once", func(t *testing.T) {
+		src := string(renderMarkdown(t, r, testOptions()))
+		for _, k := range KnownIssues {
+			if n := strings.Count(src, "**"+k.ID+"**"); n > 1 {
+				t.Errorf("%s listed %d times", k.ID, n)
+			}
+		}
+		// the brokers are 3.6.1: KAFKA-15653 is fixed there, not a match
+		if strings.Contains(d.textAll, "KAFKA-15653 (aborted") || !strings.Contains(d.textAll, "KAFKA-15653 (fixed in your broker 3.6.1)") {
+			t.Error("an issue fixed in the reader's version is listed as a match")
+		}
+	})
 }
 
 // TestMarkdownKnownIssueVersions: a Streams-client bug is judged against
@@ -339,9 +420,9 @@ func TestMarkdownKnownIssueVersions(t *testing.T) {
 		want, notWant        []string
 	}{
 		{"streams affected", "", "3.6.1", []string{"Affects your version: Kafka Streams 3.6.1", "KAFKA-17635 in your Kafka Streams 3.6.1"}, []string{"Fixed in your version: Kafka Streams 3.6.1.** (Versions: 3.7.2"}},
-		{"streams fixed", "", "3.9.0", []string{"Fixed in your version: Kafka Streams 3.9.0"}, []string{"Affects your version: Kafka Streams"}},
+		{"streams fixed", "", "3.9.0", []string{"KAFKA-17635 (fixed in your Kafka Streams 3.9.0)"}, []string{"Affects your version: Kafka Streams", "**KAFKA-17635**"}},
 		{"only the brokers' version", "3.6.1", "", []string{"Your Kafka Streams version is unknown (pass --streams-version to check it)"}, []string{"Kafka Streams 3.6.1", "Affects your version: Kafka Streams"}},
-		{"none", "", "", []string{"Kafka Streams version not given", "Broker Kafka version not given"}, []string{"Affects your version"}},
+		{"none", "", "", []string{"Your Kafka Streams version is unknown (pass --streams-version", "Your broker version is unknown (pass --kafka-version", "| Kafka Streams version (the app's client) | not given |"}, []string{"Affects your version", "Not listed"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := testOptions()
@@ -397,7 +478,7 @@ func TestMarkdownSVGLink(t *testing.T) {
 func TestCSVReadBack(t *testing.T) {
 	r := lossReport()
 	tricky := audit.NewFinding(audit.StageJoin, audit.CauseJoinStale, tp("order-status", 2), 77)
-	tricky.Key = `o-"1",2`
+	tricky.Key = `"o-\"1\",2"` // a JSON string: its text in the CSV
 	tricky.Expected = "{\"a\":\"line1\nline2\"}"
 	tricky.Actual = "b64:AAEC"
 	tricky.Detail = "comma, \"quote\", newline\nand ünïcode"
@@ -420,14 +501,25 @@ func TestCSVReadBack(t *testing.T) {
 		row := rows[i+1]
 		got := audit.Finding{
 			Stage: audit.Stage(row[0]), Cause: audit.Cause(row[1]), Severity: audit.Severity(row[2]), Topic: row[3],
-			Partition: int32(atoi(t, row[4])), Offset: atoi(t, row[5]), Count: atoi(t, row[6]), Key: row[7],
-			Timestamp: atoi(t, row[8]), TransactionalID: row[9], ProducerID: atoi(t, row[10]),
-			ProducerEpoch: int16(atoi(t, row[11])), Expected: row[12], Actual: row[13], Detail: row[14],
+			Partition: int32(csvNum(t, row[4])), Offset: csvNum(t, row[5]), Count: atoi(t, row[6]), Key: row[7],
+			Timestamp: csvNum(t, row[8]), TransactionalID: row[9], ProducerID: csvNum(t, row[10]),
+			ProducerEpoch: int16(csvNum(t, row[11])), Expected: row[12], Actual: row[13], Detail: row[14],
 		}
-		if got != f {
-			t.Errorf("row %d:\n got %+v\nwant %+v", i, got, f)
+		want := f
+		want.Key = keyText(f.Key)
+		if got != want {
+			t.Errorf("row %d:\n got %+v\nwant %+v", i, got, want)
 		}
 	}
+}
+
+// csvNum reads a CSV number, "" being the unknown -1.
+func csvNum(t *testing.T, s string) int64 {
+	t.Helper()
+	if s == "" {
+		return -1
+	}
+	return atoi(t, s)
 }
 
 func atoi(t *testing.T, s string) int64 {
@@ -896,7 +988,10 @@ func TestMarkdownReadable(t *testing.T) {
 // a run that could not start says success 0.
 func TestPromBaselineVerdict(t *testing.T) {
 	var b bytes.Buffer
-	if err := PromWith(&b, lossReport(), Options{Verdict: audit.VerdictClean, Duration: 1500 * time.Millisecond}); err != nil {
+	r := lossReport()
+	r.Baseline = &audit.Baseline{Report: "last.json", New: []int{}}
+	r.Finish()
+	if err := PromWith(&b, r, Options{Duration: 1500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {

@@ -37,14 +37,13 @@ type Options struct {
 	Width int
 	// Wide prints the table unwrapped and uncut (--wide).
 	Wide bool
+	// Plain prints the table format as aligned lines without a box, every
+	// cell whole: for output that is not a terminal.
+	Plain bool
 	// Duration is how long the audit took (the Prometheus format).
 	Duration time.Duration
 	// Provenance says what made the report, for the postmortem.
 	Provenance Provenance
-	// Verdict, when set, is the verdict the exit code judged (with
-	// --baseline: that of the new findings); the header and the
-	// Prometheus verdict say it.
-	Verdict audit.Verdict
 }
 
 // Provenance is what made a report: kaudit's version, the command line

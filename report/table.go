@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/mattn/go-runewidth"
 	"github.com/olekukonko/tablewriter"
@@ -19,17 +20,30 @@ import (
 const tableRows = 500
 
 // Table writes the verdict line, the evidence that is missing, and a
-// terminal table of the findings, DefaultWidth wide.
+// box table of the findings, DefaultWidth wide.
 func Table(w io.Writer, r *audit.Report) error { return TableWith(w, r, Options{}) }
 
-// TableWith is Table fitted to o.Width: the key and the detail (with the
-// expected and actual state) wrap instead of being cut; o.Wide prints
-// them whole on one line.
+// tableMinFree is the width the box table needs for where, key and detail
+// beyond its fixed columns; a narrower terminal gets one block per finding.
+const tableMinFree = 48
+
+// TableWith writes the table format as o asks: o.Plain, for output that
+// is not a terminal (a pipe, a file), prints one line per finding with its
+// columns aligned by spaces, every cell whole, as Kafka's own tools print;
+// o.Wide a box table unwrapped; else a box table fitted to o.Width (where,
+// key and detail wrap), or on a terminal too narrow for one, a block of
+// lines per finding.
 func TableWith(w io.Writer, r *audit.Report, o Options) error {
+	width := o.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
 	var b strings.Builder
-	b.WriteString(verdictLine(r, o))
-	b.WriteByte('\n')
-	for _, line := range gapLines(r) {
+	lines := append([]string{verdictLine(r)}, gapLines(r)...)
+	for _, line := range lines {
+		if !o.Plain && !o.Wide {
+			line = wrapText(line, width)
+		}
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
@@ -42,28 +56,22 @@ func TableWith(w io.Writer, r *audit.Report, o Options) error {
 		}
 		return nil
 	}
-	header := []string{"stage", "cause", "severity", "topic", "partition", "offset", "count", "key", "detail"}
+	header := []string{"stage", "cause", "severity", "where", "count", "key", "detail"}
 	var rows [][]string
 	for _, f := range r.Findings[:min(len(r.Findings), tableRows)] {
-		rows = append(rows, []string{string(f.Stage), string(f.Cause), string(f.Severity), f.Topic,
-			strconv.Itoa(int(f.Partition)), strconv.FormatInt(f.Offset, 10), strconv.FormatInt(f.Count, 10),
-			flat(f.Key), detailCell(f)})
+		rows = append(rows, []string{string(f.Stage), string(f.Cause), string(f.Severity), findingWhere(f),
+			strconv.FormatInt(max(f.Count, 1), 10), flat(keyText(f.Key)), detailCell(f)})
 	}
-	if !o.Wide {
-		width := o.Width
-		if width <= 0 {
-			width = DefaultWidth
-		}
-		fitRows(header, rows, width)
+	var err error
+	switch {
+	case o.Plain:
+		err = plainTable(w, header, rows)
+	case !o.Wide && !fitRows(header, rows, width):
+		err = blockTable(w, rows, width)
+	default:
+		err = boxTable(w, header, rows)
 	}
-	t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoWrap(tw.WrapNone))
-	t.Header(header)
-	for _, row := range rows {
-		if err := t.Append(row); err != nil {
-			return fmt.Errorf("build table: %w", err)
-		}
-	}
-	if err := t.Render(); err != nil {
+	if err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
 	if n := len(r.Findings) - tableRows; n > 0 {
@@ -74,32 +82,120 @@ func TableWith(w io.Writer, r *audit.Report, o Options) error {
 	return nil
 }
 
-// verdictLine is the one-line verdict: the app, the verdict in capitals
-// and the counts that justify it.
-func verdictLine(r *audit.Report, o Options) string {
-	if o.Verdict != "" {
-		return fmt.Sprintf("kaudit %s: %s since the baseline; the whole audit: %s: %s", orDash(r.AppID), strings.ToUpper(string(o.Verdict)), strings.ToUpper(string(verdictOf(r))), verdictCounts(r))
+// findingWhere is topic/partition@offset, as far as the finding names
+// them.
+func findingWhere(f audit.Finding) string {
+	s := where(f.Topic, f.Partition)
+	if f.Topic == "" {
+		s = "-"
 	}
-	return fmt.Sprintf("kaudit %s: %s: %s", orDash(r.AppID), strings.ToUpper(string(verdictOf(r))), verdictCounts(r))
+	if f.Offset >= 0 {
+		s += fmt.Sprintf("@%d", f.Offset)
+	}
+	return s
 }
 
-// verdictCounts are the counts that justify the verdict.
-func verdictCounts(r *audit.Report) string {
-	var parts []string
-	if r.Summary.Vanished > 0 {
-		parts = append(parts, plural(r.Summary.Vanished, "record")+" vanished")
-	}
-	sev := severityCounts(r.Findings)
-	for _, s := range []audit.Severity{audit.SeverityAnomaly, audit.SeverityRisk} {
-		if sev[s] > 0 {
-			parts = append(parts, plural(sev[s], string(s)+" finding"))
+func boxTable(w io.Writer, header []string, rows [][]string) error {
+	t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoWrap(tw.WrapNone))
+	t.Header(header)
+	for _, row := range rows {
+		if err := t.Append(row); err != nil {
+			return err
 		}
 	}
-	if r.Summary.Pending > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending (lag, not loss)", r.Summary.Pending))
+	return t.Render()
+}
+
+// plainTable aligns the columns with spaces, one line per row, as
+// kafka-consumer-groups.sh prints: easy to grep, cut and sort.
+func plainTable(w io.Writer, header []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	up := make([]string, len(header))
+	for i, h := range header {
+		up[i] = strings.ToUpper(h)
 	}
-	if n := len(r.Summary.Missing); n > 0 {
-		parts = append(parts, pluralVerb(int64(n), "piece of evidence missing", "pieces of evidence missing"))
+	fmt.Fprintln(tw, strings.Join(up, "\t"))
+	for _, row := range rows {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = strings.ReplaceAll(orDash(c), "\t", " ")
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// blockTable prints each finding as a block on a narrow terminal: its
+// severity, cause, stage, where, count and key on one line (wrapped if
+// need be), its detail wrapped below, indented.
+func blockTable(w io.Writer, rows [][]string, width int) error {
+	var b strings.Builder
+	for _, row := range rows {
+		head := fmt.Sprintf("%s %s at %s, %s", strings.ToUpper(row[2]), row[1], row[0], row[3])
+		if row[4] != "1" {
+			head += ", " + row[4] + " records"
+		}
+		if row[5] != "" {
+			head += ", key " + row[5]
+		}
+		b.WriteString(wrapText(head, width) + "\n")
+		if row[6] != "" {
+			for _, l := range strings.Split(wrapText(row[6], width-2), "\n") {
+				b.WriteString("  " + l + "\n")
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// verdictLine is the one-line verdict: the app, the verdict in capitals
+// and the numbers that justify it (with a baseline, first the verdict of
+// what is new since).
+func verdictLine(r *audit.Report) string {
+	t := TallyOf(r)
+	line := fmt.Sprintf("kaudit %s: %s: %s", orDash(r.AppID), strings.ToUpper(string(t.Verdict)), verdictCounts(t))
+	if r.Baseline != nil {
+		return fmt.Sprintf("kaudit %s: %s since the baseline (%s new); the whole audit: %s: %s", orDash(r.AppID), strings.ToUpper(string(t.Exit)),
+			plural(int64(t.New), "finding"), strings.ToUpper(string(t.Verdict)), verdictCounts(t))
+	}
+	return line
+}
+
+// verdictCounts are the numbers that justify the verdict, in one line.
+func verdictCounts(t Tally) string {
+	var parts []string
+	if t.Vanished > 0 {
+		s := plural(t.Vanished, "record") + " vanished"
+		var where []string
+		if t.Replayable > 0 {
+			where = append(where, num(t.Replayable)+" replayable")
+		}
+		if t.Gone > 0 {
+			where = append(where, num(t.Gone)+" gone from Kafka")
+		}
+		if t.Outputs > 0 {
+			where = append(where, plural(t.Outputs, "join output"))
+		}
+		if t.Unplaced > 0 {
+			where = append(where, num(t.Unplaced)+" without an offset")
+		}
+		if len(where) > 0 {
+			s += " (" + strings.Join(where, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	if t.AnomalyFindings > 0 {
+		parts = append(parts, pluralVerb(t.AnomalyFindings, "anomaly", "anomalies"))
+	}
+	if t.Risks > 0 {
+		parts = append(parts, plural(t.Risks, "risky setting"))
+	}
+	if t.Pending > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending (lag, not loss)", t.Pending))
+	}
+	if t.Missing > 0 {
+		parts = append(parts, pluralVerb(int64(t.Missing), "piece of evidence missing", "pieces of evidence missing"))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "nothing vanished")
@@ -162,11 +258,11 @@ func causesIn(fs []audit.Finding) []audit.Cause {
 	return append(out, extra...)
 }
 
-// fitRows wraps the topic, key and detail columns of rows so that the
-// table is at most width wide; the other columns keep their width.
-// A terminal too narrow still gets key and detail columns 8
-// and 16 wide.
-func fitRows(header []string, rows [][]string, width int) {
+// fitRows wraps the where, key and detail columns of rows so that the
+// box table is at most width wide; the other columns keep their width. It
+// reports false, changing nothing, when the fixed columns leave where,
+// key and detail less than tableMinFree.
+func fitRows(header []string, rows [][]string, width int) bool {
 	n := len(header)
 	natural := make([]int, n)
 	for i, h := range header {
@@ -174,24 +270,30 @@ func fitRows(header []string, rows [][]string, width int) {
 	}
 	for _, row := range rows {
 		for i, c := range row {
-			natural[i] = max(natural[i], runewidth.StringWidth(c))
+			for _, l := range strings.Split(c, "\n") {
+				natural[i] = max(natural[i], runewidth.StringWidth(l))
+			}
 		}
 	}
-	const topic = 3 // a long topic name wraps too
-	topicW := min(natural[topic], max(16, width/6))
-	avail := width - (3*n + 1) - topicW // the borders and the padding
-	for i, w := range natural[:n-2] {
-		if i != topic {
+	const whereCol, keyCol, detailCol = 3, 5, 6
+	avail := width - (3*n + 1) // the borders and the padding
+	for i, w := range natural {
+		if i != whereCol && i != keyCol && i != detailCol {
 			avail -= w
 		}
 	}
-	keyW := min(natural[n-2], max(8, avail/4))
-	detailW := max(16, avail-keyW)
-	for _, row := range rows {
-		row[topic] = wrapText(row[topic], topicW)
-		row[n-2] = wrapText(row[n-2], keyW)
-		row[n-1] = wrapText(row[n-1], detailW)
+	if avail < tableMinFree {
+		return false
 	}
+	whereW := min(natural[whereCol], max(16, avail/3))
+	keyW := min(natural[keyCol], max(8, (avail-whereW)/4))
+	detailW := max(16, avail-whereW-keyW)
+	for _, row := range rows {
+		row[whereCol] = wrapText(row[whereCol], whereW)
+		row[keyCol] = wrapText(row[keyCol], keyW)
+		row[detailCol] = wrapText(row[detailCol], detailW)
+	}
+	return true
 }
 
 // wrapText breaks s into lines of at most width columns, at spaces where
@@ -233,10 +335,10 @@ func wrapText(s string, width int) string {
 func detailCell(f audit.Finding) string {
 	s := flat(f.Detail)
 	if f.Expected != "" {
-		s += " | expected: " + flat(f.Expected)
+		s += " | expected: " + spaced(flat(f.Expected))
 	}
 	if f.Actual != "" {
-		s += " | actual: " + flat(f.Actual)
+		s += " | actual: " + spaced(flat(f.Actual))
 	}
 	return s
 }

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kaudit/kaudit/internal/input"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -216,7 +216,7 @@ func tlsConfig(props map[string]string, https bool) (*tls.Config, error) {
 	conf := &tls.Config{MinVersion: tls.VersionTLS12}
 	switch ca := prop(props, "ssl.ca.location"); {
 	case ca != "":
-		pem, err := os.ReadFile(ca)
+		pem, err := input.Read(ca, input.MaxClientFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("read schema registry CA: %w", err)
 		}

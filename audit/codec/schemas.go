@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kaudit/kaudit/internal/input"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -250,7 +251,7 @@ func (s *schemaStore) loadDir(dir string) error {
 		if err != nil || id < 0 {
 			continue // not named by an id
 		}
-		text, err := os.ReadFile(filepath.Join(dir, name))
+		text, err := input.Read(filepath.Join(dir, name), maxSchemaFileBytes)
 		if err != nil {
 			return fmt.Errorf("read schemas dir: %w", err)
 		}
@@ -261,7 +262,7 @@ func (s *schemaStore) loadDir(dir string) error {
 		s.offline[int32(id)] = e
 	}
 	file := filepath.Join(dir, SchemasFile)
-	data, err := os.ReadFile(file)
+	data, err := input.Read(file, maxSchemaFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		if len(s.offline) == 0 {
 			return fmt.Errorf("read schemas dir %s: no <id>.avsc and no %s", dir, SchemasFile)
@@ -330,3 +331,7 @@ func parseSchemasJSON(data []byte) (map[int32]Schema, error) {
 	}
 	return out, nil
 }
+
+// maxSchemaFileBytes bounds a schema file of a schemas dir: read without
+// blocking (a named pipe is refused) and never larger.
+const maxSchemaFileBytes = 64 << 20

@@ -77,6 +77,9 @@ type Options struct {
 	// the app's partition counts (a Kubernetes Indexed Job's completion
 	// index). The shards of one Count cover every partition once.
 	Shard Shard
+	// RunID names the audit a shard belongs to (kaudit diff --run-id),
+	// so that kaudit merge refuses a shard of another run.
+	RunID string
 	// CrossCheck compares each partition's derived read_committed view
 	// with the broker's.
 	CrossCheck bool
@@ -144,8 +147,13 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}()
 	ready := sync.OnceValue(func() error { return <-checked })
 	appID := cmp.Or(o.AppID, s.Pipeline.AppID)
-	if o.Partitions == nil && o.Shard.Count > 0 {
-		o.Partitions = o.Shard.partitions(ctx, ev.Source, s.Pipeline)
+	var shard *audit.Shard
+	if o.Partitions != nil || o.Shard.Count > 0 {
+		tasks := taskPartitions(ctx, ev.Source, s.Pipeline)
+		if o.Partitions == nil {
+			o.Partitions = o.Shard.partitions(tasks)
+		}
+		shard = &audit.Shard{Index: o.Shard.Index, Count: o.Shard.Count, Partitions: slices.Clone(o.Partitions), Tasks: tasks, Run: o.RunID}
 	}
 	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
@@ -162,6 +170,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		}
 		return nil, audit.NotRunError{Err: err}
 	}
+	rep.Shard = shard
 	rep.Findings = append(rep.Findings, ev.Problems...)
 	addUnjudged(rep, s.unjudged)
 	if s.Inferred != "" {
@@ -227,9 +236,18 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{Index: int32(i), Count: int32(n)}, nil
 }
 
-// partitions lists the shard's task partitions below the largest
-// partition count of the pipeline's topics.
-func (sh Shard) partitions(ctx context.Context, src audit.Source, p *reconcile.Pipeline) []int32 {
+// partitions lists the shard's task partitions below tasks.
+func (sh Shard) partitions(tasks int32) []int32 {
+	out := []int32{}
+	for q := sh.Index; q < tasks; q += sh.Count {
+		out = append(out, q)
+	}
+	return out
+}
+
+// taskPartitions is the largest partition count of the pipeline's
+// topics: the app's tasks of one sub-topology are 0 to it.
+func taskPartitions(ctx context.Context, src audit.Source, p *reconcile.Pipeline) int32 {
 	var topics []string
 	for _, t := range p.Tables {
 		topics = append(topics, t.Source, t.Repartition, t.Changelog, t.Output)
@@ -249,11 +267,7 @@ func (sh Shard) partitions(ctx context.Context, src audit.Source, p *reconcile.P
 		}
 		most = max(most, n)
 	}
-	out := []int32{}
-	for q := sh.Index; q < most; q += sh.Count {
-		out = append(out, q)
-	}
-	return out
+	return most
 }
 
 // addUnjudged puts the reasons why tables and joins were not judged into

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/audit/segment"
-	"github.com/kaudit/kaudit/report"
 )
 
 // TestDiffLogDirs audits a real broker's log dirs through the library, as
@@ -91,7 +91,7 @@ func TestDiffShards(t *testing.T) {
 		}
 		shards = append(shards, rep)
 	}
-	merged, err := report.Merge(shards...)
+	merged, err := combine.Merge(shards...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +120,30 @@ func TestParseShard(t *testing.T) {
 	for _, in := range []string{"", "4/4", "-1/4", "1", "a/b", "0/0", "$(JOB_COMPLETION_INDEX)/4"} {
 		if _, err := ParseShard(in); err == nil {
 			t.Errorf("ParseShard(%q): no error", in)
+		}
+	}
+}
+
+// TestParseWhen: durations back from now, days and weeks too, and RFC
+// 3339 times; anything else is refused.
+func TestParseWhen(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"90m":                  now.Add(-90 * time.Minute),
+		"24h":                  now.Add(-24 * time.Hour),
+		"1d":                   now.Add(-24 * time.Hour),
+		"2w":                   now.Add(-14 * 24 * time.Hour),
+		"1d12h":                now.Add(-36 * time.Hour),
+		"2026-11-29T02:30:00Z": time.Date(2026, 11, 29, 2, 30, 0, 0, time.UTC),
+		"":                     {},
+	} {
+		if got, err := ParseWhen(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("ParseWhen(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1x", "d", "1dd", "yesterday", "-1d", "1d-5h", "2026-11-29"} {
+		if _, err := ParseWhen(in, now); err == nil {
+			t.Errorf("ParseWhen(%q): no error", in)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -195,20 +196,52 @@ func loadTopology(path string) (*topology.Topology, error) {
 	return t, nil
 }
 
-// ParseWhen reads a duration ago (counted back from now) or an RFC 3339
-// time; "" is the zero time.
+// ParseWhen reads a duration ago (counted back from now: 90m, 24h, and
+// days and weeks, 1d, 2w, 1d12h) or an RFC 3339 time; "" is the zero
+// time.
 func ParseWhen(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := ParseAgo(s); err == nil {
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (90m) nor an RFC 3339 time", s)
+		return time.Time{}, fmt.Errorf("%q is neither a duration (90m, 24h, 1d, 2w) nor an RFC 3339 time", s)
 	}
 	return t, nil
+}
+
+// ParseAgo reads a duration as time.ParseDuration does, with days (d,
+// 24h) and weeks (w, 7d) before the other units: 1d, 2w, 1d12h.
+func ParseAgo(s string) (time.Duration, error) {
+	var days int64
+	rest := s
+	for _, u := range []struct {
+		unit string
+		days int64
+	}{{"w", 7}, {"d", 1}} {
+		if i := strings.Index(rest, u.unit); i > 0 {
+			n, err := strconv.ParseInt(rest[:i], 10, 32)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("%q: want a duration such as 90m, 24h, 1d or 2w", s)
+			}
+			days += n * u.days
+			rest = rest[i+1:]
+		}
+	}
+	var d time.Duration
+	if rest != "" {
+		var err error
+		if d, err = time.ParseDuration(rest); err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90m, 24h, 1d or 2w", s)
+		}
+		if days > 0 && d < 0 {
+			return 0, fmt.Errorf("%q: want a duration such as 90m, 24h, 1d or 2w", s)
+		}
+	}
+	return time.Duration(days)*24*time.Hour + d, nil
 }
 
 // windowNote says which window since and until judged, from which clock,

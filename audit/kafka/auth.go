@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kaudit/kaudit/internal/input"
 	"net/http"
 	"net/url"
 	"os"
@@ -78,7 +79,7 @@ func oauthMechanism(props map[string]string, j jaasConfig) (sasl.Mechanism, erro
 	if u.Scheme == "file" {
 		path := u.Path
 		return oauth.Oauth(func(context.Context) (oauth.Auth, error) {
-			b, err := os.ReadFile(path)
+			b, err := input.Read(path, input.MaxClientFileBytes)
 			if err != nil {
 				return oauth.Auth{}, fmt.Errorf("read the OAuth token of %s: %w", endpointProp, err)
 			}

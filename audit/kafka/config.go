@@ -5,7 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/kaudit/kaudit/internal/input"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -228,7 +228,7 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 	var caPEM []byte
 	switch {
 	case props["ssl.ca.location"] != "":
-		b, err := os.ReadFile(props["ssl.ca.location"])
+		b, err := input.Read(props["ssl.ca.location"], input.MaxClientFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("ssl.ca.location: %w", err)
 		}
@@ -252,11 +252,11 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 
 	switch {
 	case props["ssl.certificate.location"] != "" || props["ssl.key.location"] != "":
-		c, err := os.ReadFile(props["ssl.certificate.location"])
+		c, err := input.Read(props["ssl.certificate.location"], input.MaxClientFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("ssl.certificate.location: %w", err)
 		}
-		k, err := os.ReadFile(props["ssl.key.location"])
+		k, err := input.Read(props["ssl.key.location"], input.MaxClientFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("ssl.key.location: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/kaudit/kaudit/internal/input"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -330,8 +331,10 @@ var ErrNotRegular = fmt.Errorf("not a regular file: %w", audit.ErrCorrupt)
 
 // OpenRegular opens path for reading after checking, on the opened file,
 // that it is a regular file (a symlink is followed: a log dir may be one).
+// It opens without blocking: a named pipe would block the open itself
+// until a writer came, where no cancelled context reaches it.
 func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := OpenNonblock(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,6 +349,9 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	}
 	return f, info, nil
 }
+
+// OpenNonblock opens path without blocking (input.OpenNonblock).
+func OpenNonblock(path string) (*os.File, error) { return input.OpenNonblock(path) }
 
 // ReadRegular reads a regular file of at most limit bytes whole, checking
 // its size before reading.
@@ -366,18 +372,4 @@ func ReadRegular(path string, limit int64) ([]byte, error) {
 }
 
 // KindOf names what a non-regular file is, for error messages.
-func KindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeDevice != 0 || m&fs.ModeCharDevice != 0:
-		return "a device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a regular file"
-}
+func KindOf(m fs.FileMode) string { return input.KindOf(m) }

@@ -110,10 +110,22 @@ var ErrOutDir = errors.New("not a directory capture may write into")
 var brokerFiles = []string{"meta.properties", "log-start-offset-checkpoint", "replication-offset-checkpoint",
 	"recovery-point-offset-checkpoint", "cleaner-offset-checkpoint", ".lock", ".kafka_cleanshutdown", "bootstrap.checkpoint"}
 
-// checkOutDir refuses an output directory that is a broker's log dir, or
-// that holds anything when it is not a bundle. A missing one is created
-// later.
+// checkOutDir refuses an output directory that is a broker's log dir or
+// inside one, or that holds anything when it is not a bundle. A missing
+// one is created later.
 func checkOutDir(dir string) error {
+	if abs, err := filepath.Abs(dir); err == nil {
+		for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+			for _, name := range brokerFiles {
+				if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
+					return fmt.Errorf("capture into %s: it is inside %s, which holds %s: a broker's log dir, which kaudit never writes into: %w", dir, d, name, ErrOutDir)
+				}
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
 	info, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -367,7 +379,9 @@ func copyRecords(ctx context.Context, src audit.Source, opts CaptureOptions, m *
 			return nil
 		}
 	}
-	m.Complete = true
+	// the commit log is optional evidence: a bundle without it audits as
+	// the cut holds (its absence is said, not missing)
+	m.Complete = !slices.ContainsFunc(m.Missing, func(s string) bool { return !strings.HasPrefix(s, commitLogMissing) })
 	for _, p := range m.allPartitions() {
 		m.Complete = m.Complete && p.Complete
 	}

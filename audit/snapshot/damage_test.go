@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,6 +134,16 @@ func TestDamagedBundle(t *testing.T) {
 			os.Rename(pd, q)
 			os.Symlink(q, pd)
 		}},
+		{"hw lowered below what was captured", func(t *testing.T, dir, rel string) {
+			m, _ := ReadManifest(dir)
+			for i := range m.Partitions {
+				if p := &m.Partitions[i]; p.TP() == tp0 {
+					p.HW, p.LSO = p.Next-2, p.Next-2
+				}
+			}
+			b, _ := json.Marshal(m)
+			os.WriteFile(filepath.Join(dir, ManifestFile), b, 0o644)
+		}},
 		{"partition dir gone, files dropped from the manifest", func(t *testing.T, dir, rel string) {
 			os.RemoveAll(filepath.Join(dir, filepath.Dir(rel)))
 			m, _ := ReadManifest(dir)
@@ -168,8 +179,27 @@ func TestDamagedBundle(t *testing.T) {
 	t.Run("manifest is a symlink to /dev/zero", func(t *testing.T) {
 		dir := t.TempDir()
 		os.Symlink("/dev/zero", filepath.Join(dir, ManifestFile))
+		if _, _, err := damaged(t, dir); !errors.Is(err, audit.ErrCorrupt) || !strings.Contains(err.Error(), "symlink") {
+			t.Fatalf("got %v, want a symlink refused as %v", err, audit.ErrCorrupt)
+		}
+	})
+	t.Run("manifest is a named pipe", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := syscall.Mkfifo(filepath.Join(dir, ManifestFile), 0o600); err != nil {
+			t.Skip(err)
+		}
 		if _, _, err := damaged(t, dir); !errors.Is(err, segment.ErrNotRegular) {
 			t.Fatalf("got %v, want %v", err, segment.ErrNotRegular)
+		}
+	})
+	t.Run("manifest is a symlink to a bundle's manifest outside", func(t *testing.T) {
+		dir, other := t.TempDir(), t.TempDir()
+		capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
+		capture(t, fixtureSource(t), CaptureOptions{Dir: other, AppID: "conf"})
+		os.Remove(filepath.Join(dir, ManifestFile))
+		os.Symlink(filepath.Join(other, ManifestFile), filepath.Join(dir, ManifestFile))
+		if _, _, err := damaged(t, dir); !errors.Is(err, audit.ErrCorrupt) || !strings.Contains(err.Error(), "symlink") {
+			t.Fatalf("got %v, want the symlink refused", err)
 		}
 	})
 }

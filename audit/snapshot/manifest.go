@@ -39,7 +39,10 @@ type Manifest struct {
 	UpdatedAt  time.Time `json:"updated_at"`  // the last capture run
 	Source     string    `json:"source"`
 	// Since is the capture's lower time bound, when one was given.
-	Since      *time.Time        `json:"since,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	// Complete is true when the bundle holds all the evidence of the cut:
+	// every partition copied (Copied) and nothing Missing. An audit of a
+	// bundle that is not is incomplete.
 	Complete   bool              `json:"complete"`
 	Partitions []PartitionState  `json:"partitions"`
 	Group      *Group            `json:"group,omitempty"`
@@ -81,6 +84,17 @@ type PartitionState struct {
 	Records  int64      `json:"records"`
 	Bytes    int64      `json:"bytes"`
 	Complete bool       `json:"complete"`
+}
+
+// Copied reports whether every partition's records were copied: false
+// while a capture cut by --max-bytes is to be resumed.
+func (m *Manifest) Copied() bool {
+	for _, p := range m.allPartitions() {
+		if !p.Complete {
+			return false
+		}
+	}
+	return true
 }
 
 // TP returns the state's topic partition.
@@ -168,6 +182,11 @@ func (g *Group) offsets() audit.GroupOffsets {
 
 // ReadManifest reads a bundle's manifest.
 func ReadManifest(dir string) (*Manifest, error) {
+	if info, err := os.Lstat(filepath.Join(dir, ManifestFile)); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		// a bundle holds no symlinks: one would read a manifest from
+		// outside it
+		return nil, fmt.Errorf("read manifest: %s is a symlink, and a bundle holds none: %w", filepath.Join(dir, ManifestFile), audit.ErrCorrupt)
+	}
 	b, err := segment.ReadRegular(filepath.Join(dir, ManifestFile), MaxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)

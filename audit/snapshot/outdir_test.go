@@ -46,6 +46,9 @@ func TestCaptureRefusesDir(t *testing.T) {
 			capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
 			os.WriteFile(filepath.Join(dir, "replication-offset-checkpoint"), []byte("0\n0\n"), 0o644)
 		}},
+		{"a new dir inside a broker's log dir", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "meta.properties"), []byte("node.id=1\n"), 0o644)
+		}},
 		{"partition dirs, no manifest", func(t *testing.T, dir string) {
 			os.MkdirAll(filepath.Join(dir, tp0.Topic+"-0"), 0o755)
 			os.WriteFile(filepath.Join(dir, tp0.Topic+"-0", "00000000000000000000.log"), []byte("broker data"), 0o644)
@@ -69,7 +72,11 @@ func TestCaptureRefusesDir(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, dir)
 			before := tree(t, dir)
-			_, err := Capture(t.Context(), fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
+			out := dir
+			if tc.name == "a new dir inside a broker's log dir" {
+				out = filepath.Join(dir, "evidence", "tonight")
+			}
+			_, err := Capture(t.Context(), fixtureSource(t), CaptureOptions{Dir: out, AppID: "conf"})
 			if !errors.Is(err, ErrOutDir) {
 				t.Fatalf("Capture into %s: %v, want an error wrapping %v", tc.name, err, ErrOutDir)
 			}

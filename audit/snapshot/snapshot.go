@@ -82,8 +82,8 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 		if n, ok := counts[p.Topic]; ok && p.Partition >= n {
 			s.problem(p.TP(), fmt.Sprintf("the manifest lists partition %d of %s, which has %d partitions", p.Partition, p.Topic, n))
 		}
-		if p.Partition < 0 || p.LogStart < 0 || p.LogStart > p.HW || p.LSO > p.HW || p.From < 0 || p.From > p.Next {
-			why := fmt.Sprintf("the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d to %d", p.LogStart, p.LSO, p.HW, p.From, p.Next)
+		if p.Partition < 0 || p.LogStart < 0 || p.LogStart > p.HW || p.LSO > p.HW || p.From < 0 || p.From > p.Next || p.Next > p.HW {
+			why := fmt.Sprintf("%s: the manifest's offsets contradict each other: log start %d, LSO %d, HW %d, captured from %d to %d", partitionDir(p.TP()), p.LogStart, p.LSO, p.HW, p.From, p.Next)
 			s.problem(p.TP(), why)
 			s.badOffsets[p.TP()] = why
 		}

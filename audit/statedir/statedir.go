@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kaudit/kaudit/audit/segment"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ func Read(dir, appID string) (*State, error) {
 		return nil, fmt.Errorf("read state dir: %w", err)
 	}
 	s := &State{Dir: appDir, AppID: appID}
-	if b, err := os.ReadFile(filepath.Join(appDir, ProcessMetadataFile)); err == nil {
+	if b, err := segment.ReadRegular(filepath.Join(appDir, ProcessMetadataFile), segment.MaxMetaFileBytes); err == nil {
 		var meta struct {
 			ProcessID string `json:"processId"`
 		}
@@ -125,7 +126,7 @@ func readTask(path string) (Task, error) {
 			t.Stores = append(t.Stores, e.Name()) // a segmented (window/session) store
 		case e.Name() == CheckpointFile:
 			t.HasCheckpoint = true
-			b, err := os.ReadFile(filepath.Join(path, CheckpointFile))
+			b, err := segment.ReadRegular(filepath.Join(path, CheckpointFile), segment.MaxMetaFileBytes)
 			if err != nil {
 				return t, fmt.Errorf("read checkpoint: %w", err)
 			}

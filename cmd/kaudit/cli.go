@@ -159,14 +159,24 @@ type buildInfo struct {
 	Go                    string
 }
 
+// version is the release a build names with -ldflags "-X
+// main.version=v1.2.0" (the Dockerfile does): it wins over the module's.
+var version string
+
 func readBuildInfo() buildInfo {
 	b := buildInfo{Version: "(unknown)", Go: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
+		if version != "" {
+			b.Version = version
+		}
 		return b
 	}
 	if bi.Main.Version != "" {
 		b.Version = bi.Main.Version
+	}
+	if version != "" {
+		b.Version = version
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {

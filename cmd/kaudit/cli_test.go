@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mattn/go-runewidth"
+	"golang.org/x/sys/unix"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -167,10 +171,16 @@ func TestBinaryVersion(t *testing.T) {
 
 // TestTableWidthCLI: the table fits $COLUMNS (the terminal's width where
 // stdout is one) and --wide prints the detail whole.
+// TestTableWidthCLI: piped, the table format is plain text, one line per
+// finding, every cell whole, no box (as Kafka's own tools print); on a
+// terminal, a box fitted to its width; on one too narrow for a box, a
+// block per finding; --wide the box unwrapped. No line is wider than the
+// terminal.
 func TestTableWidthCLI(t *testing.T) {
 	long := strings.TrimSpace(strings.Repeat("why this record is gone ", 10))
 	f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, audit.TopicPartition{Topic: "orders", Partition: 0}, 7)
 	f.Detail = long
+	f.Key = `"o-w1-0042"`
 	r := &audit.Report{AppID: "shop", Cut: []audit.PartitionCut{{Topic: "orders", Partition: 0, Role: "source", Committed: 10, HW: 10}}, Findings: []audit.Finding{f}}
 	r.Finish()
 	b, err := json.Marshal(r)
@@ -183,13 +193,37 @@ func TestTableWidthCLI(t *testing.T) {
 	}
 	t.Setenv("COLUMNS", "110")
 	out, _, _ := runCLI(t, "merge", path, "--format", "table")
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "│") && len([]rune(l)) > 110 {
-			t.Errorf("%d columns with COLUMNS=110: %s", len([]rune(l)), l)
-		}
+	if strings.ContainsAny(out, "│┌─") || !strings.Contains(out, long) || !strings.Contains(out, " o-w1-0042 ") {
+		t.Errorf("piped: want plain lines with the detail and the key whole:\n%s", out)
 	}
-	if strings.Contains(out, long) || !strings.Contains(out, "gone") {
-		t.Errorf("want the detail wrapped, not cut:\n%s", out)
+	for _, cols := range []uint16{110, 80, 60} {
+		master, tty := openPTY(t)
+		if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: cols}); err != nil {
+			t.Fatal(err)
+		}
+		var drawn bytes.Buffer
+		done := make(chan struct{})
+		go func() { defer close(done); _, _ = io.Copy(&drawn, master) }()
+		var errb bytes.Buffer
+		code := run(t.Context(), []string{"kaudit", "merge", path, "--format", "table"}, tty, &errb)
+		tty.Close()
+		<-done
+		if code != exitFindings {
+			t.Fatalf("%d columns: exit %d: %s", cols, code, errb.String())
+		}
+		text := strings.ReplaceAll(drawn.String(), "\r", "")
+		for _, l := range strings.Split(text, "\n") {
+			if w := runewidth.StringWidth(l); w > int(cols) {
+				t.Errorf("%d columns: a line %d wide: %s", cols, w, l)
+			}
+		}
+		joined := strings.Join(strings.Fields(strings.NewReplacer("│", " ").Replace(text)), " ")
+		if !strings.Contains(joined, "gone why this") || strings.Contains(joined, "…") {
+			t.Errorf("%d columns: want the detail wrapped, not cut:\n%s", cols, text)
+		}
+		if box := strings.Contains(text, "│"); box != (cols >= 100) {
+			t.Errorf("%d columns: a box %v", cols, box)
+		}
 	}
 	if out, _, _ := runCLI(t, "merge", path, "--format", "table", "--wide"); !strings.Contains(out, long) {
 		t.Errorf("--wide: the detail is not whole:\n%s", out)

@@ -2,22 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/diff"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/topology"
 )
@@ -57,7 +54,7 @@ func captureCommand() *cli.Command {
 			"records of its topics up to that cut, control batches included, into DIR in Kafka's own\n" +
 			"log-dir layout with a manifest.json holding the rest and the sha256 of every file.\n" +
 			"Audit it later with --snapshot DIR. An interrupted or --max-bytes-bounded capture resumes\n" +
-			"where it stopped when run again with the same --out; until then it exits 3.\n\n" + exitStatusHelp,
+			"where it stopped when run again with the same --out; until then it exits 3.\n\n" + captureExitHelp,
 		Flags: append(flags, sourceFlags()...),
 		Action: func(c *cli.Context) error {
 			o, err := readCaptureOptions(c, time.Now())
@@ -99,12 +96,12 @@ func readCaptureOptions(c *cli.Context, now time.Time) (captureOptions, error) {
 		return o, usagef("kaudit capture: --out is required")
 	}
 	if s := c.String("since"); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		if d, err := diff.ParseAgo(s); err == nil && d > 0 {
 			o.Since = now.Add(-d)
 		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
 			o.Since = t
 		} else {
-			return o, usagef("kaudit capture: --since %q: want a positive duration (24h) or an RFC 3339 time", s)
+			return o, usagef("kaudit capture: --since %q: want a positive duration (24h, 1d, 2w) or an RFC 3339 time", s)
 		}
 	}
 	if s := c.String("max-bytes"); s != "" {
@@ -140,50 +137,10 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// readSchemas reads a schema dir: <id>.avsc files, or a schemas.json map of
-// id to schema text.
-func readSchemas(dir string) (map[int32]string, error) {
-	out := map[int32]string{}
-	if b, err := readInput(filepath.Join(dir, "schemas.json"), maxSchemaBytes); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read schemas: %w", err)
-	} else if err == nil {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "schemas.json"), err)
-		}
-		for k, v := range m {
-			id, err := strconv.ParseInt(k, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("read %s: schema id %q is not a number", filepath.Join(dir, "schemas.json"), k)
-			}
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				s = string(v) // the schema itself as JSON
-			}
-			out[int32(id)] = s
-		}
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read schemas: %w", err)
-	}
-	for _, e := range entries {
-		base, ok := strings.CutSuffix(e.Name(), ".avsc")
-		id, err := strconv.ParseInt(base, 10, 32)
-		if !ok || err != nil {
-			continue
-		}
-		b, err := readInput(filepath.Join(dir, e.Name()), maxSchemaBytes)
-		if err != nil {
-			return nil, fmt.Errorf("read schemas: %w", err)
-		}
-		out[int32(id)] = string(b)
-	}
-	return out, nil
-}
-
-// runCapture writes the bundle and prints what it holds. A bundle left
-// incomplete (--max-bytes) exits 3: run the command again to resume.
+// runCapture plans the capture with the library, writes the bundle and
+// prints what it holds. A bundle that does not hold all the evidence of
+// the cut (--max-bytes stopped it, or the source could not give a piece
+// of it) exits 3: an audit of it would be incomplete.
 func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout, stderr io.Writer) error {
 	opts := snapshot.CaptureOptions{Dir: o.Out, AppID: o.AppID, Topics: o.Topics, Since: o.Since, MaxBytes: o.MaxBytes}
 	if o.Topology != "" {
@@ -192,53 +149,19 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 			return usagef("kaudit capture: read --topology: %w", err)
 		}
 		opts.Topology = string(b)
-	} else {
-		opts.Topology = audit.TopologyOf(src) // a bundle captured again keeps its topology
-	}
-	if opts.Topology != "" {
-		if topo, err := topology.ParseString(opts.Topology); err == nil {
-			// the sink topics hold the app's output: capture them too
-			for _, u := range topo.Layout(o.AppID).Topics {
-				if u.Role == topology.RoleOutput {
-					opts.Also = append(opts.Also, u.Name)
-				}
-			}
-		}
 	}
 	if o.SchemasDir != "" {
-		s, err := readSchemas(o.SchemasDir)
+		s, err := snapshot.ReadSchemas(o.SchemasDir)
 		if err != nil {
 			return usagef("kaudit capture: --schemas: %w", err)
 		}
 		opts.Schemas = s
 	}
-	// a bundle captured again keeps the schemas it carries
-	for id, text := range audit.SchemasOf(src) {
-		if _, ok := opts.Schemas[id]; !ok {
-			if opts.Schemas == nil {
-				opts.Schemas = map[int32]string{}
-			}
-			opts.Schemas[id] = text
-		}
-	}
 	if o.Registry != nil {
-		opts.Schema = func(ctx context.Context, id int32) (string, error) {
-			s, err := o.Registry.Schema(ctx, id)
-			if errors.Is(err, codec.ErrUnknownSchema) && !errors.Is(err, codec.ErrBadSchema) {
-				// bytes that only look framed (a long key), or an id the
-				// registry lost: an offline audit says which
-				return "", nil
-			}
-			if err != nil {
-				return "", err
-			}
-			if s.Type != "" && !strings.EqualFold(s.Type, "AVRO") {
-				return "", fmt.Errorf("a %s schema: only Avro schemas are kept", s.Type)
-			}
-			return s.Schema, nil
-		}
+		opts.Schema = snapshot.RegistrySchemas(o.Registry)
 	}
-	if f, ok := stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+	opts = snapshot.Plan(src, opts)
+	if isTerminal(stderr) {
 		p := newCaptureBar(stderr)
 		opts.Progress = p.update
 		defer p.done()
@@ -270,9 +193,14 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	if cl := m.CommitLog; cl != nil {
 		fmt.Fprintf(stdout, "and the group's commit log, %s: %d records, %d bytes\n", cl.TP(), cl.Records, cl.Bytes)
 	}
-	if !m.Complete {
+	switch {
+	case !m.Copied():
 		fmt.Fprintf(stdout, "stopped by --max-bytes: run the same command again to continue into %s\n", o.Out)
 		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete", o.Out)}
+	case !m.Complete:
+		fmt.Fprintf(stdout, "bundle %s holds every record of the cut, but not %s: an audit of it (--snapshot %s) will be incomplete\n",
+			o.Out, strings.Join(m.Gaps(), "; "), o.Out)
+		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete: %d pieces of evidence were not captured", o.Out, len(m.Gaps()))}
 	}
 	fmt.Fprintf(stdout, "bundle %s is complete: audit it with --snapshot %s\n", o.Out, o.Out)
 	return nil

@@ -21,6 +21,10 @@ import (
 )
 
 func TestCaptureCLIErrors(t *testing.T) {
+	brokerDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(brokerDir, "meta.properties"), []byte("node.id=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -31,6 +35,7 @@ func TestCaptureCLIErrors(t *testing.T) {
 		{"bad since", []string{"capture", "--app-id", "a", "--out", "x", "--since", "yesterday"}, "--since"},
 		{"bad max bytes", []string{"capture", "--app-id", "a", "--out", "x", "--max-bytes", "-5"}, "--max-bytes"},
 		{"no source", []string{"capture", "--app-id", "a", "--out", "x"}, "needs a source"},
+		{"into a broker's log dir", []string{"capture", "--app-id", "kaudit-drill", "--snapshot", "../../testdata/incidents/dropped", "--out", filepath.Join(brokerDir, "newsub")}, "a broker's log dir"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, errOut, code := runCLI(t, tt.args...)
@@ -134,10 +139,19 @@ func TestCaptureLive(t *testing.T) {
 		}
 	}
 
+	// the app has no consumer group: the bundle holds every record and no
+	// cut, so the capture, its manifest and an audit of it all say
+	// incomplete
 	dir := filepath.Join(t.TempDir(), "bundle")
 	out, errOut, code := runCLI(t, "capture", "--app-id", "shop", "--bootstrap-server", bs, "--out", dir)
-	if code != exitClean {
-		t.Fatalf("exit %d, stderr %s, output %s", code, errOut, out)
+	if code != exitIncomplete || !strings.Contains(errOut, "not captured: group offsets") || !strings.Contains(out, "will be incomplete") || strings.Contains(out, "is complete") {
+		t.Fatalf("exit %d, stderr %s, output %s: want 3, the group offsets named as not captured", code, errOut, out)
+	}
+	if m, err := snapshot.ReadManifest(dir); err != nil || m.Complete || !m.Copied() {
+		t.Fatalf("manifest complete %v, copied %v (%v): want every record copied and the bundle not complete", m.Complete, m.Copied(), err)
+	}
+	if _, errOut, code := runCLI(t, "diff", "--snapshot", dir, "--app-id", "shop"); code != exitIncomplete {
+		t.Errorf("diff of the bundle: exit %d, want %d: %s", code, exitIncomplete, errOut)
 	}
 	snap, err := snapshot.Open(dir)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/report"
 )
 
 //go:embed demo/kaudit.yaml demo/topology.txt
@@ -34,15 +35,31 @@ exactly-once transactions, Avro values) with a handful of injected losses,
 then runs kaudit diff on it with the embedded spec and topology.
 
 ` + exitStatusHelp,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "md, table, json, csv or prom"},
-			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`"},
+		Flags: append(outputFlags("table"),
 			&cli.IntFlag{Name: "records", Value: 600, Usage: "input records per source topic"},
-		},
+			wideFlag(),
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr (it is drawn only on a terminal)"},
+		),
 		Action: func(c *cli.Context) error {
-			return runDemo(c.Context, c.String("format"), c.String("output"), c.Int("records"), c.App.Writer, c.App.ErrWriter)
+			outs, err := readOutputs(c, "table")
+			if err != nil {
+				return err
+			}
+			d := demoOptions{Outputs: outs, Records: c.Int("records"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
+				Args: provenanceArgs(c), Quiet: c.Bool("quiet")}
+			return runDemo(c.Context, d, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+// demoOptions are kaudit demo's flags.
+type demoOptions struct {
+	Outputs []output
+	Records int
+	Wide    bool
+	Width   int
+	Args    []string // the command line, for the provenance
+	Quiet   bool     // no progress
 }
 
 // demoScenario is the embedded incident: an app with the topology of the
@@ -68,10 +85,12 @@ func demoScenario(n int) audittest.Scenario {
 	return s
 }
 
-func runDemo(ctx context.Context, format, output string, n int, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error {
+	n := d.Records
 	if n < 60 {
 		return usagef("--records %d: want at least 60", n)
 	}
+	started := time.Now()
 	dir, err := os.MkdirTemp("", "kaudit-demo-")
 	if err != nil {
 		return fmt.Errorf("make demo dir: %w", err)
@@ -104,23 +123,23 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 	s := demoScenario(n)
 	s.Encode = enc.Encode
 	fmt.Fprintf(stderr, "kaudit demo: writing the incident to an in-process broker (registry %s)…\n", regURL)
+	spun := newSpinner(stderr, d.Quiet, fmt.Sprintf("writing %d records", len(s.Tables)*n))
 	cluster, truth, err := audittest.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 		return net.Listen(network, "127.0.0.1:0")
 	}))
+	spun()
 	if err != nil {
 		return fmt.Errorf("write the demo incident: %w", err)
 	}
 	defer cluster.Close()
-	fmt.Fprintf(stderr, "kaudit demo: %d input records, %d injected faults (%d findings expected); auditing…\n\n", truth.Inputs, len(s.Faults), len(truth.Findings))
+	fmt.Fprintf(stderr, "kaudit demo: %d input records written (%d per source topic), %d injected faults (%d findings expected); auditing…\n", truth.Inputs, n, len(s.Faults), len(truth.Findings))
 
 	o := diffOptions{
 		source:       sourceOptions{Bootstrap: cluster.ListenAddrs(), Timeout: 10 * time.Second, SchemaRegistry: regURL, MaxTxnTimeout: 15 * time.Minute},
 		AppID:        "shop",
-		TopologyFile: filepath.Join(dir, "topology.txt"),
-		Format:       format, Output: output, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
-	}
-	if output != "" && format == "table" {
-		o.Format = "md"
+		TopologyFile: filepath.Join(dir, "topology.txt"), // no --spec: the spec is inferred from the evidence
+		Outputs:      d.Outputs, CrossCheck: true, KafkaVersion: "3.6.1", Concurrency: runtime.GOMAXPROCS(0),
+		Wide: d.Wide, Width: d.Width, started: started, args: d.Args,
 	}
 	src, err := openSource(ctx, "demo", o.source)
 	if err != nil {
@@ -128,19 +147,27 @@ func runDemo(ctx context.Context, format, output string, n int, stdout, stderr i
 	}
 	defer src.close()
 	var got []audittest.Expected
+	var read, judged int64
 	o.inspect = func(rep *audit.Report) {
+		read, judged = rep.Summary.Records["read"], report.TallyOf(rep).Judged
 		for _, f := range rep.Findings {
 			if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
 				got = append(got, audittest.Expected{Stage: f.Stage, Cause: f.Cause, Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, Key: f.Key})
 			}
 		}
 	}
+	p, stop := newProgress(stderr, d.Quiet)
+	o.progress = p
 	err = runDiff(ctx, o, src, stdout)
+	stop()
+	if read > 0 {
+		fmt.Fprintf(stderr, "\nkaudit demo: of the %d input records written, Kafka still holds %d (the injected retention gap deleted the others); the audit judged the %d consumed and applied ones with a key (the rest are pending or have a null key: see the report's funnel).\n", truth.Inputs, read, judged)
+	}
 	missed, extra := audittest.Match(truth.Findings, got)
 	if len(missed)+len(extra) == 0 {
-		fmt.Fprintf(stderr, "\nkaudit demo: the audit named exactly the %d injected losses and anomalies, and nothing else.\n", len(truth.Findings))
+		fmt.Fprintf(stderr, "kaudit demo: the audit named exactly the %d injected losses and anomalies, and nothing else.\n", len(truth.Findings))
 	} else {
-		fmt.Fprintf(stderr, "\nkaudit demo: the audit disagrees with the injected faults: missed %v, unexpected %v\n", missed, extra)
+		fmt.Fprintf(stderr, "kaudit demo: the audit disagrees with the injected faults: missed %v, unexpected %v\n", missed, extra)
 	}
 	return err
 }

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/audit/diff"
 
 	"github.com/dustin/go-humanize"
@@ -31,8 +31,7 @@ type diffOptions struct {
 	SpecFile         string
 	SaveSpec         string // --save-spec: where the inferred spec goes
 	StateDir         string
-	Format           string
-	Output           string
+	Outputs          []output
 	Since, Until     string // as given: resolved against the source's clock
 	Baseline         string // a previous JSON report
 	BaselineSnapshot string
@@ -43,6 +42,7 @@ type diffOptions struct {
 	Outage           time.Duration
 	Partitions       []int32
 	Shard            diff.Shard
+	RunID            string
 	CrossCheck       bool
 	Concurrency      int
 	Wide             bool // --wide: the table unwrapped
@@ -64,21 +64,20 @@ type diffOptions struct {
 func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
 		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
-		Partitions: o.Partitions, Shard: o.Shard, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
+		Partitions: o.Partitions, Shard: o.Shard, RunID: o.RunID, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
 		SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
 
 func diffFlags() []cli.Flag {
 	flags := append(sourceFlags(), serdeFlags()...)
 	flags = append(flags, txnFlags()...)
+	flags = append(flags, outputFlags("table")...)
 	return append(flags,
 		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
 		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE`", EnvVars: env("save-spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
-		&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: table, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
-		&cli.StringFlag{Name: "output", Usage: "write the report to `FILE` (written whole or not at all)", EnvVars: env("output")},
 		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
 		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
@@ -90,6 +89,7 @@ func diffFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
 		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
 		&cli.StringFlag{Name: "shard", Usage: "audit shard `I/N` of the task partitions (those with partition % N == I), e.g. --shard $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job; see kaudit merge", EnvVars: env("shard")},
+		&cli.StringFlag{Name: "run-id", Usage: "name the audit a shard belongs to (`ID`, e.g. the Job's uid): kaudit merge refuses a shard of another run", EnvVars: env("run-id")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
@@ -132,18 +132,17 @@ func diffCommand() *cli.Command {
 
 func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"), SaveSpec: c.String("save-spec"),
-		StateDir: c.String("state-dir"), Output: c.String("output"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"),
+		StateDir: c.String("state-dir"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"), RunID: c.String("run-id"),
 		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"),
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	if o.SaveSpec != "" && o.SpecFile != "" {
 		return o, usagef("--save-spec writes the spec kaudit infers without --spec: give one or the other")
 	}
-	o.Format = report.FormatFor(o.Output, c.String("format"))
-	if !slices.Contains(report.Formats, o.Format) {
-		return o, usagef("--format %q: want md, html, table, json, csv or prom", o.Format)
-	}
 	var err error
+	if o.Outputs, err = readOutputs(c, "table"); err != nil {
+		return o, err
+	}
 	o.Since, o.Until = c.String("since"), c.String("until")
 	if _, err = diff.ParseWhen(o.Since, now); err != nil {
 		return o, usagef("--since: %w", err)
@@ -171,10 +170,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	if o.AppID == "" && o.SpecFile == "" {
 		return o, usagef("kaudit diff needs --app-id ID (or a --spec that names app_id)")
 	}
-	var outs []string
-	if o.Output != "" {
-		outs = append(outs, o.Output, strings.TrimSuffix(o.Output, filepath.Ext(o.Output))+"-timeline.svg")
-	}
+	outs := outputPaths(o.Outputs)
 	if o.SpillDir != "" {
 		outs = append(outs, filepath.Join(o.SpillDir, "spill"))
 	}
@@ -263,16 +259,12 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		}
 	}
 	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width}
-	verdict := rep.Summary.Verdict
 	if o.Baseline != "" {
 		prev, err := readReport(o.Baseline)
 		if err != nil {
 			return err
 		}
-		fresh := report.NewSince(prev, rep)
-		rep.Summary.Notes = append(rep.Summary.Notes, fmt.Sprintf("baseline %s: %d of %d findings are new since that audit; the exit code judges the new ones", o.Baseline, len(fresh), len(rep.Findings)))
-		verdict = audit.Judge(fresh, rep.Summary.Missing)
-		ropts.Verdict = verdict // the header and the metrics say what the exit code judged
+		combine.Since(prev, rep, o.Baseline) // the report says what the exit code judges
 	}
 	if !o.started.IsZero() {
 		ropts.Duration = time.Since(o.started)
@@ -282,8 +274,8 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
 		ropts.ReplayFlags, ropts.ReplayNotes = kcatFlags(props)
 	}
-	if err := writeReport(o, rep, ropts, w); err != nil {
+	if err := writeReport(o.Outputs, rep, ropts, w); err != nil {
 		return err
 	}
-	return verdictResult(verdict)
+	return verdictResult(rep.ExitVerdict())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/kaudit/kaudit/audit/discovery"
 	"github.com/kaudit/kaudit/audit/draft"
 
 	"github.com/urfave/cli/v2"
@@ -37,7 +38,7 @@ func initCommand() *cli.Command {
 			"table's source, select_key and reducer, and each join's type and value are inferred from what\n" +
 			"the app wrote, each with its evidence as a comment. What the evidence cannot settle stays a\n" +
 			"TODO listing the candidates. Without a source, select_key, reduce and value are TODO.\n" +
-			"Check a spec against the evidence with kaudit spec check.\n\n" + exitStatusHelp,
+			"Check a spec against the evidence with kaudit spec check.\n\n" + initExitHelp,
 		Flags: append(flags, sourceFlags()...),
 		Action: func(c *cli.Context) error {
 			o := initOptions{
@@ -60,6 +61,12 @@ func initCommand() *cli.Command {
 // runInit writes a draft spec through the library; src may be nil.
 func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) error {
 	do := draft.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, KeySerde: o.KeySerde, ValueSerde: o.ValueSerde}
+	if src != nil && o.AppID != "" {
+		// a draft of an app the source does not hold is all TODO: a typo
+		if err := discovery.CheckAppID(ctx, src, o.AppID); err != nil {
+			return usagef("kaudit init --app-id: %w", err)
+		}
+	}
 	if src != nil {
 		props, err := properties(o.source) // to decode the evidence
 		if err != nil {

@@ -31,10 +31,10 @@ func ledgerCommand() *cli.Command {
 	flags := append(sourceFlags(), serdeFlags()...)
 	flags = append(flags, txnFlags()...)
 	flags = append(flags,
-		&cli.StringFlag{Name: "topic", Usage: "the `TOPIC` to classify", Required: true, EnvVars: env("topic")},
+		&cli.StringFlag{Name: "topic", Usage: "the `TOPIC` to classify (required)", EnvVars: env("topic")},
 		&cli.IntFlag{Name: "partition", Value: -1, Usage: "one `PARTITION` (default: all)", EnvVars: env("partition")},
 		&cli.StringFlag{Name: "offsets", Usage: "list each offset `A-B` (inclusive) with its fate, and its decoded record when a serde is given", EnvVars: env("offsets")},
-		&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or csv", EnvVars: env("format")},
+		formatFlag("ledger", "table", []string{"table", "json", "csv"}),
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read up to `N` partitions at once", EnvVars: env("concurrency")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing the derived read_committed view with the broker's (reads each partition once instead of twice)", EnvVars: env("no-cross-check")},
 	)
@@ -45,8 +45,15 @@ func ledgerCommand() *cli.Command {
 		Description: exitStatusHelp,
 		Flags:       flags,
 		Action: func(c *cli.Context) error {
+			if c.String("topic") == "" {
+				return usagef("kaudit ledger needs --topic TOPIC")
+			}
+			format, err := readFormat(c, []string{"table", "json", "csv"})
+			if err != nil {
+				return err
+			}
 			o := ledgerOptions{source: readSourceOptions(c), Topic: c.String("topic"), Partition: c.Int("partition"),
-				Format: c.String("format"), CrossCheck: !c.Bool("no-cross-check"), MaxTxnTimeout: c.Duration("max-transaction-timeout"), From: -1, To: -1,
+				Format: format, CrossCheck: !c.Bool("no-cross-check"), MaxTxnTimeout: c.Duration("max-transaction-timeout"), From: -1, To: -1,
 				Concurrency: c.Int("concurrency")}
 			if o.Concurrency < 1 || o.Concurrency > 64 {
 				return usagef("--concurrency %d: want 1 to 64", o.Concurrency)
@@ -59,11 +66,6 @@ func ledgerCommand() *cli.Command {
 					return usagef("--offsets %q: want A-B with 0 <= A <= B", s)
 				}
 				o.From, o.To = from, to
-			}
-			switch o.Format {
-			case "table", "json", "csv":
-			default:
-				return usagef("--format %q: want table, json or csv", o.Format)
 			}
 			src, err := openCliSource(c)
 			if err != nil {

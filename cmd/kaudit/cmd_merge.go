@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -20,16 +21,21 @@ co-partitioned tasks with kaudit diff --partitions 0-5 --format json; kaudit mer
 combines their reports into one, as if one run had audited every partition.
 
 ` + exitStatusHelp,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: json, or md or html when --output ends in .md or .html)", EnvVars: env("format")},
-			&cli.StringFlag{Name: "output", Usage: "write the report to `FILE`", EnvVars: env("output")},
+		Flags: append(outputFlags("json"),
 			wideFlag(),
 			&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
 			&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return usagef("kaudit merge needs at least one report file")
+			}
+			outs, err := readOutputs(c, "json")
+			if err != nil {
+				return err
+			}
+			if err := checkWrites(outputPaths(outs), nil, c.Args().Slice()); err != nil {
+				return err
 			}
 			var reps []*audit.Report
 			for _, path := range c.Args().Slice() {
@@ -45,25 +51,15 @@ combines their reports into one, as if one run had audited every partition.
 				r.Finish() // the verdict follows the findings, whatever the file says
 				reps = append(reps, r)
 			}
-			merged, err := report.Merge(reps...)
+			merged, err := combine.Merge(reps...)
 			if err != nil {
-				return usagef("merge: %w", err)
+				return usageError{Err: err}
 			}
-			format := c.String("format")
-			if format == "" && c.String("output") == "" {
-				format = "json"
-			}
-			o := diffOptions{Output: c.String("output"), Format: report.FormatFor(c.String("output"), format)}
-			if o.Output != "" {
-				if err := checkWrites([]string{o.Output}, nil, c.Args().Slice()); err != nil {
-					return err
-				}
-			}
-			if err := writeReport(o, merged, report.Options{KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
+			if err := writeReport(outs, merged, report.Options{KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
 				Provenance: provenance(provenanceArgs(c), "")}, c.App.Writer); err != nil {
 				return fmt.Errorf("write the merged report: %w", err)
 			}
-			return verdictResult(merged.Summary.Verdict)
+			return verdictResult(merged.ExitVerdict())
 		},
 	}
 }

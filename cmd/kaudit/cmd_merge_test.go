@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
@@ -43,5 +44,28 @@ func TestMerge(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, "merge", filepath.Join(dir, "missing.json")); code != exitUsage {
 		t.Errorf("a missing file: exit %d, want 2", code)
+	}
+}
+
+// TestMergeOneShardOfTwo: a shard's report says which shard it is; merged
+// alone it is not the whole audit, and the merge says so (missing
+// evidence) instead of reading as one; the same shard twice is refused.
+func TestMergeOneShardOfTwo(t *testing.T) {
+	dir := t.TempDir()
+	shard := filepath.Join(dir, "shard-0.json")
+	if _, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", "../../testdata/incidents/dropped.kaudit.yaml",
+		"--shard", "0/2", "--run-id", "night-1", "--output", shard); code != exitFindings {
+		t.Fatalf("shard 0/2: exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(shard)
+	if err != nil || !strings.Contains(string(b), `"shard": {`) || !strings.Contains(string(b), `"run": "night-1"`) {
+		t.Fatalf("the shard's report does not say which shard it is: %v\n%.300s", err, b)
+	}
+	out, errOut, code := runCLI(t, "merge", shard, "--format", "md")
+	if code != exitFindings || !strings.Contains(out, "shard 1/2 was not merged") || !strings.Contains(out, "The audit is incomplete") {
+		t.Errorf("one shard of two: exit %d, stderr %s\n%.800s", code, errOut, out)
+	}
+	if _, errOut, code := runCLI(t, "merge", shard, shard); code != exitUsage || !strings.Contains(errOut, "given twice") {
+		t.Errorf("the same shard twice: exit %d: %s", code, errOut)
 	}
 }

@@ -43,7 +43,13 @@ func specCommand() *cli.Command {
 			return runSpecCheck(c.Context, o, src, c.App.Writer)
 		},
 	}
-	return &cli.Command{Name: "spec", Usage: "work with a kaudit.yaml", Subcommands: []*cli.Command{check}}
+	return &cli.Command{Name: "spec", Usage: "work with a kaudit.yaml", ArgsUsage: "COMMAND", Subcommands: []*cli.Command{check},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return unknownCommand(c.Command.Subcommands, c.Args().First(), "spec ")
+			}
+			return cli.ShowSubcommandHelp(c)
+		}}
 }
 
 // runSpecCheck prints how well a spec explains the evidence.

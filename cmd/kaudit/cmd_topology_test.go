@@ -155,7 +155,7 @@ func TestTopologyCommand(t *testing.T) {
 		{"nothing to show", nil, "needs --topology FILE"},
 		{"not a topology", []string{"--topology", "cmd_topology.go"}, "cmd_topology.go: line 1: not a topology description"},
 		{"missing file", []string{"--topology", "no-such-file.txt"}, "read topology"},
-		{"bad format", []string{"--topology", seedTopologyFile(), "--format", "svg"}, "unknown --format"},
+		{"bad format", []string{"--topology", seedTopologyFile(), "--format", "svg"}, `--format "svg": want table, mermaid, json`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, errOut, code := runCLI(t, append([]string{"topology"}, tt.args...)...)

@@ -73,6 +73,18 @@ func readManifests(t *testing.T) manifests {
 	return m
 }
 
+// jobSpecs are the manifests' jobs by name, the CronJob's template too.
+func (m manifests) jobSpecs() map[string]*batchv1.JobSpec {
+	specs := map[string]*batchv1.JobSpec{}
+	for n, cj := range m.cronJobs {
+		specs[n] = &cj.Spec.JobTemplate.Spec
+	}
+	for n, j := range m.jobs {
+		specs[n] = &j.Spec
+	}
+	return specs
+}
+
 // TestDeployManifests checks deploy/ against the Kubernetes API types and
 // the rules the API server would apply to these fields.
 func TestDeployManifests(t *testing.T) {
@@ -258,7 +270,8 @@ func TestDeployScripts(t *testing.T) {
 	shard := m.jobs["kaudit-shards"].Spec.Template.Spec.Containers[0]
 	sizes := map[string]string{"REPORTS": reports, "SHARDS": "2"}
 	for i := range 2 {
-		env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i)}
+		// the Job's uid, as the downward API gives it
+		env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "KAUDIT_RUN_ID": "uid-tonight"}
 		for k, v := range sizes {
 			env[k] = v
 		}
@@ -284,11 +297,20 @@ func TestDeployScripts(t *testing.T) {
 	if g, w := findingKeys(got.Findings), findingKeys(want.Findings); !slices.Equal(g, w) {
 		t.Errorf("shards merged find\n%v\none whole audit\n%v", g, w)
 	}
-	if _, err := os.Stat(filepath.Join(reports, "incident.md")); err != nil {
+	if md, err := os.ReadFile(filepath.Join(reports, "incident.md")); err != nil {
 		t.Error(err)
+	} else if !strings.HasPrefix(strings.SplitN(string(md), "\n\n", 2)[1], "**Verdict: LOSS.** 6 records vanished") {
+		t.Errorf("the merged postmortem opens\n%.300s", md)
 	}
 	if code := deployRun(t, bin, merge, map[string]string{"REPORTS": reports, "SHARDS": "3"}); code != exitUsage {
 		t.Errorf("merge with a shard missing exited %d, want %d", code, exitUsage)
+	}
+	// shard 1 fails tonight; last night's report of it is still there
+	if code := deployRun(t, bin, shard, map[string]string{"REPORTS": reports, "SHARDS": "2", "JOB_COMPLETION_INDEX": "1", "KAUDIT_RUN_ID": "uid-last-night"}); code != 0 {
+		t.Fatalf("shard 1 of last night exited %d", code)
+	}
+	if code := deployRun(t, bin, merge, sizes); code != exitUsage {
+		t.Errorf("merge with a shard of another run exited %d, want %d", code, exitUsage)
 	}
 
 	nightly := m.cronJobs["kaudit-nightly"].Spec.JobTemplate.Spec.Template.Spec.Containers[0]
@@ -299,10 +321,16 @@ func TestDeployScripts(t *testing.T) {
 	if code := deployRun(t, bin, nightly, env); code != exitClean {
 		t.Fatalf("second night exited %d, want %d (nothing new since the first)", code, exitClean)
 	}
-	for _, f := range []string{"last.json", "tonight.md"} {
-		if _, err := os.Stat(filepath.Join(reports, "nightly", f)); err != nil {
-			t.Error(err)
-		}
+	if _, err := os.Stat(filepath.Join(reports, "nightly", "last.json")); err != nil {
+		t.Error(err)
+	}
+	// the second night's postmortem says what its exit code judged
+	md, err := os.ReadFile(filepath.Join(reports, "nightly", "tonight.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := strings.SplitN(string(md), "\n\n", 2)[1]; !strings.HasPrefix(head, "**Verdict on what is new since the baseline: CLEAN.** 0 of the 7 findings are new") {
+		t.Errorf("the second night's postmortem opens\n%.400s", head)
 	}
 }
 

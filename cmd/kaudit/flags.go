@@ -165,3 +165,27 @@ func readSourceOptions(c *cli.Context) sourceOptions {
 		Stderr:         c.App.ErrWriter,
 	}
 }
+
+// formatFlag is --format for a command with formats of its own (topology,
+// ledger, txns). It reads KAUDIT_<COMMAND>_FORMAT; KAUDIT_FORMAT, set for
+// diff's reports, serves it only where it names one of its formats
+// (readFormat), so that KAUDIT_FORMAT=md does not break them.
+func formatFlag(command, def string, formats []string) cli.Flag {
+	return &cli.StringFlag{Name: "format", Value: def, Usage: strings.Join(formats, ", ") + " (KAUDIT_FORMAT too, where it names one of them)",
+		EnvVars: env(command + "-format")}
+}
+
+// readFormat is the format formatFlag chose.
+func readFormat(c *cli.Context, formats []string) (string, error) {
+	f := c.String("format")
+	if c.IsSet("format") {
+		if !slices.Contains(formats, f) {
+			return "", usagef("--format %q: want %s", f, strings.Join(formats, ", "))
+		}
+		return f, nil
+	}
+	if v := os.Getenv("KAUDIT_FORMAT"); slices.Contains(formats, v) {
+		return v, nil
+	}
+	return f, nil
+}

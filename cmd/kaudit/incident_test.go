@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -68,5 +69,24 @@ func TestCapturedIncidentSpilled(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, append(args, "--memory-budget", "lots")...); code != exitUsage {
 		t.Errorf("--memory-budget lots: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestIncidentPostmortemCounts: the bundled incident's postmortem says
+// what its README says: six records of five orders, all replayable.
+func TestIncidentPostmortemCounts(t *testing.T) {
+	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", "../../testdata/incidents/dropped.kaudit.yaml", "--format", "md")
+	if code != exitFindings {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "**Verdict: LOSS.** 6 records vanished (5 keys): 6 can be replayed from Kafka.") {
+		t.Errorf("the postmortem opens\n%.400s", out)
+	}
+	readme, err := os.ReadFile("../../testdata/incidents/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), `"6 records vanished (5 keys)"`) {
+		t.Error("testdata/incidents/README.md does not say what the postmortem says")
 	}
 }

@@ -13,9 +13,12 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -30,6 +33,8 @@ const (
 	exitInterrupted = 130
 )
 
+// exitStatusHelp is the exit status of the commands that judge a verdict
+// (diff, merge, demo, ledger, txns).
 const exitStatusHelp = `EXIT STATUS
    0    verdict clean
    1    verdict loss or anomaly
@@ -37,6 +42,26 @@ const exitStatusHelp = `EXIT STATUS
    3    verdict incomplete: evidence was missing
    4    could not run: the source could not be opened or read (no report)
    130  interrupted`
+
+// The exit status of the commands without a verdict.
+const (
+	captureExitHelp = `EXIT STATUS
+   0    the bundle holds all the evidence of the cut
+   2    usage or configuration error (an --out kaudit may not write into)
+   3    the bundle is incomplete: --max-bytes stopped the copy (run it again to resume), or the source could not give a piece of the cut
+   4    could not run: the source could not be read
+   130  interrupted`
+	showExitHelp = `EXIT STATUS
+   0    shown
+   2    usage or configuration error
+   4    could not run: the source could not be opened or read
+   130  interrupted`
+	initExitHelp = `EXIT STATUS
+   0    the draft is written
+   2    usage or configuration error, or the source holds nothing of the app id (the closest one is suggested)
+   4    could not run: the source could not be opened or read
+   130  interrupted`
+)
 
 // helpFlag is urfave/cli's --help flag, but its Apply leaves the flag
 // unchanged: the library appends one global HelpFlag to every app and
@@ -59,9 +84,25 @@ func init() {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop() // never reached (os.Exit): the context ends only by a signal
+	go exitAfter(ctx.Done(), signalGrace, os.Stderr, os.Exit)
+	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr))
+}
+
+// signalGrace is how long kaudit lets a command end by itself after
+// SIGINT or SIGTERM before it exits anyway.
+const signalGrace = 700 * time.Millisecond
+
+// exitAfter exits with 130 once grace has passed after interrupted closed,
+// should the command not have returned by then: one blocked where no
+// cancelled context reaches it (a system call, a library's loop) still
+// ends within a second of the signal. An --output is written through a
+// temporary file renamed into place, so none is left half-written.
+func exitAfter(interrupted <-chan struct{}, grace time.Duration, stderr io.Writer, exit func(int)) {
+	<-interrupted
+	time.Sleep(grace)
+	fmt.Fprintln(stderr, "kaudit: interrupted")
+	exit(exitInterrupted)
 }
 
 // run runs kaudit with args (args[0] is the program) and returns the exit
@@ -74,7 +115,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := app.RunContext(ctx, args)
 	code := exitCode(ctx, err)
 	if err != nil && !isVerdict(err) {
-		fmt.Fprintln(stderr, "kaudit:", err)
+		if msg := err.Error(); strings.HasPrefix(msg, "kaudit ") {
+			fmt.Fprintln(stderr, msg) // it names its command already
+		} else {
+			fmt.Fprintln(stderr, "kaudit:", msg)
+		}
 		if code == exitUsage {
 			fmt.Fprintln(stderr, usageHint(app, args))
 		}
@@ -102,11 +147,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description:    exitStatusHelp,
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usagef("unknown command %q", c.Args().First())
+				return unknownCommand(c.App.Commands, c.Args().First(), "")
 			}
 			return cli.ShowAppHelp(c)
 		},
 		Flags: []cli.Flag{
+			// urfave/cli adds --help only to an app without a help
+			// command; this one has its own (helpCommand)
+			cli.HelpFlag,
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
 			&cli.StringFlag{Name: "trace", Hidden: true, Usage: "write an execution trace to `FILE` (go tool trace)"},
 			&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write a heap profile at the end to `FILE`"},
@@ -143,16 +191,60 @@ func helpCommand() *cli.Command {
 		Usage:     "show the commands, or one command's help",
 		ArgsUsage: "[COMMAND]",
 		Action: func(c *cli.Context) error {
-			name := c.Args().First()
-			if name == "" {
+			args := c.Args().Slice()
+			if len(args) == 0 {
 				return cli.ShowAppHelp(c)
 			}
-			if c.App.Command(name) == nil {
-				return usagef("no command %q", name)
+			cmd := c.App.Command(args[0])
+			if cmd == nil {
+				return unknownCommand(c.App.Commands, args[0], "")
 			}
-			return cli.ShowCommandHelp(c, name)
+			if len(cmd.Subcommands) == 0 {
+				return cli.ShowCommandHelp(c, args[0])
+			}
+			// a command of commands (spec): its help lists them; help spec
+			// check is that command's
+			path := []string{c.App.Name, cmd.Name}
+			if len(args) > 1 {
+				sub := lookupCommand(cmd.Subcommands, args[1])
+				if sub == nil {
+					return unknownCommand(cmd.Subcommands, args[1], cmd.Name+" ")
+				}
+				path = append(path, sub.Name)
+			}
+			return c.App.RunContext(c.Context, append(path, "--help"))
 		},
 	}
+}
+
+// unknownCommand is the usage error of a command kaudit does not have,
+// with the closest one it has when there is one near enough.
+func unknownCommand(cmds []*cli.Command, name, parent string) error {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden {
+			names = append(names, c.Names()...)
+		}
+	}
+	if s := closest(name, names); s != "" {
+		return usagef("unknown command %q: did you mean %q?", parent+name, parent+s)
+	}
+	return usagef("unknown command %q", parent+name)
+}
+
+// closest is the candidate nearest to s, when it is near enough to be
+// what was meant (a typo): a Jaro-Winkler similarity of 0.85 or more.
+func closest(s string, candidates []string) string {
+	best, score := "", 0.0
+	for _, c := range candidates {
+		if d := smetrics.JaroWinkler(strings.ToLower(s), strings.ToLower(c), 0.7, 4); d > score {
+			best, score = c, d
+		}
+	}
+	if score < 0.85 {
+		return ""
+	}
+	return best
 }
 
 // onUsageError makes a bad flag a usage error, printed once by run

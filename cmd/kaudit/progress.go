@@ -86,3 +86,20 @@ func (b *progressBars) stop() {
 	b.mu.Unlock()
 	b.p.Wait()
 }
+
+// newSpinner draws, on a terminal and unless quiet, a spinner with what
+// is being done and the time it has taken, for a step that counts
+// nothing (the demo writing its incident); stop removes it.
+func newSpinner(w io.Writer, quiet bool, what string) (stop func()) {
+	f, ok := w.(*os.File)
+	if quiet || !ok || !isatty.IsTerminal(f.Fd()) {
+		return func() {}
+	}
+	p := mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
+	bar := p.New(0, mpb.SpinnerStyle(), mpb.PrependDecorators(decor.Name(what, decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_MMSS, decor.WCSyncSpace)), mpb.BarRemoveOnComplete())
+	return func() {
+		bar.SetTotal(-1, true)
+		p.Wait()
+	}
+}

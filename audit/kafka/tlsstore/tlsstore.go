@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/kaudit/kaudit/internal/input"
 	"os"
 	"strings"
 
@@ -35,7 +36,7 @@ func readStore(prop, path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() || fi.Size() > maxStoreBytes {
 		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", prop, maxStoreBytes)
 	}
-	b, err := os.ReadFile(path)
+	b, err := input.Read(path, input.MaxClientFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", prop, err)
 	}
