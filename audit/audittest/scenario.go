@@ -182,6 +182,11 @@ type Truth struct {
 	// the table's steps emit nothing for, as the spec states them: one
 	// filtered finding (info) each, never a loss.
 	Filtered []Filtered
+	// NullKeys lists, per table and source partition, the elements of
+	// consumed inputs whose key is null (a map or selectKey to a missing
+	// field, an input without orderId): Streams drops them before the
+	// repartition sink, one null-key finding (info) each.
+	NullKeys []Filtered
 	// Unjudged names the tables kaudit cannot judge (a step TODO, a
 	// Processor API node, an expression that fails on a consumed input):
 	// the verdict is not clean, and only the findings that need no key are
@@ -189,8 +194,8 @@ type Truth struct {
 	Unjudged []string
 }
 
-// Filtered is one filtered finding: Count consumed inputs of a source
-// partition, the first at offset First.
+// Filtered is one filtered (or null-key) finding: Count consumed inputs
+// (elements) of a source partition, the first at offset First.
 type Filtered struct {
 	Table        string
 	Topic        string

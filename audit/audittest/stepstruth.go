@@ -125,32 +125,47 @@ func (g *gen) unjudged(ti int) bool {
 }
 
 // filteredTruth counts, per source partition of table ti, the consumed
-// inputs its steps, as the spec states them, emit nothing for.
+// inputs its steps, as the spec states them, emit nothing for, and the
+// elements they emit with a null key.
 func (g *gen) filteredTruth(ti int) {
 	t := g.s.Tables[ti]
-	if len(t.Steps) == 0 {
-		return
-	}
 	chain := t.chain()
 	for _, topic := range t.topics() {
-		var cur *Filtered
+		filtered, nulls := map[int32]*Filtered{}, map[int32]*Filtered{}
+		count := func(m map[int32]*Filtered, in *srcIn, n int64) {
+			if m[in.tp.Partition] == nil {
+				m[in.tp.Partition] = &Filtered{Table: t.Name, Topic: topic, Partition: in.tp.Partition, First: in.offset}
+			}
+			m[in.tp.Partition].Count += n
+		}
 		for _, in := range g.ins[topic] {
 			if !in.consumed || in.offset < g.starts[in.tp] {
 				continue
 			}
-			if n, unknown := specEval(chain, Elem{Key: in.key, Value: in.value}); n > 0 || unknown {
-				continue
-			}
-			if cur == nil || cur.Partition != in.tp.Partition {
-				if cur != nil {
-					g.truth.Filtered = append(g.truth.Filtered, *cur)
+			n, unknown := specEval(chain, Elem{Key: in.key, Value: in.value})
+			switch {
+			case unknown:
+			case n == 0 && len(t.Steps) > 0:
+				count(filtered, in, 1)
+			default:
+				nk := int64(0)
+				for _, r := range in.elems[ti] {
+					if r.key == "" {
+						nk++
+					}
 				}
-				cur = &Filtered{Table: t.Name, Topic: topic, Partition: in.tp.Partition, First: in.offset}
+				if nk > 0 {
+					count(nulls, in, nk)
+				}
 			}
-			cur.Count++
 		}
-		if cur != nil {
-			g.truth.Filtered = append(g.truth.Filtered, *cur)
+		for p := range g.s.Partitions {
+			if f := filtered[p]; f != nil {
+				g.truth.Filtered = append(g.truth.Filtered, *f)
+			}
+			if f := nulls[p]; f != nil {
+				g.truth.NullKeys = append(g.truth.NullKeys, *f)
+			}
 		}
 	}
 }
