@@ -62,6 +62,10 @@ const (
 	FaultJoinMissing        FaultKind = "join-missing"        // the join never emits the key
 	FaultDuplicate          FaultKind = "duplicate"           // one input's repartition copy committed twice
 	FaultHangingTransaction FaultKind = "hanging-transaction" // an open transaction older than the timeout on the output
+	// On a table's own output (TableSpec.Output): a key's every record
+	// swallowed on the way, or every one after its first.
+	FaultOutputMissing FaultKind = "output-missing"
+	FaultOutputStale   FaultKind = "output-stale"
 )
 
 // Fault is one injected fault; Table picks the table it hits (for
@@ -78,6 +82,17 @@ type TableSpec struct {
 	Source  string
 	Reducer Reducer
 	Store   string // store name, as Streams numbers it
+	// Merged are further source topics merged into Source's stream
+	// (builder.stream(a).merge(builder.stream(b))).
+	Merged []string
+	// Steps are the stateless operators between the source and the
+	// repartition topic (steps.go); select_key: value.orderId follows them
+	// unless one of them gives the key.
+	Steps []Step
+	// Output is the table's own output topic (toStream(), OutputSteps,
+	// to(Output)), co-partitioned with the store; "" for none.
+	Output      string
+	OutputSteps []OutputStep
 }
 
 // Scenario is a Streams-shaped app: sources → selectKey → repartition →
@@ -163,14 +178,53 @@ type Truth struct {
 	// Doubled names the keys ("source topic" + " " + key) a fold applied an
 	// input twice with its copies purged: a duplicate the state may show.
 	Doubled map[string]bool
+	// Filtered lists, per table and source partition, the consumed inputs
+	// the table's steps emit nothing for, as the spec states them: one
+	// filtered finding (info) each, never a loss.
+	Filtered []Filtered
+	// NullKeys lists, per table and source partition, the elements of
+	// consumed inputs whose key is null (a map or selectKey to a missing
+	// field, an input without orderId): Streams drops them before the
+	// repartition sink, one null-key finding (info) each.
+	NullKeys []Filtered
+	// Unjudged names the tables kaudit cannot judge (a step TODO, a
+	// Processor API node, an expression that fails on a consumed input):
+	// the verdict is not clean, and only the findings that need no key are
+	// reported of them.
+	Unjudged []string
 }
 
+// Filtered is one filtered (or null-key) finding: Count consumed inputs
+// (elements) of a source partition, the first at offset First.
+type Filtered struct {
+	Table        string
+	Topic        string
+	Partition    int32
+	First, Count int64
+}
+
+// srcIn is one source record.
+type srcIn struct {
+	tp       audit.TopicPartition
+	offset   int64
+	ts       int64
+	key      string // the record key: an event id
+	value    map[string]any
+	consumed bool
+	seq      int         // its place in the order its task processed its inputs
+	elems    [][]*srcRec // per table: what its chain emits for the record
+}
+
+// srcRec is one element a table's chain emits for a source record (the
+// record itself, keyed by its order id, for a table without steps).
 type srcRec struct {
 	table   int
+	in      *srcIn
+	elem    int // its index among the record's elements
 	tp      audit.TopicPartition
 	offset  int64
 	key     string // order id, "" for a null selected key
-	value   map[string]any
+	value   any
 	ts      int64
 	fault   FaultKind
 	applied bool // applied from the repartition topic
@@ -179,6 +233,9 @@ type srcRec struct {
 	pending bool
 	wiped   bool // applied, then lost when the store was wiped
 	order   int  // when it was applied, across the run (0: never)
+	// appliedAt is when its copy was applied, reflected in the store or
+	// not (0: never)
+	appliedAt int
 }
 
 type reprRec struct {
@@ -189,7 +246,8 @@ type reprRec struct {
 
 // Generate writes the scenario through b and returns its ground truth.
 func Generate(s Scenario, b Backend) (*Truth, error) {
-	g := &gen{s: s, b: b, rng: rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))}
+	g := &gen{s: s, b: b, rng: rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15)),
+		xrng: rand.New(rand.NewPCG(s.Seed, 0x5eed57e95))}
 	return g.run()
 }
 
@@ -197,8 +255,10 @@ type gen struct {
 	s     Scenario
 	b     Backend
 	rng   *rand.Rand
+	xrng  *rand.Rand // the steps' fields of source values
 	truth Truth
-	srcs  [][]*srcRec // per table, in offset order per partition
+	srcs  [][]*srcRec         // per table, its elements in offset order per partition
+	ins   map[string][]*srcIn // per source topic, in offset order per partition
 	// repr[table][partition]: repartition records in offset order
 	repr     [][][]*reprRec
 	offsets  map[audit.TopicPartition]int64
@@ -209,10 +269,17 @@ type gen struct {
 	joinMissingKey string
 	purgedRepr     []audit.TopicPartition
 	applied        int // inputs applied so far, across tasks
+	appliedSeq     int // copies applied so far, reflected in the store or not
 	// what the topics hold at the end: each table's last changelog state
 	// (its timestamp) per key, and the output's last record per key
 	lastCl  []map[string]int64
 	lastOut map[string]outRec
+	// per table with an output: each key's committed changelog states and
+	// output records, in order, and the keys whose output records a fault
+	// swallows
+	clHist  []map[string][]written
+	outHist []map[string][]written
+	outKeys map[FaultKind]map[int]string
 }
 
 func (g *gen) run() (*Truth, error) {
@@ -222,11 +289,25 @@ func (g *gen) run() (*Truth, error) {
 	for _, f := range s.Faults {
 		g.faultOf[f.Kind] = append(g.faultOf[f.Kind], f)
 	}
+	created := map[string]bool{}
 	for _, t := range s.Tables {
-		for _, top := range []struct {
+		type topic struct {
 			name      string
 			compacted bool
-		}{{t.Source, false}, {s.Repartition(t), false}, {s.Changelog(t), true}} {
+		}
+		var tops []topic
+		for _, src := range t.topics() {
+			tops = append(tops, topic{src, false})
+		}
+		tops = append(tops, topic{s.Repartition(t), false}, topic{s.Changelog(t), true})
+		if t.Output != "" {
+			tops = append(tops, topic{t.Output, false})
+		}
+		for _, top := range tops {
+			if created[top.name] {
+				continue // a source two tables read (a split)
+			}
+			created[top.name] = true
 			if err := g.b.CreateTopic(top.name, s.Partitions, top.compacted); err != nil {
 				return nil, err
 			}
@@ -240,6 +321,7 @@ func (g *gen) run() (*Truth, error) {
 	}
 	g.pickFaults()
 	g.pickJoinMissing()
+	g.pickOutputFaults()
 	if err := g.subtopology0(); err != nil {
 		return nil, err
 	}
@@ -256,9 +338,9 @@ func (g *gen) run() (*Truth, error) {
 	return &g.truth, nil
 }
 
-func (g *gen) encode(topic string, v map[string]any) ([]byte, error) {
-	if g.s.Encode != nil {
-		return g.s.Encode(topic, v)
+func (g *gen) encode(topic string, v any) ([]byte, error) {
+	if m, ok := v.(map[string]any); ok && g.s.Encode != nil {
+		return g.s.Encode(topic, m)
 	}
 	return json.Marshal(v)
 }
@@ -266,49 +348,88 @@ func (g *gen) encode(topic string, v map[string]any) ([]byte, error) {
 func orderID(i int) string { return fmt.Sprintf("o-%05d", i) }
 
 // produceSources writes each source topic, keyed by order id so that one
-// order's records stay in one partition, with timestamps rising.
+// order's records stay in one partition, with timestamps rising, and
+// runs each table's chain on them.
 func (g *gen) produceSources() error {
 	s := g.s
 	g.srcs = make([][]*srcRec, len(s.Tables))
-	for ti, t := range s.Tables {
-		perPart := map[int32][]*srcRec{}
-		ts := s.Now - 3_600_000
-		for i := 0; i < s.Inputs; i++ {
-			ts += int64(1 + g.rng.IntN(200))
-			id := orderID(g.rng.IntN(s.Keys))
-			v := map[string]any{"orderId": id, "seq": i, "amount": g.rng.IntN(10000), "table": t.Name}
-			key := id
-			if i < s.NullKeys {
-				delete(v, "orderId")
-				key = ""
+	g.ins = map[string][]*srcIn{}
+	for _, t := range s.Tables {
+		for _, topic := range t.topics() {
+			if _, ok := g.ins[topic]; ok {
+				continue // a source two tables read (a split)
 			}
-			p := audit.DefaultPartition([]byte(id), s.Partitions)
-			if s.SpreadSources {
-				p = int32(g.rng.IntN(int(s.Partitions)))
+			if err := g.produceTopic(t, topic); err != nil {
+				return err
 			}
-			perPart[p] = append(perPart[p], &srcRec{table: ti, tp: audit.TopicPartition{Topic: t.Source, Partition: p}, key: key, value: v, ts: ts})
 		}
-		for p := int32(0); p < s.Partitions; p++ {
-			recs := perPart[p]
-			outs := make([]Out, len(recs))
-			for i, r := range recs {
-				val, err := g.encode(t.Source, r.value)
-				if err != nil {
-					return err
+	}
+	for ti, t := range s.Tables {
+		chain := t.chain()
+		for _, topic := range t.topics() {
+			for _, in := range g.ins[topic] {
+				if in.elems == nil {
+					in.elems = make([][]*srcRec, len(s.Tables))
 				}
-				// the source key is an event id; the app re-keys by orderId
-				outs[i] = Out{Key: []byte("evt-" + t.Name + "-" + strconv.Itoa(p2i(p)) + "-" + strconv.Itoa(i)), Value: val, Timestamp: r.ts}
+				for ei, e := range runApp(chain, Elem{Key: in.key, Value: in.value}) {
+					key, _ := e.Key.(string) // "": a null key
+					r := &srcRec{table: ti, in: in, elem: ei, tp: in.tp, offset: in.offset, key: key, value: e.Value, ts: in.ts}
+					in.elems[ti] = append(in.elems[ti], r)
+					g.srcs[ti] = append(g.srcs[ti], r)
+				}
 			}
-			offs, err := g.b.Produce(audit.TopicPartition{Topic: t.Source, Partition: p}, outs)
+		}
+	}
+	return nil
+}
+
+// produceTopic writes one source topic of table t.
+func (g *gen) produceTopic(t TableSpec, topic string) error {
+	s := g.s
+	perPart := map[int32][]*srcIn{}
+	ts := s.Now - 3_600_000
+	steps := s.hasSteps(topic)
+	for i := 0; i < s.Inputs; i++ {
+		ts += int64(1 + g.rng.IntN(200))
+		id := orderID(g.rng.IntN(s.Keys))
+		v := map[string]any{"orderId": id, "seq": i, "amount": g.rng.IntN(10000), "table": t.Name}
+		if i < s.NullKeys {
+			delete(v, "orderId")
+		}
+		p := audit.DefaultPartition([]byte(id), s.Partitions)
+		if s.SpreadSources {
+			p = int32(g.rng.IntN(int(s.Partitions)))
+		}
+		if steps {
+			extras(g.xrng, v, s.Keys)
+		}
+		perPart[p] = append(perPart[p], &srcIn{tp: audit.TopicPartition{Topic: topic, Partition: p}, value: v, ts: ts})
+	}
+	for p := int32(0); p < s.Partitions; p++ {
+		recs := perPart[p]
+		outs := make([]Out, len(recs))
+		for i, r := range recs {
+			val, err := g.encode(topic, r.value)
 			if err != nil {
 				return err
 			}
-			for i, r := range recs {
-				r.offset = offs[i]
+			// the source key is an event id; the app re-keys by orderId
+			r.key = "evt-" + t.Name + "-" + strconv.Itoa(p2i(p)) + "-" + strconv.Itoa(i)
+			if topic != t.Source {
+				r.key = "evt-" + topic + "-" + strconv.Itoa(p2i(p)) + "-" + strconv.Itoa(i)
 			}
-			g.srcs[ti] = append(g.srcs[ti], recs...)
-			g.truth.Inputs += len(recs)
+			outs[i] = Out{Key: []byte(r.key), Value: val, Timestamp: r.ts}
+			r.consumed = i < len(recs)-s.Lag
 		}
+		offs, err := g.b.Produce(audit.TopicPartition{Topic: topic, Partition: p}, outs)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			r.offset = offs[i]
+		}
+		g.ins[topic] = append(g.ins[topic], recs...)
+		g.truth.Inputs += len(recs)
 	}
 	return nil
 }
@@ -329,7 +450,7 @@ func (g *gen) pickFaults() {
 			seen[r.key] = true
 			out = append(out, r)
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].ts < out[j].ts })
+		sort.SliceStable(out, func(i, j int) bool { return out[i].ts < out[j].ts })
 		return out
 	}
 	for _, kind := range []FaultKind{FaultDrop, FaultAbortNotReplayed, FaultStateDiverged, FaultDuplicate} {
@@ -345,16 +466,16 @@ func (g *gen) pickFaults() {
 	}
 }
 
-// consumedOf returns table ti's inputs that sub-topology 0 will consume.
+// consumedOf returns the elements of table ti's inputs that sub-topology
+// 0 will consume.
 func (g *gen) consumedOf(ti int) []*srcRec {
 	var out []*srcRec
-	byPart := map[int32][]*srcRec{}
-	for _, r := range g.srcs[ti] {
-		byPart[r.tp.Partition] = append(byPart[r.tp.Partition], r)
-	}
-	for p := int32(0); p < g.s.Partitions; p++ {
-		recs := byPart[p]
-		out = append(out, recs[:max(len(recs)-g.s.Lag, 0)]...)
+	for _, topic := range g.s.Tables[ti].topics() {
+		for _, in := range g.ins[topic] {
+			if in.consumed {
+				out = append(out, in.elems[ti]...)
+			}
+		}
 	}
 	return out
 }

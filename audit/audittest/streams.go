@@ -44,17 +44,31 @@ func writeTxn(b Backend, prod string, abort bool, write func(commit bool) error)
 	return b.End(prod, true)
 }
 
-// subtopology0 is selectKey → repartition sink, one task per source
-// partition, each with its own producer; their transactions interleave on
-// the repartition partitions.
+// subtopology0 is the table's chain (its steps, selectKey) → repartition
+// sink, one task per source partition, each with its own producer; their
+// transactions interleave on the repartition partitions. A task of a
+// table whose stream merges several topics reads the same partition of
+// each, the record with the lowest timestamp first (Streams'
+// PartitionGroup); a record's elements are written in the order the chain
+// emits them.
 func (g *gen) subtopology0() error {
 	s := g.s
 	g.repr = make([][][]*reprRec, len(s.Tables))
 	for ti, t := range s.Tables {
 		g.repr[ti] = make([][]*reprRec, s.Partitions)
-		byPart := map[int32][]*srcRec{}
-		for _, r := range g.consumedOf(ti) {
-			byPart[r.tp.Partition] = append(byPart[r.tp.Partition], r)
+		byPart := map[int32][]*srcIn{}
+		for _, topic := range t.topics() {
+			for _, in := range g.ins[topic] {
+				if in.consumed {
+					byPart[in.tp.Partition] = append(byPart[in.tp.Partition], in)
+				}
+			}
+		}
+		for p := range byPart {
+			sort.SliceStable(byPart[p], func(i, j int) bool { return byPart[p][i].ts < byPart[p][j].ts })
+			for i, in := range byPart[p] {
+				in.seq = i
+			}
 		}
 		for _, r := range g.srcs[ti] {
 			r.pending = true
@@ -70,34 +84,16 @@ func (g *gen) subtopology0() error {
 				more = true
 				batch := recs[start:min(start+s.Commit, len(recs))]
 				force := false
-				for _, r := range batch {
-					force = force || r.fault == FaultAbortNotReplayed
+				for _, in := range batch {
+					for _, r := range in.elems[ti] {
+						force = force || r.fault == FaultAbortNotReplayed
+					}
 				}
 				err := g.txn(g.producer(0, int(p)), force, func(commit bool) error {
-					for _, r := range batch {
-						r.pending = false
-						if r.key == "" || r.fault == FaultDrop || (commit && r.fault == FaultAbortNotReplayed) {
-							continue
-						}
-						val, err := g.encode(rtopic, r.value)
-						if err != nil {
-							return err
-						}
-						rp := audit.DefaultPartition([]byte(r.key), s.Partitions)
-						n := 1
-						if commit && r.fault == FaultDuplicate {
-							n = 2
-						}
-						for range n {
-							tp := audit.TopicPartition{Topic: rtopic, Partition: rp}
-							offs, err := g.b.TxnProduce(g.producer(0, int(p)), tp, []Out{{Key: []byte(r.key), Value: val, Timestamp: r.ts}})
-							if err != nil {
+					for _, in := range batch {
+						for _, r := range in.elems[ti] {
+							if err := g.writeCopy(ti, rtopic, p, r, commit); err != nil {
 								return err
-							}
-							if commit {
-								g.repr[ti][rp] = append(g.repr[ti][rp], &reprRec{src: r, offset: offs[0], dup: n == 2 && len(g.repr[ti][rp]) > 0 && g.repr[ti][rp][len(g.repr[ti][rp])-1].src == r})
-							} else if r.fault == FaultAbortNotReplayed {
-								g.repr[ti][rp] = append(g.repr[ti][rp], &reprRec{src: r, offset: offs[0], dup: true}) // aborted copy
 							}
 						}
 					}
@@ -106,7 +102,9 @@ func (g *gen) subtopology0() error {
 				if err != nil {
 					return err
 				}
-				g.offsets[batch[0].tp] = batch[len(batch)-1].offset + 1
+				for _, in := range batch {
+					g.offsets[in.tp] = in.offset + 1
+				}
 			}
 			if !more {
 				break
@@ -116,9 +114,41 @@ func (g *gen) subtopology0() error {
 	return nil
 }
 
+// writeCopy writes one element's repartition copy in the task's
+// transaction (commit: the attempt that commits), as the faults say.
+func (g *gen) writeCopy(ti int, rtopic string, p int32, r *srcRec, commit bool) error {
+	s := g.s
+	r.pending = false
+	if r.key == "" || r.fault == FaultDrop || (commit && r.fault == FaultAbortNotReplayed) {
+		return nil
+	}
+	val, err := g.encode(rtopic, r.value)
+	if err != nil {
+		return err
+	}
+	rp := audit.DefaultPartition([]byte(r.key), s.Partitions)
+	n := 1
+	if commit && r.fault == FaultDuplicate {
+		n = 2
+	}
+	for range n {
+		tp := audit.TopicPartition{Topic: rtopic, Partition: rp}
+		offs, err := g.b.TxnProduce(g.producer(0, int(p)), tp, []Out{{Key: []byte(r.key), Value: val, Timestamp: r.ts}})
+		if err != nil {
+			return err
+		}
+		if commit {
+			g.repr[ti][rp] = append(g.repr[ti][rp], &reprRec{src: r, offset: offs[0], dup: n == 2 && len(g.repr[ti][rp]) > 0 && g.repr[ti][rp][len(g.repr[ti][rp])-1].src == r})
+		} else if r.fault == FaultAbortNotReplayed {
+			g.repr[ti][rp] = append(g.repr[ti][rp], &reprRec{src: r, offset: offs[0], dup: true}) // aborted copy
+		}
+	}
+	return nil
+}
+
 // state is one table's store in one task.
 type state struct {
-	value map[string]any
+	value any
 	count int64
 	ts    int64
 }
@@ -188,6 +218,8 @@ func (g *gen) subtopology1() error {
 			for _, it := range batch {
 				r := it.rr.src
 				r.applied = true
+				g.appliedSeq++
+				r.appliedAt = g.appliedSeq
 				if r.fault == FaultStateDiverged {
 					continue
 				}
@@ -281,6 +313,11 @@ func (g *gen) flush(p int32, prod string, stores []map[string]*state, dirty []ma
 				g.lastState(ti)[k] = st.ts
 			}
 			keys[k] = true
+			if t.Output != "" {
+				if err := g.writeOutput(ti, p, prod, k, st, commit); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	for _, k := range sortedSet(keys) {
@@ -339,9 +376,11 @@ func sortedSet(m map[string]bool) []string {
 }
 
 // reduce is what the table's reducer makes of the state and a new value.
-func reduce(red Reducer, st *state, v map[string]any) map[string]any {
-	if st.count == 0 || red == ReduceLatest || red == ReduceCount {
-		return v
+func reduce(red Reducer, st *state, val any) any {
+	v, ok := val.(map[string]any)
+	prev, okPrev := st.value.(map[string]any)
+	if st.count == 0 || red == ReduceLatest || red == ReduceCount || !ok || !okPrev {
+		return val
 	}
 	amount := func(m map[string]any) int {
 		switch n := m["amount"].(type) {
@@ -354,14 +393,14 @@ func reduce(red Reducer, st *state, v map[string]any) map[string]any {
 	}
 	switch red {
 	case ReduceSum:
-		out := make(map[string]any, len(st.value))
-		for k, x := range st.value {
+		out := make(map[string]any, len(prev))
+		for k, x := range prev {
 			out[k] = x
 		}
-		out["amount"] = amount(st.value) + amount(v)
+		out["amount"] = amount(prev) + amount(v)
 		return out
 	case ReduceExpr:
-		return map[string]any{"orderId": v["orderId"], "seq": v["seq"], "table": v["table"], "amount": amount(st.value) + amount(v)}
+		return map[string]any{"orderId": v["orderId"], "seq": v["seq"], "table": v["table"], "amount": amount(prev) + amount(v)}
 	}
 	return v
 }

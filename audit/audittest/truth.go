@@ -3,6 +3,7 @@ package audittest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kaudit/kaudit/audit"
@@ -93,6 +94,12 @@ func (g *gen) groundTruth() {
 		purged[tp] = true
 	}
 	for ti, t := range s.Tables {
+		g.filteredTruth(ti)
+		if g.unjudged(ti) {
+			g.truth.Unjudged = append(g.truth.Unjudged, t.Name)
+			g.specFreeTruth(ti)
+			continue
+		}
 		rtopic := s.Repartition(t)
 		readable := func(rp int32, off int64) bool {
 			return off >= g.starts[audit.TopicPartition{Topic: rtopic, Partition: rp}]
@@ -109,7 +116,11 @@ func (g *gen) groundTruth() {
 				committed[rr.src] = append(committed[rr.src], rr.offset)
 			}
 		}
-		found := map[[2]int32][]int64{}
+		type tpr struct {
+			tp audit.TopicPartition
+			rp int32
+		}
+		found := map[tpr][]int64{}
 		consumed := g.consumedOf(ti)
 		for _, r := range consumed {
 			if r.key == "" {
@@ -117,13 +128,16 @@ func (g *gen) groundTruth() {
 			}
 			rp := audit.DefaultPartition([]byte(r.key), s.Partitions)
 			if offs := committed[r]; len(offs) > 0 && readable(rp, offs[0]) {
-				found[[2]int32{r.tp.Partition, rp}] = append(found[[2]int32{r.tp.Partition, rp}], r.offset)
+				found[tpr{r.tp, rp}] = append(found[tpr{r.tp, rp}], r.offset)
 			}
 		}
+		// copies of an earlier and of a later input of its source
+		// partition (not of another element of its own input) are readable
 		posReadable := func(r *srcRec, rp int32) bool {
-			offs := found[[2]int32{r.tp.Partition, rp}]
+			offs := found[tpr{r.tp, rp}]
 			i := sort.Search(len(offs), func(i int) bool { return offs[i] > r.offset })
-			return i > 0 && i < len(offs)
+			j := sort.Search(len(offs), func(i int) bool { return offs[i] >= r.offset })
+			return j > 0 && i < len(offs)
 		}
 		byKey := map[string][]*srcRec{}
 		for _, r := range consumed {
@@ -136,7 +150,9 @@ func (g *gen) groundTruth() {
 		// rebuilt: only the losses its copies prove are judged
 		partial := false
 		for _, f := range g.faultOf[FaultRetentionGap] {
-			partial = partial || (f.Table == ti && !latest)
+			// the gap is in its table's source, which a split's other
+			// tables read too
+			partial = partial || (slices.Contains(t.topics(), s.Tables[f.Table].Source) && !latest)
 		}
 		resetKeys := map[string]bool{}
 		if !latest {
@@ -163,9 +179,9 @@ func (g *gen) groundTruth() {
 			// the largest of theirs
 			kept := func(r *srcRec) bool { return r.shown && !(r.wiped && resetKeys[k]) }
 			finalTs := int64(-1)
-			parts := map[int32]bool{}
+			parts := map[audit.TopicPartition]bool{}
 			for _, r := range rs {
-				parts[r.tp.Partition] = true
+				parts[r.tp] = true
 				if kept(r) && !r.wiped {
 					finalTs = max(finalTs, r.ts)
 				}
@@ -178,11 +194,17 @@ func (g *gen) groundTruth() {
 				if !lost {
 					continue
 				}
-				if latest {
-					// overwritten anyway by a later input of its partition
+				if latest && !g.blocked(r, rs, rp, committed, aborted, readable, posReadable) {
+					// overwritten anyway by an input its task processed later
+					// (a later one of its partition, or of the same partition
+					// of a topic merged in, or a later element of its own), or
+					// by an input applied after it, both copies readable
 					overwritten := false
+					fixed := func(y *srcRec) bool { return len(committed[y]) > 0 && readable(rp, committed[y][0]) }
 					for _, y := range rs {
-						overwritten = overwritten || y.tp.Partition == r.tp.Partition && y.offset > r.offset && kept(y) && !(y.pending && !y.purged)
+						later := y.in.seq > r.in.seq || y.in == r.in && y.elem > r.elem
+						overwritten = overwritten || y.tp.Partition == r.tp.Partition && later && kept(y) && !(y.pending && !y.purged)
+						overwritten = overwritten || r.applied && y.appliedAt > r.appliedAt && fixed(r) && fixed(y) && kept(y)
 					}
 					if overwritten {
 						continue
@@ -204,6 +226,10 @@ func (g *gen) groundTruth() {
 					e.Stage, e.Cause = audit.StageRepartition, audit.CauseDropped
 				case purged[rtp]:
 					e.Stage, e.Cause = audit.StageRepartition, audit.CausePurgedBeforeCommit
+					// a latest input without a readable copy may have been
+					// applied before the readable ones: only its timestamp,
+					// or a key read from one partition, proves it missing
+					e.Evident = !latest || r.ts > finalTs || len(parts) == 1
 				default:
 					e.Stage, e.Cause = audit.StageRepartition, audit.CauseUnapplied
 					// no copy names it: the state alone must prove it
@@ -230,7 +256,7 @@ func (g *gen) groundTruth() {
 				if g.truth.Doubled == nil {
 					g.truth.Doubled = map[string]bool{}
 				}
-				g.truth.Doubled[t.Source+" "+jsonText(r.key)] = true
+				g.truth.Doubled[r.tp.Topic+" "+jsonText(r.key)] = true
 			}
 		}
 	}
@@ -256,7 +282,36 @@ func (g *gen) groundTruth() {
 				Partition: o.tp.Partition, Offset: o.offset, Key: jsonText(k), Evident: true})
 		}
 	}
+	for ti := range s.Tables {
+		if s.Tables[ti].Output != "" && !slices.Contains(g.truth.Unjudged, s.Tables[ti].Name) {
+			g.outputTruth(ti)
+		}
+	}
 	sort.Slice(g.truth.Findings, func(i, j int) bool { return g.truth.Findings[i].String() < g.truth.Findings[j].String() })
+}
+
+// blocked reports whether the evidence proves input r was never applied,
+// whatever the key's state: its only copy is aborted; or it has none where
+// the copies of its partition's earlier and later inputs are readable, or
+// where nothing was ever purged; or it has none, and an earlier input of
+// the key from its source partition has a readable applied copy (its own
+// would follow it). Such an input is lost even where a later input
+// overwrote the key's state.
+func (g *gen) blocked(r *srcRec, rs []*srcRec, rp int32, committed map[*srcRec][]int64, aborted map[*srcRec]int64,
+	readable func(int32, int64) bool, posReadable func(*srcRec, int32) bool) bool {
+	if len(committed[r]) > 0 {
+		return false
+	}
+	rtp := audit.TopicPartition{Topic: g.s.Repartition(g.s.Tables[r.table]), Partition: rp}
+	if r.fault == FaultAbortNotReplayed && readable(rp, aborted[r]) || posReadable(r, rp) || g.starts[rtp] == 0 {
+		return true
+	}
+	for _, y := range rs {
+		if y.tp == r.tp && y.offset < r.offset && y.applied && len(committed[y]) > 0 && readable(rp, committed[y][0]) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeysOf[V any](m map[string]V) []string {

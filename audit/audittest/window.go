@@ -51,6 +51,9 @@ type WindowScenario struct {
 	// NoCache says caching: false in the spec (the simulation writes every
 	// update to the changelog either way, as with cache 0).
 	NoCache bool
+	// OutputSteps follow toStream() (and suppress) before to("output"):
+	// a filter, a mapValues on the Long states.
+	OutputSteps []OutputStep
 	// Faults: drop, abort-not-replayed, duplicate (hop only),
 	// state-diverged, purge-before-commit and retention-gap (Partition),
 	// state-reset (Partition), join-missing (an output record swallowed).
@@ -104,8 +107,31 @@ func (s *WindowScenario) Spec() string {
 		if s.Suppress {
 			b.WriteString("    suppress: until-window-closes\n")
 		}
+		writeSteps(&b, "output_steps", s.outputSteps())
 	}
 	return b.String()
+}
+
+func (s *WindowScenario) outputSteps() []Step {
+	var out []Step
+	for _, o := range s.OutputSteps {
+		out = append(out, windowOutStep(o))
+	}
+	return out
+}
+
+// outValue is what the output steps forward of a state: its value, or
+// false when they filter it out.
+func (s *WindowScenario) outValue(st *wstate) ([]byte, bool) {
+	v := st.sum
+	if s.Count {
+		v = st.count
+	}
+	els := runApp(s.outputSteps(), Elem{Value: v})
+	if len(els) == 0 {
+		return nil, false
+	}
+	return int64Value(els[0].Value.(int64)), true
 }
 
 // WindowTruth is what a window scenario wrote and what an audit must
@@ -540,10 +566,14 @@ func (g *wgen) task(p int32) error {
 					continue
 				}
 				if !s.Suppress {
+					ov, pass := s.outValue(st)
+					if !pass {
+						continue
+					}
 					first := !emitted[wk]
 					emitted[wk] = true
 					if !(swallow && g.swallowed(wk, first)) {
-						write(WindowOutput, audit.DefaultPartition([]byte(r.key), s.Partitions), Out{Key: s.storeKey(r.key, w.start, false), Value: value(st), Timestamp: st.ts})
+						write(WindowOutput, audit.DefaultPartition([]byte(r.key), s.Partitions), Out{Key: s.storeKey(r.key, w.start, false), Value: ov, Timestamp: st.ts})
 					}
 					continue
 				}
@@ -564,12 +594,16 @@ func (g *wgen) task(p int32) error {
 				for _, wk := range due {
 					e := buffer[wk]
 					delete(buffer, wk)
+					ov, pass := s.outValue(&e.st)
+					if !pass {
+						continue
+					}
 					first := !emitted[wk]
 					emitted[wk] = true
 					if swallow && g.swallowed(wk, first) {
 						continue
 					}
-					write(WindowOutput, audit.DefaultPartition([]byte(e.key), s.Partitions), Out{Key: s.storeKey(e.key, e.start, false), Value: value(&e.st), Timestamp: e.st.ts})
+					write(WindowOutput, audit.DefaultPartition([]byte(e.key), s.Partitions), Out{Key: s.storeKey(e.key, e.start, false), Value: ov, Timestamp: e.st.ts})
 				}
 			}
 		}
