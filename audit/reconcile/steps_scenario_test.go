@@ -202,39 +202,15 @@ func compareSteps(t *testing.T, rep *audit.Report, truth *audittest.Truth) {
 	}
 }
 
-// The engine's cases these tests found wrong, each skipped, saying what
-// is wrong, until the engine is fixed (then remove the skip).
-const (
-	skipMerge = `engine: readSourceTopic (table.go) reuses i, the index of the source topic it reads, as the loop variable over ` +
-		`the steps' elements ("for i, e := range els" … part: sourcePart(i, p)), so element 0 of every record of a merged topic ` +
-		`is kept as the record of the first topic at the same partition and offset: with source: [orders-v1, orders-v1-b], ` +
-		`filter, latest and no fault, the engine reports repartition/unapplied orders-v1/0@20 key "o-00063" (it re-reads ` +
-		`orders-v1/0@20 for the input orders-v1-b/0@20) and store/state-diverged for 9 keys of orders, where the truth has no ` +
-		`finding; with faults it names the merged topic's losses on orders-v1, or misses them`
-	skipFlatSlow = `engine: the same loop variable (readSourceTopic, "for i, e := range els") keeps the k-th element of a record ` +
-		`as if from a k-th source topic (sourcePart(k, p)): a word count's elements of one source partition are taken for ` +
-		`as many partitions as a record has words, and the explanation of the restarted keys (state-reset, flatMapValues ` +
-		`→ groupBy(word) → count, 200 records on 3 partitions) takes about 7 s a run instead of 0.3 s; the case passes in ` +
-		`1 s once the loop variable is renamed`
-	skipRestartUndecided = `engine: a count whose store restarts after a key's first input, where the restart leaves no drop in the ` +
-		`changelog: key "nettle" of a word count (seed 2) has inputs orders-v1/1@9, orders-v1/2@35, orders-v1/1@42, ` +
-		`orders-v1/2@55, their copies purged after they were applied; the changelog holds 1 (timestamp of 1@9), 2 ` +
-		`(timestamp of 1@42), 3 (timestamp of 2@55); the store restarted (state-reset) after 1@9, so 1@9 is lost. The ` +
-		`engine reports repartition/unapplied, undecided "1 of the key's inputs orders-v1/1@42, orders-v1/2@35 are missing": ` +
-		`its candidates leave out 1@9 and the restart, which explain the history as well (the same for keys "gorse", ` +
-		`"mango" at seed 8, "umber" at seed 27)`
-	skipSuppressFilter = `engine: checkOutput with output_steps on a suppressed window (suppress(untilWindowCloses) then filter): ` +
-		`it expects the output's last record to be the window's last state that passes the filter, but suppress forwards ` +
-		`only the window's final state: when that fails the filter (an odd sum, filter value % 2 == 0) the output rightly ` +
-		`holds nothing for the window, and the engine reports join/join-missing (e.g. output/0@-1 key ` +
-		`{"end":1780000002000,"key":"k-000","start":1780000000000}, changelog …-changelog/0@2) where the truth has none`
-)
-
-// hasMerge reports whether a table of s reads a stream merged from
-// several topics.
-func hasMerge(s audittest.Scenario) bool {
-	return slices.ContainsFunc(s.Tables, func(t audittest.TableSpec) bool { return len(t.Merged) > 0 })
-}
+// The engine's case these tests found wrong, skipped, saying what is
+// wrong, until the engine is fixed (then remove the skip).
+const skipRestartUndecided = `engine: a count whose store restarts after a key's first input, where the restart leaves no drop in the ` +
+	`changelog: key "nettle" of a word count (seed 2) has inputs orders-v1/1@9, orders-v1/2@35, orders-v1/1@42, ` +
+	`orders-v1/2@55, their copies purged after they were applied; the changelog holds 1 (timestamp of 1@9), 2 ` +
+	`(timestamp of 1@42), 3 (timestamp of 2@55); the store restarted (state-reset) after 1@9, so 1@9 is lost. The ` +
+	`engine reports repartition/unapplied, undecided "1 of the key's inputs orders-v1/1@42, orders-v1/2@35 are missing": ` +
+	`its candidates leave out 1@9 and the restart, which explain the history as well (the same for keys "gorse", ` +
+	`"mango" at seed 8, "umber" at seed 27)`
 
 // stepOp is one chain of operators on a table of the app (and, for a
 // split, on the next one too), with a reducer that fits what it emits.
@@ -357,12 +333,6 @@ func TestStepsEveryCause(t *testing.T) {
 			}
 			t.Run(c.name+"/"+op.name, func(t *testing.T) {
 				s := stepsScenario(op, c)
-				switch {
-				case hasMerge(s):
-					t.Skip(skipMerge)
-				case op.name == "flatMapValues" && c.cause == audit.CauseStateReset:
-					t.Skip(skipFlatSlow)
-				}
 				rep, truth := runStepsScenario(t, s, false)
 				checkCause(t, rep, truth, c.name, c.cause)
 			})
@@ -466,9 +436,6 @@ func TestStepsKfake(t *testing.T) {
 					}, mod: func(s *audittest.Scenario) { s.Lag = 3 }}
 				}
 				s := stepsScenario(op, c)
-				if hasMerge(s) {
-					t.Skip(skipMerge)
-				}
 				rep, truth := runStepsScenario(t, s, true)
 				if faulty && len(truth.Findings) < 5 {
 					t.Fatalf("ground truth too small: %v", truth.Findings)
@@ -493,9 +460,6 @@ func TestStepsRandom(t *testing.T) {
 	for seed := range uint64(n) {
 		s, desc := randomStepsScenario(seed, kinds)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			if hasMerge(s) {
-				t.Skip(skipMerge)
-			}
 			rep, truth := runStepsScenario(t, s, false)
 			compareSteps(t, rep, truth)
 			if t.Failed() {
@@ -599,9 +563,6 @@ func TestStepsWindowOutput(t *testing.T) {
 					continue // a sample under the race detector
 				}
 				t.Run(fmt.Sprintf("%s/%v/faults=%v", kind, steps, faulty), func(t *testing.T) {
-					if kind == "suppressed" && slices.Contains(steps, audittest.OutFilter) {
-						t.Skip(skipSuppressFilter)
-					}
 					s := windowScenario(kind)
 					s.OutputSteps = steps
 					if faulty {
