@@ -91,7 +91,7 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 		cut := r.committed(tp)
 		if !r.walk(ctx, srd, tp, func(it *item) {
 			rec := &it.Record
-			if it.Fate != audit.FateCommitted || cut < 0 || rec.Offset >= cut || !r.decoded(it) {
+			if it.Fate != audit.FateCommitted || cut < 0 || rec.Offset >= cut || !r.inputOutsideSkips(tp, rec.Offset) || !r.decoded(it) {
 				return
 			}
 			judged := r.inWindow(rec.Timestamp) // --since/--until: only the window's inputs are judged

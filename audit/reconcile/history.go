@@ -56,6 +56,9 @@ func (r *run) judgeHistory(ctx context.Context) {
 			r.skips[tp] = res.Skips
 		}
 	}
+	for _, c := range r.p.Copies {
+		judge(c.Source, history.Source)
+	}
 	for _, t := range r.p.Tables {
 		for _, s := range append([]string{t.Source}, t.Merged...) {
 			judge(s, history.Source)
