@@ -6,7 +6,7 @@
 // and evidence) and Report (the verdict of a run). Source is the seam served
 // alike by a live cluster (audit/kafka), a captured snapshot
 // (audit/snapshot), broker log dirs (audit/segment) and memory in tests
-// (audit/audittest), so everything above it runs the same on all of them.
+// (internal/fakeapp), so everything above it runs the same on all of them.
 // Each asserts `var _ audit.Source = …`, and each passes the conformance
 // suite in audit/sourcetest.
 //

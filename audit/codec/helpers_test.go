@@ -11,7 +11,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // frame prepends Confluent's magic byte and schema id.
@@ -53,9 +53,9 @@ func offlineCodec(t testing.TB, schemas map[int]string) *Codec {
 }
 
 // registryCodec returns a registry and a Codec reading from it.
-func registryCodec(t testing.TB, cfg Config) (*registrytest.Registry, *Codec) {
+func registryCodec(t testing.TB, cfg Config) (*fakeregistry.Registry, *Codec) {
 	t.Helper()
-	reg := registrytest.NewServer(t)
+	reg := fakeregistry.NewServer(t)
 	cfg.RegistryURL = reg.URL
 	if cfg.ValueSerde == "" {
 		cfg.ValueSerde = "avro"
@@ -85,11 +85,11 @@ func asDecodeError(t testing.TB, err error) *DecodeError {
 	return de
 }
 
-func registrytestRef(name, subject string, version int) registrytest.Reference {
-	return registrytest.Reference{Name: name, Subject: subject, Version: version}
+func registrytestRef(name, subject string, version int) fakeregistry.Reference {
+	return fakeregistry.Reference{Name: name, Subject: subject, Version: version}
 }
 
-func registrytestServer(t testing.TB) *registrytest.Registry { return registrytest.NewServer(t) }
+func registrytestServer(t testing.TB) *fakeregistry.Registry { return fakeregistry.NewServer(t) }
 
 func marshalKey(t *testing.T, key any) []byte {
 	t.Helper()

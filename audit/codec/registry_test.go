@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 const orderSchema = `{"type":"record","name":"Order","fields":[{"name":"orderId","type":"string"},{"name":"amount","type":"double"}]}`
@@ -45,7 +45,7 @@ func TestRegistryCacheOncePerID(t *testing.T) {
 	reg, c := registryCodec(t, Config{})
 	id1, _ := reg.Register("a-value", orderSchema)
 	id2, _ := reg.Register("b-value", `"long"`)
-	reg.SetFault(registrytest.Fault{Delay: 50 * time.Millisecond}) // let the callers pile up
+	reg.SetFault(fakeregistry.Fault{Delay: 50 * time.Millisecond}) // let the callers pile up
 	p1, p2 := orderPayload(t, id1), encode(t, id2, `"long"`, int64(5))
 	missing := frame(77, []byte{0})
 	var wg sync.WaitGroup
@@ -77,21 +77,21 @@ func TestRegistryCacheOncePerID(t *testing.T) {
 func TestRegistryFaults(t *testing.T) {
 	for _, tt := range []struct {
 		name         string
-		fault        registrytest.Fault
+		fault        fakeregistry.Fault
 		retries      int
 		wantSentinel error
 		wantDecode   bool // a *DecodeError (the record's fault), not a *RegistryError
 		wantRequests int
 		wantInMsg    string
 	}{
-		{"404 unknown id", registrytest.Fault{}, 2, ErrUnknownSchema, true, 1, "40403"},
-		{"500 retried then error", registrytest.Fault{Status: 500}, 2, ErrRegistryUnavailable, false, 3, "HTTP 500"},
-		{"503 without retries", registrytest.Fault{Status: 503}, -1, ErrRegistryUnavailable, false, 1, "HTTP 503"},
-		{"500 once then ok", registrytest.Fault{Status: 500, Times: 1}, 2, nil, false, 2, ""},
-		{"slow answer times out", registrytest.Fault{Delay: 2 * time.Second}, 1, ErrRegistryUnavailable, false, 2, "no answer within"},
-		{"garbage JSON", registrytest.Fault{Garbage: true}, 2, ErrRegistryUnavailable, false, 1, "not schema registry JSON"},
-		{"403 not retried", registrytest.Fault{Status: 403}, 2, ErrRegistryUnavailable, false, 1, "HTTP 403"},
-		{"429 retried", registrytest.Fault{Status: 429}, 1, ErrRegistryUnavailable, false, 2, "HTTP 429"},
+		{"404 unknown id", fakeregistry.Fault{}, 2, ErrUnknownSchema, true, 1, "40403"},
+		{"500 retried then error", fakeregistry.Fault{Status: 500}, 2, ErrRegistryUnavailable, false, 3, "HTTP 500"},
+		{"503 without retries", fakeregistry.Fault{Status: 503}, -1, ErrRegistryUnavailable, false, 1, "HTTP 503"},
+		{"500 once then ok", fakeregistry.Fault{Status: 500, Times: 1}, 2, nil, false, 2, ""},
+		{"slow answer times out", fakeregistry.Fault{Delay: 2 * time.Second}, 1, ErrRegistryUnavailable, false, 2, "no answer within"},
+		{"garbage JSON", fakeregistry.Fault{Garbage: true}, 2, ErrRegistryUnavailable, false, 1, "not schema registry JSON"},
+		{"403 not retried", fakeregistry.Fault{Status: 403}, 2, ErrRegistryUnavailable, false, 1, "HTTP 403"},
+		{"429 retried", fakeregistry.Fault{Status: 429}, 1, ErrRegistryUnavailable, false, 2, "HTTP 429"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg, c := registryCodec(t, Config{Retries: tt.retries, Timeout: 150 * time.Millisecond, Backoff: 10 * time.Millisecond})
@@ -155,7 +155,7 @@ func TestRegistryFailover(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	dead := srv.URL
 	srv.Close()
-	reg := registrytest.NewServer(t)
+	reg := fakeregistry.NewServer(t)
 	id, _ := reg.Register("s", orderSchema)
 	c, err := New(Config{ValueSerde: "avro", RegistryURL: dead + "," + reg.URL, Retries: -1})
 	if err != nil {
@@ -181,7 +181,7 @@ func TestRegistryBasicAuth(t *testing.T) {
 		{"no credentials", nil, nil, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := registrytest.NewServer(t)
+			reg := fakeregistry.NewServer(t)
 			reg.RequireBasicAuth("alice", secret)
 			id, _ := reg.Register("s", orderSchema)
 			u := reg.URL
@@ -221,13 +221,13 @@ func TestRegistryReferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := reg.Register("line", `{"type":"record","name":"Line","namespace":"com.x","fields":[{"name":"price","type":"com.x.Money"}]}`,
-		registrytest.Reference{Name: "com.x.Money", Subject: "money", Version: 1}); err != nil {
+		fakeregistry.Reference{Name: "com.x.Money", Subject: "money", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	top := `{"type":"record","name":"Order","namespace":"com.x","fields":[{"name":"lines","type":{"type":"array","items":"com.x.Line"}},{"name":"total","type":"com.x.Money"}]}`
 	id, err := reg.Register("orders-value", top,
-		registrytest.Reference{Name: "com.x.Line", Subject: "line", Version: 1},
-		registrytest.Reference{Name: "com.x.Money", Subject: "money", Version: 1})
+		fakeregistry.Reference{Name: "com.x.Line", Subject: "line", Version: 1},
+		fakeregistry.Reference{Name: "com.x.Money", Subject: "money", Version: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +243,8 @@ func TestRegistryReferences(t *testing.T) {
 	}
 	// A second id referencing the same subject versions reuses them.
 	id2, err := reg.Register("orders2-value", strings.Replace(top, `"Order"`, `"Order2"`, 1),
-		registrytest.Reference{Name: "com.x.Line", Subject: "line", Version: 1},
-		registrytest.Reference{Name: "com.x.Money", Subject: "money", Version: 1})
+		fakeregistry.Reference{Name: "com.x.Line", Subject: "line", Version: 1},
+		fakeregistry.Reference{Name: "com.x.Money", Subject: "money", Version: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestRegistryBadSchema(t *testing.T) {
 func TestRegistryCanceled(t *testing.T) {
 	reg, c := registryCodec(t, Config{})
 	id, _ := reg.Register("s", orderSchema)
-	reg.SetFault(registrytest.Fault{Delay: time.Second, Times: 1})
+	reg.SetFault(fakeregistry.Fault{Delay: time.Second, Times: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, err := c.Decode(ctx, "t", false, orderPayload(t, id))
@@ -329,7 +329,7 @@ func TestRegistryCanceled(t *testing.T) {
 // TestRegistryTLS serves the registry over TLS with a client certificate
 // required, trusting the server through ssl.ca.location.
 func TestRegistryTLS(t *testing.T) {
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	id, _ := reg.Register("s", orderSchema)
 	srv := httptest.NewUnstartedServer(reg)
 	srv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}

@@ -10,18 +10,18 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // specOf writes the hand-written spec of a generated scenario.
-func specOf(t *testing.T, s audittest.Scenario) string {
+func specOf(t *testing.T, s fakeapp.Scenario) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: json}\ntables:\n", s.AppID)
 	for _, tb := range s.Tables {
 		red := string(tb.Reducer)
-		if tb.Reducer == audittest.ReduceExpr {
-			red = fmt.Sprintf("{expr: %q}", audittest.ExprReducer)
+		if tb.Reducer == fakeapp.ReduceExpr {
+			red = fmt.Sprintf("{expr: %q}", fakeapp.ExprReducer)
 		}
 		fmt.Fprintf(&b, "  - {name: %s, source: %s, select_key: value.orderId, reduce: %s, store: %s}\n", tb.Name, tb.Source, red, tb.Store)
 	}
@@ -55,12 +55,12 @@ func judged(rep *audit.Report) []string {
 // findings and the verdict of the hand-written spec. A lost input, a
 // purged range, a wiped store or a duplicate must not bend the inference.
 func TestInferredSpecSurvivesTheIncident(t *testing.T) {
-	faults := []audittest.Fault{{}}
-	for _, k := range []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
-		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultStateReset, audittest.FaultJoinMissing,
-		audittest.FaultDuplicate, audittest.FaultHangingTransaction} {
+	faults := []fakeapp.Fault{{}}
+	for _, k := range []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultAbortNotReplayed, fakeapp.FaultStateDiverged,
+		fakeapp.FaultPurgeBeforeCommit, fakeapp.FaultRetentionGap, fakeapp.FaultStateReset, fakeapp.FaultJoinMissing,
+		fakeapp.FaultDuplicate, fakeapp.FaultHangingTransaction} {
 		for table := range 3 {
-			faults = append(faults, audittest.Fault{Kind: k, Table: table, Partition: int32(table % 2)})
+			faults = append(faults, fakeapp.Fault{Kind: k, Table: table, Partition: int32(table % 2)})
 		}
 	}
 	for i, f := range faults {
@@ -69,17 +69,17 @@ func TestInferredSpecSurvivesTheIncident(t *testing.T) {
 			name = fmt.Sprintf("%s/table%d", f.Kind, f.Table)
 		}
 		t.Run(name, func(t *testing.T) {
-			s := audittest.SeedScenario("inferred", 240)
+			s := fakeapp.SeedScenario("inferred", 240)
 			s.Seed = uint64(100 + i)
-			s.Tables[1].Reducer = audittest.ReduceSum
-			if f.Kind == audittest.FaultStateReset {
-				s.Tables[f.Table].Reducer = audittest.ReduceCount // a reset shows in a fold's history
+			s.Tables[1].Reducer = fakeapp.ReduceSum
+			if f.Kind == fakeapp.FaultStateReset {
+				s.Tables[f.Table].Reducer = fakeapp.ReduceCount // a reset shows in a fold's history
 			}
 			if f.Kind != "" {
-				s.Faults = []audittest.Fault{f}
+				s.Faults = []fakeapp.Fault{f}
 			}
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			ev := Evidence{Source: m}

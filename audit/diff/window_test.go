@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestDiffWindowed audits an EosTestClient-shaped windowed app through
@@ -19,17 +19,17 @@ import (
 func TestDiffWindowed(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		faults []audittest.Fault
+		faults []fakeapp.Fault
 		want   audit.Verdict
 	}{
 		{"clean", nil, audit.VerdictClean},
-		{"dropped", []audittest.Fault{{Kind: audittest.FaultDrop}}, audit.VerdictLoss},
+		{"dropped", []fakeapp.Fault{{Kind: fakeapp.FaultDrop}}, audit.VerdictLoss},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := audittest.WindowScenario{AppID: "win", Partitions: 2, Inputs: 120, Keys: 6, Seed: 3, Base: 1_780_000_000_000,
-				Commit: 6, Hop: true, LateEvery: 13, Output: true, Suppress: true, Window: &audittest.Win{Size: 2000, Advance: 1000, Grace: 200}, Faults: tt.faults}
-			m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
-			truth, err := audittest.GenerateWindow(s, audittest.NewMemoryBackend(m))
+			s := fakeapp.WindowScenario{AppID: "win", Partitions: 2, Inputs: 120, Keys: 6, Seed: 3, Base: 1_780_000_000_000,
+				Commit: 6, Hop: true, LateEvery: 13, Output: true, Suppress: true, Window: &fakeapp.Win{Size: 2000, Advance: 1000, Grace: 200}, Faults: tt.faults}
+			m := fakeapp.NewMemory(time.UnixMilli(s.Base + 3_600_000))
+			truth, err := fakeapp.GenerateWindow(s, fakeapp.NewMemoryBackend(m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestDiffWindowed(t *testing.T) {
 				if f.Cause == audit.CauseLate {
 					late++
 				}
-				if f.Severity == audit.SeverityLoss && !slices.ContainsFunc(truth.Findings, func(e audittest.Expected) bool {
+				if f.Severity == audit.SeverityLoss && !slices.ContainsFunc(truth.Findings, func(e fakeapp.Expected) bool {
 					return e.Cause == f.Cause && e.Offset == f.Offset && e.Key == f.Key
 				}) {
 					t.Errorf("loss %s %s@%d %s not in the ground truth", f.Cause, f.Topic, f.Offset, f.Key)

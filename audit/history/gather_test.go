@@ -11,8 +11,8 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/applog"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestGather: the history comes from any source that reads it (here a
@@ -41,7 +41,7 @@ func TestGather(t *testing.T) {
 		t.Errorf("gen.orders/1 (3, then 7 in a transaction; purged below 2): %+v", res)
 	}
 
-	m := audittest.NewMemory(t0)
+	m := fakeapp.NewMemory(t0)
 	ev, err = Gather(t.Context(), m, "app", nil, nil, applog.Options{})
 	if err != nil || ev.History != nil || !strings.Contains(ev.Unknown, "not known") {
 		t.Fatalf("memory source: %+v, %v", ev, err)

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/spec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // benchEvidence is a seed-shaped app of 3 × 84,000 inputs with Avro
@@ -18,18 +18,18 @@ import (
 // about 28,000 records, as the bench harness's 1M app's do, so Load reads
 // partition 0 and keeps half its keys.
 var benchEvidence = sync.OnceValues(func() (*benchSetup, error) {
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	srv := httptest.NewServer(reg)
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		return nil, err
 	}
-	s := audittest.SeedScenario("bench", 84_000)
+	s := fakeapp.SeedScenario("bench", 84_000)
 	s.Commit = 100
 	s.Purge = false
 	s.Encode = enc.Encode
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		return nil, err
 	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "avro", RegistryURL: srv.URL})
@@ -41,9 +41,9 @@ var benchEvidence = sync.OnceValues(func() (*benchSetup, error) {
 
 type benchSetup struct {
 	srv *httptest.Server // left open: the decoder looks schemas up once
-	m   *audittest.Memory
+	m   *fakeapp.Memory
 	dec *codec.Codec
-	s   audittest.Scenario
+	s   fakeapp.Scenario
 }
 
 // specCheck runs the checks diff.CheckSpec runs, and returns the verdicts'

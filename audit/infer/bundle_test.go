@@ -10,7 +10,7 @@ import (
 	"iter"
 	"strconv"
 
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 
 	"context"
 	"os"
@@ -277,7 +277,7 @@ func TestResetIsNotAWrongSpec(t *testing.T) {
 }
 
 func TestPartitionsFitting(t *testing.T) {
-	m := audittest.NewMemory(time.Now())
+	m := fakeapp.NewMemory(time.Now())
 	set := func(topic string, sizes ...int64) {
 		m.AddTopic(audit.TopicInfo{Name: topic, Partitions: int32(len(sizes))})
 		for p, n := range sizes {

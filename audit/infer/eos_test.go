@@ -9,8 +9,8 @@ import (
 	"github.com/kaudit/kaudit/audit/spec"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestEOSClientReducers: on evidence of Kafka's EosTestClient (Integer
@@ -29,7 +29,7 @@ func TestEOSClientReducers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := audittest.NewMemory(time.UnixMilli(1_000_000))
+	m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
 	plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
 	m.AddTopic(audit.TopicInfo{Name: "data", Partitions: 1})
 	m.AddTopic(audit.TopicInfo{Name: "repartition", Partitions: 1})

@@ -9,12 +9,12 @@ import (
 
 	"github.com/kaudit/kaudit/audit/spec"
 
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // scenarioSpec is the spec of a generated app, as its author writes it.
-func scenarioSpec(t *testing.T, s audittest.Scenario) (*spec.Spec, *spec.Plan) {
+func scenarioSpec(t *testing.T, s fakeapp.Scenario) (*spec.Spec, *spec.Plan) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: json}\ntables:\n", s.AppID)
@@ -44,50 +44,50 @@ func scenarioSpec(t *testing.T, s audittest.Scenario) (*spec.Spec, *spec.Plan) {
 func TestFaultsDoNotTripTheCheck(t *testing.T) {
 	type tc struct {
 		name   string
-		faults []audittest.Fault
-		mod    func(*audittest.Scenario)
+		faults []fakeapp.Fault
+		mod    func(*fakeapp.Scenario)
 	}
 	cases := []tc{
 		{"clean", nil, nil},
-		{"dropped", []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}, func(s *audittest.Scenario) { s.Purge = false }},
-		{"unapplied", []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}, nil},
-		{"aborted-not-replayed", []audittest.Fault{{Kind: audittest.FaultAbortNotReplayed, Table: 0}}, func(s *audittest.Scenario) { s.Purge = false }},
-		{"state-diverged", []audittest.Fault{{Kind: audittest.FaultStateDiverged, Table: 2}}, func(s *audittest.Scenario) { s.Purge = false }},
-		{"purged-before-commit", []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}, nil},
-		{"retention-gap", []audittest.Fault{{Kind: audittest.FaultRetentionGap, Table: 2, Partition: 0}}, func(s *audittest.Scenario) { s.Lag = 4 }},
-		{"join-missing", []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, nil},
-		{"duplicate", []audittest.Fault{{Kind: audittest.FaultDuplicate, Table: 1}}, func(s *audittest.Scenario) { s.Purge = false }},
-		{"state-reset", []audittest.Fault{{Kind: audittest.FaultStateReset, Table: 1, Partition: 2}}, func(s *audittest.Scenario) {
-			s.Tables[1].Reducer = audittest.ReduceCount
+		{"dropped", []fakeapp.Fault{{Kind: fakeapp.FaultDrop, Table: 1}}, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"unapplied", []fakeapp.Fault{{Kind: fakeapp.FaultDrop, Table: 1}}, nil},
+		{"aborted-not-replayed", []fakeapp.Fault{{Kind: fakeapp.FaultAbortNotReplayed, Table: 0}}, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"state-diverged", []fakeapp.Fault{{Kind: fakeapp.FaultStateDiverged, Table: 2}}, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"purged-before-commit", []fakeapp.Fault{{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}, nil},
+		{"retention-gap", []fakeapp.Fault{{Kind: fakeapp.FaultRetentionGap, Table: 2, Partition: 0}}, func(s *fakeapp.Scenario) { s.Lag = 4 }},
+		{"join-missing", []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing}}, nil},
+		{"duplicate", []fakeapp.Fault{{Kind: fakeapp.FaultDuplicate, Table: 1}}, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"state-reset", []fakeapp.Fault{{Kind: fakeapp.FaultStateReset, Table: 1, Partition: 2}}, func(s *fakeapp.Scenario) {
+			s.Tables[1].Reducer = fakeapp.ReduceCount
 			s.Keys = 20
 		}},
 	}
-	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
-		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultJoinMissing, audittest.FaultDuplicate}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultAbortNotReplayed, fakeapp.FaultStateDiverged,
+		fakeapp.FaultPurgeBeforeCommit, fakeapp.FaultRetentionGap, fakeapp.FaultJoinMissing, fakeapp.FaultDuplicate}
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		var faults []audittest.Fault
+		var faults []fakeapp.Fault
 		for range 1 + rng.IntN(4) {
-			faults = append(faults, audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(3))})
+			faults = append(faults, fakeapp.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(3))})
 		}
 		purge, spread, count := rng.IntN(2) == 0, rng.IntN(4) == 0, rng.IntN(3) == 0
-		cases = append(cases, tc{fmt.Sprintf("random-%d", seed), faults, func(s *audittest.Scenario) {
+		cases = append(cases, tc{fmt.Sprintf("random-%d", seed), faults, func(s *fakeapp.Scenario) {
 			s.Seed, s.Purge, s.SpreadSources = seed+100, purge, spread
 			if count {
-				s.Tables[1].Reducer = audittest.ReduceCount
+				s.Tables[1].Reducer = fakeapp.ReduceCount
 			}
 		}})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := audittest.SeedScenario("shop", 300)
+			s := fakeapp.SeedScenario("shop", 300)
 			s.Faults = c.faults
 			s.NullKeys = 2
 			if c.mod != nil {
 				c.mod(&s)
 			}
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
@@ -128,7 +128,7 @@ func TestFaultsDoNotTripTheCheck(t *testing.T) {
 			}
 			// a wrong reducer kind is caught wherever keys tell them apart
 			for i, pt := range plan.Tables {
-				wrong := map[audittest.Reducer]string{audittest.ReduceLatest: "count", audittest.ReduceCount: "latest"}[s.Tables[i].Reducer]
+				wrong := map[fakeapp.Reducer]string{fakeapp.ReduceLatest: "count", fakeapp.ReduceCount: "latest"}[s.Tables[i].Reducer]
 				r, err := spec.ParseReducer(wrong)
 				if err != nil {
 					t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/ledger"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // reads counts how a source was read.
@@ -19,7 +19,7 @@ type reads struct{ raw, indexed, committed int }
 // indexedBroker reports the broker's read_committed view with its reads,
 // as a live cluster does (audit.IndexedReader); view is what it reports.
 type indexedBroker struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	view audit.CommittedIndex
 	n    *reads
 }
@@ -44,7 +44,7 @@ func (b indexedBroker) ReadCommitted(ctx context.Context, tp audit.TopicPartitio
 // filtering (audit.CommittedReader), which it does as a read_committed
 // consumer does with view.
 type committedBroker struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	view audit.CommittedIndex
 	n    *reads
 }
@@ -106,20 +106,20 @@ func TestCrossCheckIndex(t *testing.T) {
 	//	4,5 producer 2 in two batches, aborted (ABORT at 6)
 	//	7-8 producer 1, committed (COMMIT at 9)
 	//	10  plain
-	shared := func(_ *audittest.Memory, w *audittest.PartitionWriter) {
-		w.Txn(1, 0, audittest.KVs(2)...)
+	shared := func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+		w.Txn(1, 0, fakeapp.KVs(2)...)
 		w.Marker(1, 0, true)
-		w.Plain(audittest.KVs(1)...)
-		w.Txn(2, 0, audittest.KVs(1)...)
-		w.Txn(2, 0, audittest.KVs(1)...)
+		w.Plain(fakeapp.KVs(1)...)
+		w.Txn(2, 0, fakeapp.KVs(1)...)
+		w.Txn(2, 0, fakeapp.KVs(1)...)
 		w.Marker(2, 0, false)
-		w.Txn(1, 0, audittest.KVs(2)...)
+		w.Txn(1, 0, fakeapp.KVs(2)...)
 		w.Marker(1, 0, true)
-		w.Plain(audittest.KVs(1)...)
+		w.Plain(fakeapp.KVs(1)...)
 	}
 	for _, tt := range []struct {
 		name    string
-		write   func(m *audittest.Memory, w *audittest.PartitionWriter)
+		write   func(m *fakeapp.Memory, w *fakeapp.PartitionWriter)
 		lso     int64 // the broker's
 		aborted []audit.AbortedTxn
 		// the disagreement: 0, 0 when the views agree
@@ -152,33 +152,33 @@ func TestCrossCheckIndex(t *testing.T) {
 		},
 		{
 			name: "empty abort before a listed transaction",
-			write: func(_ *audittest.Memory, w *audittest.PartitionWriter) {
+			write: func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
 				w.Marker(3, 0, false) // 0: ends nothing
-				w.Txn(3, 1, audittest.KVs(2)...)
+				w.Txn(3, 1, fakeapp.KVs(2)...)
 				w.Marker(3, 1, false) // 3
-				w.Plain(audittest.KVs(1)...)
+				w.Plain(fakeapp.KVs(1)...)
 			},
 			lso: 5, aborted: []audit.AbortedTxn{{ProducerID: 3, FirstOffset: 1}},
 		},
 		{
 			name: "aborted transaction partly purged",
-			write: func(m *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Txn(5, 0, audittest.KVs(2)...) // 0-1, below the log start
-				w.Txn(5, 0, audittest.KVs(2)...) // 2-3
-				w.Marker(5, 0, false)            // 4
-				w.Plain(audittest.KVs(1)...)
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Txn(5, 0, fakeapp.KVs(2)...) // 0-1, below the log start
+				w.Txn(5, 0, fakeapp.KVs(2)...) // 2-3
+				w.Marker(5, 0, false)          // 4
+				w.Plain(fakeapp.KVs(1)...)
 				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 2, LSO: 6, HW: 6})
 			},
 			lso: 6, aborted: []audit.AbortedTxn{{ProducerID: 5, FirstOffset: 0}},
 		},
 		{
 			name: "one of a producer's two aborted transactions listed",
-			write: func(_ *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Txn(6, 0, audittest.KVs(1)...) // 0
-				w.Marker(6, 0, false)            // 1
-				w.Txn(6, 1, audittest.KVs(1)...) // 2
-				w.Marker(6, 1, false)            // 3
-				w.Plain(audittest.KVs(1)...)
+			write: func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Txn(6, 0, fakeapp.KVs(1)...) // 0
+				w.Marker(6, 0, false)          // 1
+				w.Txn(6, 1, fakeapp.KVs(1)...) // 2
+				w.Marker(6, 1, false)          // 3
+				w.Plain(fakeapp.KVs(1)...)
 			},
 			lso: 5, aborted: []audit.AbortedTxn{{ProducerID: 6, FirstOffset: 0}},
 			extra: 1, first: 2,
@@ -186,10 +186,10 @@ func TestCrossCheckIndex(t *testing.T) {
 		},
 		{
 			name: "open transaction above the LSO, broker's LSO moved on",
-			write: func(m *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Txn(7, 0, audittest.KVs(1)...) // 0
-				w.Marker(7, 0, false)            // 1
-				w.Txn(8, 0, audittest.KVs(2)...) // 2-3, open when listed
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Txn(7, 0, fakeapp.KVs(1)...) // 0
+				w.Marker(7, 0, false)          // 1
+				w.Txn(8, 0, fakeapp.KVs(2)...) // 2-3, open when listed
 				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 0, LSO: 2, HW: 4})
 			},
 			lso: 4, aborted: []audit.AbortedTxn{{ProducerID: 7, FirstOffset: 0}, {ProducerID: 8, FirstOffset: 2}},

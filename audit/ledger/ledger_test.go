@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/ledger"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 var (
@@ -16,8 +16,8 @@ var (
 	tp      = audit.TopicPartition{Topic: "t", Partition: 0}
 )
 
-func newMem() *audittest.Memory {
-	m := audittest.NewMemory(testNow)
+func newMem() *fakeapp.Memory {
+	m := fakeapp.NewMemory(testNow)
 	m.AddTopic(audit.TopicInfo{Name: "t", Partitions: 1})
 	return m
 }
@@ -26,7 +26,7 @@ func TestFates(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		compacted bool
-		write     func(m *audittest.Memory, w *audittest.PartitionWriter)
+		write     func(m *fakeapp.Memory, w *fakeapp.PartitionWriter)
 		want      audit.FateCounts
 		txns      audit.TxnCounts
 		causes    []audit.Cause
@@ -34,21 +34,21 @@ func TestFates(t *testing.T) {
 	}{
 		{
 			name: "plain",
-			write: func(_ *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Plain(audittest.KVs(3)...)
+			write: func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Plain(fakeapp.KVs(3)...)
 			},
 			want:    audit.FateCounts{Committed: 3},
 			yielded: []audit.Fate{audit.FateCommitted, audit.FateCommitted, audit.FateCommitted},
 		},
 		{
 			name: "committed and aborted interleaved producers",
-			write: func(_ *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Txn(1, 0, audittest.KVs(2)...) // 0,1
-				w.Txn(2, 0, audittest.KVs(1)...) // 2
-				w.Plain(audittest.KVs(1)...)     // 3
-				w.Txn(1, 0, audittest.KVs(1)...) // 4
-				w.Marker(2, 0, false)            // 5 abort 2
-				w.Marker(1, 0, true)             // 6 commit 1
+			write: func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Txn(1, 0, fakeapp.KVs(2)...) // 0,1
+				w.Txn(2, 0, fakeapp.KVs(1)...) // 2
+				w.Plain(fakeapp.KVs(1)...)     // 3
+				w.Txn(1, 0, fakeapp.KVs(1)...) // 4
+				w.Marker(2, 0, false)          // 5 abort 2
+				w.Marker(1, 0, true)           // 6 commit 1
 			},
 			want: audit.FateCounts{Committed: 4, Aborted: 1, Marker: 2},
 			txns: audit.TxnCounts{Committed: 1, Aborted: 1},
@@ -57,10 +57,10 @@ func TestFates(t *testing.T) {
 		},
 		{
 			name: "epoch bump per transaction",
-			write: func(_ *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Txn(7, 0, audittest.KVs(1)...)
+			write: func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Txn(7, 0, fakeapp.KVs(1)...)
 				w.Marker(7, 1, true)
-				w.Txn(7, 1, audittest.KVs(1)...)
+				w.Txn(7, 1, fakeapp.KVs(1)...)
 				w.Marker(7, 2, false)
 			},
 			want:    audit.FateCounts{Committed: 1, Aborted: 1, Marker: 2},
@@ -69,9 +69,9 @@ func TestFates(t *testing.T) {
 		},
 		{
 			name: "open transaction at the end holds the LSO",
-			write: func(m *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Plain(audittest.KVs(1)...)     // 0
-				w.Txn(3, 0, audittest.KVs(2)...) // 1,2 open
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Plain(fakeapp.KVs(1)...)     // 0
+				w.Txn(3, 0, fakeapp.KVs(2)...) // 1,2 open
 				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 0, LSO: 1, HW: 3})
 			},
 			want:    audit.FateCounts{Committed: 1, Open: 2},
@@ -81,8 +81,8 @@ func TestFates(t *testing.T) {
 		},
 		{
 			name: "data with no marker below the LSO",
-			write: func(m *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Txn(3, 0, audittest.KVs(2)...)
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Txn(3, 0, fakeapp.KVs(2)...)
 				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 0, LSO: 2, HW: 2})
 			},
 			want:    audit.FateCounts{Committed: 2},
@@ -92,11 +92,11 @@ func TestFates(t *testing.T) {
 		},
 		{
 			name: "purged and gap",
-			write: func(m *audittest.Memory, w *audittest.PartitionWriter) {
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
 				w.Skip(4)
-				w.Plain(audittest.KVs(2)...) // 4,5
-				w.Skip(3)                    // 6,7,8 gap
-				w.Plain(audittest.KVs(1)...) // 9
+				w.Plain(fakeapp.KVs(2)...) // 4,5
+				w.Skip(3)                  // 6,7,8 gap
+				w.Plain(fakeapp.KVs(1)...) // 9
 				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 4, LSO: 10, HW: 10})
 			},
 			want:    audit.FateCounts{Committed: 3, Purged: 4, Gap: 3},
@@ -106,17 +106,17 @@ func TestFates(t *testing.T) {
 		{
 			name:      "compacted",
 			compacted: true,
-			write: func(m *audittest.Memory, w *audittest.PartitionWriter) {
-				w.Plain(audittest.KVs(1)...)
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Plain(fakeapp.KVs(1)...)
 				w.Skip(3)
-				w.Plain(audittest.KVs(1)...)
+				w.Plain(fakeapp.KVs(1)...)
 			},
 			want:    audit.FateCounts{Committed: 2, Compacted: 3},
 			yielded: []audit.Fate{audit.FateCommitted, audit.FateCommitted},
 		},
 		{
 			name: "commit marker with no data",
-			write: func(_ *audittest.Memory, w *audittest.PartitionWriter) {
+			write: func(_ *fakeapp.Memory, w *fakeapp.PartitionWriter) {
 				w.Marker(9, 0, true)
 				w.Marker(8, 0, false) // an abort of nothing is normal
 			},
@@ -185,7 +185,7 @@ func equalFates(a, b []audit.Fate) bool {
 
 // brokerView is a source whose read_committed view can be made to lie.
 type brokerView struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	hide int64
 }
 
@@ -209,7 +209,7 @@ func (b brokerView) ReadCommitted(ctx context.Context, tp audit.TopicPartition, 
 func TestCrossCheck(t *testing.T) {
 	m := newMem()
 	w := m.Writer(tp, 0)
-	w.Plain(audittest.KVs(5)...)
+	w.Plain(fakeapp.KVs(5)...)
 	opts := ledger.Options{CrossCheck: true}
 	l, err := ledger.Build(t.Context(), brokerView{Memory: m, hide: -1}, tp, opts)
 	if err != nil || len(l.Findings) != 0 {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestCleanLatestSameReport: judgeKey's fast path for plainly explained
@@ -17,9 +17,9 @@ import (
 // random latest apps with random faults, spilled or not.
 func TestCleanLatestSameReport(t *testing.T) {
 	defer reconcile.SetCleanLatest(true)
-	kinds := []audittest.FaultKind{audittest.FaultStateDiverged, audittest.FaultDuplicate, audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
-		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultJoinMissing, audittest.FaultHangingTransaction,
-		audittest.FaultDuplicate}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultStateDiverged, fakeapp.FaultDuplicate, fakeapp.FaultDrop, fakeapp.FaultAbortNotReplayed, fakeapp.FaultStateDiverged,
+		fakeapp.FaultPurgeBeforeCommit, fakeapp.FaultRetentionGap, fakeapp.FaultJoinMissing, fakeapp.FaultHangingTransaction,
+		fakeapp.FaultDuplicate}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestCleanLatestSameReport(t *testing.T) {
 	}
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 31))
-		s := audittest.SeedScenario("fast", 100+rng.IntN(300))
+		s := fakeapp.SeedScenario("fast", 100+rng.IntN(300))
 		s.Seed = uint64(seed)
 		s.Partitions = int32(1 + rng.IntN(4))
 		s.Commit = 3 + rng.IntN(15)
@@ -41,15 +41,15 @@ func TestCleanLatestSameReport(t *testing.T) {
 		s.Keys = max(s.Inputs/(1+rng.IntN(6)), 2)
 		s.SpreadSources = rng.IntN(2) == 0
 		for range 1 + rng.IntN(4) {
-			s.Faults = append(s.Faults, audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))})
+			s.Faults = append(s.Faults, fakeapp.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))})
 		}
 		budget := int64(0)
 		if rng.IntN(3) == 0 {
 			budget = 1 // spilled, a bucket at a time
 		}
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			p := pipelineOf(s)

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/spec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestCopy: EosTestClient's data.to("echo"): each input below the group's
@@ -49,7 +49,7 @@ func TestCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := audittest.NewMemory(time.UnixMilli(1_000_000))
+			m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
 			m.AddTopic(audit.TopicInfo{Name: "data", Partitions: 1})
 			m.AddTopic(audit.TopicInfo{Name: "echo", Partitions: 1})
 			plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}

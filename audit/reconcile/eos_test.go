@@ -13,9 +13,9 @@ import (
 	"github.com/kaudit/kaudit/audit/spec"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // eosEvidence is one key's evidence for testdata/eos/eos.kaudit.yaml
@@ -60,7 +60,7 @@ func runEOSWith(t *testing.T, ev eosEvidence, more string, outs map[string][]byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := audittest.NewMemory(time.UnixMilli(1_000_000))
+	m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
 	const parts = 2
 	p := audit.DefaultPartition([]byte("k"), parts)
 	plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // hiddenSource hides one topic, as an ACL without Describe or a deleted
 // topic does.
 type hiddenSource struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	topic string
 }
 
@@ -46,45 +46,45 @@ func (h hiddenSource) Partitions(ctx context.Context, topic string) (int32, erro
 // data, a table the spec check left unjudged. Each case has real losses
 // injected, so a clean verdict would hide them.
 func TestMissingEvidenceNeverJudged(t *testing.T) {
-	s := audittest.SeedScenario("shop", 300)
-	s.Faults = []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}, {Kind: audittest.FaultStateDiverged, Table: 0}}
+	s := fakeapp.SeedScenario("shop", 300)
+	s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultDrop, Table: 1}, {Kind: fakeapp.FaultStateDiverged, Table: 0}}
 	for _, tt := range []struct {
 		name    string
-		src     func(m *audittest.Memory) audit.Source
+		src     func(m *fakeapp.Memory) audit.Source
 		mod     func(p *reconcile.Pipeline)
 		missing string // in the report's missing evidence
 		// affected is what may yield no loss: "" nothing at all, a table's
 		// name, or "join"
 		affected string
 	}{
-		{"the group committed nothing", func(m *audittest.Memory) audit.Source {
+		{"the group committed nothing", func(m *fakeapp.Memory) audit.Source {
 			m.SetGroup(audit.GroupOffsets{Group: s.AppID, Offsets: map[audit.TopicPartition]int64{}})
 			return m
 		}, nil, "has no committed offsets", ""},
-		{"a source partition without a committed offset", func(m *audittest.Memory) audit.Source {
+		{"a source partition without a committed offset", func(m *fakeapp.Memory) audit.Source {
 			g, _ := m.GroupOffsets(t.Context(), s.AppID)
 			delete(g.Offsets, audit.TopicPartition{Topic: s.Tables[2].Source, Partition: 1})
 			m.SetGroup(g)
 			return m
 		}, nil, s.Tables[2].Source + "/1: the group has no committed offset", "-"},
-		{"a hidden changelog", func(m *audittest.Memory) audit.Source { return hiddenSource{m, s.Changelog(s.Tables[1])} }, nil, "is not visible", "payments"},
-		{"a hidden repartition topic", func(m *audittest.Memory) audit.Source { return hiddenSource{m, s.Repartition(s.Tables[1])} }, nil, "is not visible", "payments"},
-		{"a joiner that fails on the data", func(m *audittest.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
+		{"a hidden changelog", func(m *fakeapp.Memory) audit.Source { return hiddenSource{m, s.Changelog(s.Tables[1])} }, nil, "is not visible", "payments"},
+		{"a hidden repartition topic", func(m *fakeapp.Memory) audit.Source { return hiddenSource{m, s.Repartition(s.Tables[1])} }, nil, "is not visible", "payments"},
+		{"a joiner that fails on the data", func(m *fakeapp.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
 			p.Joins[0].Value = func(l audit.Value, rs []audit.Value) (audit.Value, error) {
 				return nil, context.DeadlineExceeded
 			}
 		}, "the joiner failed", "join"},
-		{"a reducer that fails on the data", func(m *audittest.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
+		{"a reducer that fails on the data", func(m *fakeapp.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
 			p.Tables[1].Latest = false
 			p.Tables[1].Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) { return nil, context.Canceled }
 		}, "the reducer failed", "payments"},
-		{"a table the spec check left unjudged", func(m *audittest.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
+		{"a table the spec check left unjudged", func(m *fakeapp.Memory) audit.Source { return m }, func(p *reconcile.Pipeline) {
 			p.Tables[1].Unjudged = "sum(amount) explains 3 of 280 keys' histories; latest explains 280"
 		}, "latest explains 280", "payments"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
@@ -123,7 +123,7 @@ func TestMissingEvidenceNeverJudged(t *testing.T) {
 // copies no input accounts for; the table is not judged, and no input of
 // it is called lost.
 func TestValueChangedOnTheWay(t *testing.T) {
-	s := audittest.SeedScenario("shop", 300)
+	s := fakeapp.SeedScenario("shop", 300)
 	s.Purge = false // the copies are readable (purged, the spec check's reducer test catches it)
 	s.Encode = func(topic string, v map[string]any) ([]byte, error) {
 		if strings.HasSuffix(topic, "-repartition") && v["table"] == "payments" {
@@ -135,8 +135,8 @@ func TestValueChangedOnTheWay(t *testing.T) {
 		}
 		return json.Marshal(v)
 	}
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		t.Fatal(err)
 	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // TestJoinFields: a join whose value only copies fields decodes only those
@@ -20,10 +20,10 @@ import (
 // Avro apps with every cause, that gives the report decoding the values
 // whole gives, byte for byte, and the report names exactly the faults.
 func TestJoinFields(t *testing.T) {
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,22 +31,22 @@ func TestJoinFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultStateDiverged, audittest.FaultJoinMissing,
-		audittest.FaultAbortNotReplayed, audittest.FaultDuplicate, audittest.FaultPurgeBeforeCommit}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultStateDiverged, fakeapp.FaultJoinMissing,
+		fakeapp.FaultAbortNotReplayed, fakeapp.FaultDuplicate, fakeapp.FaultPurgeBeforeCommit}
 	for seed := range 12 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		s := audittest.SeedScenario("fields", 150+rng.IntN(200))
+		s := fakeapp.SeedScenario("fields", 150+rng.IntN(200))
 		s.Seed = uint64(seed)
 		s.Partitions = int32(1 + rng.IntN(3))
 		s.Keys = max(s.Inputs/(1+rng.IntN(4)), 2)
 		s.SpreadSources = rng.IntN(2) == 0
 		s.Encode = enc.Encode
 		for range 1 + rng.IntN(3) {
-			s.Faults = append(s.Faults, audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))})
+			s.Faults = append(s.Faults, fakeapp.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))})
 		}
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			truth, err := audittest.Generate(s, audittest.NewMemoryBackend(m))
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			truth, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,8 +76,8 @@ func TestJoinFields(t *testing.T) {
 }
 
 // avroPipelineOf is pipelineOf for an Avro app, with the join value the
-// output holds (audittest.StatusSchema).
-func avroPipelineOf(t *testing.T, s audittest.Scenario) *reconcile.Pipeline {
+// output holds (fakeapp.StatusSchema).
+func avroPipelineOf(t *testing.T, s fakeapp.Scenario) *reconcile.Pipeline {
 	t.Helper()
 	p, err := scenarioPipeline(s, "avro", `{"orderId": left.orderId, "orderAmount": left.amount, "paid": r1?.amount, "shipped": r2?.amount}`)
 	if err != nil {

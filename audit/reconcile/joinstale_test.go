@@ -5,19 +5,19 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestJoinStale: an output whose last record for a key disagrees with the
 // tables at the cut (an older timestamp), or names a key the left table
 // does not hold, is join-stale at that output record, and nothing else.
 func TestJoinStale(t *testing.T) {
-	s := audittest.SeedScenario("shop", 150)
+	s := fakeapp.SeedScenario("shop", 150)
 	s.Lag, s.Inflight = 0, 0
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		t.Fatal(err)
 	}
 	out := audit.TopicPartition{Topic: s.Output, Partition: 0}
@@ -41,9 +41,9 @@ func TestJoinStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []audittest.Expected{
+	want := []fakeapp.Expected{
 		{Stage: audit.StageJoin, Cause: audit.CauseJoinStale, Topic: out.Topic, Partition: 0, Offset: offs.HW, Key: `"` + key + `"`},
 		{Stage: audit.StageJoin, Cause: audit.CauseJoinStale, Topic: out.Topic, Partition: 0, Offset: offs.HW + 1, Key: `"nobody"`},
 	}
-	compare(t, rep, &audittest.Truth{Findings: want})
+	compare(t, rep, &fakeapp.Truth{Findings: want})
 }

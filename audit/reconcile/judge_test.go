@@ -10,9 +10,9 @@ import (
 	"github.com/kaudit/kaudit/audit/spec"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // judgeIn is one source input of key "k": its partition, id, amount and
@@ -80,7 +80,7 @@ tables:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := audittest.NewMemory(time.UnixMilli(1_000_000))
+	m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
 	m.AddTopic(audit.TopicInfo{Name: "src", Partitions: 2})
 	m.AddTopic(audit.TopicInfo{Name: "app-S-repartition", Partitions: 1})
 	m.AddTopic(audit.TopicInfo{Name: "app-S-changelog", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
@@ -329,8 +329,8 @@ func TestSignatures(t *testing.T) {
 		t.Errorf("signatures %+v, want one KAFKA-17635 candidate over the unapplied input", rep.Signatures)
 	}
 
-	s := audittest.SeedScenario("shop", 300)
-	s.Faults = []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}
+	s := fakeapp.SeedScenario("shop", 300)
+	s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}
 	rep, truth := runScenario(t, s)
 	compare(t, rep, truth)
 	var n int64

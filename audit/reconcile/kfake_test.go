@@ -5,17 +5,17 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/kafka"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // runOnKfake writes the scenario to an in-process kfake broker with real
 // transactional producers and audits it through the live source.
-func runOnKfake(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.Truth) {
+func runOnKfake(t *testing.T, s fakeapp.Scenario) (*audit.Report, *fakeapp.Truth) {
 	t.Helper()
-	c, truth := audittest.KfakeApp(t, s)
+	c, truth := fakeapp.KfakeApp(t, s)
 	src, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func runOnKfake(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.T
 // clean, then several faults at once.
 func TestKfake(t *testing.T) {
 	t.Run("clean", func(t *testing.T) {
-		s := audittest.SeedScenario("shop", 200)
+		s := fakeapp.SeedScenario("shop", 200)
 		s.NullKeys = 1
 		rep, truth := runOnKfake(t, s)
 		compare(t, rep, truth)
@@ -45,15 +45,15 @@ func TestKfake(t *testing.T) {
 		}
 	})
 	t.Run("faults", func(t *testing.T) {
-		s := audittest.SeedScenario("shop", 240)
+		s := fakeapp.SeedScenario("shop", 240)
 		s.Lag = 3
-		s.Faults = []audittest.Fault{
-			{Kind: audittest.FaultDrop, Table: 1},
-			{Kind: audittest.FaultAbortNotReplayed, Table: 0},
-			{Kind: audittest.FaultPurgeBeforeCommit, Table: 2, Partition: 1},
-			{Kind: audittest.FaultRetentionGap, Table: 0, Partition: 2},
-			{Kind: audittest.FaultJoinMissing},
-			{Kind: audittest.FaultHangingTransaction},
+		s.Faults = []fakeapp.Fault{
+			{Kind: fakeapp.FaultDrop, Table: 1},
+			{Kind: fakeapp.FaultAbortNotReplayed, Table: 0},
+			{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 2, Partition: 1},
+			{Kind: fakeapp.FaultRetentionGap, Table: 0, Partition: 2},
+			{Kind: fakeapp.FaultJoinMissing},
+			{Kind: fakeapp.FaultHangingTransaction},
 		}
 		rep, truth := runOnKfake(t, s)
 		if len(truth.Findings) < 5 {
@@ -64,14 +64,14 @@ func TestKfake(t *testing.T) {
 	// production conditions together: keys' updates spread over source
 	// partitions, repartition records purged to the committed offsets,
 	// latest, summing and expression reducers side by side
-	production := func(faults ...audittest.Fault) audittest.Scenario {
-		s := audittest.SeedScenario("shop", 240)
+	production := func(faults ...fakeapp.Fault) fakeapp.Scenario {
+		s := fakeapp.SeedScenario("shop", 240)
 		s.Lag = 2
 		s.SpreadSources = true
 		s.Purge = true
-		s.Tables[0].Reducer = audittest.ReduceLatest
-		s.Tables[1].Reducer = audittest.ReduceSum
-		s.Tables[2].Reducer = audittest.ReduceExpr
+		s.Tables[0].Reducer = fakeapp.ReduceLatest
+		s.Tables[1].Reducer = fakeapp.ReduceSum
+		s.Tables[2].Reducer = fakeapp.ReduceExpr
 		s.Faults = faults
 		return s
 	}
@@ -84,10 +84,10 @@ func TestKfake(t *testing.T) {
 	})
 	t.Run("production conditions faults", func(t *testing.T) {
 		rep, truth := runOnKfake(t, production(
-			audittest.Fault{Kind: audittest.FaultDrop, Table: 1},
-			audittest.Fault{Kind: audittest.FaultDrop, Table: 2},
-			audittest.Fault{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1},
-			audittest.Fault{Kind: audittest.FaultAbortNotReplayed, Table: 2},
+			fakeapp.Fault{Kind: fakeapp.FaultDrop, Table: 1},
+			fakeapp.Fault{Kind: fakeapp.FaultDrop, Table: 2},
+			fakeapp.Fault{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 0, Partition: 1},
+			fakeapp.Fault{Kind: fakeapp.FaultAbortNotReplayed, Table: 2},
 		))
 		if len(truth.Findings) < 3 {
 			t.Fatalf("ground truth too small: %v", truth.Findings)

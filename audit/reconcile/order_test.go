@@ -8,9 +8,9 @@ import (
 	"github.com/kaudit/kaudit/audit/spec"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestSumFieldOrder pins what the real drill showed: sum(FIELD) keeps the
@@ -43,14 +43,14 @@ tables:
 		{"one input missing, copies purged", `{"orderId":"o1","id":"b","amount":7}`, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := audittest.NewMemory(time.UnixMilli(10_000))
+			m := fakeapp.NewMemory(time.UnixMilli(10_000))
 			m.AddTopic(audit.TopicInfo{Name: "payments", Partitions: 2})
 			m.AddTopic(audit.TopicInfo{Name: "app-S-repartition", Partitions: 1})
 			m.AddTopic(audit.TopicInfo{Name: "app-S-changelog", Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact"}})
 			a := `{"orderId":"o1","id":"a","amount":5}`
 			b := `{"orderId":"o1","id":"b","amount":7}`
-			m.Writer(audit.TopicPartition{Topic: "payments", Partition: 0}, 100).Plain(audittest.KV{Key: []byte("a"), Value: []byte(a)})
-			m.Writer(audit.TopicPartition{Topic: "payments", Partition: 1}, 200).Plain(audittest.KV{Key: []byte("b"), Value: []byte(b)})
+			m.Writer(audit.TopicPartition{Topic: "payments", Partition: 0}, 100).Plain(fakeapp.KV{Key: []byte("a"), Value: []byte(a)})
+			m.Writer(audit.TopicPartition{Topic: "payments", Partition: 1}, 200).Plain(fakeapp.KV{Key: []byte("b"), Value: []byte(b)})
 			// the repartition copies keep the inputs' timestamps; b was applied first
 			rp := m.Writer(audit.TopicPartition{Topic: "app-S-repartition", Partition: 0}, 0)
 			recs := []audit.Record{}
@@ -66,7 +66,7 @@ tables:
 			if tt.purged {
 				m.SetOffsets(audit.TopicPartition{Topic: "app-S-repartition", Partition: 0}, audit.PartitionOffsets{LogStart: 4, LSO: 4, HW: 4})
 			}
-			m.Writer(audit.TopicPartition{Topic: "app-S-changelog", Partition: 0}, 200).Plain(audittest.KV{Key: []byte("o1"), Value: []byte(tt.state)})
+			m.Writer(audit.TopicPartition{Topic: "app-S-changelog", Partition: 0}, 200).Plain(fakeapp.KV{Key: []byte("o1"), Value: []byte(tt.state)})
 			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
 				{Topic: "payments", Partition: 0}: 1, {Topic: "payments", Partition: 1}: 1, {Topic: "app-S-repartition", Partition: 0}: 2}})
 			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestRandomScenarios: random apps with random injected faults; the
@@ -15,12 +15,12 @@ func TestRandomScenarios(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		seeds = 16
 	}
-	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
-		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultJoinMissing, audittest.FaultHangingTransaction,
-		audittest.FaultDuplicate, audittest.FaultStateReset}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultAbortNotReplayed, fakeapp.FaultStateDiverged,
+		fakeapp.FaultPurgeBeforeCommit, fakeapp.FaultRetentionGap, fakeapp.FaultJoinMissing, fakeapp.FaultHangingTransaction,
+		fakeapp.FaultDuplicate, fakeapp.FaultStateReset}
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		s := audittest.SeedScenario("prop", 120+rng.IntN(300))
+		s := fakeapp.SeedScenario("prop", 120+rng.IntN(300))
 		s.Seed = uint64(seed)
 		s.Partitions = int32(1 + rng.IntN(4))
 		s.Commit = 3 + rng.IntN(15)
@@ -34,11 +34,11 @@ func TestRandomScenarios(t *testing.T) {
 		// source partitions, copies purged to the cut, every reducer
 		s.SpreadSources = rng.IntN(2) == 0
 		for i := range s.Tables {
-			s.Tables[i].Reducer = audittest.Reducers[rng.IntN(len(audittest.Reducers))]
+			s.Tables[i].Reducer = fakeapp.Reducers[rng.IntN(len(fakeapp.Reducers))]
 		}
 		for range 1 + rng.IntN(4) {
-			f := audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
-			if f.Kind == audittest.FaultStateReset && s.Tables[f.Table].Reducer == audittest.ReduceLatest {
+			f := fakeapp.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
+			if f.Kind == fakeapp.FaultStateReset && s.Tables[f.Table].Reducer == fakeapp.ReduceLatest {
 				continue // a restart of a latest state is overwritten by the next input
 			}
 			s.Faults = append(s.Faults, f)

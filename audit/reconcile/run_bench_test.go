@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // BenchmarkRun audits a clean seed-shaped app of 3 × 30,000 inputs in
@@ -17,12 +17,12 @@ import (
 //
 //	go test ./audit/reconcile -run '^$' -bench Run -benchtime 3x
 func BenchmarkRun(b *testing.B) {
-	s := audittest.SeedScenario("bench", 30_000)
+	s := fakeapp.SeedScenario("bench", 30_000)
 	s.SpreadSources = true
 	s.Partitions = 6
 	s.Commit = 100
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		b.Fatal(err)
 	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
@@ -47,20 +47,20 @@ func BenchmarkRun(b *testing.B) {
 //
 //	go test ./audit/reconcile -run '^$' -bench RunAvro -benchtime 3x
 func BenchmarkRunAvro(b *testing.B) {
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := audittest.SeedScenario("bench", 30_000)
+	s := fakeapp.SeedScenario("bench", 30_000)
 	s.SpreadSources = true
 	s.Partitions = 6
 	s.Commit = 100
 	s.Encode = enc.Encode
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		b.Fatal(err)
 	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "avro", RegistryURL: srv.URL})

@@ -11,14 +11,14 @@ import (
 	"github.com/kaudit/kaudit/audit/spec"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // pipelineOf describes a generated scenario the way a spec would, through
 // the spec's own parser and reducers.
-func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
+func pipelineOf(s fakeapp.Scenario) *reconcile.Pipeline {
 	p, err := scenarioPipeline(s, "json", "")
 	if err != nil {
 		panic(err)
@@ -28,13 +28,13 @@ func pipelineOf(s audittest.Scenario) *reconcile.Pipeline {
 
 // scenarioPipeline writes the spec of s with the given value serde and,
 // unless empty, the join's value expression, and resolves it.
-func scenarioPipeline(s audittest.Scenario, serde, joinValue string) (*reconcile.Pipeline, error) {
+func scenarioPipeline(s fakeapp.Scenario, serde, joinValue string) (*reconcile.Pipeline, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "app_id: %s\nserdes: {key: string, value: %s}\ntables:\n", s.AppID, serde)
 	for _, t := range s.Tables {
 		red := string(t.Reducer)
-		if t.Reducer == audittest.ReduceExpr {
-			red = fmt.Sprintf("{expr: %q}", audittest.ExprReducer)
+		if t.Reducer == fakeapp.ReduceExpr {
+			red = fmt.Sprintf("{expr: %q}", fakeapp.ExprReducer)
 		}
 		fmt.Fprintf(&b, "  - {name: %s, source: %s, select_key: value.orderId, reduce: %s, store: %s}\n", t.Name, t.Source, red, t.Store)
 	}
@@ -58,10 +58,10 @@ func scenarioPipeline(s audittest.Scenario, serde, joinValue string) (*reconcile
 }
 
 // audit generates the scenario in memory and runs the engine on it.
-func runScenario(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.Truth) {
+func runScenario(t *testing.T, s fakeapp.Scenario) (*audit.Report, *fakeapp.Truth) {
 	t.Helper()
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	truth, err := audittest.Generate(s, audittest.NewMemoryBackend(m))
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	truth, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m))
 	if err != nil {
 		t.Fatalf("generate: %v", err)
 	}
@@ -114,7 +114,7 @@ func runScenario(t *testing.T, s audittest.Scenario) (*audit.Report, *audittest.
 
 // compare checks that the report's loss and anomaly findings are exactly
 // the ground truth: same stage, cause, topic, partition, offset and key.
-func compare(t *testing.T, rep *audit.Report, truth *audittest.Truth) {
+func compare(t *testing.T, rep *audit.Report, truth *fakeapp.Truth) {
 	t.Helper()
 	compareRecall(t, rep, truth, true)
 }
@@ -124,9 +124,9 @@ func compare(t *testing.T, rep *audit.Report, truth *audittest.Truth) {
 // be reported exactly; Flagged ones reported, or named by the key's
 // undecided finding; the others may stay silent. An undecided finding
 // must name at least as many true losses as it says are missing.
-func compareRecall(t *testing.T, rep *audit.Report, truth *audittest.Truth, recall bool) {
+func compareRecall(t *testing.T, rep *audit.Report, truth *fakeapp.Truth, recall bool) {
 	t.Helper()
-	want := map[string]audittest.Expected{}
+	want := map[string]fakeapp.Expected{}
 	byRecord := map[string]string{}    // topic/partition@offset → truth key
 	byRecordKey := map[string]string{} // … and the key: an input of several windows has a truth per window
 	for _, e := range truth.Findings {
@@ -139,7 +139,7 @@ func compareRecall(t *testing.T, rep *audit.Report, truth *audittest.Truth, reca
 		if f.Severity != audit.SeverityLoss && f.Severity != audit.SeverityAnomaly {
 			continue
 		}
-		k := audittest.Expected{Stage: f.Stage, Cause: f.Cause, Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, Key: f.Key}.String()
+		k := fakeapp.Expected{Stage: f.Stage, Cause: f.Cause, Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, Key: f.Key}.String()
 		switch {
 		case f.Candidates != "":
 			n := 0
@@ -156,7 +156,7 @@ func compareRecall(t *testing.T, rep *audit.Report, truth *audittest.Truth, reca
 			if int64(n) < f.Count {
 				t.Errorf("undecided finding %s says %d of %s are missing, only %d are: %s", k, f.Count, f.Candidates, n, f.Detail)
 			}
-		case want[k] != (audittest.Expected{}):
+		case want[k] != (fakeapp.Expected{}):
 			covered[k] = true
 		case f.Cause == audit.CauseDuplicate && truth.Doubled[f.Topic+" "+f.Key]:
 		default:
@@ -178,7 +178,7 @@ func compareRecall(t *testing.T, rep *audit.Report, truth *audittest.Truth, reca
 }
 
 func TestCleanScenario(t *testing.T) {
-	s := audittest.SeedScenario("shop", 300)
+	s := fakeapp.SeedScenario("shop", 300)
 	s.NullKeys = 2
 	rep, truth := runScenario(t, s)
 	if len(truth.Findings) != 0 {
@@ -205,41 +205,41 @@ func TestCleanScenario(t *testing.T) {
 func TestEveryCause(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		faults []audittest.Fault
+		faults []fakeapp.Fault
 		cause  audit.Cause
-		mod    func(*audittest.Scenario)
+		mod    func(*fakeapp.Scenario)
 	}{
-		{"dropped", []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}, audit.CauseDropped, func(s *audittest.Scenario) { s.Purge = false }},
-		{"unapplied", []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}, audit.CauseUnapplied, nil},
-		{"aborted-not-replayed", []audittest.Fault{{Kind: audittest.FaultAbortNotReplayed, Table: 0}}, audit.CauseAbortedNotReplayed, func(s *audittest.Scenario) { s.Purge = false }},
-		{"state-diverged", []audittest.Fault{{Kind: audittest.FaultStateDiverged, Table: 2}}, audit.CauseStateDiverged, func(s *audittest.Scenario) { s.Purge = false }},
-		{"purged-before-commit", []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}, audit.CausePurgedBeforeCommit, nil},
-		{"retention-gap", []audittest.Fault{{Kind: audittest.FaultRetentionGap, Table: 2, Partition: 0}}, audit.CauseRetentionGap, func(s *audittest.Scenario) { s.Lag = 4 }},
-		{"join-missing", []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, audit.CauseJoinMissing, nil},
-		{"join-missing, output not co-partitioned", []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, audit.CauseJoinMissing, func(s *audittest.Scenario) { s.OutputPartitions = 5 }},
-		{"duplicate", []audittest.Fault{{Kind: audittest.FaultDuplicate, Table: 1}}, audit.CauseDuplicate, func(s *audittest.Scenario) { s.Purge = false }},
-		{"hanging-transaction", []audittest.Fault{{Kind: audittest.FaultHangingTransaction}}, audit.CauseHangingTransaction, nil},
-		{"state-reset", []audittest.Fault{{Kind: audittest.FaultStateReset, Table: 1, Partition: 2}}, audit.CauseStateReset, func(s *audittest.Scenario) {
-			s.Tables[1].Reducer = audittest.ReduceCount
+		{"dropped", []fakeapp.Fault{{Kind: fakeapp.FaultDrop, Table: 1}}, audit.CauseDropped, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"unapplied", []fakeapp.Fault{{Kind: fakeapp.FaultDrop, Table: 1}}, audit.CauseUnapplied, nil},
+		{"aborted-not-replayed", []fakeapp.Fault{{Kind: fakeapp.FaultAbortNotReplayed, Table: 0}}, audit.CauseAbortedNotReplayed, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"state-diverged", []fakeapp.Fault{{Kind: fakeapp.FaultStateDiverged, Table: 2}}, audit.CauseStateDiverged, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"purged-before-commit", []fakeapp.Fault{{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 0, Partition: 1}}, audit.CausePurgedBeforeCommit, nil},
+		{"retention-gap", []fakeapp.Fault{{Kind: fakeapp.FaultRetentionGap, Table: 2, Partition: 0}}, audit.CauseRetentionGap, func(s *fakeapp.Scenario) { s.Lag = 4 }},
+		{"join-missing", []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing}}, audit.CauseJoinMissing, nil},
+		{"join-missing, output not co-partitioned", []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing}}, audit.CauseJoinMissing, func(s *fakeapp.Scenario) { s.OutputPartitions = 5 }},
+		{"duplicate", []fakeapp.Fault{{Kind: fakeapp.FaultDuplicate, Table: 1}}, audit.CauseDuplicate, func(s *fakeapp.Scenario) { s.Purge = false }},
+		{"hanging-transaction", []fakeapp.Fault{{Kind: fakeapp.FaultHangingTransaction}}, audit.CauseHangingTransaction, nil},
+		{"state-reset", []fakeapp.Fault{{Kind: fakeapp.FaultStateReset, Table: 1, Partition: 2}}, audit.CauseStateReset, func(s *fakeapp.Scenario) {
+			s.Tables[1].Reducer = fakeapp.ReduceCount
 			s.Keys = 20
 		}},
 	} {
 		// every cause under every reducer, with keys in their own source
 		// partition and spread over the source partitions
-		for ri, red := range audittest.Reducers {
+		for ri, red := range fakeapp.Reducers {
 			for _, spread := range []bool{false, true} {
-				if (testing.Short() || raceEnabled) && (ri+len(tt.name))%len(audittest.Reducers) != 0 {
+				if (testing.Short() || raceEnabled) && (ri+len(tt.name))%len(fakeapp.Reducers) != 0 {
 					continue // a sample of the combinations: one reducer a cause
 				}
 				name := fmt.Sprintf("%s/%s/spread=%v", tt.name, strings.Trim(string(red), "()"), spread)
 				t.Run(name, func(t *testing.T) {
-					s := audittest.SeedScenario("shop", 300)
+					s := fakeapp.SeedScenario("shop", 300)
 					s.Faults = tt.faults
 					s.SpreadSources = spread
 					if tt.mod != nil {
 						tt.mod(&s)
 					}
-					if tt.cause == audit.CauseStateReset && red == audittest.ReduceLatest {
+					if tt.cause == audit.CauseStateReset && red == fakeapp.ReduceLatest {
 						t.Skip("a restarted latest state is overwritten by the next input: nothing to find")
 					}
 					for i := range s.Tables {

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // TestShards: audits of task shards (--partitions) together find exactly
@@ -19,15 +19,15 @@ func TestShards(t *testing.T) {
 	for _, spread := range []bool{false, true} {
 		for seed := range 6 {
 			t.Run(fmt.Sprintf("spread=%v/seed%d", spread, seed), func(t *testing.T) {
-				s := audittest.SeedScenario("shop", 400)
+				s := fakeapp.SeedScenario("shop", 400)
 				s.Seed = uint64(seed)
 				s.SpreadSources = spread
 				s.Partitions = 3
 				s.Purge = seed%2 == 0
-				kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultStateDiverged, audittest.FaultJoinMissing, audittest.FaultAbortNotReplayed}
-				s.Faults = []audittest.Fault{{Kind: kinds[seed%len(kinds)], Table: seed % 3, Partition: int32(seed % 3)}}
-				m := audittest.NewMemory(time.UnixMilli(s.Now))
-				truth, err := audittest.Generate(s, audittest.NewMemoryBackend(m))
+				kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultStateDiverged, fakeapp.FaultJoinMissing, fakeapp.FaultAbortNotReplayed}
+				s.Faults = []fakeapp.Fault{{Kind: kinds[seed%len(kinds)], Table: seed % 3, Partition: int32(seed % 3)}}
+				m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+				truth, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,10 +98,10 @@ func TestShards(t *testing.T) {
 // has another partition count than the changelogs; it says so instead of
 // reporting the keys it cannot see as missing.
 func TestShardJoinNotCoPartitioned(t *testing.T) {
-	s := audittest.SeedScenario("shop", 300)
+	s := fakeapp.SeedScenario("shop", 300)
 	s.OutputPartitions = 5
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		t.Fatal(err)
 	}
 	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
@@ -126,10 +126,10 @@ func TestShardJoinNotCoPartitioned(t *testing.T) {
 // records, and keys also have inputs in other partitions: a store value
 // that is one of the deleted inputs is not a loss of the readable ones.
 func TestDeletedInputState(t *testing.T) {
-	s := audittest.SeedScenario("shop", 400)
+	s := fakeapp.SeedScenario("shop", 400)
 	s.SpreadSources = true
 	s.Partitions = 4
-	s.Faults = []audittest.Fault{{Kind: audittest.FaultRetentionGap, Table: 2, Partition: 2}}
+	s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultRetentionGap, Table: 2, Partition: 2}}
 	rep, truth := runScenario(t, s)
 	compare(t, rep, truth)
 	noted := false
@@ -145,12 +145,12 @@ func TestDeletedInputState(t *testing.T) {
 // partitions than their keys, with purged copies and retention past the
 // consumed records of one partition, stays clean whole and in every shard.
 func TestCleanSpreadShards(t *testing.T) {
-	s := audittest.SeedScenario("shop", 400)
+	s := fakeapp.SeedScenario("shop", 400)
 	s.SpreadSources = true
 	s.Purge = true
-	m := audittest.NewMemory(time.UnixMilli(s.Now))
-	b := audittest.NewMemoryBackend(m)
-	truth, err := audittest.Generate(s, b)
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	b := fakeapp.NewMemoryBackend(m)
+	truth, err := fakeapp.Generate(s, b)
 	if err != nil {
 		t.Fatal(err)
 	}

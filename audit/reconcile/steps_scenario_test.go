@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/kafka"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/spec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // specPipeline resolves a spec's text as kaudit does (spec.ParseSpec,
@@ -123,12 +123,12 @@ func reportDiff(a, b *audit.Report) string {
 
 // runStepsScenario writes s in memory, or to an in-process kfake broker
 // through real transactional producers, and audits it from its own spec.
-func runStepsScenario(t *testing.T, s audittest.Scenario, onKfake bool) (*audit.Report, *audittest.Truth) {
+func runStepsScenario(t *testing.T, s fakeapp.Scenario, onKfake bool) (*audit.Report, *fakeapp.Truth) {
 	t.Helper()
 	var src audit.Source
-	var truth *audittest.Truth
+	var truth *fakeapp.Truth
 	if onKfake {
-		c, tr := audittest.KfakeApp(t, s)
+		c, tr := fakeapp.KfakeApp(t, s)
 		ks, err := kafka.Open(t.Context(), kafka.Config{Bootstrap: c.ListenAddrs(), Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -136,8 +136,8 @@ func runStepsScenario(t *testing.T, s audittest.Scenario, onKfake bool) (*audit.
 		t.Cleanup(ks.Close)
 		src, truth = ks, tr
 	} else {
-		m := audittest.NewMemory(time.UnixMilli(s.Now))
-		tr, err := audittest.Generate(s, audittest.NewMemoryBackend(m))
+		m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+		tr, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m))
 		if err != nil {
 			t.Fatalf("generate: %v", err)
 		}
@@ -152,12 +152,12 @@ func runStepsScenario(t *testing.T, s audittest.Scenario, onKfake bool) (*audit.
 // the missing evidence with a verdict that is not clean; a truth without
 // findings gives a clean verdict, or an incomplete one where a table
 // cannot be judged.
-func compareSteps(t *testing.T, rep *audit.Report, truth *audittest.Truth) {
+func compareSteps(t *testing.T, rep *audit.Report, truth *fakeapp.Truth) {
 	t.Helper()
 	compare(t, rep, truth)
 	for _, c := range []struct {
 		cause audit.Cause
-		truth []audittest.Filtered
+		truth []fakeapp.Filtered
 	}{{audit.CauseFiltered, truth.Filtered}, {audit.CauseNullKey, truth.NullKeys}} {
 		var want, got []string
 		for _, f := range c.truth {
@@ -216,64 +216,64 @@ const skipRestartUndecided = `engine: a count whose store restarts after a key's
 // split, on the next one too), with a reducer that fits what it emits.
 type stepOp struct {
 	name string
-	mod  func(s *audittest.Scenario, ti int)
+	mod  func(s *fakeapp.Scenario, ti int)
 }
 
 var stepOps = []stepOp{
-	{"filter", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilter, audittest.StepFilterNot, audittest.StepPeek}
-		s.Tables[ti].Reducer = audittest.ReduceSum
+	{"filter", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilter, fakeapp.StepFilterNot, fakeapp.StepPeek}
+		s.Tables[ti].Reducer = fakeapp.ReduceSum
 	}},
-	{"mapValues", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilter, audittest.StepMapValues}
-		s.Tables[ti].Reducer = audittest.ReduceExpr
+	{"mapValues", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilter, fakeapp.StepMapValues}
+		s.Tables[ti].Reducer = fakeapp.ReduceExpr
 	}},
-	{"map", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilterNot, audittest.StepMap}
+	{"map", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilterNot, fakeapp.StepMap}
 	}},
-	{"flatMapValues", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilter, audittest.StepWords, audittest.StepGroupByWord}
-		s.Tables[ti].Reducer = audittest.ReduceCount
+	{"flatMapValues", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilter, fakeapp.StepWords, fakeapp.StepGroupByWord}
+		s.Tables[ti].Reducer = fakeapp.ReduceCount
 	}},
-	{"flatMap", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepItems}
-		s.Tables[ti].Reducer = audittest.ReduceSum
+	{"flatMap", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepItems}
+		s.Tables[ti].Reducer = fakeapp.ReduceSum
 	}},
-	{"branch", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepBranch(0)}
+	{"branch", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepBranch(0)}
 		if ti+1 < len(s.Tables) {
 			s.Tables[ti+1].Source = s.Tables[ti].Source
-			s.Tables[ti+1].Steps = []audittest.Step{audittest.StepBranch(1), audittest.StepPeek}
-			s.Tables[ti+1].Reducer = audittest.ReduceCount
+			s.Tables[ti+1].Steps = []fakeapp.Step{fakeapp.StepBranch(1), fakeapp.StepPeek}
+			s.Tables[ti+1].Reducer = fakeapp.ReduceCount
 		}
 	}},
-	{"selectKey", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilter, audittest.StepSelectKey}
-		s.Tables[ti].Reducer = audittest.ReduceCount
+	{"selectKey", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilter, fakeapp.StepSelectKey}
+		s.Tables[ti].Reducer = fakeapp.ReduceCount
 	}},
-	{"groupBy", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepPeek, audittest.StepFilterNot, audittest.StepGroupBy}
-		s.Tables[ti].Reducer = audittest.ReduceExpr
+	{"groupBy", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepPeek, fakeapp.StepFilterNot, fakeapp.StepGroupBy}
+		s.Tables[ti].Reducer = fakeapp.ReduceExpr
 	}},
-	{"merge", func(s *audittest.Scenario, ti int) {
+	{"merge", func(s *fakeapp.Scenario, ti int) {
 		s.Tables[ti].Merged = []string{s.Tables[ti].Source + "-b"}
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilter}
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilter}
 	}},
 }
 
 // unmodelledOps are chains kaudit cannot evaluate: a Processor API node,
 // a step left TODO, an expression that fails on some records.
 var unmodelledOps = []stepOp{
-	{"process", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFilter, audittest.StepProcess}
+	{"process", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFilter, fakeapp.StepProcess}
 	}},
-	{"todo", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepTODO, audittest.StepMapValues}
-		s.Tables[ti].Reducer = audittest.ReduceExpr
+	{"todo", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepTODO, fakeapp.StepMapValues}
+		s.Tables[ti].Reducer = fakeapp.ReduceExpr
 	}},
-	{"failing", func(s *audittest.Scenario, ti int) {
-		s.Tables[ti].Steps = []audittest.Step{audittest.StepFailing, audittest.StepFilterNot}
-		s.Tables[ti].Reducer = audittest.ReduceCount
+	{"failing", func(s *fakeapp.Scenario, ti int) {
+		s.Tables[ti].Steps = []fakeapp.Step{fakeapp.StepFailing, fakeapp.StepFilterNot}
+		s.Tables[ti].Reducer = fakeapp.ReduceCount
 	}},
 }
 
@@ -282,39 +282,39 @@ var unmodelledOps = []stepOp{
 type stepCause struct {
 	name   string
 	cause  audit.Cause
-	faults []audittest.Fault
-	mod    func(s *audittest.Scenario)
+	faults []fakeapp.Fault
+	mod    func(s *fakeapp.Scenario)
 }
 
-var noPurge = func(s *audittest.Scenario) { s.Purge = false }
+var noPurge = func(s *fakeapp.Scenario) { s.Purge = false }
 
 var stepCauses = []stepCause{
 	{"clean", "", nil, nil},
-	{"dropped", audit.CauseDropped, []audittest.Fault{{Kind: audittest.FaultDrop}}, noPurge},
-	{"unapplied", audit.CauseUnapplied, []audittest.Fault{{Kind: audittest.FaultDrop}}, nil},
-	{"aborted-not-replayed", audit.CauseAbortedNotReplayed, []audittest.Fault{{Kind: audittest.FaultAbortNotReplayed}}, noPurge},
-	{"state-diverged", audit.CauseStateDiverged, []audittest.Fault{{Kind: audittest.FaultStateDiverged}}, noPurge},
-	{"purged-before-commit", audit.CausePurgedBeforeCommit, []audittest.Fault{{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1}}, nil},
-	{"retention-gap", audit.CauseRetentionGap, []audittest.Fault{{Kind: audittest.FaultRetentionGap, Partition: 0}}, func(s *audittest.Scenario) { s.Lag = 4 }},
-	{"state-reset", audit.CauseStateReset, []audittest.Fault{{Kind: audittest.FaultStateReset, Partition: 2}}, func(s *audittest.Scenario) {
-		if s.Tables[0].Reducer == audittest.ReduceLatest {
-			s.Tables[0].Reducer = audittest.ReduceCount // a restarted latest state is overwritten by the next input
+	{"dropped", audit.CauseDropped, []fakeapp.Fault{{Kind: fakeapp.FaultDrop}}, noPurge},
+	{"unapplied", audit.CauseUnapplied, []fakeapp.Fault{{Kind: fakeapp.FaultDrop}}, nil},
+	{"aborted-not-replayed", audit.CauseAbortedNotReplayed, []fakeapp.Fault{{Kind: fakeapp.FaultAbortNotReplayed}}, noPurge},
+	{"state-diverged", audit.CauseStateDiverged, []fakeapp.Fault{{Kind: fakeapp.FaultStateDiverged}}, noPurge},
+	{"purged-before-commit", audit.CausePurgedBeforeCommit, []fakeapp.Fault{{Kind: fakeapp.FaultPurgeBeforeCommit, Partition: 1}}, nil},
+	{"retention-gap", audit.CauseRetentionGap, []fakeapp.Fault{{Kind: fakeapp.FaultRetentionGap, Partition: 0}}, func(s *fakeapp.Scenario) { s.Lag = 4 }},
+	{"state-reset", audit.CauseStateReset, []fakeapp.Fault{{Kind: fakeapp.FaultStateReset, Partition: 2}}, func(s *fakeapp.Scenario) {
+		if s.Tables[0].Reducer == fakeapp.ReduceLatest {
+			s.Tables[0].Reducer = fakeapp.ReduceCount // a restarted latest state is overwritten by the next input
 		}
 	}},
-	{"duplicate", audit.CauseDuplicate, []audittest.Fault{{Kind: audittest.FaultDuplicate}}, noPurge},
-	{"join-missing", audit.CauseJoinMissing, []audittest.Fault{{Kind: audittest.FaultJoinMissing}}, nil},
-	{"output-missing", audit.CauseJoinMissing, []audittest.Fault{{Kind: audittest.FaultOutputMissing}}, nil},
-	{"output-stale", audit.CauseJoinStale, []audittest.Fault{{Kind: audittest.FaultOutputStale}}, nil},
+	{"duplicate", audit.CauseDuplicate, []fakeapp.Fault{{Kind: fakeapp.FaultDuplicate}}, noPurge},
+	{"join-missing", audit.CauseJoinMissing, []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing}}, nil},
+	{"output-missing", audit.CauseJoinMissing, []fakeapp.Fault{{Kind: fakeapp.FaultOutputMissing}}, nil},
+	{"output-stale", audit.CauseJoinStale, []fakeapp.Fault{{Kind: fakeapp.FaultOutputStale}}, nil},
 }
 
 // stepsScenario is the seed's app with op's chain on its first table,
 // whose own output goes through a filter and a mapValues.
-func stepsScenario(op stepOp, c stepCause) audittest.Scenario {
-	s := audittest.SeedScenario("steps", 200)
+func stepsScenario(op stepOp, c stepCause) fakeapp.Scenario {
+	s := fakeapp.SeedScenario("steps", 200)
 	s.NullKeys = 1
 	op.mod(&s, 0)
 	s.Tables[0].Output = "orders-out"
-	s.Tables[0].OutputSteps = []audittest.OutputStep{audittest.OutFilter, audittest.OutMapValues}
+	s.Tables[0].OutputSteps = []fakeapp.OutputStep{fakeapp.OutFilter, fakeapp.OutMapValues}
 	s.Faults = c.faults
 	if c.mod != nil {
 		c.mod(&s)
@@ -342,7 +342,7 @@ func TestStepsEveryCause(t *testing.T) {
 
 // checkCause requires the truth to hold the cause (nothing, for the
 // clean case; anything, for "faults") and the report to match it.
-func checkCause(t *testing.T, rep *audit.Report, truth *audittest.Truth, name string, cause audit.Cause) {
+func checkCause(t *testing.T, rep *audit.Report, truth *fakeapp.Truth, name string, cause audit.Cause) {
 	t.Helper()
 	has := false
 	for _, e := range truth.Findings {
@@ -367,22 +367,22 @@ func checkCause(t *testing.T, rep *audit.Report, truth *audittest.Truth, name st
 // repartition partition purged past the committed offset, a retention
 // gap) are still there.
 func TestStepsUnmodelled(t *testing.T) {
-	faults := []audittest.Fault{
-		{Kind: audittest.FaultDrop}, {Kind: audittest.FaultStateDiverged}, {Kind: audittest.FaultDuplicate},
-		{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1}, {Kind: audittest.FaultRetentionGap, Partition: 0},
-		{Kind: audittest.FaultOutputMissing},
+	faults := []fakeapp.Fault{
+		{Kind: fakeapp.FaultDrop}, {Kind: fakeapp.FaultStateDiverged}, {Kind: fakeapp.FaultDuplicate},
+		{Kind: fakeapp.FaultPurgeBeforeCommit, Partition: 1}, {Kind: fakeapp.FaultRetentionGap, Partition: 0},
+		{Kind: fakeapp.FaultOutputMissing},
 	}
 	for oi, op := range unmodelledOps {
 		for _, onKfake := range []bool{false, true} {
 			if raceEnabled && onKfake && oi > 0 {
 				continue // a sample under the race detector
 			}
-			unmodelled := func(faulty bool) audittest.Scenario {
-				s := audittest.SeedScenario("steps", 200)
+			unmodelled := func(faulty bool) fakeapp.Scenario {
+				s := fakeapp.SeedScenario("steps", 200)
 				s.Lag = 4
 				op.mod(&s, 0)
 				s.Tables[0].Output = "orders-out"
-				s.Tables[0].OutputSteps = []audittest.OutputStep{audittest.OutFilter}
+				s.Tables[0].OutputSteps = []fakeapp.OutputStep{fakeapp.OutFilter}
 				if faulty {
 					s.Faults = faults
 				}
@@ -429,11 +429,11 @@ func TestStepsKfake(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/faults=%v", op.name, faulty), func(t *testing.T) {
 				c := stepCauses[0]
 				if faulty {
-					c = stepCause{name: "faults", faults: []audittest.Fault{
-						{Kind: audittest.FaultDrop}, {Kind: audittest.FaultAbortNotReplayed}, {Kind: audittest.FaultDuplicate},
-						{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1}, {Kind: audittest.FaultOutputStale},
-						{Kind: audittest.FaultRetentionGap, Table: 2, Partition: 0}, {Kind: audittest.FaultJoinMissing},
-					}, mod: func(s *audittest.Scenario) { s.Lag = 3 }}
+					c = stepCause{name: "faults", faults: []fakeapp.Fault{
+						{Kind: fakeapp.FaultDrop}, {Kind: fakeapp.FaultAbortNotReplayed}, {Kind: fakeapp.FaultDuplicate},
+						{Kind: fakeapp.FaultPurgeBeforeCommit, Partition: 1}, {Kind: fakeapp.FaultOutputStale},
+						{Kind: fakeapp.FaultRetentionGap, Table: 2, Partition: 0}, {Kind: fakeapp.FaultJoinMissing},
+					}, mod: func(s *fakeapp.Scenario) { s.Lag = 3 }}
 				}
 				s := stepsScenario(op, c)
 				rep, truth := runStepsScenario(t, s, true)
@@ -454,9 +454,9 @@ func TestStepsRandom(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 8
 	}
-	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
-		audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultJoinMissing, audittest.FaultDuplicate,
-		audittest.FaultStateReset, audittest.FaultOutputMissing, audittest.FaultOutputStale}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultAbortNotReplayed, fakeapp.FaultStateDiverged,
+		fakeapp.FaultPurgeBeforeCommit, fakeapp.FaultRetentionGap, fakeapp.FaultJoinMissing, fakeapp.FaultDuplicate,
+		fakeapp.FaultStateReset, fakeapp.FaultOutputMissing, fakeapp.FaultOutputStale}
 	for seed := range uint64(n) {
 		s, desc := randomStepsScenario(seed, kinds)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -470,9 +470,9 @@ func TestStepsRandom(t *testing.T) {
 }
 
 // randomStepsScenario is the seed's random app, and what its tables do.
-func randomStepsScenario(seed uint64, kinds []audittest.FaultKind) (audittest.Scenario, string) {
+func randomStepsScenario(seed uint64, kinds []fakeapp.FaultKind) (fakeapp.Scenario, string) {
 	rng := rand.New(rand.NewPCG(seed, 0x57e95))
-	s := audittest.SeedScenario("rsteps", 120+rng.IntN(200))
+	s := fakeapp.SeedScenario("rsteps", 120+rng.IntN(200))
 	s.Seed = seed
 	s.Partitions = int32(1 + rng.IntN(4))
 	s.Commit = 3 + rng.IntN(15)
@@ -486,7 +486,7 @@ func randomStepsScenario(seed uint64, kinds []audittest.FaultKind) (audittest.Sc
 	var desc []string
 	flat := map[int]bool{}
 	for ti := range s.Tables {
-		s.Tables[ti].Reducer = audittest.Reducers[rng.IntN(len(audittest.Reducers))]
+		s.Tables[ti].Reducer = fakeapp.Reducers[rng.IntN(len(fakeapp.Reducers))]
 		switch r := rng.IntN(12); {
 		case r < 2:
 			desc = append(desc, s.Tables[ti].Name+": no steps")
@@ -502,20 +502,20 @@ func randomStepsScenario(seed uint64, kinds []audittest.FaultKind) (audittest.Sc
 		}
 		if rng.IntN(3) == 0 {
 			s.Tables[ti].Output = s.Tables[ti].Name + "-out"
-			s.Tables[ti].OutputSteps = [][]audittest.OutputStep{{audittest.OutFilter}, {audittest.OutMapValues}, {audittest.OutFilter, audittest.OutMapValues}}[rng.IntN(3)]
+			s.Tables[ti].OutputSteps = [][]fakeapp.OutputStep{{fakeapp.OutFilter}, {fakeapp.OutMapValues}, {fakeapp.OutFilter, fakeapp.OutMapValues}}[rng.IntN(3)]
 		}
 	}
 	for range 1 + rng.IntN(4) {
-		f := audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
-		has := func(k audittest.FaultKind) bool {
-			return slices.ContainsFunc(s.Faults, func(g audittest.Fault) bool { return g.Kind == k && g.Table == f.Table })
+		f := fakeapp.Fault{Kind: kinds[rng.IntN(len(kinds))], Table: rng.IntN(3), Partition: int32(rng.IntN(int(s.Partitions)))}
+		has := func(k fakeapp.FaultKind) bool {
+			return slices.ContainsFunc(s.Faults, func(g fakeapp.Fault) bool { return g.Kind == k && g.Table == f.Table })
 		}
 		switch {
-		case f.Kind == audittest.FaultStateReset && s.Tables[f.Table].Reducer == audittest.ReduceLatest:
+		case f.Kind == fakeapp.FaultStateReset && s.Tables[f.Table].Reducer == fakeapp.ReduceLatest:
 			continue // a restart of a latest state is overwritten by the next input
-		case f.Kind == audittest.FaultStateReset && has(audittest.FaultDuplicate), f.Kind == audittest.FaultDuplicate && has(audittest.FaultStateReset):
+		case f.Kind == fakeapp.FaultStateReset && has(fakeapp.FaultDuplicate), f.Kind == fakeapp.FaultDuplicate && has(fakeapp.FaultStateReset):
 			continue // the engine explains a restart or an input applied twice, not both in one key (as for tables without steps)
-		case f.Kind == audittest.FaultStateReset && flat[f.Table]:
+		case f.Kind == fakeapp.FaultStateReset && flat[f.Table]:
 			continue // a restarted word count: its keys have the inputs of many records, the explanation may give up (TestStepsEveryCause has the case, on 3 partitions)
 		}
 		s.Faults = append(s.Faults, f)
@@ -525,12 +525,12 @@ func randomStepsScenario(seed uint64, kinds []audittest.FaultKind) (audittest.Sc
 
 // runWindowVariants writes a window scenario in memory or to kfake and
 // audits it from its spec, checked in one map and spilled too.
-func runWindowVariants(t *testing.T, s audittest.WindowScenario, onKfake bool) (*audit.Report, *audittest.WindowTruth) {
+func runWindowVariants(t *testing.T, s fakeapp.WindowScenario, onKfake bool) (*audit.Report, *fakeapp.WindowTruth) {
 	t.Helper()
 	var src audit.Source
-	var truth *audittest.WindowTruth
+	var truth *fakeapp.WindowTruth
 	if onKfake {
-		c, wt, err := audittest.WriteFakeWindow(t.Context(), s)
+		c, wt, err := fakeapp.WriteFakeWindow(t.Context(), s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -542,8 +542,8 @@ func runWindowVariants(t *testing.T, s audittest.WindowScenario, onKfake bool) (
 		t.Cleanup(ks.Close)
 		src, truth = ks, wt
 	} else {
-		m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
-		wt, err := audittest.GenerateWindow(s, audittest.NewMemoryBackend(m))
+		m := fakeapp.NewMemory(time.UnixMilli(s.Base + 3_600_000))
+		wt, err := fakeapp.GenerateWindow(s, fakeapp.NewMemoryBackend(m))
 		if err != nil {
 			t.Fatalf("generate: %v", err)
 		}
@@ -557,7 +557,7 @@ func runWindowVariants(t *testing.T, s audittest.WindowScenario, onKfake bool) (
 // with an output record swallowed.
 func TestStepsWindowOutput(t *testing.T) {
 	for ki, kind := range windowKinds {
-		for si, steps := range [][]audittest.OutputStep{{audittest.OutFilter}, {audittest.OutMapValues}, {audittest.OutFilter, audittest.OutMapValues}} {
+		for si, steps := range [][]fakeapp.OutputStep{{fakeapp.OutFilter}, {fakeapp.OutMapValues}, {fakeapp.OutFilter, fakeapp.OutMapValues}} {
 			for _, faulty := range []bool{false, true} {
 				if raceEnabled && (ki+si)%3 != 0 {
 					continue // a sample under the race detector
@@ -566,7 +566,7 @@ func TestStepsWindowOutput(t *testing.T) {
 					s := windowScenario(kind)
 					s.OutputSteps = steps
 					if faulty {
-						s.Faults = []audittest.Fault{{Kind: audittest.FaultJoinMissing, Partition: 1}, {Kind: audittest.FaultDrop}}
+						s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing, Partition: 1}, {Kind: fakeapp.FaultDrop}}
 					}
 					rep, truth := runWindowVariants(t, s, faulty && kind == "tumbling")
 					if !faulty && len(truth.Findings) != 0 {

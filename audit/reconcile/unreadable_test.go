@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // brokenSource fails the reads of partition 0 of one topic after its first record.
 type brokenSource struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	topic string
 }
 
@@ -41,11 +41,11 @@ func (b brokenSource) Records(ctx context.Context, tp audit.TopicPartition, from
 // makes the run incomplete and judges nothing that could rest on it: it
 // must never turn into losses (the safety tests found it did).
 func TestUnreadableNeverLoss(t *testing.T) {
-	s := audittest.SeedScenario("shop", 200)
+	s := fakeapp.SeedScenario("shop", 200)
 	for _, topic := range []string{s.Tables[1].Source, s.Repartition(s.Tables[1]), s.Changelog(s.Tables[0]), s.Output} {
 		t.Run(topic, func(t *testing.T) {
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
@@ -80,9 +80,9 @@ func TestSelectKeyMismatch(t *testing.T) {
 		{"another field", func(m map[string]any) audit.Value { return m["table"] }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := audittest.SeedScenario("shop", 120)
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			s := fakeapp.SeedScenario("shop", 120)
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			p := pipelineOf(s)
@@ -119,7 +119,7 @@ func TestSelectKeyMismatch(t *testing.T) {
 // boundedSource holds one source partition only from an offset, as a
 // capture bounded with --since does.
 type boundedSource struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	tp audit.TopicPartition
 }
 
@@ -137,9 +137,9 @@ func TestBoundedCapture(t *testing.T) {
 		{"capture starts above the cut", func(c int64) int64 { return c + 1 }, audit.VerdictIncomplete},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := audittest.SeedScenario("shop", 200)
-			m := audittest.NewMemory(time.UnixMilli(s.Now))
-			if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+			s := fakeapp.SeedScenario("shop", 200)
+			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 				t.Fatal(err)
 			}
 			tp := audit.TopicPartition{Topic: s.Tables[0].Source, Partition: 0}

@@ -12,16 +12,16 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/kafka"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/spec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // windowPipeline is the scenario's spec, through the spec's own parser,
 // and the decoder its serdes say.
-func windowPipeline(t *testing.T, s audittest.WindowScenario) (*reconcile.Pipeline, audit.Decoder) {
+func windowPipeline(t *testing.T, s fakeapp.WindowScenario) (*reconcile.Pipeline, audit.Decoder) {
 	t.Helper()
 	sp, err := spec.ParseSpec("kaudit.yaml", []byte(s.Spec()))
 	if err != nil {
@@ -44,15 +44,15 @@ func windowPipeline(t *testing.T, s audittest.WindowScenario) (*reconcile.Pipeli
 
 // runWindow writes the scenario in memory, or to an in-process kfake
 // broker through real transactional producers, and audits it.
-func runWindow(t *testing.T, s audittest.WindowScenario, onKfake bool) (*audit.Report, *audittest.WindowTruth) {
+func runWindow(t *testing.T, s fakeapp.WindowScenario, onKfake bool) (*audit.Report, *fakeapp.WindowTruth) {
 	t.Helper()
 	p, dec := windowPipeline(t, s)
 	opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true}
 	var src audit.Source
-	var truth *audittest.WindowTruth
+	var truth *fakeapp.WindowTruth
 	var err error
 	if onKfake {
-		c, wt, err := audittest.WriteFakeWindow(t.Context(), s)
+		c, wt, err := fakeapp.WriteFakeWindow(t.Context(), s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +65,8 @@ func runWindow(t *testing.T, s audittest.WindowScenario, onKfake bool) (*audit.R
 		t.Cleanup(ks.Close)
 		src = ks
 	} else {
-		m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
-		if truth, err = audittest.GenerateWindow(s, audittest.NewMemoryBackend(m)); err != nil {
+		m := fakeapp.NewMemory(time.UnixMilli(s.Base + 3_600_000))
+		if truth, err = fakeapp.GenerateWindow(s, fakeapp.NewMemoryBackend(m)); err != nil {
 			t.Fatalf("generate: %v", err)
 		}
 		src = m
@@ -92,7 +92,7 @@ func runWindow(t *testing.T, s audittest.WindowScenario, onKfake bool) (*audit.R
 
 // compareWindow is compare, and the late findings exactly the inputs the
 // simulation skipped for an expired window.
-func compareWindow(t *testing.T, rep *audit.Report, truth *audittest.WindowTruth) {
+func compareWindow(t *testing.T, rep *audit.Report, truth *fakeapp.WindowTruth) {
 	t.Helper()
 	compare(t, rep, &truth.Truth)
 	if truth.Unprovable && rep.Summary.Verdict == audit.VerdictClean {
@@ -130,16 +130,16 @@ func compareWindow(t *testing.T, rep *audit.Report, truth *audittest.WindowTruth
 	}
 }
 
-func windowScenario(kind string) audittest.WindowScenario {
-	s := audittest.WindowScenario{AppID: "win", Partitions: 3, Inputs: 240, Keys: 6, Seed: 7, Base: 1_780_000_000_000,
+func windowScenario(kind string) fakeapp.WindowScenario {
+	s := fakeapp.WindowScenario{AppID: "win", Partitions: 3, Inputs: 240, Keys: 6, Seed: 7, Base: 1_780_000_000_000,
 		Commit: 8, Hop: true, Lag: 2, Inflight: 2, AbortEvery: 5, LateEvery: 17, Output: true}
 	switch kind {
 	case "tumbling":
-		s.Window = &audittest.Win{Size: 2000, Advance: 2000, Grace: 300}
+		s.Window = &fakeapp.Win{Size: 2000, Advance: 2000, Grace: 300}
 	case "hopping":
-		s.Window = &audittest.Win{Size: 3000, Advance: 1000, Grace: 0}
+		s.Window = &fakeapp.Win{Size: 3000, Advance: 1000, Grace: 0}
 	case "suppressed":
-		s.Window = &audittest.Win{Size: 2000, Advance: 2000, Grace: 500}
+		s.Window = &fakeapp.Win{Size: 2000, Advance: 2000, Grace: 500}
 		s.Suppress = true
 	case "plain":
 		s.LateEvery = 0
@@ -191,26 +191,26 @@ func TestWindowClean(t *testing.T) {
 func TestWindowEveryCause(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
-		fault audittest.Fault
+		fault fakeapp.Fault
 		cause audit.Cause
-		mod   func(*audittest.WindowScenario)
+		mod   func(*fakeapp.WindowScenario)
 	}{
-		{"dropped", audittest.Fault{Kind: audittest.FaultDrop}, audit.CauseDropped, nil},
-		{"unapplied", audittest.Fault{Kind: audittest.FaultDrop}, audit.CauseUnapplied, func(s *audittest.WindowScenario) { s.Purge = true }},
-		{"unapplied, no hop", audittest.Fault{Kind: audittest.FaultStateDiverged}, audit.CauseUnapplied, func(s *audittest.WindowScenario) { s.Hop, s.Inflight = false, 0 }},
-		{"aborted-not-replayed", audittest.Fault{Kind: audittest.FaultAbortNotReplayed}, audit.CauseAbortedNotReplayed, nil},
-		{"state-diverged", audittest.Fault{Kind: audittest.FaultStateDiverged}, audit.CauseStateDiverged, nil},
-		{"purged-before-commit", audittest.Fault{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1}, audit.CausePurgedBeforeCommit, nil},
-		{"retention-gap", audittest.Fault{Kind: audittest.FaultRetentionGap, Partition: 0}, audit.CauseRetentionGap, func(s *audittest.WindowScenario) { s.Lag = 4 }},
-		{"duplicate", audittest.Fault{Kind: audittest.FaultDuplicate}, audit.CauseDuplicate, nil},
-		{"state-reset", audittest.Fault{Kind: audittest.FaultStateReset, Partition: 0}, audit.CauseStateReset, func(s *audittest.WindowScenario) { s.Count = true }},
-		{"join-missing", audittest.Fault{Kind: audittest.FaultJoinMissing, Partition: 1}, audit.CauseJoinMissing, nil},
+		{"dropped", fakeapp.Fault{Kind: fakeapp.FaultDrop}, audit.CauseDropped, nil},
+		{"unapplied", fakeapp.Fault{Kind: fakeapp.FaultDrop}, audit.CauseUnapplied, func(s *fakeapp.WindowScenario) { s.Purge = true }},
+		{"unapplied, no hop", fakeapp.Fault{Kind: fakeapp.FaultStateDiverged}, audit.CauseUnapplied, func(s *fakeapp.WindowScenario) { s.Hop, s.Inflight = false, 0 }},
+		{"aborted-not-replayed", fakeapp.Fault{Kind: fakeapp.FaultAbortNotReplayed}, audit.CauseAbortedNotReplayed, nil},
+		{"state-diverged", fakeapp.Fault{Kind: fakeapp.FaultStateDiverged}, audit.CauseStateDiverged, nil},
+		{"purged-before-commit", fakeapp.Fault{Kind: fakeapp.FaultPurgeBeforeCommit, Partition: 1}, audit.CausePurgedBeforeCommit, nil},
+		{"retention-gap", fakeapp.Fault{Kind: fakeapp.FaultRetentionGap, Partition: 0}, audit.CauseRetentionGap, func(s *fakeapp.WindowScenario) { s.Lag = 4 }},
+		{"duplicate", fakeapp.Fault{Kind: fakeapp.FaultDuplicate}, audit.CauseDuplicate, nil},
+		{"state-reset", fakeapp.Fault{Kind: fakeapp.FaultStateReset, Partition: 0}, audit.CauseStateReset, func(s *fakeapp.WindowScenario) { s.Count = true }},
+		{"join-missing", fakeapp.Fault{Kind: fakeapp.FaultJoinMissing, Partition: 1}, audit.CauseJoinMissing, nil},
 	} {
 		for _, kind := range windowKinds {
 			for _, onKfake := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/kfake=%v", tt.name, kind, onKfake), func(t *testing.T) {
 					s := windowScenario(kind)
-					s.Faults = []audittest.Fault{tt.fault}
+					s.Faults = []fakeapp.Fault{tt.fault}
 					if tt.mod != nil {
 						tt.mod(&s)
 					}
@@ -233,8 +233,8 @@ func TestWindowEveryCause(t *testing.T) {
 // faults; every report must match the simulation's ground truth
 // (precision and recall 100 %).
 func TestWindowRandom(t *testing.T) {
-	kinds := []audittest.FaultKind{audittest.FaultDrop, audittest.FaultAbortNotReplayed, audittest.FaultStateDiverged,
-		audittest.FaultDuplicate, audittest.FaultPurgeBeforeCommit, audittest.FaultRetentionGap, audittest.FaultStateReset, audittest.FaultJoinMissing}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultAbortNotReplayed, fakeapp.FaultStateDiverged,
+		fakeapp.FaultDuplicate, fakeapp.FaultPurgeBeforeCommit, fakeapp.FaultRetentionGap, fakeapp.FaultStateReset, fakeapp.FaultJoinMissing}
 	n := 40
 	if testing.Short() {
 		n = 8
@@ -253,12 +253,12 @@ func TestWindowRandom(t *testing.T) {
 			s.Inflight = 0
 		}
 		for range rng.IntN(3) {
-			f := audittest.Fault{Kind: kinds[rng.IntN(len(kinds))], Partition: int32(rng.IntN(int(s.Partitions)))}
-			if f.Kind == audittest.FaultStateReset && s.Restart {
+			f := fakeapp.Fault{Kind: kinds[rng.IntN(len(kinds))], Partition: int32(rng.IntN(int(s.Partitions)))}
+			if f.Kind == fakeapp.FaultStateReset && s.Restart {
 				continue // one event at half way
 			}
-			if f.Kind == audittest.FaultStateReset && slices.ContainsFunc(s.Faults, func(g audittest.Fault) bool { return g.Kind == audittest.FaultDuplicate }) ||
-				f.Kind == audittest.FaultDuplicate && slices.ContainsFunc(s.Faults, func(g audittest.Fault) bool { return g.Kind == audittest.FaultStateReset }) {
+			if f.Kind == fakeapp.FaultStateReset && slices.ContainsFunc(s.Faults, func(g fakeapp.Fault) bool { return g.Kind == fakeapp.FaultDuplicate }) ||
+				f.Kind == fakeapp.FaultDuplicate && slices.ContainsFunc(s.Faults, func(g fakeapp.Fault) bool { return g.Kind == fakeapp.FaultStateReset }) {
 				continue // the engine explains a restart or an input applied twice with its copies purged, not both in one key (as for plain tables)
 			}
 			s.Faults = append(s.Faults, f)
@@ -289,13 +289,13 @@ func TestWindowKfake(t *testing.T) {
 		t.Run(kind+"/faults", func(t *testing.T) {
 			s := windowScenario(kind)
 			s.Lag = 3
-			s.Faults = []audittest.Fault{
-				{Kind: audittest.FaultDrop},
-				{Kind: audittest.FaultAbortNotReplayed},
-				{Kind: audittest.FaultStateDiverged},
-				{Kind: audittest.FaultDuplicate},
-				{Kind: audittest.FaultPurgeBeforeCommit, Partition: 1},
-				{Kind: audittest.FaultJoinMissing, Partition: 2},
+			s.Faults = []fakeapp.Fault{
+				{Kind: fakeapp.FaultDrop},
+				{Kind: fakeapp.FaultAbortNotReplayed},
+				{Kind: fakeapp.FaultStateDiverged},
+				{Kind: fakeapp.FaultDuplicate},
+				{Kind: fakeapp.FaultPurgeBeforeCommit, Partition: 1},
+				{Kind: fakeapp.FaultJoinMissing, Partition: 2},
 			}
 			rep, truth := runWindow(t, s, true)
 			if len(truth.Findings) < 5 {
@@ -329,9 +329,9 @@ func TestWindowRetention(t *testing.T) {
 			s := windowScenario("tumbling")
 			s.Hop, s.Inflight, s.LateEvery = false, 0, 0
 			p, dec := windowPipeline(t, s)
-			m := audittest.NewMemory(time.UnixMilli(s.Base + 3_600_000))
-			b := audittest.NewMemoryBackend(m)
-			if _, err := audittest.GenerateWindow(s, b); err != nil {
+			m := fakeapp.NewMemory(time.UnixMilli(s.Base + 3_600_000))
+			b := fakeapp.NewMemoryBackend(m)
+			if _, err := fakeapp.GenerateWindow(s, b); err != nil {
 				t.Fatal(err)
 			}
 			m.SetTopicConfig(s.Changelog(), "cleanup.policy", "compact,delete")

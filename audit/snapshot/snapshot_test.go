@@ -15,8 +15,8 @@ import (
 	"github.com/kaudit/kaudit/internal/golden"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/sourcetest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 var (
@@ -27,9 +27,9 @@ var (
 
 // fixtureSource is an in-memory source holding the conformance fixture,
 // the app's group and transaction state.
-func fixtureSource(t testing.TB) *audittest.Memory {
+func fixtureSource(t testing.TB) *fakeapp.Memory {
 	t.Helper()
-	m := audittest.NewMemory(captureTime)
+	m := fakeapp.NewMemory(captureTime)
 	m.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2, ReplicationFactor: 3,
 		Configs: map[string]string{"cleanup.policy": "delete", "retention.ms": "-1"}})
 	m.AddTopic(audit.TopicInfo{Name: "unrelated", Partitions: 1, ReplicationFactor: 1})
@@ -324,7 +324,7 @@ func TestBaseline(t *testing.T) {
 	capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf"})
 	earlier := mustOpen(t, dir)
 
-	later := audittest.NewMemory(captureTime.Add(time.Hour))
+	later := fakeapp.NewMemory(captureTime.Add(time.Hour))
 	later.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2})
 	for _, r := range sourcetest.Fixture() {
 		switch {
@@ -377,7 +377,7 @@ func itoa64(i int64) string { b, _ := json.Marshal(i); return string(b) }
 // purgeDuringCopy raises the log start of tp0 to 3 once the cut was read:
 // retention ran between the cut and the copy.
 type purgeDuringCopy struct {
-	*audittest.Memory
+	*fakeapp.Memory
 	done bool
 }
 
@@ -402,7 +402,7 @@ func TestVanishedDuringCopy(t *testing.T) {
 }
 
 func TestCompactedStartIsNotVanished(t *testing.T) {
-	src := audittest.NewMemory(captureTime)
+	src := fakeapp.NewMemory(captureTime)
 	src.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2})
 	for _, r := range sourcetest.Fixture() {
 		if r.TP() != tp0 || r.Offset >= 3 {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 	"github.com/kaudit/kaudit/internal/golden"
 )
 
@@ -24,8 +24,8 @@ func ms(d time.Duration) int64 { return txnsTestNow.Add(-d).UnixMilli() }
 //	          transaction open (hanging: KIP-664, coordinator state)
 //	a producer with no transactional id holding orders/0 open (KIP-664)
 //	an idempotent producer on orders/1 with nothing open
-func txnsMemory() *audittest.Memory {
-	m := audittest.NewMemory(txnsTestNow)
+func txnsMemory() *fakeapp.Memory {
+	m := fakeapp.NewMemory(txnsTestNow)
 	for _, ti := range []audit.TopicInfo{
 		{Name: "orders", Partitions: 2, ReplicationFactor: 3},
 		{Name: "out", Partitions: 1, ReplicationFactor: 3},

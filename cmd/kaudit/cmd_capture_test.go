@@ -14,10 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/kafka"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/sourcetest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 func TestCaptureCLIErrors(t *testing.T) {
@@ -62,8 +62,8 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
-func captureMemory() *audittest.Memory {
-	m := audittest.NewMemory(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+func captureMemory() *fakeapp.Memory {
+	m := fakeapp.NewMemory(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
 	m.AddTopic(audit.TopicInfo{Name: sourcetest.Topic, Partitions: 2, ReplicationFactor: 3})
 	m.Append(sourcetest.Fixture()...)
 	m.SetOffsets(audit.TopicPartition{Topic: sourcetest.Topic, Partition: 1}, sourcetest.Offsets1)

@@ -16,8 +16,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -65,22 +65,22 @@ type demoOptions struct {
 // demoScenario is the embedded incident: an app with the topology of the
 // incident kaudit was built around (README.md), one injected fault per
 // cause the demo names.
-func demoScenario(n int) audittest.Scenario {
-	s := audittest.SeedScenario("shop", n)
+func demoScenario(n int) fakeapp.Scenario {
+	s := fakeapp.SeedScenario("shop", n)
 	s.Now = time.Now().UnixMilli()
 	s.NullKeys = 2
 	s.Lag = 3
 	// repartition.purge.interval.ms set high, so that the repartition
 	// topics still hold what the evidence needs to name every cause
 	s.Purge = false
-	s.Faults = []audittest.Fault{
-		{Kind: audittest.FaultStateDiverged, Table: 2},                   // applied, yet the store never reflected it
-		{Kind: audittest.FaultDrop, Table: 1},                            // a processor swallowed a payment
-		{Kind: audittest.FaultAbortNotReplayed, Table: 0},                // an order held only by an aborted transaction
-		{Kind: audittest.FaultPurgeBeforeCommit, Table: 2, Partition: 1}, // KAFKA-17635: shipments purged before they were applied
-		{Kind: audittest.FaultRetentionGap, Table: 0, Partition: 2},      // orders deleted before the app read them
-		{Kind: audittest.FaultJoinMissing},                               // the join never emitted one order
-		{Kind: audittest.FaultHangingTransaction},                        // a transaction left open on the output
+	s.Faults = []fakeapp.Fault{
+		{Kind: fakeapp.FaultStateDiverged, Table: 2},                   // applied, yet the store never reflected it
+		{Kind: fakeapp.FaultDrop, Table: 1},                            // a processor swallowed a payment
+		{Kind: fakeapp.FaultAbortNotReplayed, Table: 0},                // an order held only by an aborted transaction
+		{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 2, Partition: 1}, // KAFKA-17635: shipments purged before they were applied
+		{Kind: fakeapp.FaultRetentionGap, Table: 0, Partition: 2},      // orders deleted before the app read them
+		{Kind: fakeapp.FaultJoinMissing},                               // the join never emitted one order
+		{Kind: fakeapp.FaultHangingTransaction},                        // a transaction left open on the output
 	}
 	return s
 }
@@ -107,7 +107,7 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 	}
 
 	// A Schema Registry and a broker, on loopback only.
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen for the demo registry: %w", err)
@@ -116,7 +116,7 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 	go srv.Serve(ln) //nolint:errcheck // closed below
 	defer srv.Close()
 	regURL := "http://" + ln.Addr().String()
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 	s.Encode = enc.Encode
 	fmt.Fprintf(stderr, "kaudit demo: writing the incident to an in-process broker (registry %s)…\n", regURL)
 	spun := newSpinner(stderr, d.Quiet, fmt.Sprintf("writing %d records", len(s.Tables)*n))
-	cluster, truth, err := audittest.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+	cluster, truth, err := fakeapp.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 		return net.Listen(network, "127.0.0.1:0")
 	}))
 	spun()
@@ -146,13 +146,13 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer src.close()
-	var got []audittest.Expected
+	var got []fakeapp.Expected
 	var read, judged int64
 	o.inspect = func(rep *audit.Report) {
 		read, judged = rep.Summary.Records["read"], report.TallyOf(rep).Judged
 		for _, f := range rep.Findings {
 			if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
-				got = append(got, audittest.Expected{Stage: f.Stage, Cause: f.Cause, Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, Key: f.Key})
+				got = append(got, fakeapp.Expected{Stage: f.Stage, Cause: f.Cause, Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, Key: f.Key})
 			}
 		}
 	}
@@ -163,7 +163,7 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 	if read > 0 {
 		fmt.Fprintf(stderr, "\nkaudit demo: of the %d input records written, Kafka still holds %d (the injected retention gap deleted the others); the audit judged the %d consumed and applied ones with a key (the rest are pending or have a null key: see the report's funnel).\n", truth.Inputs, read, judged)
 	}
-	missed, extra := audittest.Match(truth.Findings, got)
+	missed, extra := fakeapp.Match(truth.Findings, got)
 	if len(missed)+len(extra) == 0 {
 		fmt.Fprintf(stderr, "kaudit demo: the audit named exactly the %d injected losses and anomalies, and nothing else.\n", len(truth.Findings))
 	} else {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 const jsonSpec = `app_id: shop
@@ -24,18 +24,18 @@ joins:
 `
 
 // seedAppCluster writes a seed-shaped app (JSON values) into kfake.
-func seedAppCluster(t *testing.T, faults ...audittest.Fault) (addr, spec string) {
+func seedAppCluster(t *testing.T, faults ...fakeapp.Fault) (addr, spec string) {
 	t.Helper()
 	return seedAppClusterWith(t, nil, faults...)
 }
 
 // seedAppClusterWith encodes values with encode (JSON when nil).
-func seedAppClusterWith(t *testing.T, encode func(string, map[string]any) ([]byte, error), faults ...audittest.Fault) (addr, spec string) {
+func seedAppClusterWith(t *testing.T, encode func(string, map[string]any) ([]byte, error), faults ...fakeapp.Fault) (addr, spec string) {
 	t.Helper()
-	s := audittest.SeedScenario("shop", 150)
+	s := fakeapp.SeedScenario("shop", 150)
 	s.Faults = faults
 	s.Encode = encode
-	c, _ := audittest.KfakeApp(t, s)
+	c, _ := fakeapp.KfakeApp(t, s)
 	spec = filepath.Join(t.TempDir(), "kaudit.yaml")
 	if err := os.WriteFile(spec, []byte(jsonSpec), 0o600); err != nil {
 		t.Fatal(err)
@@ -56,8 +56,8 @@ func closedPort(t *testing.T) string {
 
 func TestDiffVerdicts(t *testing.T) {
 	addr, spec := seedAppCluster(t)
-	lossy, lossySpec := seedAppCluster(t, audittest.Fault{Kind: audittest.FaultDrop, Table: 1})
-	enc, err := audittest.NewAvroEncoder(registrytest.New())
+	lossy, lossySpec := seedAppCluster(t, fakeapp.Fault{Kind: fakeapp.FaultDrop, Table: 1})
+	enc, err := fakeapp.NewAvroEncoder(fakeregistry.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,24 +6,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // TestLedgerAvroValues: kaudit ledger --value-serde avro
 // --schema-registry-url URL --offsets A-B --format json prints decoded
 // values for an Avro topic on kfake.
 func TestLedgerAvroValues(t *testing.T) {
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := audittest.SeedScenario("shop", 60)
+	s := fakeapp.SeedScenario("shop", 60)
 	s.Encode = enc.Encode
-	c, _ := audittest.KfakeApp(t, s)
+	c, _ := fakeapp.KfakeApp(t, s)
 	out, errOut, code := runCLI(t, "ledger", "--bootstrap-server", c.ListenAddrs()[0], "--topic", "orders-v1", "--partition", "0",
 		"--offsets", "0-4", "--value-serde", "avro", "--schema-registry-url", srv.URL, "--format", "json")
 	if code != exitClean {

@@ -14,19 +14,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/txns"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // failingSource is a Memory whose producers cannot be read.
-type failingSource struct{ *audittest.Memory }
+type failingSource struct{ *fakeapp.Memory }
 
 func (failingSource) Producers(context.Context, []audit.TopicPartition) (map[audit.TopicPartition][]audit.Producer, error) {
 	return nil, errors.New("describe producers: not authorized")
 }
 
 func TestTxnsIncomplete(t *testing.T) {
-	m := audittest.NewMemory(time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC))
+	m := fakeapp.NewMemory(time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC))
 	m.AddTopic(audit.TopicInfo{Name: "shop-repartition", Partitions: 1})
 	var out strings.Builder
 	err := runTxns(t.Context(), txnsOptions{AppID: "shop", MaxTxnTimeout: 15 * time.Minute, Format: "table"}, failingSource{m}, &out)

@@ -16,9 +16,9 @@ import (
 	"github.com/kaudit/kaudit/audit/spec"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // specShape is what a spec says of an app, by source topic: what
@@ -99,7 +99,7 @@ func bundleFindings(t *testing.T, sp string) []string {
 // and its describe() text, kaudit init drafts exactly the demo's
 // hand-written spec.
 func TestInitInfersTheDemo(t *testing.T) {
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +107,14 @@ func TestInitInfersTheDemo(t *testing.T) {
 	srv := &http.Server{Handler: reg, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // closed below
 	defer srv.Close()
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := demoScenario(600)
 	s.Now = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixMilli()
 	s.Encode = enc.Encode
-	cluster, _, err := audittest.WriteFake(t.Context(), s, loopback())
+	cluster, _, err := fakeapp.WriteFake(t.Context(), s, loopback())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -347,14 +347,14 @@ func checkNotClean(t *testing.T, where, text string) {
 
 // avroCluster is the demo app (Avro values under a Schema Registry, no
 // faults, no lag) on a fresh kfake broker, with the demo spec.
-func avroCluster(t *testing.T) (bs string, reg *registrytest.Registry, spec string) {
+func avroCluster(t *testing.T) (bs string, reg *fakeregistry.Registry, spec string) {
 	t.Helper()
-	reg = registrytest.NewServer(t)
-	enc, err := audittest.NewAvroEncoder(reg)
+	reg = fakeregistry.NewServer(t)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := audittest.SeedScenario("shop", 60)
+	s := fakeapp.SeedScenario("shop", 60)
 	s.Lag, s.Inflight = 0, 0
 	s.Encode = enc.Encode
 	_, bs = scenarioCluster(t, s)
@@ -557,30 +557,30 @@ func TestSafetyBadLive(t *testing.T) {
 	})
 	t.Run("avro", func(t *testing.T) {
 		bs, reg, spec := avroCluster(t)
-		empty := registrytest.NewServer(t)
+		empty := fakeregistry.NewServer(t)
 		down := closedAddr(t)
 		avro := func(extra ...string) []string {
 			return append([]string{"diff", "--spec", spec, "--bootstrap-server", bs, "--timeout", "1s", "--format", "json", "--output", "{out}"}, extra...)
 		}
 		for _, tc := range []struct {
 			name  string
-			fault registrytest.Fault
+			fault fakeregistry.Fault
 			args  []string
 			codes []int
 		}{
-			{"control", registrytest.Fault{}, avro("--schema-registry-url", reg.URL), []int{exitClean}},
-			{"unknown schema id", registrytest.Fault{}, avro("--schema-registry-url", empty.URL), evidence},
-			{"registry answers garbage", registrytest.Fault{Garbage: true}, avro("--schema-registry-url", reg.URL), evidence},
-			{"registry answers 500", registrytest.Fault{Status: 500}, avro("--schema-registry-url", reg.URL), evidence},
-			{"registry too slow", registrytest.Fault{Delay: 5 * time.Second}, avro("--schema-registry-url", reg.URL, "--timeout", "300ms"), evidence},
-			{"registry unreachable", registrytest.Fault{}, avro("--schema-registry-url", "http://"+down), evidence},
-			{"offline schemas of another app", registrytest.Fault{}, avro("--schemas", bad("schemas/wrong-schema")), evidence},
-			{"offline schemas not json", registrytest.Fault{}, avro("--schemas", bad("schemas/not-json")), config},
-			{"json declared, avro bytes", registrytest.Fault{}, diff(bs), evidence},
+			{"control", fakeregistry.Fault{}, avro("--schema-registry-url", reg.URL), []int{exitClean}},
+			{"unknown schema id", fakeregistry.Fault{}, avro("--schema-registry-url", empty.URL), evidence},
+			{"registry answers garbage", fakeregistry.Fault{Garbage: true}, avro("--schema-registry-url", reg.URL), evidence},
+			{"registry answers 500", fakeregistry.Fault{Status: 500}, avro("--schema-registry-url", reg.URL), evidence},
+			{"registry too slow", fakeregistry.Fault{Delay: 5 * time.Second}, avro("--schema-registry-url", reg.URL, "--timeout", "300ms"), evidence},
+			{"registry unreachable", fakeregistry.Fault{}, avro("--schema-registry-url", "http://"+down), evidence},
+			{"offline schemas of another app", fakeregistry.Fault{}, avro("--schemas", bad("schemas/wrong-schema")), evidence},
+			{"offline schemas not json", fakeregistry.Fault{}, avro("--schemas", bad("schemas/not-json")), config},
+			{"json declared, avro bytes", fakeregistry.Fault{}, diff(bs), evidence},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				reg.SetFault(tc.fault)
-				defer reg.SetFault(registrytest.Fault{})
+				defer reg.SetFault(fakeregistry.Fault{})
 				start := time.Now()
 				checkBadRun(t, badCase{"", tc.args, tc.codes, ""})
 				if d := time.Since(start); d > 10*time.Second {

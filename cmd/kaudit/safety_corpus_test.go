@@ -21,10 +21,10 @@ import (
 	"github.com/kaudit/kaudit/internal/golden"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/audittest"
 	"github.com/kaudit/kaudit/audit/segment"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/statedir"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // The bad-input corpus lives in testdata/bad at the top of the repository.
@@ -185,7 +185,7 @@ func buildCorpus(t *testing.T) []corpusFile {
 	})
 	snap("with-schemas", func(f map[string][]byte) {
 		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
-			m.Schemas = map[int32]string{1: audittest.EventSchema}
+			m.Schemas = map[int32]string{1: fakeapp.EventSchema}
 		})
 	})
 	snap("file-dropped", func(f map[string][]byte) {
@@ -464,11 +464,11 @@ func setUint64(b []byte, at int, v uint64) []byte {
 // in-memory source and returns the bundle's files by relative path.
 func baseSnapshot(t *testing.T) map[string][]byte {
 	t.Helper()
-	m := audittest.NewMemory(corpusTime)
-	s := audittest.SeedScenario("shop", 24)
+	m := fakeapp.NewMemory(corpusTime)
+	s := fakeapp.SeedScenario("shop", 24)
 	s.Now = corpusTime.UnixMilli()
 	s.Lag, s.Inflight = 0, 0
-	if _, err := audittest.Generate(s, audittest.NewMemoryBackend(m)); err != nil {
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
 		t.Fatal(err)
 	}
 	topo, err := demoFiles.ReadFile("demo/topology.txt")

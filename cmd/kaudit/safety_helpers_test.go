@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // safetyJSONSpec is the demo app's spec with JSON values, the encoding
@@ -58,8 +58,8 @@ func loopback() kfake.Opt {
 // payment and one transaction left open on the output.
 func seededCluster(t *testing.T, n int, opts ...kfake.Opt) (*kfake.Cluster, string) {
 	t.Helper()
-	s := audittest.SeedScenario("shop", n)
-	s.Faults = []audittest.Fault{{Kind: audittest.FaultHangingTransaction}, {Kind: audittest.FaultDrop, Table: 1}}
+	s := fakeapp.SeedScenario("shop", n)
+	s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultHangingTransaction}, {Kind: fakeapp.FaultDrop, Table: 1}}
 	return scenarioCluster(t, s, opts...)
 }
 
@@ -67,7 +67,7 @@ func seededCluster(t *testing.T, n int, opts ...kfake.Opt) (*kfake.Cluster, stri
 // its audit is clean.
 func cleanCluster(t *testing.T, n int) (*kfake.Cluster, string) {
 	t.Helper()
-	s := audittest.SeedScenario("shop", n)
+	s := fakeapp.SeedScenario("shop", n)
 	s.Lag, s.Inflight = 0, 0
 	return scenarioCluster(t, s)
 }
@@ -75,9 +75,9 @@ func cleanCluster(t *testing.T, n int) (*kfake.Cluster, string) {
 // scenarioCluster writes s into a fresh kfake cluster. The backend that
 // wrote it stays open (it keeps open transactions alive) until the test
 // ends.
-func scenarioCluster(t *testing.T, s audittest.Scenario, opts ...kfake.Opt) (*kfake.Cluster, string) {
+func scenarioCluster(t *testing.T, s fakeapp.Scenario, opts ...kfake.Opt) (*kfake.Cluster, string) {
 	t.Helper()
-	f, _, err := audittest.WriteFake(t.Context(), s, append([]kfake.Opt{loopback()}, opts...)...)
+	f, _, err := fakeapp.WriteFake(t.Context(), s, append([]kfake.Opt{loopback()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 const (
@@ -285,14 +285,14 @@ func TestSafetySecrets(t *testing.T) {
 // lookup) given as basic.auth.user.info and inside the URL: neither
 // password may show, and the verdict is never clean.
 func TestSafetySecretsRegistry(t *testing.T) {
-	reg := registrytest.NewServer(t)
-	enc, err := audittest.NewAvroEncoder(reg)
+	reg := fakeregistry.NewServer(t)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := audittest.SeedScenario("shop", 60)
+	s := fakeapp.SeedScenario("shop", 60)
 	s.Encode = enc.Encode
-	c, _, err := audittest.WriteFake(t.Context(), s, loopback())
+	c, _, err := fakeapp.WriteFake(t.Context(), s, loopback())
 	if err != nil {
 		t.Fatal(err)
 	}

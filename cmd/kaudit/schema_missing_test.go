@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
 	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 // TestUnknownSchemaMissingEvidence: an Avro app audited against a registry
@@ -18,7 +18,7 @@ import (
 // of entries, and no undecodable finding per record.
 func TestUnknownSchemaMissingEvidence(t *testing.T) {
 	bs, _, spec := avroCluster(t)
-	empty := registrytest.NewServer(t)
+	empty := fakeregistry.NewServer(t)
 	out := filepath.Join(t.TempDir(), "report.json")
 	res := runGuarded(t, "diff", "--spec", spec, "--bootstrap-server", bs, "--timeout", "2s",
 		"--schema-registry-url", empty.URL, "--format", "json", "--output", out)

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kaudit/kaudit/audit/audittest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
 )
 
 // jsonSpec is the demo app's spec with JSON values (what the scenario
@@ -69,8 +69,8 @@ func loopback() kfake.Opt {
 }
 
 // newBroker writes scenario s into a fresh one-broker kfake cluster.
-func newBroker(ctx context.Context, name string, s audittest.Scenario, opts ...kfake.Opt) (*broker, func(), error) {
-	f, _, err := audittest.WriteFake(ctx, s, append([]kfake.Opt{loopback()}, opts...)...)
+func newBroker(ctx context.Context, name string, s fakeapp.Scenario, opts ...kfake.Opt) (*broker, func(), error) {
+	f, _, err := fakeapp.WriteFake(ctx, s, append([]kfake.Opt{loopback()}, opts...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -156,17 +156,17 @@ func runLive(root, bin, work string, timeout time.Duration, logf func(string, ..
 	if err := os.WriteFile(spec, []byte(jsonSpec), 0o644); err != nil {
 		return nil, err
 	}
-	clean := audittest.SeedScenario("shop", 60)
+	clean := fakeapp.SeedScenario("shop", 60)
 	clean.Lag, clean.Inflight = 0, 0
 	lossy := clean
-	lossy.Faults = []audittest.Fault{{Kind: audittest.FaultDrop, Table: 1}}
+	lossy.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultDrop, Table: 1}}
 	hanging := clean
-	hanging.Faults = []audittest.Fault{{Kind: audittest.FaultHangingTransaction}}
+	hanging.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultHangingTransaction}}
 	rep := &liveReport{keys: map[string][]string{}, baselines: map[string]outcome{}, writes: map[string]int{}}
 	var brokers []*broker
 	for _, a := range []struct {
 		name string
-		s    audittest.Scenario
+		s    fakeapp.Scenario
 	}{{"clean app", clean}, {"app with a drop", lossy}, {"app with a hanging transaction", hanging}} {
 		b, closeFn, err := newBroker(ctx, a.name, a.s)
 		if err != nil {

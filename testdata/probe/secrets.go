@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 const (
@@ -44,7 +44,7 @@ type secretsReport struct {
 	elapsed time.Duration
 }
 
-// cleanups is the registrytest.TB of the probe.
+// cleanups is the fakeregistry.TB of the probe.
 type cleanups struct{ fns []func() }
 
 func (c *cleanups) Helper()                      {}
@@ -153,12 +153,12 @@ func runSecrets(root, bin, work string, timeout time.Duration) (*secretsReport, 
 	defer closeFn()
 
 	// The Avro app behind a registry that wants basic auth.
-	reg := registrytest.NewServer(&cu)
-	enc, err := audittest.NewAvroEncoder(reg)
+	reg := fakeregistry.NewServer(&cu)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		return nil, err
 	}
-	s := audittest.SeedScenario("shop", 30)
+	s := fakeapp.SeedScenario("shop", 30)
 	s.Lag, s.Inflight, s.Encode = 0, 0, enc.Encode
 	avro, closeAvro, err := newBroker(ctx, "avro", s)
 	if err != nil {

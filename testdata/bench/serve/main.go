@@ -23,8 +23,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kaudit/kaudit/audit/audittest"
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 func main() {
@@ -38,17 +38,17 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	reg := registrytest.New()
+	reg := fakeregistry.New()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
 	go http.Serve(ln, reg) //nolint:errcheck
-	enc, err := audittest.NewAvroEncoder(reg)
+	enc, err := fakeapp.NewAvroEncoder(reg)
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := audittest.SeedScenario("shop", *records)
+	s := fakeapp.SeedScenario("shop", *records)
 	s.Partitions = int32(*partitions)
 	s.Now = time.Now().UnixMilli()
 	s.Keys = *records / 4
@@ -56,7 +56,7 @@ func main() {
 	s.AbortEvery = 50
 	s.Encode = enc.Encode
 	start := time.Now()
-	c, truth, err := audittest.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+	c, truth, err := fakeapp.WriteFake(ctx, s, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 		return net.Listen(network, "127.0.0.1:0")
 	}))
 	if err != nil {

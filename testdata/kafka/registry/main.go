@@ -1,6 +1,6 @@
 // Command registry serves the drill's Schema Registry: the Confluent REST subset that
 // kaudit and the drill app use (POST /subjects/{s}/versions, GET /schemas/ids/{id}), from
-// registrytest, on 127.0.0.1 only. Schemas live in memory for the life of the process.
+// fakeregistry, on 127.0.0.1 only. Schemas live in memory for the life of the process.
 //
 //	go run ./testdata/kafka/registry -addr 127.0.0.1:19081
 package main
@@ -10,12 +10,12 @@ import (
 	"log"
 	"net/http"
 
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:19081", "listen address (keep it on 127.0.0.1)")
 	flag.Parse()
 	log.Printf("schema registry listening on http://%s", *addr)
-	log.Fatal(http.ListenAndServe(*addr, registrytest.New()))
+	log.Fatal(http.ListenAndServe(*addr, fakeregistry.New()))
 }

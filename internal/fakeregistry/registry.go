@@ -1,4 +1,4 @@
-package registrytest
+package fakeregistry
 
 import (
 	"bytes"
@@ -258,7 +258,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if auth {
 		u, p, ok := req.BasicAuth()
 		if !ok || u != user || p != pass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
+			w.Header().Set("WWW-Authenticate", `Basic realm="fakeregistry"`)
 			writeError(w, http.StatusUnauthorized, 401, "Unauthorized")
 			return
 		}

@@ -1,4 +1,4 @@
-package registrytest
+package fakeregistry
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package audittest
+package fakeapp
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package audittest
+package fakeapp
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
-	"github.com/kaudit/kaudit/audit/codec/registrytest"
+	"github.com/kaudit/kaudit/internal/fakeregistry"
 )
 
 const (
@@ -25,14 +25,14 @@ const (
 // AvroEncoder writes a scenario's values as Confluent-framed Avro under per-topic subjects, as
 // the Confluent serializers do with TopicNameStrategy.
 type AvroEncoder struct {
-	reg    *registrytest.Registry
+	reg    *fakeregistry.Registry
 	event  avro.Schema
 	status avro.Schema
 	ids    map[string]int
 }
 
 // NewAvroEncoder registers schemas with reg as it meets new topics.
-func NewAvroEncoder(reg *registrytest.Registry) (*AvroEncoder, error) {
+func NewAvroEncoder(reg *fakeregistry.Registry) (*AvroEncoder, error) {
 	ev, err := avro.Parse(EventSchema)
 	if err != nil {
 		return nil, fmt.Errorf("parse the demo schema: %w", err)

@@ -1,5 +1,5 @@
-// Package registrytest is a small Confluent Schema Registry for tests and
-// for the real-Kafka drill.
+// Package fakeregistry is a small in-process Confluent Schema Registry, for
+// kaudit demo, the tests and the real-Kafka drill.
 //
 // Registry is an http.Handler serving the REST endpoints serializers and
 // kaudit use: POST /subjects/{subject}/versions (register, reusing the id of
@@ -12,4 +12,4 @@
 //
 // New returns a Registry with no test dependencies (the drill serves it
 // with http.ListenAndServe); NewServer starts it on 127.0.0.1 for a test.
-package registrytest
+package fakeregistry
