@@ -62,6 +62,10 @@ type Options struct {
 	// Codec is how to decode the evidence (a registry, offline schemas,
 	// client properties); its serdes are ignored.
 	Codec codec.Config
+	// SourceArgs are the command-line flags that name the source
+	// ("--snapshot DIR"), written into the commands the draft's header
+	// tells the user to run next; "" leaves them out.
+	SourceArgs string
 }
 
 // Write writes a draft spec to w; src may be nil (the topology alone).
@@ -122,6 +126,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			return audit.NotRunError{Err: err}
 		}
 	}
+	srcArgs := ""
+	if o.SourceArgs != "" {
+		srcArgs = " " + o.SourceArgs
+	}
 	var b strings.Builder
 	b.WriteString("# kaudit spec, drafted by kaudit init")
 	if topoFrom != "" {
@@ -132,10 +140,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	}
 	if inf != nil {
 		b.WriteString(".\n# Each guess from the evidence says what it rests on; fill in every TODO,\n")
-		b.WriteString("# check with: kaudit spec check --spec kaudit.yaml, then audit with: kaudit diff --spec kaudit.yaml\n")
+		b.WriteString("# check with: kaudit spec check --spec kaudit.yaml" + srcArgs + ",\n# then audit with: kaudit diff --spec kaudit.yaml" + srcArgs + "\n")
 	} else {
 		b.WriteString(".\n# Fill in every TODO (select_key, reduce, value: what the app's Java lambdas do),\n")
-		b.WriteString("# then audit with: kaudit diff --spec kaudit.yaml\n")
+		b.WriteString("# then audit with: kaudit diff --spec kaudit.yaml" + srcArgs + "\n")
 	}
 	b.WriteString("app_id: " + yamlScalar(o.AppID) + "\n")
 	if o.TopologyFile != "" {

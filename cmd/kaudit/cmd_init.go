@@ -60,7 +60,8 @@ func initCommand() *cli.Command {
 
 // runInit writes a draft spec through the library; src may be nil.
 func runInit(ctx context.Context, o initOptions, src audit.Source, w io.Writer) error {
-	do := draft.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, KeySerde: o.KeySerde, ValueSerde: o.ValueSerde}
+	do := draft.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, KeySerde: o.KeySerde, ValueSerde: o.ValueSerde,
+		SourceArgs: o.source.args()}
 	if src != nil && o.AppID != "" {
 		// a draft of an app the source does not hold is all TODO: a typo
 		if err := discovery.CheckAppID(ctx, src, o.AppID); err != nil {

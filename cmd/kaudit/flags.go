@@ -41,6 +41,22 @@ type sourceOptions struct {
 	Stderr          io.Writer // told the client properties kaudit does not use; nil: not told
 }
 
+// args are the flags that name the source again, for a command kaudit
+// tells the user to run next; "" when none was given.
+func (o sourceOptions) args() string {
+	var a []string
+	if len(o.Bootstrap) > 0 {
+		a = append(a, "--bootstrap-server "+shellWord(strings.Join(o.Bootstrap, ",")))
+	}
+	if o.Snapshot != "" {
+		a = append(a, "--snapshot "+shellWord(o.Snapshot))
+	}
+	for _, d := range o.LogDirs {
+		a = append(a, "--log-dir "+shellWord(d))
+	}
+	return strings.Join(a, " ")
+}
+
 func sourceFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "bootstrap-server", Usage: "live cluster: `HOST:PORT`[,…]", EnvVars: env("bootstrap-server")},
