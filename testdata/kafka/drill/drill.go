@@ -182,11 +182,15 @@ func (d *drill) stopCluster(ctx context.Context) {
 	d.brokers = 0
 }
 
+// bootstrapFor is the cluster's bootstrap list: the brokers listen on
+// <PORT_PREFIX>192, <PORT_PREFIX>292, <PORT_PREFIX>392 (cluster.sh; the
+// prefix defaults to 19), so that two drills can run side by side.
 func bootstrapFor(n int) string {
+	pp := envOr("PORT_PREFIX", "19")
 	if n == 3 {
-		return "127.0.0.1:19192,127.0.0.1:19292,127.0.0.1:19392"
+		return "127.0.0.1:" + pp + "192,127.0.0.1:" + pp + "292,127.0.0.1:" + pp + "392"
 	}
-	return "127.0.0.1:19192"
+	return "127.0.0.1:" + pp + "192"
 }
 
 // waitBrokers polls the metadata until brokers 1..n are listed (KRaft lists unfenced brokers).

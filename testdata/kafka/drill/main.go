@@ -46,7 +46,7 @@ func main() {
 	flag.StringVar(&o.work, "work", "testdata/kafka/work", "work directory (git-ignored)")
 	flag.StringVar(&list, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run, in order")
 	flag.StringVar(&o.kafkaVersion, "kafka-version", envOr("KAFKA_VERSION", "3.6.2"), "Kafka version of the broker and the app classpath")
-	flag.StringVar(&o.registryAddr, "registry-addr", "127.0.0.1:19081", "listen address of the drill's Schema Registry")
+	flag.StringVar(&o.registryAddr, "registry-addr", "127.0.0.1:"+envOr("PORT_PREFIX", "19")+"081", "listen address of the drill's Schema Registry")
 	flag.DurationVar(&o.outage, "outage", 30*time.Second, "how long the outage scenario keeps every broker down")
 	flag.StringVar(&o.kaudit, "kaudit", "", "a prebuilt kaudit binary (default: go build ./cmd/kaudit into -work)")
 	flag.BoolVar(&o.keepGoing, "keep-going", true, "run the remaining scenarios after a failure")
