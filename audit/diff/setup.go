@@ -123,6 +123,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		for _, u := range sp.Dropped {
 			s.unjudged = append(s.unjudged, u)
 		}
+		s.unjudged = append(s.unjudged, rp.Uncovered...)
 		if err := discovery.CheckPlan(sp, d, rp); err != nil {
 			s.Warnings = append(s.Warnings, err.Error())
 		}

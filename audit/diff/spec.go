@@ -106,6 +106,6 @@ func (s *Setup) checkSpec(ctx context.Context, src audit.RecordSource, log func(
 			log(v.Unjudged)
 		}
 	}
-	s.unjudged = c.Unjudged
+	s.unjudged = append(s.unjudged, c.Unjudged...)
 	return nil
 }

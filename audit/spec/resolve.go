@@ -20,6 +20,11 @@ type Plan struct {
 	Copies []*CopySpec    `json:"copies,omitempty"`
 	// Warnings are contradictions that do not stop an audit.
 	Warnings []string `json:"warnings,omitempty"`
+	// Uncovered says, per store the app folds and topic it writes that no
+	// table, join or copy of the spec describes, that it is not judged
+	// and through which nodes the topology makes it (missing evidence:
+	// an audit of part of the app is never clean).
+	Uncovered []string `json:"uncovered,omitempty"`
 }
 
 // PlannedTable is one table with its topics resolved. Repartition is
@@ -253,7 +258,73 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if lay != nil {
+		p.Uncovered = p.uncovered(lay)
+	}
 	return p, nil
+}
+
+// uncovered lists what the topology makes that the plan does not judge:
+// each store no table folds and each topic the app writes that no table,
+// join or copy has for its output (or its hop), naming the nodes on the
+// way kaudit does not model.
+func (p *Plan) uncovered(lay *topology.Layout) []string {
+	stores, topics := map[string]bool{}, map[string]bool{}
+	for _, t := range p.Tables {
+		stores[t.Store] = true
+		topics[t.Repartition] = true
+		if t.Spec != nil && t.Spec.Output != "" {
+			topics[t.Spec.Output] = true
+		}
+	}
+	for _, j := range p.Joins {
+		topics[j.Output] = true
+	}
+	for _, c := range p.Copies {
+		topics[c.Output] = true
+	}
+	var out []string
+	for _, pr := range lay.Products() {
+		var what string
+		switch {
+		case pr.Store != "" && !stores[pr.Store]:
+			what = fmt.Sprintf("store %s (written by %s) is not judged: no table of the spec folds it", pr.Store, strings.Join(pr.Writers, ", "))
+		case pr.Topic != "" && !topics[pr.Topic] && !topics[topology.RepartitionTopic(p.AppID, pr.Topic)]:
+			what = fmt.Sprintf("output %s (written by %s) is not judged: no table, join or copy of the spec writes it", pr.Topic, strings.Join(pr.Writers, ", "))
+		default:
+			continue
+		}
+		if len(pr.Unmodelled) > 0 {
+			var names []string
+			for _, n := range pr.Unmodelled {
+				names = append(names, fmt.Sprintf("%s (%s)", n.Name, describeOp(n)))
+			}
+			what += "; on the way, nodes kaudit does not model: " + strings.Join(names, ", ")
+		}
+		out = append(out, what)
+	}
+	return out
+}
+
+// describeOp names what a node kaudit does not model is, from its name.
+func describeOp(n topology.ChainNode) string {
+	switch {
+	case strings.Contains(n.Name, "FK-JOIN"):
+		return "a foreign-key join"
+	case strings.Contains(n.Name, "JOINTHIS") || strings.Contains(n.Name, "JOINOTHER") || strings.Contains(n.Name, "OUTERTHIS") || strings.Contains(n.Name, "OUTEROTHER"):
+		return "a stream-stream join"
+	case strings.HasPrefix(n.Name, "KSTREAM-LEFTJOIN-") || strings.HasPrefix(n.Name, "KSTREAM-JOIN-"):
+		return "a stream-table join"
+	case strings.HasPrefix(n.Name, "COGROUPKSTREAM-"):
+		return "a cogroup"
+	case strings.HasPrefix(n.Name, "KTABLE-SELECT-"), strings.HasPrefix(n.Name, "KTABLE-AGGREGATE-"), strings.HasPrefix(n.Name, "KTABLE-REDUCE-"):
+		return "a KTable groupBy"
+	case n.Op == topology.OpProcess:
+		return "a Processor API node"
+	case n.Op == topology.OpNamed:
+		return "a node the app named"
+	}
+	return "a stateful operator"
 }
 
 // hopName returns the topic records cross on their way to a store, from
