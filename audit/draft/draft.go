@@ -202,7 +202,7 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		}
 		switch {
 		case t.tableSource:
-			b.WriteString("    reduce: latest   # a table read from its topic: the latest value per key\n")
+			b.WriteString("    reduce: table   # builder.table(): the latest value per key, a null value deletes it\n")
 		case t.reduce != nil && t.reduce.Value != "":
 			fmt.Fprintf(&b, "    reduce: %s%s\n", yamlScalar(t.reduce.Value), comment(t.reduce.Evidence))
 		case t.reduce != nil:

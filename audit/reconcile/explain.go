@@ -157,6 +157,12 @@ type match struct {
 func (x *explainer) apply(a aggState, e *elem) (aggState, bool) {
 	if x.latest {
 		out := aggState{has: true, digest: e.digest, ts: e.ts}
+		if x.t.TableSource {
+			if e.digest == tombDigest {
+				return aggState{}, true // a tombstone deletes the key
+			}
+			return out, true // KTableSource stores the record's own timestamp
+		}
 		if a.has {
 			out.ts = max(a.ts, e.ts)
 		}
@@ -260,8 +266,9 @@ func (x *explainer) visit(f *frame, pos []int, fixedAt, cost int) bool {
 	}
 	// a state whose timestamp passed the next history state's (or the
 	// final one's) can never reach it: timestamps only grow, and a restart
-	// happens only right after a history state is matched
-	if f.agg.has {
+	// happens only right after a history state is matched (a table
+	// source's state carries its record's own timestamp, which may fall)
+	if f.agg.has && !x.t.TableSource {
 		if f.hi < len(x.hist) && !x.hist[f.hi].null && f.agg.ts > x.hist[f.hi].ts {
 			return false
 		}

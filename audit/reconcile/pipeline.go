@@ -59,6 +59,10 @@ type Table struct {
 	// Latest is true for the latest-wins reducer, whose state is the last
 	// input applied (the engine compares digests, not folds).
 	Latest bool
+	// TableSource says the table is builder.table(Source) (with Latest):
+	// a state's timestamp is its record's own, not the newest applied,
+	// and a null value is an input that deletes the key (KTableSource).
+	TableSource bool
 	// Output is the topic the table's changes are written to
 	// (table.toStream().to(Output)), "" for none: each key's last record
 	// there must be the store's final state, value and timestamp (the cache

@@ -54,6 +54,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 				// expression
 				t.OrderDependent = ts.OrderDependent() || ts.Reducer.Field != ""
 				t.Latest = ts.Reducer.Kind == spec.ReduceLatest
+				t.TableSource = ts.Reducer.Table
 			}
 		}
 		out.Tables = append(out.Tables, t)

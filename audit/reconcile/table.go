@@ -773,7 +773,9 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	if ts.win != nil && t.Repartition == "" && e.key != nil && e.elem == 0 {
 		ts.win.sourceRecord(e.p, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
 	}
-	if e.key == nil || e.v == nil {
+	if e.v == nil && e.key != nil && t.TableSource {
+		e.digest = tombDigest // a tombstone: it deletes the key
+	} else if e.key == nil || e.v == nil {
 		if e.own {
 			*nullCount++
 			if len(*nullKeys) < 10 {
@@ -815,6 +817,11 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	}
 	r.addInput(ts, text, x, e.v, fp)
 }
+
+// tombDigest is the digest a tombstone input of a table source
+// (Table.TableSource) carries in place of its value's: applying it
+// deletes the key.
+var tombDigest = codec.Digest{0xde, 0x1e, 0x7e, 0xd0, 't', 'o', 'm', 'b', 's', 't', 'o', 'n', 'e', 0, 0, 1}
 
 // maxElem bounds the elements the steps may emit for one input: an
 // input keeps its element's index in 16 bits (a table whose steps emit

@@ -170,6 +170,10 @@ func (a *Aggregate) UnmarshalYAML(unmarshal func(any) error) error {
 // {expr: "…"}.
 type Reducer struct {
 	Kind  ReducerKind
+	// Table says the reducer is builder.table()'s (reduce: table): the
+	// latest value per key, whose timestamp is the record's own, and a
+	// null value (a tombstone) deletes the key. Kind is ReduceLatest.
+	Table bool
 	Field string // sum(FIELD): a field name or dotted path
 	Expr  string
 	Init  string // aggregate: the initializer expression
@@ -742,11 +746,13 @@ func (r *Reducer) parse() error {
 	case r.bad != "":
 		return errors.New(r.bad)
 	case raw == "":
-		return errors.New("required: latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)")
+		return errors.New("required: latest, table, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)")
 	case isTODO(raw):
-		return errors.New("still TODO: latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)")
+		return errors.New("still TODO: latest, table, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)")
 	case raw == "latest":
 		r.Kind = ReduceLatest
+	case raw == "table":
+		r.Kind, r.Table = ReduceLatest, true
 	case raw == "count":
 		r.Kind = ReduceCount
 	case raw == "sum", raw == "min", raw == "max":
@@ -765,7 +771,7 @@ func (r *Reducer) parse() error {
 		}
 		r.Kind, r.prog = ReduceExpr, prog
 	default:
-		return fmt.Errorf("unknown reducer %q: want latest, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)", raw)
+		return fmt.Errorf("unknown reducer %q: want latest, table, count, sum, sum(FIELD), min, min(FIELD), max, max(FIELD) or {expr: \"…\"} (or aggregate: {init, expr} in place of reduce)", raw)
 	}
 	return nil
 }
