@@ -169,7 +169,7 @@ func (a *Aggregate) UnmarshalYAML(unmarshal func(any) error) error {
 // Reducer is a table's reduce: latest, count, sum(FIELD), sum or
 // {expr: "…"}.
 type Reducer struct {
-	Kind  ReducerKind
+	Kind ReducerKind
 	// Table says the reducer is builder.table()'s (reduce: table): the
 	// latest value per key, whose timestamp is the record's own, and a
 	// null value (a tombstone) deletes the key. Kind is ReduceLatest.
