@@ -78,13 +78,14 @@ var causeDocs = map[Cause]CauseDoc{
 	CauseJoinMissing: {
 		Stages: []Stage{StageJoin},
 		Meaning: "the left table holds the key at the cut, the output has no record for it; or, for a table's own output (`output:`), a committed changelog state of the key is not among the output's records; " +
-			"or, for a copy (`copies:`), a consumed input has no committed copy on the output",
+			"or, for a copy (`copies:`), a consumed input has no committed copy on the output; or, for a stream-table join (`stream_joins:`), a consumed record that reached the join has no joined record " +
+			"(left: always due; inner: due where the table held the key whenever the task could have joined it)",
 		Consequence: "Downstream consumers of the output never saw it.",
 		Phrase:      "missing from the join output",
 	},
 	CauseJoinStale: {
 		Stages:      []Stage{StageJoin},
-		Meaning:     "the output's last record for the key differs from the joiner over the tables at the cut (for a table's own output, from the store's final state)",
+		Meaning:     "the output's last record for the key differs from the joiner over the tables at the cut (for a table's own output, from the store's final state; for a stream-table join, the joined record's value is the joiner over no state the table held then)",
 		Consequence: "Downstream consumers see an older or partial result.",
 		Phrase:      "stale in the join output",
 	},

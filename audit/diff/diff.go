@@ -255,6 +255,10 @@ func taskPartitions(ctx context.Context, src audit.Source, p *reconcile.Pipeline
 	for _, j := range p.Joins {
 		topics = append(topics, j.Output)
 	}
+	for _, j := range p.StreamJoins {
+		topics = append(topics, j.Repartition, j.Output)
+		topics = append(topics, j.Sources...)
+	}
 	topics = append(topics, p.Outputs...)
 	var most int32
 	for _, t := range topics {

@@ -106,6 +106,7 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		lay = d.NamingLayout()
 	}
 	tables := draftTables(lay, topo != nil, d)
+	sjoins := draftStreamJoins(lay, tables)
 	var inf *inferred
 	if src != nil && len(tables) > 0 {
 		var outputs []string
@@ -114,8 +115,18 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 				outputs = append(outputs, u.Name)
 			}
 		}
+		// the stream joins' sides are inferred as a table's chain is
+		all := slices.Clone(tables)
+		for _, sj := range sjoins {
+			all = append(all, sj.side)
+		}
 		var err error
-		if inf, err = inferTables(ctx, o, src, tables, outputs); err != nil {
+		inf, err = inferTables(ctx, o, src, all, outputs)
+		tables = all[:len(tables)]
+		for i := range sjoins {
+			sjoins[i].side = all[len(tables)+i]
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -241,6 +252,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		}
 		b.WriteString(all)
 	}
+	for i := range sjoins {
+		sjoins[i].settleSelectKey()
+	}
+	writeStreamJoins(&b, sjoins)
 	var unknown []string
 	if d != nil {
 		sourced := !slices.ContainsFunc(tables, func(t draftTable) bool { return t.source == "" })
@@ -381,6 +396,9 @@ func draftJoins(lay *topology.Layout, tables []draftTable, guess func(output, le
 	}
 	var out []string
 	for _, head := range lay.Joins {
+		if head.Kind == topology.JoinStreamTable {
+			continue // stream_joins:
+		}
 		if head.Kind != topology.JoinTableTable && !isNext[head.Node] {
 			out = append(out, fmt.Sprintf("  # %s join %s → %s: not audited by the spec (table-table joins only)\n",
 				head.Kind, head.Node, strings.Join(head.Outputs, ", ")))

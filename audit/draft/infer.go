@@ -140,7 +140,9 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			delete(names, t.name)
 			t.name, names[t.source] = t.source, true
 		}
-		inf.plan.Tables = append(inf.plan.Tables, spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
+		if t.store != "" { // not a stream join's side
+			inf.plan.Tables = append(inf.plan.Tables, spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
+		}
 	}
 	slices.Sort(inf.notes)
 	return inf, nil

@@ -56,6 +56,11 @@ func (r *run) judgeHistory(ctx context.Context) {
 			r.skips[tp] = res.Skips
 		}
 	}
+	for _, j := range r.p.StreamJoins {
+		for _, s := range j.Sources {
+			judge(s, history.Source)
+		}
+	}
 	for _, c := range r.p.Copies {
 		judge(c.Source, history.Source)
 	}

@@ -116,6 +116,8 @@ type Pipeline struct {
 	Tables []Table
 	Joins  []Join
 	Copies []Copy
+	// StreamJoins are the stream-table joins.
+	StreamJoins []StreamJoin
 	// KeySerde is the serde of table keys on repartition topics,
 	// changelogs and the output ("string", "long", "int", "bytes", "json",
 	// "avro"); it decides how a selected key is serialized to find its

@@ -62,6 +62,26 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 	for _, c := range p.Copies {
 		out.Copies = append(out.Copies, Copy{Source: c.Source, Output: c.Output})
 	}
+	for _, ps := range p.StreamJoins {
+		sj := StreamJoin{Name: ps.Spec.Name(), Output: ps.Output, Sources: append([]string{ps.Stream}, ps.Merged...), Repartition: ps.Repartition,
+			Table: ps.Table, Inner: ps.Type == spec.JoinInner, Unjudged: ps.Unjudged}
+		js := ps.Spec
+		if js.HasSteps() {
+			sj.Steps = func(e Env) ([]Element, error) {
+				return elements(js.Apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+			}
+			sj.ValueChanging = js.ValueChanging()
+		}
+		if len(js.OutputSteps) > 0 {
+			sj.OutputSteps = func(e Env) ([]Element, error) {
+				return elements(js.ApplyOutput(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+			}
+		}
+		if js.HasValue() {
+			sj.Value = func(key, stream, table audit.Value) (audit.Value, error) { return js.Join(key, stream, table) }
+		}
+		out.StreamJoins = append(out.StreamJoins, sj)
+	}
 	for _, pj := range p.Joins {
 		j := Join{Output: pj.Output, Left: pj.Left, Right: pj.Right, Type: string(pj.Type), Unjudged: pj.Unjudged, concurrent: true}
 		if js := pj.Spec; js != nil && js.HasValue() {

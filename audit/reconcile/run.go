@@ -142,6 +142,11 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 			return nil, err
 		}
 	}
+	for i := range p.StreamJoins {
+		if err := phaseErr(ctx, p.StreamJoins[i].Name, func() error { r.checkStreamJoin(ctx, &p.StreamJoins[i]); return ctx.Err() }); err != nil {
+			return nil, err
+		}
+	}
 	for i := range p.Copies {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -293,6 +298,13 @@ func (r *run) expect(ctx context.Context) {
 		add(t.Changelog, "changelog")
 	}
 	for _, j := range r.p.Joins {
+		add(j.Output, "output")
+	}
+	for _, j := range r.p.StreamJoins {
+		for _, s := range j.Sources {
+			add(s, "source")
+		}
+		add(j.Repartition, "repartition")
 		add(j.Output, "output")
 	}
 	for _, o := range r.p.Outputs {

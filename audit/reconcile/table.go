@@ -713,18 +713,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 			}
 			continue
 		}
-		if lag > 0 {
-			f := audit.NewFinding(audit.StageSource, audit.CausePending, tp, max(c, l.Offsets.LogStart))
-			f.Count = lag
-			f.Detail = fmt.Sprintf("%d committed records at or above the group's committed offset %d are not consumed yet (lag)", lag, c)
-			if c < 0 {
-				f.Detail = fmt.Sprintf("the group has no committed offset for this partition: its %d committed records are not consumed yet", lag)
-				if len(r.group.Offsets) > 0 {
-					r.missing("%s: the group has no committed offset for this partition, which holds %d committed records: whether the app consumed them cannot be judged", tp, lag)
-				}
-			}
-			r.add(f)
-		}
+		r.lagFinding(tp, l, c, lag)
 		if n := ts.steps.filtered; n > 0 {
 			f := audit.NewFinding(audit.StageSource, audit.CauseFiltered, tp, ts.steps.firstFiltered[0])
 			f.Count = n
@@ -738,18 +727,47 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 			f.Detail = fmt.Sprintf("table %s: %d inputs have a null selected key or value, which Kafka Streams drops by design (offsets %s)", t.Name, nullCount, joinOffsets(nullKeys, nullCount))
 			r.add(f)
 		}
-		if logStart := r.clusterLogStart(tp, l.Offsets.LogStart); c >= 0 && logStart > c {
-			f := audit.NewFinding(audit.StageSource, audit.CauseRetentionGap, tp, c)
-			f.Count = logStart - c
-			f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d: offsets %d-%d were deleted (retention or DeleteRecords) before the app read them",
-				logStart, c, c, logStart-1)
-			r.add(f)
+		if r.gapFindings(tp, l, c) {
 			ts.complete = false
 		}
-		r.uncaptured(tp, l.Offsets.LogStart, c)
-		r.aboveHW(tp, audit.StageSource, c, l.Offsets.HW)
 	}
 	return ctx.Err()
+}
+
+// lagFinding reports a source partition's records at or above the
+// group's committed offset: not consumed yet.
+func (r *run) lagFinding(tp audit.TopicPartition, l *ledger.Ledger, c, lag int64) {
+	if lag <= 0 {
+		return
+	}
+	f := audit.NewFinding(audit.StageSource, audit.CausePending, tp, max(c, l.Offsets.LogStart))
+	f.Count = lag
+	f.Detail = fmt.Sprintf("%d committed records at or above the group's committed offset %d are not consumed yet (lag)", lag, c)
+	if c < 0 {
+		f.Detail = fmt.Sprintf("the group has no committed offset for this partition: its %d committed records are not consumed yet", lag)
+		if len(r.group.Offsets) > 0 {
+			r.missing("%s: the group has no committed offset for this partition, which holds %d committed records: whether the app consumed them cannot be judged", tp, lag)
+		}
+	}
+	r.add(f)
+}
+
+// gapFindings reports what a source partition's offsets prove lost
+// before the app read it (a retention gap) and what the evidence does
+// not hold (a capture that misses records, a committed offset above the
+// high watermark); it reports whether records were deleted unread.
+func (r *run) gapFindings(tp audit.TopicPartition, l *ledger.Ledger, c int64) (gap bool) {
+	if logStart := r.clusterLogStart(tp, l.Offsets.LogStart); c >= 0 && logStart > c {
+		f := audit.NewFinding(audit.StageSource, audit.CauseRetentionGap, tp, c)
+		f.Count = logStart - c
+		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d: offsets %d-%d were deleted (retention or DeleteRecords) before the app read them",
+			logStart, c, c, logStart-1)
+		r.add(f)
+		gap = true
+	}
+	r.uncaptured(tp, l.Offsets.LogStart, c)
+	r.aboveHW(tp, audit.StageSource, c, l.Offsets.HW)
+	return gap
 }
 
 // elemOf is one element an input yields for the table: the input

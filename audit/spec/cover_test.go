@@ -79,3 +79,46 @@ joins:
 		})
 	}
 }
+
+// TestStreamJoinResolve: a stream join resolves to the topology's join
+// node, its repartition topic (the selectKey's) and nothing uncovered;
+// steps that differ from the chain leave it unjudged, naming the node.
+func TestStreamJoinResolve(t *testing.T) {
+	topo := parseFile(t, filepath.Join(describeDir, "3.6", "stream-table-join.txt"))
+	for _, c := range []struct {
+		name, steps, unjudged string
+	}{
+		{name: "the chain", steps: "[selectKey: value.product]"},
+		{name: "a step too many", steps: "[filter: 'value.qty > 0', selectKey: value.product]", unjudged: "has no node in the topology"},
+		{name: "the selectKey left out", steps: "[]", unjudged: "KSTREAM-KEY-SELECT-0000000004"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sp, err := ParseSpec("kaudit.yaml", []byte(`app_id: app
+tables:
+  - {name: products, source: products, reduce: table}
+stream_joins:
+  - {output: sales-enriched, stream: sales, steps: `+c.steps+`, table: products, value: '{"sale": stream, "product": table}'}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Resolve(sp, topo, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Uncovered) > 0 {
+				t.Errorf("uncovered: %v", p.Uncovered)
+			}
+			j := p.StreamJoins[0]
+			if j.Node != "KSTREAM-LEFTJOIN-0000000008" || j.Repartition != "app-KSTREAM-KEY-SELECT-0000000004-repartition" {
+				t.Errorf("node %s, repartition %s", j.Node, j.Repartition)
+			}
+			switch {
+			case c.unjudged == "" && j.Unjudged != "":
+				t.Errorf("unjudged: %s", j.Unjudged)
+			case c.unjudged != "" && !strings.Contains(j.Unjudged, c.unjudged):
+				t.Errorf("unjudged %q, want it to say %q", j.Unjudged, c.unjudged)
+			}
+		})
+	}
+}

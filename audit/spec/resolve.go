@@ -18,6 +18,8 @@ type Plan struct {
 	Tables []PlannedTable `json:"tables"`
 	Joins  []PlannedJoin  `json:"joins,omitempty"`
 	Copies []*CopySpec    `json:"copies,omitempty"`
+	// StreamJoins are the stream-table joins, resolved.
+	StreamJoins []PlannedStreamJoin `json:"stream_joins,omitempty"`
 	// Warnings are contradictions that do not stop an audit.
 	Warnings []string `json:"warnings,omitempty"`
 	// Uncovered says, per store the app folds and topic it writes that no
@@ -110,6 +112,11 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 	for _, c := range p.Copies {
 		if c.Serdes != nil {
 			set(c.Output, *c.Serdes)
+		}
+	}
+	for _, j := range p.StreamJoins {
+		if j.Spec != nil && j.Spec.Serdes != nil {
+			set(j.Output, *j.Spec.Serdes)
 		}
 	}
 	return out
@@ -255,6 +262,11 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		}
 		p.Joins = append(p.Joins, pj)
 	}
+	for i, j := range spec.StreamJoins {
+		if pj, ok := p.resolveStreamJoin(lay, j, fmt.Sprintf("stream_joins[%d]", i), fail); ok {
+			p.StreamJoins = append(p.StreamJoins, pj)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -282,6 +294,9 @@ func (p *Plan) uncovered(lay *topology.Layout) []string {
 	}
 	for _, c := range p.Copies {
 		topics[c.Output] = true
+	}
+	for _, j := range p.StreamJoins {
+		topics[j.Output] = true
 	}
 	var out []string
 	for _, pr := range lay.Products() {

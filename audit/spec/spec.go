@@ -36,6 +36,8 @@ type Spec struct {
 	Tables  []*TableSpec `yaml:"tables"`
 	Joins   []*JoinSpec  `yaml:"joins"`
 	Copies  []*CopySpec  `yaml:"copies"`
+	// StreamJoins are stream.join/leftJoin(table) written to an output.
+	StreamJoins []*StreamJoinSpec `yaml:"stream_joins"`
 	// Dropped says, for a draft (ParseDraft), which tables and joins it
 	// left out because the evidence did not settle them.
 	Dropped []string `yaml:"-"`
@@ -433,6 +435,26 @@ func (s *Spec) settle() {
 		joins = append(joins, j)
 	}
 	s.Joins = joins
+	var sjoins []*StreamJoinSpec
+	for _, j := range s.StreamJoins {
+		if j == nil {
+			continue
+		}
+		stream := strings.Join(j.StreamList, ", ")
+		if isTODO(j.Output) || isTODO(stream) || stream == "" || isTODO(j.Table) || dropped[j.Table] {
+			s.Dropped = append(s.Dropped, fmt.Sprintf("stream join into %s is not judged: the evidence does not settle its output, stream or table", j.Output))
+			continue
+		}
+		if isTODO(string(j.Type)) {
+			j.Unsettled = append(j.Unsettled, "its type ("+strings.TrimPrefix(string(j.Type), "TODO: ")+")")
+			j.Type = JoinLeft
+		}
+		if isTODO(j.Value) {
+			j.Value = "" // presence only
+		}
+		sjoins = append(sjoins, j)
+	}
+	s.StreamJoins = sjoins
 }
 
 func pickTODO(s string) string {
@@ -721,6 +743,7 @@ func (s *Spec) validate() error {
 			checkSerdes(path+".serdes", field+".serdes", *c.Serdes)
 		}
 	}
+	s.validateStreamJoins(l, names)
 	return l.err()
 }
 

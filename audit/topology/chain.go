@@ -241,3 +241,87 @@ func (l *Layout) MergeInputs(merge string) int {
 	}
 	return len(ref.n.Predecessors)
 }
+
+// NodeChain lists the processors between the source nodes reading topic
+// and the processor node, in order (the repartition hops' own nodes left
+// out, as SourceChain does), and the internal topics the way crosses,
+// by full name: the stream side of a stream-table join.
+func (l *Layout) NodeChain(topic, node string) ([]ChainNode, []string, error) {
+	if _, ok := l.nodes[node]; !ok {
+		return nil, nil, fmt.Errorf("the topology has no node %q", node)
+	}
+	starts := slices.Clone(l.readers[topic])
+	if len(starts) == 0 {
+		return nil, nil, fmt.Errorf("no source of the topology reads %q", topic)
+	}
+	paths := l.paths(starts, func(n *Node) bool { return n.Name == node })
+	switch len(paths) {
+	case 0:
+		return nil, nil, fmt.Errorf("no path of the topology leads from %s to %s", topic, node)
+	case 1:
+	default:
+		return nil, nil, fmt.Errorf("%d paths of the topology lead from %s to %s", len(paths), topic, node)
+	}
+	path := paths[0]
+	var hops []string
+	for _, name := range path {
+		if n := l.nodes[name].n; n.Kind == KindSink && n.Topic != "" && l.internal(n.Topic) {
+			hops = append(hops, RepartitionTopic(l.AppID, n.Topic))
+		}
+	}
+	return l.chainOf(path[1 : len(path)-1]), hops, nil
+}
+
+// ChainFrom lists the processors between the processor node and the
+// sinks writing topic, in order: what follows a join before to(topic).
+func (l *Layout) ChainFrom(node, topic string) ([]ChainNode, error) {
+	if _, ok := l.nodes[node]; !ok {
+		return nil, fmt.Errorf("the topology has no node %q", node)
+	}
+	sinks := l.writers[topic]
+	paths := l.paths([]string{node}, func(n *Node) bool { return slices.Contains(sinks, n.Name) })
+	switch len(paths) {
+	case 0:
+		return nil, fmt.Errorf("no path of the topology leads from %s to %s", node, topic)
+	case 1:
+	default:
+		return nil, fmt.Errorf("%d paths of the topology lead from %s to %s", len(paths), node, topic)
+	}
+	path := paths[0]
+	return l.chainOf(path[1 : len(path)-1]), nil
+}
+
+// UpstreamSources lists the external topics whose records reach the
+// processor node (across the app's internal topics), in topology order:
+// the stream side of a stream-table join, whose table side only looks
+// its store up.
+func (l *Layout) UpstreamSources(node string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		ref, ok := l.nodes[name]
+		if !ok || seen[name] {
+			return
+		}
+		seen[name] = true
+		n := ref.n
+		if n.Kind == KindSource {
+			for _, t := range n.Topics {
+				if l.internal(t) {
+					for _, w := range l.writers[t] {
+						visit(w)
+					}
+				} else if !slices.Contains(out, t) {
+					out = append(out, t)
+				}
+			}
+			return
+		}
+		for _, p := range n.Predecessors {
+			visit(p)
+		}
+	}
+	visit(node)
+	return out
+}

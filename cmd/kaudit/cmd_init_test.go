@@ -122,6 +122,9 @@ func TestInitDraftsLoad(t *testing.T) {
 			}
 			filled := todo.ReplaceAllStringFunc(out.String(), func(m string) string {
 				word := todo.FindStringSubmatch(m)[1]
+				if strings.Contains(m, "joiner's result over stream") {
+					return "stream"
+				}
 				if strings.Contains(m, "joiner's result") {
 					return "left"
 				}

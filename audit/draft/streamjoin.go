@@ -1,0 +1,122 @@
+package draft
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit/spec"
+	"github.com/kaudit/kaudit/audit/topology"
+)
+
+// draftStreamJoin is one stream-table join of the topology: its stream
+// side drafted as a table's chain is (source, steps, the repartition
+// topic before the join), the table it looks up, its output.
+type draftStreamJoin struct {
+	side   draftTable
+	node   string
+	table  string
+	output string
+	inner  bool
+	why    string // why it cannot be drafted, "" when it can
+}
+
+// draftStreamJoins drafts each stream-table join of the topology whose
+// table is a drafted table, one per output it reaches.
+func draftStreamJoins(lay *topology.Layout, tables []draftTable) []draftStreamJoin {
+	byStore := map[string]string{}
+	for _, t := range tables {
+		byStore[t.store] = t.name
+	}
+	var out []draftStreamJoin
+	for _, j := range lay.Joins {
+		if j.Kind != topology.JoinStreamTable {
+			continue
+		}
+		table := tableOf(j.RightStores, byStore)
+		srcs := lay.UpstreamSources(j.Node)
+		for _, output := range j.Outputs {
+			sj := draftStreamJoin{node: j.Node, table: table, output: output, inner: strings.HasPrefix(j.Node, "KSTREAM-JOIN-")}
+			sj.side.name = "stream join into " + output
+			if len(j.RightStores) == 0 {
+				sj.why = "a join with a GlobalKTable (its store is global): not modelled, so " + output + " is not judged"
+				out = append(out, sj)
+				continue
+			}
+			switch len(srcs) {
+			case 0:
+				sj.why = "no source topic of the topology reaches " + j.Node
+			case 1:
+				sj.side.source = srcs[0]
+			default:
+				sj.side.source, sj.side.merged = srcs[0], srcs[1:]
+			}
+			if sj.why == "" {
+				chain, hops, err := lay.NodeChain(sj.side.source, j.Node)
+				switch {
+				case err != nil:
+					sj.side.chainErr = err.Error()
+				case len(hops) > 1:
+					sj.side.chainErr = fmt.Sprintf("the stream crosses %d internal topics before the join", len(hops))
+				default:
+					sj.side.chain = chain
+					if len(hops) == 1 {
+						sj.side.repartition, sj.side.rekeyed = hops[0], true
+					}
+				}
+				sj.side.steps = topologySteps(sj.side.chain)
+			}
+			out = append(out, sj)
+		}
+	}
+	return out
+}
+
+// settleSelectKey states the stream side's last selectKey as a step,
+// which a table's draft leaves to select_key: the key guessed from the
+// repartition copies, else a TODO.
+func (sj *draftStreamJoin) settleSelectKey() {
+	t := &sj.side
+	if len(t.chain) == 0 || t.chain[len(t.chain)-1].Op != topology.OpSelectKey {
+		return
+	}
+	if n := len(t.steps); n == 0 || t.steps[n-1].kind != spec.StepSelectKey {
+		last := t.chain[len(t.chain)-1]
+		t.steps = append(t.steps, draftStep{kind: spec.StepSelectKey, expr: "TODO", node: last.Name, note: todoNote(spec.StepSelectKey)})
+	}
+	s := &t.steps[len(t.steps)-1]
+	if g := t.selectKey; s.expr == "TODO" && g.Value != "" && g.Value != "key" {
+		s.expr, s.note = g.Value, g.Evidence
+	}
+}
+
+// writeStreamJoins writes the stream_joins section.
+func writeStreamJoins(b *strings.Builder, joins []draftStreamJoin) {
+	if len(joins) == 0 {
+		return
+	}
+	b.WriteString("stream_joins:   # stream.join / leftJoin(table), from the topology\n")
+	for _, sj := range joins {
+		if sj.why != "" {
+			fmt.Fprintf(b, "  # %s (%s): %s\n", sj.side.name, sj.node, sj.why)
+			continue
+		}
+		fmt.Fprintf(b, "  - output: %s   # %s\n", yamlScalar(sj.output), sj.node)
+		if len(sj.side.merged) > 0 {
+			names := []string{yamlScalar(sj.side.source)}
+			for _, m := range sj.side.merged {
+				names = append(names, yamlScalar(m))
+			}
+			fmt.Fprintf(b, "    stream: [%s]\n", strings.Join(names, ", "))
+		} else {
+			fmt.Fprintf(b, "    stream: %s%s\n", yamlScalar(sj.side.source), comment(sj.side.sourceNote))
+		}
+		writeSteps(b, sj.side)
+		fmt.Fprintf(b, "    table: %s\n", yamlScalar(sj.table))
+		if sj.inner {
+			b.WriteString("    type: inner   # KSTREAM-JOIN-: join()\n")
+		} else {
+			b.WriteString("    type: left   # KSTREAM-LEFTJOIN-: leftJoin()\n")
+		}
+		fmt.Fprintf(b, "    value: %s\n", yamlScalar("TODO: the joiner's result over stream, table and key, or remove this line to check presence only"))
+	}
+}
