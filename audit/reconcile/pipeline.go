@@ -81,6 +81,9 @@ type Table struct {
 	// check found the spec does not describe it. The reason goes to the
 	// report's missing evidence.
 	Unjudged string
+	// Regroup, when set, makes the table a KTable groupBy of the table
+	// whose rows Source holds (regroup.go), judged by its own check.
+	Regroup *Regroup
 }
 
 // Element is one record a table's steps emit for an input.

@@ -24,6 +24,11 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 				t.Window = &Window{Size: w.Size, Advance: w.Advance, Grace: w.Grace, Suppress: pt.Spec.Suppress == spec.SuppressUntilWindowCloses}
 			}
 		}
+		if ts := pt.Spec; ts != nil && ts.Regroup != "" {
+			t.Regroup = regroupOf(ts, p)
+			out.Tables = append(out.Tables, t)
+			continue
+		}
 		if ts := pt.Spec; ts != nil {
 			t.SelectKey = func(e Env) (audit.Value, error) {
 				return ts.SelectKey(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
@@ -114,4 +119,19 @@ func valueField(src string) string {
 		return ""
 	}
 	return parts[1]
+}
+
+// regroupOf is a KTable groupBy's mapper, adder and subtractor from its
+// spec.
+func regroupOf(ts *spec.TableSpec, p *spec.Plan) *Regroup {
+	g := &Regroup{
+		GroupOf: func(key, value audit.Value) (audit.Value, audit.Value, error) { return ts.GroupOf(key, value) },
+		Add:     func(agg, v audit.Value, first bool) (audit.Value, error) { return ts.Add(agg, v, first) },
+		Sub:     func(agg, v audit.Value) (audit.Value, error) { return ts.Subtract(agg, v) },
+	}
+	g.Empty, g.HasEmpty = ts.Empty()
+	if src := p.Table(ts.Regroup); src != nil && src.Spec != nil {
+		g.TableSource = src.Spec.Reducer.Table
+	}
+	return g
 }

@@ -53,6 +53,12 @@ func judgeChain(lay *topology.Layout, t *TableSpec, pt *PlannedTable, nodes map[
 			pt.Unjudged = fmt.Sprintf("table %s: between %s and store %s %s", t.Name, t.Source, pt.Store, why)
 		}
 	}
+	judgeOutput(lay, t, pt, nodes)
+}
+
+// judgeOutput ties a table's output steps to the topology's chain from
+// its store to its output: toStream() (and suppress()), then the steps.
+func judgeOutput(lay *topology.Layout, t *TableSpec, pt *PlannedTable, nodes map[*Step]string) {
 	if t.Output == "" {
 		return
 	}

@@ -98,6 +98,10 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 			out = Serdes{Key: cmp.Or(os.Key, cl.Key), Value: cmp.Or(os.Value, cl.Value)}
 		}
 		set(t.Spec.Output, out)
+		if t.Spec.Regroup != "" {
+			set(t.Repartition, sd) // the group's values, inside the change records
+			continue
+		}
 		set(t.Source, sd)
 		for _, m := range t.Merged {
 			set(m, sd)
@@ -154,6 +158,12 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 	}
 	for i, t := range spec.Tables {
 		field := fmt.Sprintf("tables[%d]", i)
+		if t.Regroup != "" {
+			if pt, ok := resolveRegroup(spec, lay, appID, t, field, fail); ok {
+				p.Tables = append(p.Tables, pt)
+			}
+			continue
+		}
 		pt := PlannedTable{Spec: t, Name: t.Name, Source: t.Source, Merged: slices.Clone(t.Merged), Store: t.Store}
 		switch {
 		case t.Caching != nil:

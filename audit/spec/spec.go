@@ -100,6 +100,13 @@ type TableSpec struct {
 	// window start); Suppress its suppress(), with Output.
 	Window   *Window  `yaml:"window"`
 	Suppress Suppress `yaml:"suppress"`
+	// Regroup is KTable#groupBy of the table of this name (of tables:):
+	// select_key and group_value are its KeyValueMapper's new key and
+	// value over the table's rows, and the reducer has a subtractor
+	// (count, sum, {expr, subtract}, aggregate {init, expr, subtract}).
+	Regroup    string `yaml:"regroup"`
+	GroupValue string `yaml:"group_value"`
+	groupValue *vm.Program
 	// Unsettled lists, for a draft (ParseDraft), what the evidence did not
 	// settle: the table is not judged.
 	Unsettled []string `yaml:"-"`
@@ -131,9 +138,10 @@ const (
 // expression over no names (the initializer's value, e.g. 0 or
 // 2147483647), expr an expression over agg and value (the adder).
 type Aggregate struct {
-	Init string
-	Expr string
-	bad  string
+	Init     string
+	Expr     string
+	Subtract string // a KTable groupBy's subtractor
+	bad      string
 }
 
 // UnmarshalYAML reads {init: …, expr: "…"}; init may be a YAML number.
@@ -160,8 +168,10 @@ func (a *Aggregate) UnmarshalYAML(unmarshal func(any) error) error {
 			a.Init = text
 		case "expr":
 			a.Expr = text
+		case "subtract":
+			a.Subtract = text
 		default:
-			a.bad = fmt.Sprintf("unknown key %q: want {init: \"…\", expr: \"…\"}", k)
+			a.bad = fmt.Sprintf("unknown key %q: want {init: \"…\", expr: \"…\"} (and, for a KTable groupBy, subtract: \"…\")", k)
 			return nil
 		}
 	}
@@ -179,10 +189,14 @@ type Reducer struct {
 	Field string // sum(FIELD): a field name or dotted path
 	Expr  string
 	Init  string // aggregate: the initializer expression
-	raw   string
-	bad   string
-	prog  *vm.Program
-	init  *vm.Program
+	// Subtract is a KTable groupBy's subtractor, over agg and value
+	// (reduce {expr, subtract} or aggregate {init, expr, subtract}).
+	Subtract string
+	sub      *vm.Program
+	raw      string
+	bad      string
+	prog     *vm.Program
+	init     *vm.Program
 }
 
 var sumRe = regexp.MustCompile(`^(sum|min|max)\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\)$`)
@@ -201,11 +215,12 @@ func (r *Reducer) UnmarshalYAML(unmarshal func(any) error) error {
 		return nil
 	}
 	e, ok := m["expr"]
-	if !ok || len(m) != 1 {
-		r.bad = `want a mapping with the one key expr`
+	sub, hasSub := m["subtract"]
+	if !ok || len(m) != 1 && !(len(m) == 2 && hasSub) {
+		r.bad = `want a mapping with the key expr (and, for a KTable groupBy, subtract)`
 		return nil
 	}
-	r.raw = "expr: " + e
+	r.raw, r.Subtract = "expr: "+e, sub
 	return nil
 }
 
@@ -626,7 +641,7 @@ func (s *Spec) validate() error {
 		if len(t.SourceList) > 0 {
 			t.Source, t.Merged = t.SourceList[0], slices.Clone(t.SourceList[1:])
 		}
-		if t.Source == "" {
+		if t.Source == "" && t.Regroup == "" {
 			l.add(path+".source", field+".source", "required: the topic the table is folded from (or a list of the topics merged into its stream)")
 		}
 		for _, m := range t.Merged {
@@ -651,6 +666,7 @@ func (s *Spec) validate() error {
 			case a.bad != "":
 				l.add(path+".aggregate", field+".aggregate", "%s", a.bad)
 			default:
+				t.Reducer.Subtract = a.Subtract
 				if err := t.Reducer.parseAggregate(a.Init, a.Expr); err != nil {
 					l.add(path+".aggregate", field+".aggregate", "%v", err)
 				}
@@ -658,6 +674,7 @@ func (s *Spec) validate() error {
 		} else if err := t.Reducer.parse(); err != nil {
 			l.add(path+".reduce", field+".reduce", "%v", err)
 		}
+		s.validateRegroup(l, path, field, t)
 		if t.Serdes != nil {
 			checkSerdes(path+".serdes", field+".serdes", *t.Serdes)
 		}

@@ -61,7 +61,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"reducer expression", table + "    reduce: {expr: 'agg +* value'}\n", `k.yaml:5: tables[0].reduce: compile expression`},
 		{"reducer sees no key", table + "    reduce: {expr: 'key'}\n", `k.yaml:5: tables[0].reduce: compile expression "key": unknown name key`},
 		{"unknown reducer", table + "    reduce: avg\n", `k.yaml:5: tables[0].reduce: unknown reducer "avg"`},
-		{"reducer mapping without expr", table + "    reduce: {exp: x}\n", `k.yaml:5: tables[0].reduce: want a mapping with the one key expr`},
+		{"reducer mapping without expr", table + "    reduce: {exp: x}\n", `k.yaml:5: tables[0].reduce: want a mapping with the key expr`},
 		{"reducer left TODO", table + "    reduce: TODO\n", `k.yaml:5: tables[0].reduce: still TODO`},
 		{"select_key left TODO", table + "    select_key: 'TODO: which field is the key?'\n    reduce: latest\n", `k.yaml:5: tables[0].select_key: still TODO`},
 		{"bad sum", table + "    reduce: sum(a b)\n", `k.yaml:5: tables[0].reduce: bad "sum(a b)"`},
