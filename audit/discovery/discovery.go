@@ -308,6 +308,14 @@ func CheckPlan(s *spec.Spec, d *Discovery, p *spec.Plan) error {
 		if t.Spec != nil {
 			line = t.Spec.Line
 		}
+		for _, m := range t.Members {
+			if _, ok := d.Topic(m.Source); !ok {
+				fail(line, field+".cogroup", "topic %s does not exist", m.Source)
+			}
+		}
+		if t.Source == "" && len(t.Members) > 0 {
+			continue // a cogroup: its members' sources
+		}
 		src, ok := d.Topic(t.Source)
 		if !ok {
 			fail(line, field+".source", "topic %s does not exist", t.Source)

@@ -38,8 +38,8 @@ const MaxRecords = 20_000
 func Load(ctx context.Context, src audit.RecordSource, dec audit.Decoder, plan *spec.Plan, max int) (*Evidence, error) {
 	var hops, sources []string
 	for _, t := range plan.Tables {
-		if t.Spec != nil && t.Spec.Regroup != "" {
-			continue // a KTable groupBy's change records: the audit's
+		if t.Spec != nil && (t.Spec.Regroup != "" || len(t.Spec.Cogroup) > 0) {
+			continue // a KTable groupBy's change records, a cogroup's members: the audit's
 		}
 		if t.Repartition == "" {
 			hops = append(hops, t.Source)

@@ -68,6 +68,11 @@ func (r *run) judgeHistory(ctx context.Context) {
 		for _, s := range append([]string{t.Source}, t.Merged...) {
 			judge(s, history.Source)
 		}
+		if t.Cogroup != nil {
+			for _, m := range t.Cogroup.Members {
+				judge(m.Source, history.Source)
+			}
+		}
 		if r.p.Keyless || t.Unjudged != "" {
 			// a table judged by key finds a purged input's effect missing
 			// from its store; one that is not has only the history

@@ -84,6 +84,9 @@ type Table struct {
 	// Regroup, when set, makes the table a KTable groupBy of the table
 	// whose rows Source holds (regroup.go), judged by its own check.
 	Regroup *Regroup
+	// Cogroup, when set, makes the table a cogroup of its members'
+	// streams (cogroup.go), judged by its own check.
+	Cogroup *Cogroup
 }
 
 // Element is one record a table's steps emit for an input.

@@ -29,6 +29,11 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 			out.Tables = append(out.Tables, t)
 			continue
 		}
+		if ts := pt.Spec; ts != nil && len(ts.Cogroup) > 0 {
+			t.Cogroup = cogroupOf(ts, pt.Members)
+			out.Tables = append(out.Tables, t)
+			continue
+		}
 		if ts := pt.Spec; ts != nil {
 			t.SelectKey = func(e Env) (audit.Value, error) {
 				return ts.SelectKey(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp})
@@ -134,4 +139,20 @@ func regroupOf(ts *spec.TableSpec, p *spec.Plan) *Regroup {
 		g.TableSource = src.Spec.Reducer.Table
 	}
 	return g
+}
+
+// cogroupOf is a cogroup's members and aggregators from its spec.
+func cogroupOf(ts *spec.TableSpec, members []spec.PlannedMember) *Cogroup {
+	cg := &Cogroup{Add: func(i int, agg, v audit.Value, first bool) (audit.Value, error) { return ts.CogroupAdd(i, agg, v, first) }}
+	for i, pm := range members {
+		m := ts.Cogroup[i]
+		cm := CogroupMember{Source: pm.Source, Repartition: pm.Repartition, ValueChanging: m.ValueChanging()}
+		if len(m.Steps) > 0 || m.SelectKeyExpr != "" {
+			cm.Steps = func(e Env) ([]Element, error) {
+				return elements(m.Apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+			}
+		}
+		cg.Members = append(cg.Members, cm)
+	}
+	return cg
 }

@@ -138,7 +138,7 @@ func (r *run) checkRegroup(ctx context.Context, t *Table) {
 	if !ok {
 		return
 	}
-	finals, ok := r.regroupFinals(ctx, t)
+	finals, ok := r.storeFinals(ctx, t)
 	if !ok {
 		return
 	}
@@ -193,7 +193,7 @@ func (r *run) checkRegroup(ctx context.Context, t *Table) {
 		r.add(f)
 	}
 	if t.Output != "" {
-		r.regroupOutput(ctx, t, finals)
+		r.finalOutput(ctx, t, finals)
 	}
 }
 
@@ -386,8 +386,8 @@ type finalState struct {
 	value  audit.Value
 }
 
-// regroupFinals reads each group's last committed state on the changelog.
-func (r *run) regroupFinals(ctx context.Context, t *Table) (map[string]finalState, bool) {
+// storeFinals reads each key's last committed state on the changelog.
+func (r *run) storeFinals(ctx context.Context, t *Table) (map[string]finalState, bool) {
 	parts, ok := r.partitionsOf(t.Changelog, "changelog")
 	if !ok {
 		return nil, false
@@ -472,10 +472,10 @@ func (r *run) groupPartition(t *Table, text string) int32 {
 	return audit.DefaultPartition(b, n)
 }
 
-// regroupOutput checks the table's own output: each group's last record
+// finalOutput checks the table's own output: each group's last record
 // there is its final state (toStream().to() forwards every flushed
 // state).
-func (r *run) regroupOutput(ctx context.Context, t *Table, finals map[string]finalState) {
+func (r *run) finalOutput(ctx context.Context, t *Table, finals map[string]finalState) {
 	if t.OutputUnjudged != "" {
 		r.missing("%s", t.OutputUnjudged)
 		return

@@ -306,6 +306,10 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		r.checkRegroup(ctx, t)
 		return ctx.Err()
 	}
+	if t.Cogroup != nil && !r.p.Keyless {
+		r.checkCogroup(ctx, t)
+		return ctx.Err()
+	}
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
 		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},

@@ -143,8 +143,8 @@ func (s *Spec) Expressions() []Expression {
 			ps, _ := FieldPaths(t.SelectKeyExpr)
 			out = append(out, Expression{Line: s.lineOr(path+".select_key", t.Line), Field: field + ".select_key", Src: t.SelectKeyExpr, Table: t, Paths: ps})
 		}
-		if t.Regroup != "" {
-			continue // its values are in change records: the audit checks them
+		if t.Regroup != "" || len(t.Cogroup) > 0 {
+			continue // a regroup's values are in change records, a cogroup's aggregators its members': the audit checks them
 		}
 		r := t.Reducer
 		var ps []FieldPath

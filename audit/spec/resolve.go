@@ -55,6 +55,8 @@ type PlannedTable struct {
 	Unjudged string `json:"unjudged,omitempty"`
 	// OutputUnjudged says why the table's own output cannot be judged.
 	OutputUnjudged string `json:"output_unjudged,omitempty"`
+	// Members are a cogroup's grouped streams, resolved.
+	Members []PlannedMember `json:"members,omitempty"`
 }
 
 // PlannedJoin is one join chain with its output topic.
@@ -101,6 +103,10 @@ func (p *Plan) TopicSerdes() map[string]Serdes {
 		if t.Spec.Regroup != "" {
 			set(t.Repartition, sd) // the group's values, inside the change records
 			continue
+		}
+		for _, m := range t.Members {
+			set(m.Source, sd)
+			set(m.Repartition, sd)
 		}
 		set(t.Source, sd)
 		for _, m := range t.Merged {
@@ -160,6 +166,17 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		field := fmt.Sprintf("tables[%d]", i)
 		if t.Regroup != "" {
 			if pt, ok := resolveRegroup(spec, lay, appID, t, field, fail); ok {
+				p.Tables = append(p.Tables, pt)
+			}
+			continue
+		}
+		if len(t.Cogroup) > 0 {
+			pt := PlannedTable{Spec: t, Name: t.Name, Store: t.Store}
+			if ms, ok := resolveCogroup(lay, appID, t, &pt, field, fail); ok {
+				pt.Members = ms
+				if t.Changelog != "" {
+					pt.Changelog = t.Changelog
+				}
 				p.Tables = append(p.Tables, pt)
 			}
 			continue

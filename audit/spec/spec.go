@@ -106,6 +106,10 @@ type TableSpec struct {
 	// (count, sum, {expr, subtract}, aggregate {init, expr, subtract}).
 	Regroup    string `yaml:"regroup"`
 	GroupValue string `yaml:"group_value"`
+	// Cogroup lists the grouped streams a cogroup aggregates into the
+	// table, each with its own aggregator (aggregate: {init} is the
+	// cogroup's initializer).
+	Cogroup []*CogroupMember `yaml:"cogroup"`
 	groupValue *vm.Program
 	// Unsettled lists, for a draft (ParseDraft), what the evidence did not
 	// settle: the table is not judged.
@@ -641,7 +645,7 @@ func (s *Spec) validate() error {
 		if len(t.SourceList) > 0 {
 			t.Source, t.Merged = t.SourceList[0], slices.Clone(t.SourceList[1:])
 		}
-		if t.Source == "" && t.Regroup == "" {
+		if t.Source == "" && t.Regroup == "" && len(t.Cogroup) == 0 {
 			l.add(path+".source", field+".source", "required: the topic the table is folded from (or a list of the topics merged into its stream)")
 		}
 		for _, m := range t.Merged {
@@ -659,7 +663,9 @@ func (s *Spec) validate() error {
 			t.selectPath = fieldPath(t.SelectKeyExpr)
 		}
 		s.validateSteps(l, path, field, t)
-		if a := t.Aggregate; a != nil {
+		if len(t.Cogroup) > 0 {
+			s.validateCogroup(l, path, field, t)
+		} else if a := t.Aggregate; a != nil {
 			switch {
 			case t.Reducer.raw != "" || t.Reducer.bad != "":
 				l.add(path+".aggregate", field+".aggregate", "give reduce or aggregate, not both")

@@ -1,0 +1,350 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+)
+
+// Cogroup is what a table needs beyond Table's fields to be a cogroup
+// (Kafka Streams 3.6.2's CogroupedStreamAggregateBuilder): grouped
+// streams, each with its own steps, key and aggregator, folded into one
+// store (Table.Store, Table.Changelog) from the cogroup's initializer.
+type Cogroup struct {
+	Members []CogroupMember
+	// Add is member i's aggregator; first says the key has no aggregate
+	// yet (the initializer's value is then the aggregate).
+	Add func(member int, agg, v audit.Value, first bool) (audit.Value, error)
+}
+
+// CogroupMember is one grouped stream of a cogroup.
+type CogroupMember struct {
+	Source string
+	// Repartition is the topic Streams re-keys it through, "" for
+	// groupByKey.
+	Repartition string
+	// Steps runs its steps and key on one record (nil: the record as it
+	// is); ValueChanging says they may change values.
+	Steps         func(Env) ([]Element, error)
+	ValueChanging bool
+}
+
+// cgInput is one input of a cogroup's key: an element of a consumed
+// record of a member.
+type cgInput struct {
+	member int
+	value  audit.Value
+	tp     audit.TopicPartition
+	offset int64
+	ts     int64
+	// noCopy: its member repartitions and no copy of it is there;
+	// whole: that repartition partition was never purged
+	noCopy, whole bool
+}
+
+// checkCogroup judges a cogroup by each key's final state: the members'
+// aggregators folded over the key's consumed inputs (those that reached
+// the store: a copy the store's task has not consumed yet is pending)
+// from the initializer. It holds for aggregators whose result does not
+// depend on the order of the inputs (counts, sums, the usual
+// aggregates): kaudit tries both orders on the data and otherwise leaves
+// the table unjudged. A key that breaks it names the inputs whose
+// removal explains its state: dropped where its copy is missing from a
+// repartition partition never purged, else unapplied with the candidates;
+// none: state-diverged.
+func (r *run) checkCogroup(ctx context.Context, t *Table) {
+	cg := t.Cogroup
+	if t.Unjudged != "" {
+		r.missing("table %s is not judged: %s", t.Name, t.Unjudged)
+		return
+	}
+	inputs := map[string][]cgInput{}
+	var failed []string
+	for i, m := range cg.Members {
+		ok := r.cogroupMember(ctx, t, i, m, func(key audit.Value, in cgInput) {
+			text := codec.Text(key)
+			inputs[text] = append(inputs[text], in)
+		}, &failed)
+		if !ok {
+			return
+		}
+	}
+	if len(failed) > 0 {
+		r.missing("table %s is not judged: its members' steps failed on %d records (the first: %s)", t.Name, len(failed), failed[0])
+		return
+	}
+	finals, ok := r.storeFinals(ctx, t)
+	if !ok {
+		return
+	}
+	fold := func(ins []cgInput) (audit.Value, error) {
+		var agg audit.Value
+		for i, in := range ins {
+			next, err := cg.Add(in.member, agg, in.value, i == 0)
+			if err != nil {
+				return nil, err
+			}
+			agg = next
+		}
+		return agg, nil
+	}
+	type broken struct {
+		text string
+		ins  []cgInput
+		fin  finalState
+		have bool
+		want audit.Value
+	}
+	var bad []broken
+	for _, text := range slices.Sorted(maps.Keys(inputs)) {
+		ins := inputs[text]
+		slices.SortStableFunc(ins, func(a, b cgInput) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.member, b.member), cmp.Compare(a.offset, b.offset)) })
+		want, err := fold(ins)
+		if err != nil {
+			r.missing("table %s is not judged: an aggregator failed on key %s: %v", t.Name, text, err)
+			return
+		}
+		rev := slices.Clone(ins)
+		slices.Reverse(rev)
+		if want2, err := fold(rev); err != nil || !sameValue(want, want2) {
+			r.missing("table %s is not judged: its aggregators' result depends on the order of the inputs (key %s: %s one way, %s the other), which kaudit does not know across members", t.Name, text, codec.Text(want), codec.Text(want2))
+			return
+		}
+		fin, have := finals[text]
+		if have && fin.value != nil && sameValue(fin.value, want) {
+			continue
+		}
+		bad = append(bad, broken{text: text, ins: ins, fin: fin, have: have && fin.value != nil, want: want})
+	}
+	if len(bad) >= 3 && 2*len(bad) > len(inputs) {
+		// most keys break it: the spec's aggregators are not the app's
+		r.missing("table %s is not judged: its members' aggregators explain the aggregates of only %d of %d keys (key %s: the inputs give %s, the store holds %s), so the spec does not describe the app", t.Name,
+			len(inputs)-len(bad), len(inputs), bad[0].text, codec.Text(bad[0].want), codec.Text(bad[0].fin.value))
+		return
+	}
+	for _, b := range bad {
+		r.cogroupFinding(t, b.text, b.ins, b.fin, b.have, b.want, fold)
+	}
+	for _, text := range slices.Sorted(maps.Keys(finals)) {
+		if _, ok := inputs[text]; ok || finals[text].value == nil {
+			continue
+		}
+		fin := finals[text]
+		f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, fin.tp, fin.offset)
+		f.Key, f.Actual = text, codec.Text(fin.value)
+		f.Detail = fmt.Sprintf("table %s: the store holds %s for key %s, which no consumed input of its members has", t.Name, codec.Text(fin.value), text)
+		r.add(f)
+	}
+	if t.Output != "" {
+		r.finalOutput(ctx, t, finals)
+	}
+}
+
+// cogroupMember reads one member's source (and repartition topic) and
+// hands each consumed element that reached the store, or would have,
+// to add; an element whose copy the store's task has not consumed yet is
+// left out. It reports false when the member cannot be read whole.
+func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMember, add func(audit.Value, cgInput), failed *[]string) bool {
+	var copies map[fingerprint][]sjCopy
+	var logStart map[int32]int64
+	var nparts int32
+	if m.Repartition != "" {
+		parts, ok := r.partitionsOf(m.Repartition, "repartition")
+		if !ok {
+			return false
+		}
+		copies, logStart = map[fingerprint][]sjCopy{}, map[int32]int64{}
+		nparts = r.topics[m.Repartition].Partitions
+		tps := tpsOf(m.Repartition, parts)
+		rd := r.read(ctx, tps, "repartition", decodeDigest)
+		for _, tp := range tps {
+			l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
+				if it.Fate != audit.FateCommitted || !r.decoded(it) {
+					return
+				}
+				r.count("repartition", 1)
+				f := fingerprintOf(it.keyText, it.digest, it.Record.Timestamp)
+				copies[f] = append(copies[f], sjCopy{partition: tp.Partition, offset: it.Record.Offset})
+			})
+			if !ok || l == nil {
+				rd.stop()
+				r.missing("table %s: the repartition partition %s is unreadable, so the table is not judged", t.Name, tp)
+				return false
+			}
+			logStart[tp.Partition] = r.clusterLogStart(tp, l.Offsets.LogStart)
+			if c := r.committed(tp); c >= 0 && logStart[tp.Partition] > c {
+				f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, c)
+				f.Count = logStart[tp.Partition] - c
+				f.Detail = fmt.Sprintf("table %s: the log-start offset %d is above the group's committed offset %d: copies %d-%d were purged before the store applied them", t.Name, logStart[tp.Partition], c, c, logStart[tp.Partition]-1)
+				r.add(f)
+			}
+		}
+		rd.stop()
+	}
+	parts, ok := r.partitionsOf(m.Source, "source")
+	if !ok {
+		return false
+	}
+	tps := tpsOf(m.Source, parts)
+	first := r.ledgers[tps[0]] == nil
+	var rd *reads
+	if first {
+		rd = r.read(ctx, tps, "source", decodeAll)
+	} else {
+		rd = r.readAgain(ctx, tps, "source", decodeAll)
+	}
+	defer rd.stop()
+	for _, tp := range tps {
+		c := r.committed(tp)
+		var lag, nulls, filtered int64
+		var firstNull, firstFiltered []int64
+		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
+			rec := &it.Record
+			if it.Fate != audit.FateCommitted {
+				return
+			}
+			if c < 0 || rec.Offset >= c {
+				lag++
+				return
+			}
+			if !r.inputOutsideSkips(tp, rec.Offset) || first && !r.decoded(it) || it.decErr != nil {
+				return
+			}
+			els := []Element{{Key: it.key, Value: it.value}}
+			if m.Steps != nil {
+				var err error
+				if els, err = m.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp}); err != nil {
+					*failed = append(*failed, fmt.Sprintf("%s@%d: %v", tp, rec.Offset, err))
+					return
+				}
+			}
+			if len(els) == 0 {
+				filtered++
+				if len(firstFiltered) < 10 {
+					firstFiltered = append(firstFiltered, rec.Offset)
+				}
+			}
+			for _, e := range els {
+				if e.Key == nil || e.Value == nil {
+					nulls++ // the aggregate (or the repartition's filter) skips it
+					if len(firstNull) < 10 {
+						firstNull = append(firstNull, rec.Offset)
+					}
+					continue
+				}
+				in := cgInput{member: i, value: e.Value, tp: tp, offset: rec.Offset, ts: rec.Timestamp}
+				if m.Repartition != "" {
+					dg := it.digest
+					if m.ValueChanging || len(els) > 1 {
+						dg = codec.DigestOf(e.Value)
+					}
+					text := codec.Text(e.Key)
+					f := fingerprintOf(text, dg, rec.Timestamp)
+					if cs := copies[f]; len(cs) > 0 {
+						copies[f] = cs[1:]
+						rtp := audit.TopicPartition{Topic: m.Repartition, Partition: cs[0].partition}
+						if cut := r.committed(rtp); cut < 0 || cs[0].offset >= cut {
+							continue // pending: the store's task has not consumed it
+						}
+					} else {
+						in.noCopy = true
+						if b, ok := keyBytes(r.p.KeySerde, text); ok && nparts > 0 {
+							in.whole = logStart[audit.DefaultPartition(b, nparts)] == 0
+						}
+					}
+				}
+				add(e.Key, in)
+			}
+		})
+		if !ok || l == nil {
+			r.missing("table %s: source partition %s is unreadable, so the table is not judged", t.Name, tp)
+			return false
+		}
+		if first {
+			r.lagFinding(tp, l, c, lag)
+			r.gapFindings(tp, l, c)
+		}
+		if r.clusterLogStart(tp, l.Offsets.LogStart) > 0 {
+			r.missing("table %s: %s's first records are deleted (log start %d), so its keys' aggregates cannot be rebuilt and the table is not judged", t.Name, tp, l.Offsets.LogStart)
+			return false
+		}
+		if filtered > 0 {
+			f := audit.NewFinding(audit.StageSource, audit.CauseFiltered, tp, firstFiltered[0])
+			f.Count = filtered
+			f.Detail = fmt.Sprintf("table %s: its member's steps emit nothing for %d consumed records, as the spec says the app does (offsets %s)", t.Name, filtered, joinOffsets(firstFiltered, filtered))
+			r.add(f)
+		}
+		if nulls > 0 {
+			f := audit.NewFinding(audit.StageSource, audit.CauseNullKey, tp, firstNull[0])
+			f.Count = nulls
+			f.Detail = fmt.Sprintf("table %s: %d consumed records have a null key or value where they reach the cogroup, which Kafka Streams skips by design (offsets %s)", t.Name, nulls, joinOffsets(firstNull, nulls))
+			r.add(f)
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// cogroupFinding reports a key whose state is not its inputs' fold: the
+// inputs whose removal alone explains the state are the candidates.
+func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalState, have bool, want audit.Value, fold func([]cgInput) (audit.Value, error)) {
+	actual := "no state"
+	if have {
+		actual = codec.Text(fin.value)
+	}
+	var cands []cgInput
+	if have && len(ins) <= 500 {
+		for i := range ins {
+			rest := slices.Concat(ins[:i], ins[i+1:])
+			if len(rest) == 0 {
+				continue
+			}
+			if v, err := fold(rest); err == nil && sameValue(v, fin.value) {
+				cands = append(cands, ins[i])
+			}
+		}
+	} else if !have && len(ins) == 1 {
+		cands = ins
+	}
+	// a candidate whose copy is missing from a partition never purged is
+	// the one: dropped
+	var dropped []cgInput
+	for _, c := range cands {
+		if c.noCopy && c.whole {
+			dropped = append(dropped, c)
+		}
+	}
+	switch {
+	case len(dropped) == 1 || len(dropped) > 0 && len(dropped) == len(cands):
+		for _, c := range dropped[:1] {
+			f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, c.tp, c.offset)
+			f.Key, f.Timestamp, f.Expected, f.Actual = text, c.ts, codec.Text(want), actual
+			f.Detail = fmt.Sprintf("table %s: consumed, its copy is missing from the repartition topic (never purged), and key %s's aggregate lacks it (%s with it, %s held): the app consumed it and wrote nothing for it", t.Name, text, codec.Text(want), actual)
+			r.add(f)
+		}
+	case len(cands) > 0:
+		var names []string
+		for _, c := range cands {
+			names = append(names, fmt.Sprintf("%s@%d", c.tp, c.offset))
+		}
+		f := audit.NewFinding(audit.StageStore, audit.CauseUnapplied, fin.tp, fin.offset)
+		f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, 1
+		f.Candidates = strings.Join(names, ", ")
+		f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, its consumed inputs give %s; leaving out any one of the candidates gives the store's state: one of them was dropped, or applied and lost, the evidence cannot tell which", t.Name, text, actual, codec.Text(want))
+		r.add(f)
+	default:
+		tp, off := fin.tp, fin.offset
+		if !have {
+			tp, off = ins[0].tp, ins[0].offset
+		}
+		f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, tp, off)
+		f.Key, f.Expected, f.Actual = text, codec.Text(want), actual
+		f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, but its %d consumed inputs give %s, and no one input left out explains it", t.Name, text, actual, len(ins), codec.Text(want))
+		r.add(f)
+	}
+}

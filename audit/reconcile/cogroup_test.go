@@ -1,0 +1,111 @@
+package reconcile_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/reconcile"
+	"github.com/kaudit/kaudit/audit/spec"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+)
+
+// TestCogroup pins the cogroup check: clicks (keyed by user) and views
+// (re-keyed by user through a repartition topic) counted into one
+// aggregate per user. A view whose copy the repartition topic (never
+// purged) lacks and whose count the store lacks is dropped; a store that
+// lost a click is unapplied with the user's clicks as candidates; a view
+// not consumed yet by the store's task is pending, never a loss.
+func TestCogroup(t *testing.T) {
+	type view struct {
+		user string
+		ts   int64
+	}
+	clicks := []string{"u1", "u1", "u2"}
+	views := []view{{"u1", 10}, {"u2", 11}, {"u2", 12}}
+	cases := []struct {
+		name     string
+		dropView int // a view without a copy (-1: none)
+		pending  int // the last n copies not consumed yet
+		store    map[string][2]int
+		want     []string
+		verdict  audit.Verdict
+	}{
+		{name: "clean", dropView: -1, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}}, verdict: audit.VerdictClean},
+		{name: "clean, a view pending", dropView: -1, pending: 1, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 1}}, verdict: audit.VerdictClean},
+		{name: "a view dropped", dropView: 2, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 1}}, want: []string{"dropped views/0@2"}, verdict: audit.VerdictLoss},
+		{name: "a click lost by the store", dropView: -1, store: map[string][2]int{"u1": {1, 1}, "u2": {1, 2}}, want: []string{"unapplied app-S-changelog/0@0"}, verdict: audit.VerdictLoss},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp, err := spec.ParseSpec("kaudit.yaml", []byte(`app_id: app
+serdes: {key: string, value: json}
+tables:
+  - name: activity
+    store: S
+    cogroup:
+      - {source: clicks, aggregate: '{"clicks": agg.clicks + 1, "views": agg.views}'}
+      - {source: views, select_key: value.user, repartition: rep, aggregate: '{"clicks": agg.clicks, "views": agg.views + 1}'}
+    aggregate: {init: '{"clicks": 0, "views": 0}'}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := spec.Resolve(sp, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
+			for _, tp := range []string{"clicks", "views", "rep", "app-S-changelog"} {
+				m.AddTopic(audit.TopicInfo{Name: tp, Partitions: 1})
+			}
+			plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
+			for i, u := range clicks {
+				m.Append(audit.Record{Topic: "clicks", Offset: int64(i), Key: []byte(u), Value: []byte(`{"page":"x"}`), Timestamp: int64(i), Batch: plain})
+			}
+			var rep int64
+			for i, v := range views {
+				val := []byte(fmt.Sprintf(`{"user":%q}`, v.user))
+				m.Append(audit.Record{Topic: "views", Offset: int64(i), Key: []byte(fmt.Sprint("v", i)), Value: val, Timestamp: v.ts, Batch: plain})
+				if i != c.dropView {
+					m.Append(audit.Record{Topic: "rep", Offset: rep, Key: []byte(v.user), Value: val, Timestamp: v.ts, Batch: plain})
+					rep++
+				}
+			}
+			var cl int64
+			for _, u := range []string{"u1", "u2"} {
+				b, _ := json.Marshal(map[string]int{"clicks": c.store[u][0], "views": c.store[u][1]})
+				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: plain})
+				cl++
+			}
+			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
+				{Topic: "clicks"}: int64(len(clicks)), {Topic: "views"}: int64(len(views)), {Topic: "rep"}: rep - int64(c.pending)}})
+			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range rp.Findings {
+				if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+					got = append(got, fmt.Sprintf("%s %s/%d@%d", f.Cause, f.Topic, f.Partition, f.Offset))
+				}
+			}
+			slices.Sort(got)
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("findings %v, want %v\n%+v", got, c.want, rp.Findings)
+			}
+			if rp.Summary.Verdict != c.verdict {
+				t.Errorf("verdict %s, want %s; missing: %v", rp.Summary.Verdict, c.verdict, rp.Summary.Missing)
+			}
+		})
+	}
+}
