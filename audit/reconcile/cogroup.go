@@ -104,7 +104,9 @@ func (r *run) checkCogroup(ctx context.Context, t *Table) {
 	var bad []broken
 	for _, text := range slices.Sorted(maps.Keys(inputs)) {
 		ins := inputs[text]
-		slices.SortStableFunc(ins, func(a, b cgInput) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.member, b.member), cmp.Compare(a.offset, b.offset)) })
+		slices.SortStableFunc(ins, func(a, b cgInput) int {
+			return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.member, b.member), cmp.Compare(a.offset, b.offset))
+		})
 		want, err := fold(ins)
 		if err != nil {
 			r.missing("table %s is not judged: an aggregator failed on key %s: %v", t.Name, text, err)

@@ -143,7 +143,9 @@ func regroupOf(ts *spec.TableSpec, p *spec.Plan) *Regroup {
 
 // cogroupOf is a cogroup's members and aggregators from its spec.
 func cogroupOf(ts *spec.TableSpec, members []spec.PlannedMember) *Cogroup {
-	cg := &Cogroup{Add: func(i int, agg, v audit.Value, first bool) (audit.Value, error) { return ts.CogroupAdd(i, agg, v, first) }}
+	cg := &Cogroup{Add: func(i int, agg, v audit.Value, first bool) (audit.Value, error) {
+		return ts.CogroupAdd(i, agg, v, first)
+	}}
 	for i, pm := range members {
 		m := ts.Cogroup[i]
 		cm := CogroupMember{Source: pm.Source, Repartition: pm.Repartition, ValueChanging: m.ValueChanging()}

@@ -109,7 +109,7 @@ type TableSpec struct {
 	// Cogroup lists the grouped streams a cogroup aggregates into the
 	// table, each with its own aggregator (aggregate: {init} is the
 	// cogroup's initializer).
-	Cogroup []*CogroupMember `yaml:"cogroup"`
+	Cogroup    []*CogroupMember `yaml:"cogroup"`
 	groupValue *vm.Program
 	// Unsettled lists, for a draft (ParseDraft), what the evidence did not
 	// settle: the table is not judged.
