@@ -314,6 +314,10 @@ func head(l []string, n int) []string {
 
 // addFault records a fault in the ground truth.
 func (r *scRun) addFault(f fault) {
+	if r.multi != nil { // the apps-* scenarios inject some faults side by side
+		r.multi.mu.Lock()
+		defer r.multi.mu.Unlock()
+	}
 	sort.Strings(f.Keys)
 	r.truth.Faults = append(r.truth.Faults, f)
 	if f.Topic == "" {
