@@ -25,7 +25,9 @@ import (
 // apps-clean kills each app -9 mid-transaction and restarts it: nothing lost. apps-faults gives
 // each app a fault of its own, so that what kaudit must report is exactly known: orders a
 // retention gap on its source, words a swallowing flatMapValues, routes a purge of repartition
-// records past the committed offset, windows none (late clicks only, as in apps-clean).
+// records past the committed offset, windows none (late clicks only, as in apps-clean). The
+// four z-apps of ZApps.java (zapps.go: stream-table joins, a KTable groupBy with a subtractor,
+// cogroup, a foreign-key join) run beside them in the same JVM cycle, with faults of their own.
 
 // stepsApp is one app of StepsApps.java or ZApps.java.
 type stepsApp struct {

@@ -253,11 +253,11 @@ func (r *scRun) checkEnrichApp(ctx context.Context, s state, skip func(*inputRec
 	if err != nil {
 		return err
 	}
-	skipped := strings.Count(logs, "Skipping record due to null join key")
+	skipped := strings.Count(logs, "Skipping record")
 	sort.Strings(bad)
 	p.truth.Observed["joins"] = fmt.Sprintf("%d orders with a customer: %d left-join records (%d without a customer: name and tier null), %d inner-join records; each with its order's timestamp and the customer's key",
 		f.orders, len(f.left), leftNull, len(f.inner))
-	p.truth.Observed["null_customer"] = fmt.Sprintf("%d orders with a null customer: no repartition copy, no record on either output; %d \"Skipping record due to null join key\" lines in the logs (the repartition's null-key filter KSTREAM-FILTER-0000000006 drops them before the join, silently)",
+	p.truth.Observed["null_customer"] = fmt.Sprintf("%d orders with a null customer: no repartition copy, no record on either output; %d \"Skipping record\" lines in the logs (the repartition's null-key filter KSTREAM-FILTER-0000000006 drops them before the join, silently)",
 		len(f.nullKey), skipped)
 	p.truth.Observed["ghost_tombstone"] = fmt.Sprintf("the tombstone for c-23, which never existed: %d tombstone(s) for it on the customers changelog", ghost)
 	p.truth.Observed["repartition"] = fmt.Sprintf("%d copies on %s", len(copies), enrichRepartition)
@@ -281,7 +281,7 @@ func (r *scRun) readChanges(ctx context.Context, s state, topic string) ([]zChan
 			return nil, fmt.Errorf("%s/%d@%d: %w", topic, rec.Partition, rec.Offset, err)
 		}
 		c := zChange{Key: string(rec.Key), Flag: flag, Timestamp: rec.Timestamp.UnixMilli(), raw: rec.Value,
-			at: recordID(topic, rec.Partition, rec.Offset)}
+			at: recordID(topic, rec.Partition, rec.Offset), headers: len(rec.Headers)}
 		if nv != nil {
 			if c.New, err = decodeJSONMap(nv); err != nil {
 				return nil, fmt.Errorf("%s/%d@%d new: %w", topic, rec.Partition, rec.Offset, err)
@@ -327,6 +327,7 @@ func (r *scRun) checkRegroupApp(ctx context.Context, s state, exact bool) error 
 	var flags [3]int
 	var examples [3]string // the first record of each flag, its value's bytes quoted
 	var held []int
+	withHeaders := 0
 	for _, t := range []string{regroupCountRepartition, regroupValueRepartition} {
 		got, err := r.readChanges(ctx, s, t)
 		if err != nil {
@@ -338,6 +339,9 @@ func (r *scRun) checkRegroupApp(ctx context.Context, s state, exact bool) error 
 			left[k] = n
 		}
 		for _, c := range got {
+			if c.headers > 0 {
+				withHeaders++
+			}
 			if t == regroupCountRepartition {
 				flags[c.Flag]++
 				if examples[c.Flag] == "" {
@@ -384,9 +388,9 @@ func (r *scRun) checkRegroupApp(ctx context.Context, s state, exact bool) error 
 	if !exact {
 		cache = "the seed's 30 MB cache"
 	}
-	p.truth.Observed["repartition"] = fmt.Sprintf("%s: %d product updates (%d creates, %d price changes, %d moves, %d deletes, 1 delete of a product never created) make %d Change records without a cache (flag 0: %d, 1: %d, 2: %d); %s and %s hold %v records, flag 0: %d, 1: %d, 2: %d",
+	p.truth.Observed["repartition"] = fmt.Sprintf("%s: %d product updates (%d creates, %d price changes, %d moves, %d deletes, 1 delete of a product never created) make %d Change records without a cache (flag 0: %d, 1: %d, 2: %d); %s and %s hold %v records, flag 0: %d, 1: %d, 2: %d; %d with headers",
 		cache, len(recs), len(withTag(recs, "create")), len(withTag(recs, "price")), len(withTag(recs, "move")), len(withTag(recs, tagTombstone)),
-		len(f.changes), wantFlags[0], wantFlags[1], wantFlags[2], regroupCountRepartition, regroupValueRepartition, held, flags[0], flags[1], flags[2])
+		len(f.changes), wantFlags[0], wantFlags[1], wantFlags[2], regroupCountRepartition, regroupValueRepartition, held, flags[0], flags[1], flags[2], withHeaders)
 	p.truth.Observed["repartition_examples"] = examples
 	p.truth.Observed["outputs"] = fmt.Sprintf("%d categories, %d records on the two outputs; garden emptied: count %d, value %d (a 0, not a tombstone); the delete of p-99 (never created): %d tombstone(s) on the products changelog, no repartition record",
 		len(f.counts), outRecs, counts["garden"], values["garden"], ghost)

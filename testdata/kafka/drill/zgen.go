@@ -230,6 +230,7 @@ type zChange struct {
 	Timestamp int64          `json:"timestamp"`
 	raw       []byte         // the record's value as read (readChanges)
 	at        string         // topic/partition@offset (readChanges)
+	headers   int            // how many headers the record has (readChanges)
 }
 
 func (c zChange) id() string {
