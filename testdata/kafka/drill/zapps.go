@@ -573,14 +573,61 @@ func expectStage(rep kauditReport, cause, stage string) error {
 	return nil
 }
 
-// expectInfoRecords fails unless the findings of cause are all info and name exactly want.
+// expectInfoRecords fails unless the findings of cause are all info and count exactly want's
+// records per partition, every record a finding names being one of want's. A finding of
+// several records names them in its detail ("(offsets 6, 9, 14 and 3 more)": not always
+// contiguous), else it names its own offset.
 func expectInfoRecords(rep kauditReport, cause string, want []*inputRec) error {
+	wantSet, wantN := map[string]bool{}, map[string]int64{}
+	for _, r := range want {
+		wantSet[recordID(r.Topic, r.Partition, r.Offset)] = true
+		wantN[fmt.Sprintf("%s/%d", r.Topic, r.Partition)]++
+	}
+	gotN := map[string]int64{}
+	var extra []string
 	for _, f := range rep.byCause(cause) {
 		if f.Severity != "info" {
 			return fmt.Errorf("a %s finding of severity %s: %s", cause, f.Severity, f)
 		}
+		gotN[fmt.Sprintf("%s/%d", f.Topic, f.Partition)] += max(f.Count, 1)
+		for _, id := range findingRecords(f) {
+			if !wantSet[id] {
+				extra = append(extra, id)
+			}
+		}
 	}
-	return expectRecords(cause, rep.byCause(cause), want)
+	if len(extra) > 0 {
+		return fmt.Errorf("%s findings name %d records the drill did not expect: %v", cause, len(extra), head(extra, 6))
+	}
+	for tp, n := range wantN {
+		if gotN[tp] != n {
+			return fmt.Errorf("%s findings count %d records on %s, want %d %v", cause, gotN[tp], tp, n, head(sortedRecIDs(want), 6))
+		}
+	}
+	for tp, n := range gotN {
+		if wantN[tp] == 0 {
+			return fmt.Errorf("%s findings count %d records on %s, want none", cause, n, tp)
+		}
+	}
+	return nil
+}
+
+// findingRecords lists the records a finding names, topic/partition@offset: the offsets its
+// detail lists ("(offsets 6, 9, 14 and 3 more)"), else its own.
+func findingRecords(f finding) []string {
+	_, list, ok := strings.Cut(f.Detail, "(offsets ")
+	if !ok {
+		return []string{recordID(f.Topic, f.Partition, f.Offset)}
+	}
+	list, _, _ = strings.Cut(list, ")")
+	list, _, _ = strings.Cut(list, " and ")
+	var out []string
+	for _, o := range strings.Split(list, ", ") {
+		if n, err := strconv.ParseInt(strings.TrimSpace(o), 10, 64); err == nil {
+			out = append(out, recordID(f.Topic, f.Partition, n))
+		}
+	}
+	return out
 }
 
 // expectUnjudgedAny is expectUnjudged for a shape kaudit recognises without modelling it: the

@@ -212,6 +212,16 @@ func TestZExpectations(t *testing.T) {
 		{"null-key elsewhere", expectStage(kauditReport{Findings: []finding{{Cause: "null-key", Stage: "join"}}}, "null-key", "source"), "at stage join"},
 		{"info records", expectInfoRecords(kauditReport{Findings: []finding{{Cause: "filtered", Severity: "info", Topic: "zg-views", Partition: 1, Offset: 5}}},
 			"filtered", []*inputRec{view}), ""},
+		{"info records listed", expectInfoRecords(kauditReport{Findings: []finding{{Cause: "null-key", Severity: "info", Topic: "ze-orders", Partition: 1, Offset: 1, Count: 2,
+			Detail: "stream ze-orders: 2 inputs have a null selected key (offsets 1, 38)"}}}, "null-key", []*inputRec{
+			{Topic: "ze-orders", Partition: 1, Offset: 1}, {Topic: "ze-orders", Partition: 1, Offset: 38}}), ""},
+		{"info records, one listed wrong", expectInfoRecords(kauditReport{Findings: []finding{{Cause: "null-key", Severity: "info", Topic: "ze-orders", Partition: 1, Offset: 1, Count: 2,
+			Detail: "(offsets 1, 2)"}}}, "null-key", []*inputRec{
+			{Topic: "ze-orders", Partition: 1, Offset: 1}, {Topic: "ze-orders", Partition: 1, Offset: 38}}), "did not expect: [ze-orders/1@2]"},
+		{"info records short", expectInfoRecords(kauditReport{Findings: []finding{{Cause: "filtered", Severity: "info", Topic: "zg-views", Partition: 1, Offset: 5}}},
+			"filtered", []*inputRec{view, {Topic: "zg-views", Partition: 1, Offset: 9}}), "count 1 records on zg-views/1, want 2"},
+		{"info records elsewhere", expectInfoRecords(kauditReport{Findings: []finding{{Cause: "filtered", Severity: "info", Topic: "zg-views", Partition: 0, Offset: 5}}},
+			"filtered", nil), "did not expect"},
 		{"info as a loss", expectInfoRecords(kauditReport{Findings: []finding{{Cause: "filtered", Severity: "loss", Topic: "zg-views", Partition: 1, Offset: 5}}},
 			"filtered", []*inputRec{view}), "severity loss"},
 		{"fk join named", expectUnjudgedAny(kauditReport{Summary: kauditSummary{Verdict: "incomplete", Missing: []string{fk}}}, fkJoinNodes), ""},
