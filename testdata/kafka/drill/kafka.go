@@ -60,6 +60,12 @@ type state struct {
 func (s state) repartitions() []string { return filterSuffix(s.internal, "-repartition") }
 func (s state) changelogs() []string   { return filterSuffix(s.internal, "-changelog") }
 
+// hops are the internal topics the app writes and reads back: its repartition topics and a
+// foreign-key join's subscription topics (…-SUBSCRIPTION-REGISTRATION-…-topic, …-RESPONSE-…-topic).
+func (s state) hops() []string {
+	return append(s.repartitions(), filterSuffix(s.internal, "-topic")...)
+}
+
 func filterSuffix(l []string, suf string) []string {
 	var out []string
 	for _, t := range l {

@@ -25,8 +25,8 @@ type scenario struct {
 	// eos: the scenario runs Kafka's own EOS system-test app (eos.go) instead of the drill's
 	// app: its own topics, application id EosTest and spec testdata/eos/eos.kaudit.yaml.
 	eos bool
-	// apps: the scenario runs the apps of StepsApps.java (steps.go), each on its own topics,
-	// each audited with its spec in testdata/apps/.
+	// apps: the scenario runs the apps of StepsApps.java (steps.go) and ZApps.java (zapps.go),
+	// each on its own topics, each audited with its spec in testdata/apps/.
 	apps bool
 }
 
@@ -48,8 +48,8 @@ var scenarios = []scenario{
 	{name: "kafka-16017-control", about: "the KAFKA-16017 steps on Streams 3.6.2 (fixed): the checkpoint holds the restored offset, no loss", brokers: 1, run: scenarioKafka16017Control, streams: "3.6.2", partitions: 4, attempts: 3},
 	{name: "outage-rf3", about: "the seed's cluster (3 brokers, RF 3, min ISR 2): every broker killed -9 during processing", brokers: 3, run: scenarioOutage},
 	{name: "unclean", about: "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", brokers: 3, run: scenarioUnclean},
-	{name: "apps-clean", about: "four apps with stateless steps (filter, mapValues, flatMapValues, windowed filter, merge, split) killed -9 mid-transaction and restarted: no loss", brokers: 1, run: scenarioAppsClean, apps: true, attempts: 2},
-	{name: "apps-faults", about: "the four apps with one fault each: a source retention gap, a swallowing flatMapValues, a repartition purge past the commit; declared filters filtered, never dropped", brokers: 1, run: scenarioAppsFaults, apps: true, attempts: 2},
+	{name: "apps-clean", about: "eight apps, four with stateless steps (filter, mapValues, flatMapValues, windowed filter, merge, split), four with stateful shapes (stream-table joins, KTable groupBy with a subtractor, cogroup, a foreign-key join), killed -9 mid-transaction and restarted: no loss", brokers: 1, run: scenarioAppsClean, apps: true, attempts: 2},
+	{name: "apps-faults", about: "the eight apps with one fault each: source retention gaps, a swallowing flatMapValues and filter, repartition purges past the commit; declared filters filtered, never dropped", brokers: 1, run: scenarioAppsFaults, apps: true, attempts: 2},
 	{name: "eos-clean", about: "Kafka's EosTestClient and EosTestDriver (kafka-streams test jar): generate with kill -9 restarts of the client; ALL-RECORDS-DELIVERED and clean", brokers: 3, run: scenarioEOSClean, eos: true},
 	{name: "eos-repartition-deleted", about: "EosTestClient: records of the user topic repartition deleted past the group's committed offset while the client is down", brokers: 3, run: scenarioEOSRepartitionDeleted, eos: true, attempts: 2},
 	{name: "eos-offsets-forward", about: "EosTestClient: the group's committed offset on one data partition moved forward while the client is down", brokers: 3, run: scenarioEOSOffsetsForward, eos: true},
@@ -314,6 +314,10 @@ func head(l []string, n int) []string {
 
 // addFault records a fault in the ground truth.
 func (r *scRun) addFault(f fault) {
+	if r.multi != nil { // the apps-* scenarios inject some faults side by side
+		r.multi.mu.Lock()
+		defer r.multi.mu.Unlock()
+	}
 	sort.Strings(f.Keys)
 	r.truth.Faults = append(r.truth.Faults, f)
 	if f.Topic == "" {

@@ -25,22 +25,28 @@ import (
 // apps-clean kills each app -9 mid-transaction and restarts it: nothing lost. apps-faults gives
 // each app a fault of its own, so that what kaudit must report is exactly known: orders a
 // retention gap on its source, words a swallowing flatMapValues, routes a purge of repartition
-// records past the committed offset, windows none (late clicks only, as in apps-clean).
+// records past the committed offset, windows none (late clicks only, as in apps-clean). The
+// four z-apps of ZApps.java (zapps.go: stream-table joins, a KTable groupBy with a subtractor,
+// cogroup, a foreign-key join) run beside them in the same JVM cycle, with faults of their own.
 
-// stepsApp is one app of StepsApps.java.
+// stepsApp is one app of StepsApps.java or ZApps.java.
 type stepsApp struct {
-	name         string // StepsApps' first argument; testdata/apps/<name>.*
+	name         string // StepsApps' (ZApps') first argument; testdata/apps/<name>.*
+	class        string // the Java main class: StepsApps, or ZApps for the z-apps (zapps.go)
 	appID        string
 	sources      []string
 	outputs      []string
-	repartitions int // the internal topics it creates (from its describe() text)
+	repartitions int // the internal topics it reads back (-repartition, and a foreign-key join's -topic ones; from its describe() text)
 	changelogs   int
 	// todoNode is the node its TODO spec (testdata/apps/<name>-todo.kaudit.yaml) leaves
 	// unanswered, when it has one
 	todoNode string
+	// killHop: its kills wait first (20 s) for a transaction open on a hop topic (repartition, a
+	// foreign-key join's subscription topics), so that aborted records of that format are there
+	killHop bool
 }
 
-var stepsApps = []stepsApp{
+var stepsApps = append([]stepsApp{
 	{name: "orders", appID: "kaudit-steps-orders", sources: []string{"so-orders", "so-payments", "so-shipments"},
 		outputs: []string{"so-order-status"}, repartitions: 3, changelogs: 3, todoNode: "KSTREAM-FILTER-0000000001"},
 	{name: "words", appID: "kaudit-steps-words", sources: []string{"sw-lines"}, outputs: []string{"sw-word-counts"},
@@ -49,7 +55,7 @@ var stepsApps = []stepsApp{
 		repartitions: 0, changelogs: 1},
 	{name: "routes", appID: "kaudit-steps-routes", sources: []string{"sr-web", "sr-mobile"},
 		outputs: []string{"sr-big-customers", "sr-rest-totals"}, repartitions: 2, changelogs: 3},
-}
+}, zApps...)
 
 // Internal topics the drill reads to see what the stateless operators did (from the apps'
 // describe() texts, which the drill requires unchanged).
@@ -93,6 +99,7 @@ type appProc struct {
 // appsRun is the state of one apps-* scenario.
 type appsRun struct {
 	procs []*appProc
+	mu    sync.Mutex // guards the truth's records: the z-apps' phases are produced beside the others' input
 }
 
 func (ar *appsRun) proc(name string) *appProc {
@@ -119,6 +126,9 @@ func (r *scRun) appsSetup(ctx context.Context, props ...string) error {
 	r.truth.Apps = &appsTruth{Apps: map[string]*appTruth{}}
 	var topics []string
 	for _, a := range stepsApps {
+		if a.class == "" {
+			a.class = "StepsApps"
+		}
 		p := &appProc{stepsApp: a, dir: filepath.Join(r.dir, a.name), stateDir: filepath.Join(r.stateDir, a.name),
 			props: append([]string(nil), props...), truth: &appTruth{AppID: a.appID, Observed: map[string]any{}}}
 		for _, dir := range []string{p.dir, p.stateDir} {
@@ -160,7 +170,7 @@ func (r *scRun) startProc(p *appProc, extra ...string) error {
 		"-Djava.io.tmpdir=" + filepath.Join(r.d.o.work, "tmp")}, props...)
 	lib := r.d.appLibFor(r.streams)
 	args = append(args, "-cp", filepath.Join(lib, "classes")+":"+filepath.Join(lib, "lib")+"/*",
-		"kaudit.drill.StepsApps", p.name, r.d.bootstrap, p.stateDir, r.d.regURL)
+		"kaudit.drill."+p.class, p.name, r.d.bootstrap, p.stateDir, r.d.regURL)
 	a, err := r.d.spawnJava(args, filepath.Join(p.dir, fmt.Sprintf("app-%d.log", p.truth.Runs)))
 	if err != nil {
 		return err
@@ -234,10 +244,10 @@ func (p *appProc) caughtUp(s state) string {
 			}
 		}
 	}
-	if len(s.repartitions()) != p.repartitions || len(s.changelogs()) != p.changelogs {
+	if len(s.hops()) != p.repartitions || len(s.changelogs()) != p.changelogs {
 		return fmt.Sprintf("internal topics not all there yet: %v", s.internal)
 	}
-	for _, t := range s.repartitions() {
+	for _, t := range s.hops() {
 		for part, hw := range s.hw[t] {
 			if c, ok := s.committed.get(t, part); hw > 0 && (!ok || c < hw-1) {
 				return fmt.Sprintf("%s/%d committed %d < hw %d - 1", t, part, c, hw)
@@ -254,17 +264,28 @@ func (p *appProc) caughtUp(s state) string {
 	return ""
 }
 
-// waitCaughtUp waits until each of ps has processed and committed everything.
+// waitCaughtUp waits until each of ps has processed and committed everything (all at once:
+// each wait ends with 3 s of stable offsets).
 func (r *scRun) waitCaughtUp(ctx context.Context, ps []*appProc) (map[string]state, error) {
 	out := map[string]state{}
 	t0 := time.Now()
-	for _, p := range ps {
-		obs := func(ctx context.Context) (state, error) { return p.observe(ctx, r.d) }
-		s, err := pollCaughtUp(ctx, 180*time.Second, "app "+p.name, p.run, obs, p.caughtUp)
-		if err != nil {
-			return nil, err
-		}
-		out[p.name] = s
+	states := make([]state, len(ps))
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			obs := func(ctx context.Context) (state, error) { return p.observe(ctx, r.d) }
+			states[i], errs[i] = pollCaughtUp(ctx, 180*time.Second, "app "+p.name, p.run, obs, p.caughtUp)
+		}()
+	}
+	wg.Wait()
+	if err := allErrs(errs...); err != nil {
+		return nil, err
+	}
+	for i, p := range ps {
+		out[p.name] = states[i]
 	}
 	logf("apps %s caught up in %s", procNames(ps), time.Since(t0).Round(100*time.Millisecond))
 	return out, nil
@@ -327,7 +348,9 @@ func (r *scRun) produceApps(ctx context.Context, recs []*inputRec, chunk int, pa
 			}
 		}
 	}
+	r.multi.mu.Lock()
 	r.truth.Records = append(r.truth.Records, recs...)
+	r.multi.mu.Unlock()
 	return nil
 }
 
@@ -363,7 +386,7 @@ func (r *scRun) appRecs(app string) []*inputRec {
 func (p *appProc) openTxn(s state, downstream bool) (string, int32, bool) {
 	topics := append(append([]string(nil), p.outputs...), s.changelogs()...)
 	if !downstream {
-		topics = append(topics, s.repartitions()...)
+		topics = append(topics, s.hops()...)
 	}
 	for _, t := range topics {
 		for part, hw := range s.hw[t] {
@@ -375,9 +398,22 @@ func (p *appProc) openTxn(s state, downstream bool) (string, int32, bool) {
 	return "", 0, false
 }
 
+// openHopTxn finds a hop topic of p with an open transaction (LSO < HW).
+func (p *appProc) openHopTxn(s state) (string, int32, bool) {
+	for _, t := range s.hops() {
+		for part, hw := range s.hw[t] {
+			if lso, _ := s.lso.get(t, part); lso < hw {
+				return t, part, true
+			}
+		}
+	}
+	return "", 0, false
+}
+
 // killMidTransaction kills p -9 while a transaction of it is open (on its output or a changelog
-// in the first 10 s of waiting, then anywhere), checks that the transaction is still open a
-// second later (the kill landed), and restarts p; until one kill landed (at most 5 kills).
+// in the first 10 s of waiting, then anywhere; with killHop, on a hop topic in the first 20 s),
+// checks that the transaction is still open a second later (the kill landed), and restarts p;
+// until one kill landed (at most 5 kills).
 func (r *scRun) killMidTransaction(ctx context.Context, p *appProc) error {
 	for p.truth.Landed < 1 {
 		if p.truth.Kills == 5 {
@@ -387,7 +423,11 @@ func (r *scRun) killMidTransaction(ctx context.Context, p *appProc) error {
 		for {
 			s, err := p.observe(ctx, r.d)
 			if err == nil {
-				if t, part, ok := p.openTxn(s, time.Since(t0) < 10*time.Second); ok {
+				t, part, ok := p.openTxn(s, time.Since(t0) < 10*time.Second)
+				if p.killHop && time.Since(t0) < 20*time.Second {
+					t, part, ok = p.openHopTxn(s)
+				}
+				if ok {
 					logf("app %s: open transaction on %s/%d", p.name, t, part)
 					break
 				}
@@ -1007,6 +1047,10 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 		"words":   "clean, no loss",
 		"windows": "clean, no loss; late (info) for exactly the clicks Streams logged as skipped (observed.windows)",
 		"routes":  "clean, no loss",
+		"enrich":  "clean, no loss; null-key (info) for exactly the orders with a null customer (tag null-key), each left out of both joins",
+		"regroup": "clean, no loss",
+		"cogroup": "clean, no loss; filtered (info) for exactly the views of 0 ms (tag zero-ms)",
+		"fkjoin":  "incomplete, the missing evidence naming a KTABLE-FK-JOIN- node of fkjoin.describe.txt (the foreign-key join is recognised, not modelled), no loss",
 	}
 	for _, p := range procs {
 		p.truth.Expect = append(p.truth.Expect, expect[p.name])
@@ -1025,7 +1069,7 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 	for i, p := range procs {
 		go func() {
 			defer killing.Done()
-			time.Sleep(time.Duration(3+4*i) * time.Second)
+			time.Sleep(time.Duration(3+2*i) * time.Second)
 			if err := r.killMidTransaction(ctx, p); err != nil {
 				mu.Lock()
 				killErrs = append(killErrs, err)
@@ -1043,7 +1087,13 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 			return 250 * time.Millisecond
 		}
 	}
+	// the z-apps' phases go out beside the other apps' input, as slowly while the kills run
+	zErr := make(chan error, 1)
+	go func() { zErr <- r.produceZPhases(ctx, genZApps(), 4, pause) }()
 	prodErr := r.produceApps(ctx, recs, 6, pause)
+	if err := <-zErr; prodErr == nil {
+		prodErr = err
+	}
 	<-killed
 	if prodErr != nil {
 		return prodErr
@@ -1057,7 +1107,7 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 		}
 		return err
 	}
-	return r.appsFinish(ctx, late, nil, func(ctx context.Context, states map[string]state, lateSkipped []*inputRec) error {
+	return r.appsFinish(ctx, late, nil, true, func(ctx context.Context, states map[string]state, lateSkipped []*inputRec) error {
 		for _, p := range procs {
 			if err := r.captureApp(ctx, p, states[p.name]); err != nil {
 				return err
@@ -1068,6 +1118,10 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 			rep, err := r.appsDiff(ctx, p, "")
 			if err != nil { // the other apps are still audited: the FAIL line names all that is wrong
 				errs = append(errs, err)
+				continue
+			}
+			if p.isZ() {
+				errs = append(errs, prefixErr(p.name, r.expectZClean(p, rep, states[p.name])), r.auditCapture(ctx, p))
 				continue
 			}
 			errs = append(errs, prefixErr(p.name, allErrs(expectVerdict(rep, "clean"), expectOnlyLossCauses(rep))))
@@ -1091,8 +1145,9 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 
 // appsFinish waits until every app caught up, produces the late clicks, waits for the windows
 // app, stops every app, records the ABORT markers and checks what each app did (skip: what the
-// scenario's faults took away from the words app); then runs audit.
-func (r *scRun) appsFinish(ctx context.Context, late []*inputRec, skip func(*inputRec) bool,
+// scenario's faults took away from the words and cogroup apps; exact: no cache, so that the
+// regroup app's repartition records are known one by one); then runs audit.
+func (r *scRun) appsFinish(ctx context.Context, late []*inputRec, skip func(*inputRec) bool, exact bool,
 	audit func(ctx context.Context, states map[string]state, lateSkipped []*inputRec) error) error {
 	procs := r.multi.procs
 	if _, err := r.waitCaughtUp(ctx, procs); err != nil {
@@ -1124,7 +1179,7 @@ func (r *scRun) appsFinish(ctx context.Context, late []*inputRec, skip func(*inp
 		p.truth.Observed["abort_markers"] = aborts
 	}
 	errs = append(errs, r.checkOrdersApp(ctx, states["orders"], nil), r.checkWordsApp(ctx, states["words"], skip),
-		r.checkRoutesApp(ctx, states["routes"]))
+		r.checkRoutesApp(ctx, states["routes"]), r.checkZApps(ctx, states, skip, exact))
 	lateSkipped, err := r.checkWindowsApp(ctx, states["windows"])
 	errs = append(errs, err)
 	if err := allErrs(errs...); err != nil {
@@ -1170,6 +1225,10 @@ func scenarioAppsFaults(ctx context.Context, r *scRun) error {
 		"with words-todo.kaudit.yaml: incomplete naming KSTREAM-FLATMAPVALUES-0000000001, no loss")
 	r.multi.proc("windows").truth.Expect = append(r.multi.proc("windows").truth.Expect, "clean, no loss; late (info) for exactly the clicks Streams logged as skipped")
 	r.multi.proc("orders").truth.Expect = append(r.multi.proc("orders").truth.Expect, "filtered (info) counting exactly the consumed TEST versions of so-orders, never dropped")
+	cogroup := r.multi.proc("cogroup")
+	cogroup.props = append(cogroup.props, "drop.keys="+strings.Join(zSwallowedViews, ","))
+	cogroup.truth.Expect = append(cogroup.truth.Expect, "loss; only dropped, naming exactly the swallowed views (faults app-drop); filtered (info) for exactly the views of 0 ms")
+	r.multi.proc("fkjoin").truth.Expect = append(r.multi.proc("fkjoin").truth.Expect, "the missing evidence still names a KTABLE-FK-JOIN- node")
 	if err := r.startProcs(ctx, r.multi.procs); err != nil {
 		return err
 	}
@@ -1182,19 +1241,44 @@ func scenarioAppsFaults(ctx context.Context, r *scRun) error {
 			swallowed = append(swallowed, l)
 		}
 	}
-	if err := r.produceApps(ctx, interleave(genOrdersApp(1, 150), lines, clicks, genRoutesApp(1, 160)), 200, nil); err != nil {
-		return err
+	zPhases := genZApps()
+	var views []*inputRec
+	for _, v := range flat(zPhases) {
+		if v.App == "cogroup" && slices.Contains(zSwallowedViews, v.Key) {
+			v.Tag = tagSwallowed
+			views = append(views, v)
+		}
+	}
+	zErr := make(chan error, 1)
+	go func() { zErr <- r.produceZPhases(ctx, zPhases, 200, nil) }()
+	prodErr := r.produceApps(ctx, interleave(genOrdersApp(1, 150), lines, clicks, genRoutesApp(1, 160)), 200, nil)
+	if err := <-zErr; prodErr == nil {
+		prodErr = err
+	}
+	if prodErr != nil {
+		return prodErr
 	}
 	skip := func(rec *inputRec) bool { return rec.Tag == tagSwallowed }
 	var rep map[string]kauditReport
 	var lateSkipped []*inputRec
 	var gap, purge fault
+	var zf zFaults
+	var cogroupState state
 	var diffErrs []error // kaudit runs that gave no report: the other apps are still judged
-	err := r.appsFinish(ctx, late, skip, func(ctx context.Context, states map[string]state, ls []*inputRec) error {
+	err := r.appsFinish(ctx, late, skip, false, func(ctx context.Context, states map[string]state, ls []*inputRec) error {
 		lateSkipped = ls
+		cogroupState = states["cogroup"]
 		if err := checkSwallowedLines(words, swallowed); err != nil {
 			return err
 		}
+		if err := checkSwallowedViews(cogroup, views); err != nil {
+			return err
+		}
+		for _, v := range views {
+			r.addFault(fault{Kind: "app-drop", Topic: v.Topic, Partition: v.Partition, From: v.Offset, To: v.Offset + 1, Keys: []string{*v.OrderID},
+				Records: []string{recordID(v.Topic, v.Partition, v.Offset)}, Note: "cogroup: swallowed by the views' filter (returns false); source key " + v.Key})
+		}
+		zf.swallowed = views
 		for _, l := range swallowed {
 			var ws []string
 			for _, w := range lineWords(l) {
@@ -1210,9 +1294,11 @@ func scenarioAppsFaults(ctx context.Context, r *scRun) error {
 		if gap, err = r.injectRetentionGap(ctx); err != nil {
 			return err
 		}
-		if purge, err = r.injectRoutesPurge(ctx); err != nil {
+		// the z-apps' faults; the regroup purge beside the routes purge
+		if zf, err = r.injectZFaults(ctx, func() (err error) { purge, err = r.injectRoutesPurge(ctx); return err }); err != nil {
 			return err
 		}
+		zf.swallowed = views
 		rep = map[string]kauditReport{}
 		for _, p := range r.multi.procs {
 			// the evidence of the faults, kept with the results for a failure's post-mortem
@@ -1268,12 +1354,35 @@ func scenarioAppsFaults(ctx context.Context, r *scRun) error {
 		errs = append(errs, prefixErr("routes", allErrs(expectVerdict(routes, "loss"), expectOnlyLossCauses(routes, "purged-before-commit", "unapplied"),
 			expectPurgedRange(routes.byCause("purged-before-commit"), purge), expectPurgedKeys(routes.byCause("unapplied"), purge))))
 	}
+	for _, p := range r.multi.zProcs() {
+		if failed(p.name) {
+			continue
+		}
+		errs = append(errs, prefixErr(p.name, expectZFaults(p.name, rep[p.name], zf)))
+		if p.name == "cogroup" {
+			errs = append(errs, prefixErr(p.name, expectInfoRecords(rep[p.name], "filtered", consumedOf(cogroupState, withTag(r.appRecs("cogroup"), tagZeroMs)))))
+		}
+	}
 	if todo, err := r.appsDiff(ctx, words, "-todo"); err != nil {
 		errs = append(errs, err)
 	} else {
 		errs = append(errs, prefixErr("words (TODO spec)", expectUnjudged(todo, words.todoNode)))
 	}
 	return allErrs(errs...)
+}
+
+// checkSwallowedViews fails unless the cogroup app's logs say its filter swallowed each view.
+func checkSwallowedViews(p *appProc, views []*inputRec) error {
+	logs, err := p.appLogs()
+	if err != nil {
+		return err
+	}
+	for _, v := range views {
+		if !strings.Contains(logs, "swallowed zg-views record key="+v.Key) {
+			return fmt.Errorf("app cogroup: its log does not show view %s swallowed", v.Key)
+		}
+	}
+	return nil
 }
 
 // checkSwallowedLines fails unless the words app's logs say it swallowed each line.
@@ -1358,13 +1467,18 @@ func expectPurgedKeys(fs []finding, f fault) error {
 // injectRetentionGap: with the orders app down, 60 more orders arrive and the first ten
 // unconsumed records of so-orders/0 are deleted.
 func (r *scRun) injectRetentionGap(ctx context.Context) (fault, error) {
-	p := r.multi.proc("orders")
 	var wave2 []*inputRec
 	for _, rec := range genOrdersApp(2, 60) {
 		if rec.Topic == "so-orders" {
 			wave2 = append(wave2, rec)
 		}
 	}
+	return r.injectSourceGap(ctx, r.multi.proc("orders"), wave2, "so-orders", 0, 10)
+}
+
+// injectSourceGap: with app p down, wave2 arrives and the first k unconsumed records of
+// topic/part are deleted (DeleteRecords past the group's committed offset).
+func (r *scRun) injectSourceGap(ctx context.Context, p *appProc, wave2 []*inputRec, topic string, part int32, k int64) (fault, error) {
 	if err := r.produceApps(ctx, wave2, 200, nil); err != nil {
 		return fault{}, err
 	}
@@ -1372,31 +1486,37 @@ func (r *scRun) injectRetentionGap(ctx context.Context) (fault, error) {
 	if err != nil {
 		return fault{}, err
 	}
-	const part, k = int32(0), int64(10)
-	c, _ := s.committed.get("so-orders", part)
-	hw, _ := s.hw.get("so-orders", part)
+	c, _ := s.committed.get(topic, part)
+	hw, _ := s.hw.get(topic, part)
 	if hw-c < k {
-		return fault{}, fmt.Errorf("so-orders/%d has only %d unconsumed records, need %d", part, hw-c, k)
+		return fault{}, fmt.Errorf("%s/%d has only %d unconsumed records, need %d", topic, part, hw-c, k)
 	}
 	var hit []*inputRec
-	for _, rec := range r.appRecs("orders") {
-		if rec.Topic == "so-orders" && rec.Partition == part && rec.Offset >= c && rec.Offset < c+k {
+	for _, rec := range r.appRecs(p.name) {
+		if rec.Topic == topic && rec.Partition == part && rec.Offset >= c && rec.Offset < c+k {
 			hit = append(hit, rec)
 		}
 	}
-	f := fault{Kind: "delete-records", Topic: "so-orders", Partition: part, From: c, To: c + k, Keys: orderIDs(hit), Records: sortedRecIDs(hit),
-		Note: "orders: DeleteRecords past the group's committed offset while the app is down"}
+	f := fault{Kind: "delete-records", Topic: topic, Partition: part, From: c, To: c + k, Keys: orderIDs(hit), Records: sortedRecIDs(hit),
+		Note: p.name + ": DeleteRecords past the group's committed offset while the app is down"}
 	r.addFault(f)
-	p.truth.Expect = append(p.truth.Expect, fmt.Sprintf("loss; only retention-gap, covering exactly so-orders/0 [%d, %d)", c, c+k))
-	return f, r.d.deleteRecords(ctx, "so-orders", part, c+k)
+	p.truth.Expect = append(p.truth.Expect, fmt.Sprintf("loss; only retention-gap, covering exactly %s/%d [%d, %d)", topic, part, c, c+k))
+	return f, r.d.deleteRecords(ctx, topic, part, c+k)
 }
 
 // injectRoutesPurge: the routes app gets a second wave and runs with a slow stage 2 until stage
 // 1 committed the whole source, then stops; the first five committed unconsumed records of its
 // fullest repartition partition are deleted.
 func (r *scRun) injectRoutesPurge(ctx context.Context) (fault, error) {
-	p := r.multi.proc("routes")
-	if err := r.produceApps(ctx, genRoutesApp(2, 200), 200, nil); err != nil {
+	return r.injectRepartitionPurge(ctx, r.multi.proc("routes"), genRoutesApp(2, 200), nil)
+}
+
+// injectRepartitionPurge: app p gets wave2 and runs with a slow stage 2 until stage 1 committed
+// the whole source, then stops; the first five committed unconsumed records of its fullest
+// repartition partition are deleted. The fault's keys are the deleted records' keys, and what
+// more keysOf (when not nil) names of each (the regroup app: the product in the Change).
+func (r *scRun) injectRepartitionPurge(ctx context.Context, p *appProc, wave2 []*inputRec, keysOf func(*kgo.Record) []string) (fault, error) {
+	if err := r.produceApps(ctx, wave2, 200, nil); err != nil {
 		return fault{}, err
 	}
 	if err := r.startProcs(ctx, []*appProc{p}, "slow.repartition.ms=25", "max.poll.records=20"); err != nil {
@@ -1417,11 +1537,11 @@ func (r *scRun) injectRoutesPurge(ctx context.Context) (fault, error) {
 			}
 		}
 		if c >= hw {
-			logf("app routes: source committed %d of %d: stopping the app", c, hw)
+			logf("app %s: source committed %d of %d: stopping the app", p.name, c, hw)
 			break
 		}
 		if time.Now().After(deadline) || !p.run.alive() {
-			return fault{}, fmt.Errorf("app routes: stage 1 did not commit the source within 120s (%d of %d)", c, hw)
+			return fault{}, fmt.Errorf("app %s: stage 1 did not commit the source within 120s (%d of %d)", p.name, c, hw)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -1436,8 +1556,7 @@ func (r *scRun) injectRoutesPurge(ctx context.Context) (fault, error) {
 		topic string
 		part  int32
 		c     int64
-		data  []int64
-		keys  []string
+		data  []*kgo.Record
 	}
 	var best cand
 	for _, t := range s.repartitions() {
@@ -1453,8 +1572,7 @@ func (r *scRun) injectRoutesPurge(ctx context.Context) (fault, error) {
 			cd := cand{topic: t, part: part, c: c}
 			for _, rec := range recs {
 				if !rec.Attrs.IsControl() {
-					cd.data = append(cd.data, rec.Offset)
-					cd.keys = append(cd.keys, string(rec.Key))
+					cd.data = append(cd.data, rec)
 				}
 			}
 			logf("%s/%d: committed %d, lso %d, %d committed data records unconsumed", t, part, c, lso, len(cd.data))
@@ -1465,15 +1583,20 @@ func (r *scRun) injectRoutesPurge(ctx context.Context) (fault, error) {
 	}
 	const n = 5
 	if len(best.data) < n {
-		return fault{}, notInjected("no routes repartition partition holds %d committed unconsumed records (best %d)", n, len(best.data))
+		return fault{}, notInjected("no %s repartition partition holds %d committed unconsumed records (best %d)", p.name, n, len(best.data))
 	}
 	set := map[string]bool{}
-	for _, k := range best.keys[:n] {
-		set[k] = true
+	for _, rec := range best.data[:n] {
+		set[string(rec.Key)] = true
+		if keysOf != nil {
+			for _, k := range keysOf(rec) {
+				set[k] = true
+			}
+		}
 	}
-	to := best.data[n-1] + 1
+	to := best.data[n-1].Offset + 1
 	f := fault{Kind: "delete-records", Topic: best.topic, Partition: best.part, From: best.c, To: to, Keys: keys(set),
-		Note: "routes: DeleteRecords on a repartition topic past the group's committed offset while the app is down"}
+		Note: p.name + ": DeleteRecords on a repartition topic past the group's committed offset while the app is down"}
 	r.addFault(f)
 	p.truth.Expect = append(p.truth.Expect, fmt.Sprintf("loss; only purged-before-commit, each naming %s/%d [%d, %d) or one of its keys %v", f.Topic, f.Partition, f.From, f.To, f.Keys))
 	return f, r.d.deleteRecords(ctx, best.topic, best.part, to)

@@ -214,8 +214,12 @@ func routesAppFolds(recs []*inputRec, skip func(*inputRec) bool) (big map[string
 }
 
 // encodeValue is a record's value as its app writes it (orders: Confluent Avro; words: the
-// line as text; windows and routes: JSON).
+// line as text; windows, routes and the z-apps: JSON); a nil Value is a tombstone (the z-apps'
+// tables).
 func (d *drill) encodeValue(r *inputRec, ids map[string]int) ([]byte, error) {
+	if r.Value == nil {
+		return nil, nil
+	}
 	switch r.App {
 	case "orders":
 		name := map[string]string{"so-orders": "Order", "so-payments": "Payment", "so-shipments": "Shipment"}[r.Topic]
