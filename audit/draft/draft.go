@@ -222,8 +222,16 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			fmt.Fprintf(&b, "    reduce: %s\n", yamlScalar("TODO: latest | count | sum(FIELD) | sum | {expr: \"…agg…value…\"}"))
 		}
 		fmt.Fprintf(&b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
+		if inf != nil {
+			if g, ok := inf.storeSerde[t.changelog]; ok {
+				fmt.Fprintf(&b, "    store_serdes: {value: %s}   # its changelog's values: %s\n", yamlScalar(g.Value), g.Evidence)
+			}
+		}
 		if t.repartition != "" && topo == nil {
 			fmt.Fprintf(&b, "    repartition: %s\n", yamlScalar(t.repartition))
+		}
+		if topo != nil {
+			writeOutput(&b, lay, t)
 		}
 	}
 	var guess func(output, left string, rights []string) *infer.JoinGuess
@@ -505,3 +513,34 @@ func writeJoinGuess(b *strings.Builder, g *infer.JoinGuess) {
 
 // singleQuoted writes s as a single-quoted YAML scalar.
 func singleQuoted(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// writeOutput drafts a table's own output: the output topic its store
+// reaches through toStream() (table.toStream()…to(t)), with the nodes
+// after it as output steps, each a TODO (a peek as is).
+func writeOutput(b *strings.Builder, lay *topology.Layout, t draftTable) {
+	for _, u := range lay.Topics {
+		if u.Role != topology.RoleOutput || u.Pattern {
+			continue
+		}
+		oc, err := lay.OutputChain(t.store, u.Name)
+		if err != nil || len(oc) == 0 || oc[0].Op != topology.OpToStream {
+			continue
+		}
+		fmt.Fprintf(b, "    output: %s   # %s\n", yamlScalar(u.Name), oc[0].Name)
+		steps := topologySteps(oc[1:])
+		if len(oc) == 2 && oc[1].Op == topology.OpSelectKey {
+			steps = []draftStep{{kind: spec.StepSelectKey, expr: "TODO", node: oc[1].Name, note: todoNote(spec.StepSelectKey)}}
+		}
+		if len(steps) > 0 {
+			b.WriteString("    output_steps:   # the topology's processors between toStream() and the output\n")
+			for _, s := range steps {
+				note := s.note
+				if s.expr == "TODO" {
+					note = ""
+				}
+				b.WriteString("      - " + stepText(s) + comment(note) + "\n")
+			}
+		}
+		return // one output per table
+	}
+}

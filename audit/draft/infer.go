@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -30,6 +31,9 @@ type inferred struct {
 	dec                  *codec.Codec
 	notes                []string
 	foundJoins           bool // joins found without a topology
+	// storeSerde is, per changelog whose values are of another serde
+	// than the streams' (a count's Longs beside String values), its own
+	storeSerde map[string]infer.Guess
 }
 
 // inferTables reads the evidence of the drafted tables and fills in what
@@ -65,6 +69,14 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	// serdes, from the first records of every topic: the keys of the
 	// app's own topics (sources may be keyed otherwise), the values of all
 	var keys, vals [][]byte
+	changelogs := map[string]bool{}
+	for _, t := range tables {
+		if t.changelog != "" {
+			changelogs[t.changelog] = true
+		}
+	}
+	stateVals := map[string][][]byte{} // per changelog: a store's values may be of their own serde
+	var outVals [][]byte
 	read := 0
 	for _, topic := range append(slices.Clone(topics), sources...) {
 		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
@@ -83,6 +95,14 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			if !slices.Contains(sources, topic) {
 				keys = append(keys, r.RawKey)
 			}
+			if changelogs[topic] {
+				stateVals[topic] = append(stateVals[topic], r.RawValue)
+				continue
+			}
+			if slices.Contains(outputs, topic) {
+				outVals = append(outVals, r.RawValue) // a table's output has its store's serde
+				continue
+			}
 			vals = append(vals, r.RawValue)
 		}
 	}
@@ -90,6 +110,25 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 		return nil, nil // nothing to infer from
 	}
 	inf.keySerde, inf.valueSerde = infer.GuessSerde(keys, nil), infer.GuessSerde(vals, nil)
+	if len(vals) == 0 {
+		all := outVals
+		for _, v := range stateVals {
+			all = append(all, v...)
+		}
+		inf.valueSerde = infer.GuessSerde(all, nil)
+	}
+	// a store whose values are of another serde than the streams' (a
+	// count's Longs): its own store_serdes
+	for cl, vs := range stateVals {
+		// only binary Longs (count, a Long sum) tell a serde apart from the
+		// streams' for sure: a JSON number is text as well
+		if g := infer.GuessSerde(vs, nil); g.Value == "long" && g.Value != inf.valueSerde.Value && len(vals) > 0 {
+			if inf.storeSerde == nil {
+				inf.storeSerde = map[string]infer.Guess{}
+			}
+			inf.storeSerde[cl] = g
+		}
+	}
 	if o.KeySerde != "" {
 		inf.keySerde = infer.Guess{Value: o.KeySerde, Evidence: "--key-serde"}
 	}
@@ -98,6 +137,15 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	cfg := o.Codec
 	cfg.KeySerde, cfg.ValueSerde = cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes")
+	if len(inf.storeSerde) > 0 {
+		cfg.Topics = maps.Clone(cfg.Topics)
+		if cfg.Topics == nil {
+			cfg.Topics = map[string]codec.TopicSerdes{}
+		}
+		for cl, g := range inf.storeSerde {
+			cfg.Topics[cl] = codec.TopicSerdes{Value: g.Value}
+		}
+	}
 	dec, err := codec.NewWithSchemas(cfg, audit.SchemasOf(src))
 	if err != nil {
 		return nil, err

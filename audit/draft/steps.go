@@ -208,18 +208,23 @@ func writeSteps(b *strings.Builder, t draftTable) {
 	}
 	b.WriteString("    steps:   # the topology's processors between the source and the store, in order\n")
 	for _, s := range t.steps {
-		var step string
-		switch {
-		case s.kind == spec.StepPeek:
-			step = "peek"
-		case s.kind == spec.StepProcess:
-			step = fmt.Sprintf("{process: '', node: %s}", yamlScalar(s.node))
-		case s.expr == "TODO":
-			step = fmt.Sprintf("{%s: %s, node: %s}", s.kind, yamlScalar("TODO: "+s.note), yamlScalar(s.node))
-			s.note = ""
-		default:
-			step = fmt.Sprintf("{%s: %s, node: %s}", s.kind, singleQuoted(s.expr), yamlScalar(s.node))
+		note := s.note
+		if s.expr == "TODO" {
+			note = "" // the TODO says it
 		}
-		fmt.Fprintf(b, "      - %s%s\n", step, comment(s.note))
+		fmt.Fprintf(b, "      - %s%s\n", stepText(s), comment(note))
 	}
+}
+
+// stepText writes one drafted step as a YAML flow mapping.
+func stepText(s draftStep) string {
+	switch {
+	case s.kind == spec.StepPeek:
+		return "peek"
+	case s.kind == spec.StepProcess:
+		return fmt.Sprintf("{process: '', node: %s}", yamlScalar(s.node))
+	case s.expr == "TODO":
+		return fmt.Sprintf("{%s: %s, node: %s}", s.kind, yamlScalar("TODO: "+s.note), yamlScalar(s.node))
+	}
+	return fmt.Sprintf("{%s: %s, node: %s}", s.kind, singleQuoted(s.expr), yamlScalar(s.node))
 }

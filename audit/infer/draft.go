@@ -36,7 +36,7 @@ func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
 			continue
 		}
 		n++
-		if id, ok := codec.SchemaID(b); ok && (known == nil || known(id)) {
+		if id, ok := codec.SchemaID(b); ok && id > 0 && (known == nil || known(id)) { // registries number schemas from 1: a zero id is a Long
 			framed++
 			ids[id] = true
 		}

@@ -124,7 +124,13 @@ func (r *run) checkCogroup(ctx context.Context, t *Table) {
 		}
 		bad = append(bad, broken{text: text, ins: ins, fin: fin, have: have && fin.value != nil, want: want})
 	}
-	if len(bad) >= 3 && 2*len(bad) > len(inputs) {
+	whole := 0 // broken keys every input of which has its copy (or needs none)
+	for _, b := range bad {
+		if !slices.ContainsFunc(b.ins, func(in cgInput) bool { return in.noCopy }) {
+			whole++
+		}
+	}
+	if whole >= 3 && 2*whole > len(inputs) {
 		// most keys break it: the spec's aggregators are not the app's
 		r.missing("table %s is not judged: its members' aggregators explain the aggregates of only %d of %d keys (key %s: the inputs give %s, the store holds %s), so the spec does not describe the app", t.Name,
 			len(inputs)-len(bad), len(inputs), bad[0].text, codec.Text(bad[0].want), codec.Text(bad[0].fin.value))

@@ -103,6 +103,10 @@ type run struct {
 	// partition's committed offset moved past unconsumed (judgeHistory),
 	// shared read-only with the tables' runs
 	skips map[audit.TopicPartition][]history.Skip
+	// sjShared holds the source partitions (with the repartition topic
+	// they cross) whose null keys and filtered records a stream join
+	// already reported: another join of the same stream says them once
+	sjShared map[string]bool
 }
 
 // Run audits the app described by p on src.

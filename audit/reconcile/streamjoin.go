@@ -320,6 +320,20 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 			r.lagFinding(tp, l, c, lag)
 			r.gapFindings(tp, l, c)
 		}
+		// joins of one stream through one repartition topic share its
+		// records' fate before it: said once
+		shared := ""
+		if j.Repartition != "" {
+			shared = tp.String() + " " + j.Repartition
+		}
+		if shared != "" && r.sjShared[shared] {
+			nulls, filtered = 0, 0
+		} else if shared != "" {
+			if r.sjShared == nil {
+				r.sjShared = map[string]bool{}
+			}
+			r.sjShared[shared] = true
+		}
 		if nulls > 0 {
 			f := audit.NewFinding(audit.StageSource, audit.CauseNullKey, tp, firstNull[0])
 			f.Count = nulls

@@ -173,7 +173,7 @@ func (ws *winState) windowKey(inner audit.Value, start int64) string {
 // addWindowed adds one consumed input to each window it falls in: its
 // copy is matched once (one copy feeds every window), and an input late
 // for a window under the stream time bound is optional there.
-func (r *run) addWindowed(ts *tableState, innerText string, inner audit.Value, x inputRec, v audit.Value, fp *fingerprint) {
+func (r *run) addWindowed(ts *tableState, innerText, suffix string, inner audit.Value, x inputRec, v audit.Value, fp *fingerprint) {
 	ws := ts.win
 	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: innerText, digest: x.digest, r: -1}
 	if kb, ok := keyBytes(r.p.KeySerde, innerText); ok && ts.rParts > 0 {
@@ -182,7 +182,7 @@ func (r *run) addWindowed(ts *tableState, innerText string, inner audit.Value, x
 	r.match(ts, &in, fp)
 	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	for _, start := range ws.w.starts(x.ts) {
-		key := ws.windowKey(inner, start)
+		key := ws.windowKey(inner, start) + suffix
 		ws.inner[key] = innerText
 		ws.end[key] = start + ws.w.Size
 		wx := x

@@ -23,15 +23,23 @@ type appsTruth struct {
 	Windows struct {
 		Late []string `json:"late"`
 	} `json:"windows"`
+	Enrich struct {
+		NullKey []string `json:"null_key"`
+	} `json:"enrich"`
+	Cogroup struct {
+		Filtered []string `json:"filtered"`
+	} `json:"cogroup"`
 }
 
 // TestRealApps audits the captures of real Kafka Streams 3.6.2 apps with
 // stateless steps (testdata/apps: a filter and a mapValues before
 // selectKey, flatMapValues → groupBy → count, a windowed count with
-// toStream().filter().to(), a merge split into branches), each run
-// clean with kill -9 restarts: each is clean, its filter's rejects are
-// filtered (never dropped), and a spec that leaves a step TODO gives
-// incomplete naming the node, never a loss.
+// toStream().filter().to(), a merge split into branches) and with the
+// stateful shapes (a stream-table join, a KTable groupBy, a cogroup, a
+// foreign-key join), each run clean with kill -9 restarts: each is clean
+// (the foreign-key join incomplete, naming its node), its filter's
+// rejects are filtered (never dropped), and a spec that leaves a step
+// TODO gives incomplete naming the node, never a loss.
 func TestRealApps(t *testing.T) {
 	data, err := os.ReadFile("../../testdata/apps/truth.json")
 	if err != nil {
@@ -53,6 +61,12 @@ func TestRealApps(t *testing.T) {
 		{"words", "words-todo", exitIncomplete, nil, "KSTREAM-FLATMAPVALUES-0000000001"},
 		{"windows", "windows", exitClean, map[audit.Cause][]string{audit.CauseLate: truth.Windows.Late}, ""},
 		{"routes", "routes", exitClean, nil, ""},
+		// the stateful shapes: a stream-table left and inner join, a
+		// KTable groupBy, a cogroup, a foreign-key join (not modelled)
+		{"enrich", "enrich", exitClean, map[audit.Cause][]string{audit.CauseNullKey: truth.Enrich.NullKey}, ""},
+		{"regroup", "regroup", exitClean, nil, ""},
+		{"cogroup", "cogroup", exitClean, map[audit.Cause][]string{audit.CauseFiltered: truth.Cogroup.Filtered}, ""},
+		{"fkjoin", "fkjoin", exitIncomplete, nil, "KTABLE-FK-JOIN-"},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--spec", "../../testdata/apps/"+tc.spec+".kaudit.yaml", "--format", "json")
@@ -113,4 +127,31 @@ func recordsOf(f audit.Finding) []string {
 		out = append(out, fmt.Sprintf("%s/%d@%s", f.Topic, f.Partition, o))
 	}
 	return out
+}
+
+// TestRealAppsInferred audits the same captures with --app-id alone, as
+// on-call does: the spec is inferred from the evidence, and a clean run
+// is never a loss or an anomaly (what cannot be inferred is incomplete).
+func TestRealAppsInferred(t *testing.T) {
+	for _, tc := range []struct{ bundle, appID string }{
+		{"orders", "kaudit-steps-orders"}, {"words", "kaudit-steps-words"}, {"windows", "kaudit-steps-windows"}, {"routes", "kaudit-steps-routes"},
+		{"enrich", "kaudit-z-enrich"}, {"regroup", "kaudit-z-regroup"}, {"cogroup", "kaudit-z-cogroup"}, {"fkjoin", "kaudit-z-fkjoin"},
+	} {
+		t.Run(tc.bundle, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID, "--format", "json")
+			if code != exitClean && code != exitIncomplete {
+				t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+			}
+			var rep audit.Report
+			if err := decodeReport([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range rep.Findings {
+				if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+					t.Errorf("finding %s/%s %s/%d@%d: %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+				}
+			}
+			t.Logf("%s: %s; missing: %v", tc.bundle, rep.Summary.Verdict, rep.Summary.Missing)
+		})
+	}
 }
