@@ -287,8 +287,7 @@ func (r *scRun) smokeStartVerify() (*appRun, error) {
 	return a, nil
 }
 
-func (r *scRun) smokeEndVerify(ctx context.Context, a *appRun) error {
-	t0 := time.Now()
+func (r *scRun) smokeEndVerify(ctx context.Context, a *appRun, t0 time.Time) error {
 	select {
 	case <-ctx.Done():
 		a.kill9()
@@ -460,6 +459,7 @@ func (r *scRun) smokeWaitCaughtUp(ctx context.Context, timeout time.Duration) (s
 // report) does not stop the scenario, so that the driver's verdict is always recorded; err is
 // what kept the scenario from its end.
 func (r *scRun) smokeFinish(ctx context.Context) (rep kauditReport, auditErr, err error) {
+	t0 := time.Now()
 	v, err := r.smokeStartVerify()
 	if err != nil {
 		return rep, nil, err
@@ -485,7 +485,7 @@ func (r *scRun) smokeFinish(ctx context.Context) (rep kauditReport, auditErr, er
 	if auditErr != nil {
 		r.smoke.truth.Kaudit = "no report: " + auditErr.Error()
 	}
-	if err := r.smokeEndVerify(ctx, v); err != nil {
+	if err := r.smokeEndVerify(ctx, v, t0); err != nil {
 		return rep, auditErr, err
 	}
 	return rep, auditErr, nil
