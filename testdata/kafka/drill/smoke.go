@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,7 @@ type smokeTruth struct {
 	Verify      []string `json:"verify"`       // SmokeTestDriver.verify's verdict lines
 	Passed      bool     `json:"passed"`       // it printed SUCCESS
 	Deleted     []string `json:"deleted,omitempty"`
+	Causes      []string `json:"causes,omitempty"` // the cnt records each deleted record came from
 	KauditLive  string   `json:"kaudit_before,omitempty"`
 	Kaudit      string   `json:"kaudit"`
 }
@@ -653,6 +655,7 @@ type smokeRecord struct {
 	Offset    int64
 	Key       string
 	Change    string
+	Timestamp int64
 }
 
 func (s smokeRecord) String() string {
@@ -731,7 +734,8 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 		var data []smokeRecord
 		for _, rec := range recs {
 			if !rec.Attrs.IsControl() {
-				data = append(data, smokeRecord{Partition: p, Offset: rec.Offset, Key: string(rec.Key), Change: smokeChange(rec.Value)})
+				data = append(data, smokeRecord{Partition: p, Offset: rec.Offset, Key: string(rec.Key), Change: smokeChange(rec.Value),
+					Timestamp: rec.Timestamp.UnixMilli()})
 			}
 		}
 		logf("%s/%d: committed %d, lso %d, %d committed records unconsumed", smokeTaggRepartition, p, c, lso, len(data))
@@ -752,6 +756,10 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 	f := fault{Kind: "delete-records", Topic: smokeTaggRepartition, Partition: bestP, From: bestC, To: to, Keys: keysHit, Records: r.smoke.truth.Deleted,
 		Note: "DeleteRecords on the KTable#groupBy repartition topic (cntTable to tagg) past the group's committed offset while SmokeTestClient is down"}
 	r.addFault(f)
+	causes, err := r.smokeCntCauses(ctx, s, hit)
+	if err != nil {
+		return err
+	}
 	if err := r.d.deleteRecords(ctx, smokeTaggRepartition, bestP, to); err != nil {
 		return err
 	}
@@ -762,7 +770,7 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 	} else {
 		r.smoke.truth.KauditLive = before.summary()
 		beforeErr = allErrs(expectVerdict(before, "loss"), expectOnlyLossCauses(before, "purged-before-commit"),
-			expectSmokeDeleted(before, f), expectSmokeMissing(before))
+			expectSmokeDeleted(before, f, causes), expectSmokeMissing(before))
 	}
 	_ = os.Rename(filepath.Join(r.dir, "kaudit.json"), filepath.Join(r.dir, "kaudit-before.json"))
 	_ = os.Rename(filepath.Join(r.dir, "kaudit.md"), filepath.Join(r.dir, "kaudit-before.md"))
@@ -780,32 +788,85 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 		return allErrs(beforeRestart(beforeErr), r.expectSmokeVerify(false, "tagg"), auditErr)
 	}
 	return allErrs(beforeRestart(beforeErr), r.expectSmokeVerify(false, "tagg"), expectVerdict(rep, "loss"),
-		expectOnlyLossCauses(rep, "purged-before-commit", "unapplied"), expectSmokeDeleted(rep, f), expectSmokeMissing(rep))
+		expectOnlyLossCauses(rep, "purged-before-commit", "unapplied"), expectSmokeDeleted(rep, f, causes), expectSmokeMissing(rep))
 }
 
-// expectSmokeDeleted fails unless the loss findings name exactly the deleted range of f: as
-// findings on the repartition topic covering [From, To), or as the records of cnt (the
-// re-grouped table's source) whose copies they were, each finding's detail naming the
-// repartition topic.
-func expectSmokeDeleted(rep kauditReport, f fault) error {
-	var onTopic, other []finding
-	for _, l := range rep.loss() {
-		switch {
-		case l.Topic == f.Topic:
-			onTopic = append(onTopic, l)
-		case l.Topic == "cnt" && strings.Contains(l.Detail, f.Topic):
-			other = append(other, l)
-		default:
-			return fmt.Errorf("a loss finding neither on %s nor on a cnt record copied to it: %s (%s)", f.Topic, l, l.Detail)
+// smokeCntCauses maps each deleted repartition record (by offset) to the records of cnt that
+// caused it: KTableRepartitionMap forwards the cnt table's change with the timestamp of the cnt
+// record that made it, and the adder's record carries that record's count. (The table's cache
+// folds the records of one commit interval: the change is the last one's.)
+func (r *scRun) smokeCntCauses(ctx context.Context, s state, hit []smokeRecord) (map[int64][]string, error) {
+	type cntRec struct {
+		name  string
+		ts    int64
+		count string
+	}
+	var all []cntRec
+	for p, lso := range s.lso["cnt"] {
+		start, _ := s.start.get("cnt", p)
+		recs, err := r.d.readPartition(ctx, "cnt", p, start, lso, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if rec.Attrs.IsControl() || len(rec.Value) != 8 {
+				continue
+			}
+			all = append(all, cntRec{name: fmt.Sprintf("cnt/%d@%d", p, rec.Offset), ts: rec.Timestamp.UnixMilli(),
+				count: strconv.FormatInt(int64(binary.BigEndian.Uint64(rec.Value)), 10)})
 		}
 	}
-	if len(onTopic) == 0 && len(other) == 0 {
-		return fmt.Errorf("no loss finding names %s/%d [%d, %d)", f.Topic, f.Partition, f.From, f.To)
+	out := map[int64][]string{}
+	for _, h := range hit {
+		out[h.Offset] = []string{}
+		for _, c := range all {
+			if c.ts == h.Timestamp && (!strings.HasPrefix(h.Change, "add") || c.count == h.Key) {
+				out[h.Offset] = append(out[h.Offset], c.name)
+			}
+		}
+		logf("%s/%d@%d (%s %q) came from %v", smokeTaggRepartition, h.Partition, h.Offset, h.Change, h.Key, out[h.Offset])
+		r.smoke.truth.Causes = append(r.smoke.truth.Causes, fmt.Sprintf("%s/%d@%d: %s", smokeTaggRepartition, h.Partition, h.Offset, strings.Join(out[h.Offset], " ")))
 	}
-	if len(onTopic) > 0 {
-		return expectRange(rep.loss()[0].Cause, onTopic, f.Topic, f.Partition, f.From, f.To)
+	return out, nil
+}
+
+// expectSmokeDeleted fails unless the loss findings name exactly the deleted records of f (the
+// offsets causes lists): each covered by a finding on the repartition topic within the deleted
+// range [From, To) (markers in it may be covered too), or named as one of the cnt records that
+// caused it (causes, from smokeCntCauses: the re-grouped table's inputs), and no loss finding on
+// anything else.
+func expectSmokeDeleted(rep kauditReport, f fault, causes map[int64][]string) error {
+	covered := map[int64]bool{}
+	cause := map[string][]int64{}
+	for o, names := range causes {
+		for _, n := range names {
+			cause[n] = append(cause[n], o)
+		}
 	}
-	return nil
+	var errs []error
+	for _, l := range rep.loss() {
+		switch {
+		case l.Topic == f.Topic && l.Partition == f.Partition:
+			for o := l.Offset; o < l.Offset+max(l.Count, 1); o++ {
+				if o < f.From || o >= f.To {
+					errs = append(errs, fmt.Errorf("a loss finding on %s/%d@%d, outside the deleted [%d, %d): %s", f.Topic, f.Partition, o, f.From, f.To, l))
+				}
+				covered[o] = true
+			}
+		case l.Topic == "cnt" && len(cause[fmt.Sprintf("cnt/%d@%d", l.Partition, l.Offset)]) > 0:
+			for _, o := range cause[fmt.Sprintf("cnt/%d@%d", l.Partition, l.Offset)] {
+				covered[o] = true
+			}
+		default:
+			errs = append(errs, fmt.Errorf("a loss finding neither on the deleted range nor on a cnt record copied into it: %s (%s)", l, l.Detail))
+		}
+	}
+	for _, o := range slices.Sorted(maps.Keys(causes)) {
+		if !covered[o] {
+			errs = append(errs, fmt.Errorf("%s/%d@%d (deleted) is named by no loss finding, neither as the offset nor as its cnt record %v", f.Topic, f.Partition, o, causes[o]))
+		}
+	}
+	return allErrs(errs...)
 }
 
 // beforeRestart prefixes what the audit before the restart got wrong.

@@ -174,25 +174,28 @@ func TestExpectSmokeMissing(t *testing.T) {
 }
 
 func TestExpectSmokeDeleted(t *testing.T) {
+	// offsets 31-35 deleted; 32 is a commit marker, 31, 33, 34, 35 records; 35 has no known cnt record
 	f := fault{Topic: smokeTaggRepartition, Partition: 1, From: 31, To: 36}
-	loss := func(topic string, p int32, o, n int64, detail string) finding {
-		return finding{Severity: "loss", Cause: "purged-before-commit", Topic: topic, Partition: p, Offset: o, Count: n, Detail: detail}
+	causes := map[int64][]string{31: {"cnt/2@40"}, 33: {"cnt/2@41"}, 34: {"cnt/0@7", "cnt/3@9"}, 35: {}}
+	loss := func(topic string, p int32, o, n int64) finding {
+		return finding{Severity: "loss", Cause: "purged-before-commit", Topic: topic, Partition: p, Offset: o, Count: n}
 	}
 	for name, tc := range map[string]struct {
 		fs []finding
 		ok bool
 	}{
-		"the range":                   {[]finding{loss(f.Topic, 1, 31, 5, "")}, true},
-		"the range in two":            {[]finding{loss(f.Topic, 1, 31, 2, ""), loss(f.Topic, 1, 33, 3, "")}, true},
-		"the cnt records copied":      {[]finding{loss("cnt", 2, 40, 1, "table tagg; its copy on "+smokeTaggRepartition+" was deleted")}, true},
-		"short of the range":          {[]finding{loss(f.Topic, 1, 31, 4, "")}, false},
-		"beyond the range":            {[]finding{loss(f.Topic, 1, 31, 6, "")}, false},
-		"another partition":           {[]finding{loss(f.Topic, 1, 31, 5, ""), loss(f.Topic, 2, 0, 1, "")}, false},
-		"a loss elsewhere":            {[]finding{loss(f.Topic, 1, 31, 5, ""), loss("data", 0, 7, 1, "table sum; …")}, false},
-		"a cnt record of another hop": {[]finding{loss("cnt", 2, 40, 1, "table cnt-table; …")}, false},
-		"nothing":                     {nil, false},
+		"the range":                       {[]finding{loss(f.Topic, 1, 31, 5)}, true},
+		"the records":                     {[]finding{loss(f.Topic, 1, 31, 1), loss(f.Topic, 1, 33, 3)}, true},
+		"the cnt records, 35 by offset":   {[]finding{loss("cnt", 2, 40, 1), loss("cnt", 2, 41, 1), loss("cnt", 3, 9, 1), loss(f.Topic, 1, 35, 1)}, true},
+		"one record not named":            {[]finding{loss(f.Topic, 1, 31, 1), loss(f.Topic, 1, 33, 2)}, false},
+		"35 has no cnt record to name":    {[]finding{loss("cnt", 2, 40, 1), loss("cnt", 2, 41, 1), loss("cnt", 3, 9, 1)}, false},
+		"beyond the range":                {[]finding{loss(f.Topic, 1, 31, 6)}, false},
+		"another partition":               {[]finding{loss(f.Topic, 1, 31, 5), loss(f.Topic, 2, 0, 1)}, false},
+		"a loss elsewhere":                {[]finding{loss(f.Topic, 1, 31, 5), loss("data", 0, 7, 1)}, false},
+		"a cnt record of no deleted copy": {[]finding{loss(f.Topic, 1, 31, 5), loss("cnt", 2, 39, 1)}, false},
+		"nothing":                         {nil, false},
 	} {
-		err := expectSmokeDeleted(kauditReport{Findings: tc.fs}, f)
+		err := expectSmokeDeleted(kauditReport{Findings: tc.fs}, f, causes)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok=%v", name, err, tc.ok)
 		}
