@@ -490,6 +490,11 @@ func (r *scRun) smokeFinish(ctx context.Context) (rep kauditReport, auditErr, er
 	if err := r.smokeEndVerify(ctx, v, t0); err != nil {
 		return rep, auditErr, err
 	}
+	driver := "FAILURE"
+	if r.smoke.truth.Passed {
+		driver = "SUCCESS"
+	}
+	logf("verdicts side by side: SmokeTestDriver %s; kaudit %s", driver, r.smoke.truth.Kaudit)
 	return rep, auditErr, nil
 }
 
