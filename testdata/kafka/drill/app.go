@@ -92,7 +92,8 @@ func (d *drill) startApp(ctx context.Context, dir, stateDir string, o appOpts, n
 
 // spawnJava starts one JVM with args, its stdout and stderr going to logPath and kept in
 // memory; the run counts as RUNNING once it prints a Kafka Streams state change to RUNNING
-// (DrillApp's "STATE … -> RUNNING", EosTestClient's "StateChange: … -> RUNNING").
+// (DrillApp's "STATE … -> RUNNING", EosTestClient's "StateChange: … -> RUNNING"), or
+// SmokeTestClient's SMOKE-TEST-CLIENT-STARTED (printed after its first REBALANCING -> RUNNING).
 func (d *drill) spawnJava(args []string, logPath string) (*appRun, error) {
 	if err := os.MkdirAll(filepath.Join(d.o.work, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("create tmp dir: %w", err)
@@ -118,7 +119,8 @@ func (d *drill) spawnJava(args []string, logPath string) (*appRun, error) {
 			fmt.Fprintln(f, line)
 			a.mu.Lock()
 			a.lines = append(a.lines, line)
-			if (strings.HasPrefix(line, "STATE ") || strings.HasPrefix(line, "StateChange: ")) && strings.HasSuffix(line, "-> RUNNING") {
+			if (strings.HasPrefix(line, "STATE ") || strings.HasPrefix(line, "StateChange: ")) && strings.HasSuffix(line, "-> RUNNING") ||
+				strings.HasSuffix(line, ": SMOKE-TEST-CLIENT-STARTED") {
 				a.running = true
 			}
 			a.mu.Unlock()

@@ -209,8 +209,9 @@ type truth struct {
 	Attempt  int         `json:"attempt"` // which attempt this is (retried while preconditions did not happen)
 	Records  []*inputRec `json:"records"`
 	Faults   []fault     `json:"faults"`
-	EOS      *eosTruth   `json:"eos,omitempty"`  // the eos scenarios (eos.go)
-	Apps     *appsTruth  `json:"apps,omitempty"` // the apps-* scenarios (steps.go)
+	EOS      *eosTruth   `json:"eos,omitempty"`   // the eos scenarios (eos.go)
+	Smoke    *smokeTruth `json:"smoke,omitempty"` // the smoke scenarios (smoke.go)
+	Apps     *appsTruth  `json:"apps,omitempty"`  // the apps-* scenarios (steps.go)
 }
 
 func writeJSON(path string, v any) error {

@@ -164,7 +164,7 @@ func (r *scRun) diffLogDirsFor(ctx context.Context, l *liveDiff, name string) ([
 	out := filepath.Join(dir, "kaudit-"+name+".json")
 	args = append(args, "--spec", spec, "--topology", filepath.Join(dir, "describe.txt"),
 		"--format", "json", "--output", out)
-	if r.eos == nil { // EosTestClient's values are Integers and Longs: no schemas
+	if r.eos == nil && r.smoke == nil { // EosTestClient's and SmokeTestClient's values are numbers: no schemas
 		schemas := filepath.Join(r.dir, "schemas")
 		if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {
 			return nil, err

@@ -21,7 +21,7 @@ func (d *drill) resetCluster(ctx context.Context) error {
 	defer closeFn()
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	groups := []string{appID, eosAppID}
+	groups := []string{appID, eosAppID, smokeAppID}
 	for _, a := range stepsApps {
 		groups = append(groups, a.appID)
 	}
