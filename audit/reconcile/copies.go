@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 )
 
 // Copy is stream.to(Output) of a source topic read as a stream: each
@@ -14,6 +15,11 @@ import (
 type Copy struct {
 	Source string
 	Output string
+	// Steps, when set, runs the stateless steps between the source and
+	// to(Output) on one input (a filter: none); ValueChanging says they
+	// may change its value.
+	Steps         func(Env) ([]Element, error)
+	ValueChanging bool
 }
 
 // checkCopy reads the output, then the source: a consumed input with no
@@ -80,11 +86,16 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 		return
 	}
 	tps := tpsOf(c.Source, sparts)
+	stepFailures := 0
+	mode := decodeDigest
+	if c.Steps != nil {
+		mode = decodeAll // the steps read the values
+	}
 	var srd *reads
 	if r.ledgers[tps[0]] != nil {
-		srd = r.readAgain(ctx, tps, "source", decodeDigest)
+		srd = r.readAgain(ctx, tps, "source", mode)
 	} else {
-		srd = r.read(ctx, tps, "source", decodeDigest)
+		srd = r.read(ctx, tps, "source", mode)
 	}
 	defer srd.stop()
 	for _, tp := range tps {
@@ -95,12 +106,29 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 				return
 			}
 			judged := r.inWindow(rec.Timestamp) // --since/--until: only the window's inputs are judged
-			f := fingerprintOf(it.keyText, it.digest, rec.Timestamp)
+			keyText := it.keyText
+			if keyText == "" {
+				keyText = codec.Text(it.key) // read whole for the steps
+			}
+			f := fingerprintOf(keyText, it.digest, rec.Timestamp)
+			if c.Steps != nil {
+				els, err := c.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				switch {
+				case err != nil:
+					stepFailures++
+					return
+				case len(els) == 0:
+					return // filtered: nothing is written
+				case len(els) > 1 || c.ValueChanging:
+					stepFailures++ // several copies of one input, or new values: not modelled for a copy
+					return
+				}
+			}
 			ca, ok := copies[f]
 			if !ok || ca.n == 0 {
 				if judged {
 					fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
-					fd.Key, fd.Timestamp = it.keyText, rec.Timestamp
+					fd.Key, fd.Timestamp = keyText, rec.Timestamp
 					fd.Detail = fmt.Sprintf("copy %s → %s: consumed (below the group's committed offset %d), but the output holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", c.Source, c.Output, cut, c.Source, c.Output)
 					r.add(fd)
 				}
@@ -113,6 +141,10 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 		}) {
 			r.missing("copy %s → %s: source partition %s is unreadable, so its inputs' copies are not judged", c.Source, c.Output, tp)
 		}
+	}
+	if stepFailures > 0 {
+		r.missing("copy %s → %s is not judged: its steps failed, or emit what kaudit does not model for a copy, on %d inputs", c.Source, c.Output, stepFailures)
+		return
 	}
 	// an input copied more than once (an at-least-once retry, a zombie
 	// writer): its extra copies

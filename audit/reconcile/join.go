@@ -456,6 +456,20 @@ func (r *run) judgeJoinKeys(ctx context.Context, j *Join, sides []*tableState, r
 			failed = append(failed, fmt.Sprintf("key %s: %v", key, err))
 			continue
 		}
+		if wantPresent && j.OutputSteps != nil {
+			kv, _ := codec.ParseCanonical([]byte(key))
+			els, err := j.OutputSteps(Env{Key: kv, Value: want.value, Timestamp: want.ts})
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("key %s: output steps: %v", key, err))
+				continue
+			}
+			if len(els) == 0 {
+				// the final joined value is filtered out: the output's last
+				// record is an earlier one that passed, or none
+				continue
+			}
+			want.value = els[0].Value
+		}
 		o, have := rows.rows[i].out, rows.rows[i].hasOut
 		havePresent := have && !o.null
 		switch {

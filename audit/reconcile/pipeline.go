@@ -109,6 +109,9 @@ type Join struct {
 	// only those; nil: Value needs the values whole. The join then decodes
 	// only those fields of each final state.
 	Fields [][]string
+	// OutputSteps, when set, runs the steps between the join chain and
+	// to(Output) on a key's joined value (none: filtered out).
+	OutputSteps func(Env) ([]Element, error)
 	// Unjudged says why the join is not judged ("" judges it).
 	Unjudged string
 	// concurrent says Value may be called from several goroutines at

@@ -70,7 +70,14 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		out.Tables = append(out.Tables, t)
 	}
 	for _, c := range p.Copies {
-		out.Copies = append(out.Copies, Copy{Source: c.Source, Output: c.Output})
+		cp := Copy{Source: c.Source, Output: c.Output}
+		if len(c.Steps) > 0 {
+			cp.Steps = func(e Env) ([]Element, error) {
+				return elements(c.Apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+			}
+			cp.ValueChanging = c.ValueChanging()
+		}
+		out.Copies = append(out.Copies, cp)
 	}
 	for _, ps := range p.StreamJoins {
 		sj := StreamJoin{Name: ps.Spec.Name(), Output: ps.Output, Sources: append([]string{ps.Stream}, ps.Merged...), Repartition: ps.Repartition,
@@ -97,6 +104,11 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		if js := pj.Spec; js != nil && js.HasValue() {
 			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return js.Eval(left, rights) }
 			j.Fields = js.SideFields()
+			if js.HasOutputSteps() {
+				j.OutputSteps = func(e Env) ([]Element, error) {
+					return elements(js.ApplyOutput(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+				}
+			}
 		}
 		out.Joins = append(out.Joins, j)
 	}

@@ -504,3 +504,10 @@ func (j *JoinSpec) run(left any, rights []any) (any, error) {
 	}
 	return fromExpr(out)
 }
+
+// HasOutputSteps reports whether the join states output steps.
+func (j *JoinSpec) HasOutputSteps() bool { return len(j.OutputSteps) > 0 }
+
+// ApplyOutput runs the join's output steps on its joined value for a key:
+// what toStream()…to(output) writes of it (none: filtered out).
+func (j *JoinSpec) ApplyOutput(r RecordEnv) ([]Element, error) { return j.side.ApplyOutput(r) }

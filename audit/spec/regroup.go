@@ -231,6 +231,19 @@ func resolveRegroup(s *Spec, lay *topology.Layout, appID string, t *TableSpec, f
 				reps = append(reps, h)
 			}
 		}
+		if len(reps) > 1 {
+			// a table read back from a topic the app writes is a hop of
+			// the store's too: the groupBy's own topic is the repartition
+			var own []string
+			for _, r := range reps {
+				if strings.HasSuffix(r, "-repartition") {
+					own = append(own, r)
+				}
+			}
+			if len(own) == 1 {
+				reps = own
+			}
+		}
 		if len(reps) != 1 {
 			fail(t.Line, field+".repartition", "store %s is fed through %d repartition topics (%s): say which with repartition:", use.Name, len(reps), strings.Join(reps, ", "))
 			return pt, false

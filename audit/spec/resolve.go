@@ -287,6 +287,9 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 				}
 			}
 		}
+		if why := joinOutputChain(lay, j); why != "" && pj.Unjudged == "" {
+			pj.Unjudged = fmt.Sprintf("join into %s is not judged: %s", j.Output, why)
+		}
 		p.Joins = append(p.Joins, pj)
 	}
 	for i, j := range spec.StreamJoins {
@@ -385,4 +388,37 @@ func hopName(appID, full string) string {
 		return ""
 	}
 	return printed
+}
+
+// joinOutputChain says why a join's output steps cannot be judged: they
+// change the key, the join has no value to run them on, or (with a
+// topology) they are not the nodes between the join chain's last join
+// and its output, after toStream(); "" when they can.
+func joinOutputChain(lay *topology.Layout, j *JoinSpec) string {
+	if j.side.OutputKeyChanging() {
+		return "its output steps change the key, which kaudit does not model"
+	}
+	if len(j.OutputSteps) > 0 && j.Value == "" {
+		return "its output steps need the joined value: give value:"
+	}
+	if lay == nil {
+		return ""
+	}
+	for _, ju := range lay.Joins {
+		if ju.Kind != topology.JoinTableTable || ju.Next != "" || !slices.Contains(ju.Outputs, j.Output) {
+			continue
+		}
+		oc, err := lay.ChainFrom(ju.Node, j.Output)
+		if err != nil {
+			return ""
+		}
+		for len(oc) > 0 && (oc[0].Op == topology.OpToStream || strings.HasPrefix(oc[0].Name, "KTABLE-MERGE-")) {
+			oc = oc[1:]
+		}
+		if why := matchChain(j.OutputSteps, oc, map[*Step]string{}); why != "" {
+			return fmt.Sprintf("between its last join %s and %s %s", ju.Node, j.Output, why)
+		}
+		return ""
+	}
+	return ""
 }

@@ -276,7 +276,11 @@ type JoinSpec struct {
 	Value string `yaml:"value"`
 	// Serdes are the output's (Produced.with), over the spec's defaults.
 	Serdes *Serdes `yaml:"serdes"`
-	Line   int     `yaml:"-"`
+	// OutputSteps are the processors between the join chain's
+	// toStream() and to(Output), as a table's output steps.
+	OutputSteps []*Step `yaml:"output_steps"`
+	Line        int     `yaml:"-"`
+	side        *TableSpec
 	// Unsettled lists, for a draft (ParseDraft), what the evidence did not
 	// settle: the join is not judged.
 	Unsettled []string `yaml:"-"`
@@ -291,8 +295,19 @@ type CopySpec struct {
 	Output string `yaml:"output" json:"output"`
 	// Serdes are the output's (Produced.with), over the spec's defaults.
 	Serdes *Serdes `yaml:"serdes" json:"-"`
-	Line   int     `yaml:"-" json:"-"`
+	// Steps are the stateless processors between the source and
+	// to(Output) (source.filterNot(…).to(t)), as a table's.
+	Steps []*Step `yaml:"steps" json:"-"`
+	Line  int     `yaml:"-" json:"-"`
+	side  *TableSpec
 }
+
+// Apply runs the copy's steps on one input: what it writes to the
+// output (a key-changing step is refused by validate).
+func (c *CopySpec) Apply(r RecordEnv) ([]Element, error) { return runSteps(c.Steps, r) }
+
+// ValueChanging reports whether the copy's steps may change values.
+func (c *CopySpec) ValueChanging() bool { return c.side != nil && c.side.ValueChanging() }
 
 // StringList is a YAML list of strings that also accepts a single string.
 type StringList []string
@@ -709,6 +724,8 @@ func (s *Spec) validate() error {
 		if j.Serdes != nil {
 			checkSerdes(path+".serdes", field+".serdes", *j.Serdes)
 		}
+		j.side = &TableSpec{Name: "join into " + j.Output, OutputSteps: j.OutputSteps, Line: j.Line}
+		s.validateSteps(l, path, field, j.side)
 		switch {
 		case j.Left == "":
 			l.add(path+".left", field+".left", "required")
@@ -764,6 +781,13 @@ func (s *Spec) validate() error {
 		}
 		if c.Serdes != nil {
 			checkSerdes(path+".serdes", field+".serdes", *c.Serdes)
+		}
+		c.side = &TableSpec{Name: "copy " + c.Source + " → " + c.Output, Source: c.Source, Steps: c.Steps, Line: c.Line}
+		s.validateSteps(l, path, field, c.side)
+		for k, st := range c.Steps {
+			if st != nil && (st.Kind.KeyChanging() || st.Kind.ValueChanging() || st.TODO()) {
+				l.add(fmt.Sprintf("%s.steps[%d]", path, k), fmt.Sprintf("%s.steps[%d]", field, k), "a copy's steps are filter, filterNot, branch or peek: kaudit does not model a %s before a copy", st.Kind)
+			}
 		}
 	}
 	s.validateStreamJoins(l, names)

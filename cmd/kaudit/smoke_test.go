@@ -56,6 +56,9 @@ func TestSmokeBundle(t *testing.T) {
 				}
 			}
 			for _, m := range rep.Summary.Missing {
+				if spec == "smoke-windows" && strings.Contains(m, "is not judged: no table") {
+					continue // the windowed aggregates' spec leaves the rest of the app out: what it does not describe is missing evidence
+				}
 				if !slices.ContainsFunc(smokeUnmodelled, func(n string) bool { return strings.Contains(m, n) }) {
 					t.Errorf("missing evidence that names no unmodelled node: %s", m)
 				}
