@@ -1,5 +1,7 @@
 package reconcile
 
+// A cogroup: each key's final state against its members' aggregators over its inputs.
+
 import (
 	"cmp"
 	"context"

@@ -1,5 +1,7 @@
 package reconcile
 
+// Copies: stream.to(t) of a source read as a stream, each input once on the output.
+
 import (
 	"context"
 	"fmt"

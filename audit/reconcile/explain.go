@@ -1,5 +1,7 @@
 package reconcile
 
+// The explainer: the orders and losses of a key's inputs that give its changelog history.
+
 import (
 	"maps"
 	"slices"

@@ -1,5 +1,7 @@
 package reconcile
 
+// The commit history's proven skips on the source and repartition partitions.
+
 import (
 	"context"
 	"strings"

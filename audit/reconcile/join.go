@@ -1,5 +1,7 @@
 package reconcile
 
+// KTable-KTable join chains: each output key's last record against the tables' final states.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,7 @@
 package reconcile
 
+// Judging one key of a table: its inputs against its history, with the cause of each loss.
+
 import (
 	"fmt"
 	"maps"

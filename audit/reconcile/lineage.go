@@ -1,5 +1,7 @@
 package reconcile
 
+// The report's lineage of vanished inputs, its timeline and the pipeline's edges.
+
 import (
 	"cmp"
 	"context"

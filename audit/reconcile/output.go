@@ -1,5 +1,7 @@
 package reconcile
 
+// A table's own output (toStream().to()): each key's states and last record.
+
 import (
 	"context"
 	"fmt"

@@ -1,5 +1,7 @@
 package reconcile
 
+// What the app does, as the engine needs it: tables, joins, stream joins, copies.
+
 import (
 	"github.com/kaudit/kaudit/audit"
 )

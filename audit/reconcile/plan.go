@@ -1,5 +1,7 @@
 package reconcile
 
+// FromPlan: the engine's pipeline from a resolved spec.
+
 import (
 	"errors"
 	"strings"

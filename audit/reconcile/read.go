@@ -1,5 +1,7 @@
 package reconcile
 
+// Reading partitions: readers that decode ahead, walked through each partition's ledger.
+
 import (
 	"context"
 	"errors"

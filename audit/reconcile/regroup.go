@@ -1,5 +1,7 @@
 package reconcile
 
+// A KTable groupBy: each group's aggregate against the table's rows in it.
+
 import (
 	"context"
 	"encoding/binary"

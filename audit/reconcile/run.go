@@ -1,5 +1,7 @@
 package reconcile
 
+// Run and its phases: discovery, the tables at once, the joins, the report.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package reconcile
 
+// Signatures of known Kafka Streams bugs in the findings.
+
 import (
 	"cmp"
 	"fmt"

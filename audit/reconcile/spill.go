@@ -1,5 +1,7 @@
 package reconcile
 
+// A table checked a bucket of keys at a time, spilled to files under the memory budget.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,7 @@
 package reconcile
 
+// A table's check: which keys can be judged, and the losses' attribution.
+
 import (
 	"cmp"
 	"context"

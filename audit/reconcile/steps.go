@@ -1,5 +1,7 @@
 package reconcile
 
+// What a table's stateless steps did with its inputs (filtered, failed).
+
 import (
 	"fmt"
 	"strings"

@@ -1,5 +1,7 @@
 package reconcile
 
+// Stream-table joins: each consumed record's joined record, with a state the table held.
+
 import (
 	"cmp"
 	"context"

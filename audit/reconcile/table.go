@@ -1,5 +1,7 @@
 package reconcile
 
+// One table end to end: its repartition copies, changelog and source inputs.
+
 import (
 	"context"
 	"encoding/binary"

@@ -1,5 +1,7 @@
 package reconcile
 
+// Stores without a cache: every applied input a changelog state.
+
 // This file decides where a table's changelog holds every state of its
 // store. Without a cache (statestore.cache.max.bytes=0, or
 // Materialized.withCachingDisabled()), each input the store applies writes

@@ -1,5 +1,7 @@
 package reconcile
 
+// Windowed tables: the windows of each input, late inputs, expired windows.
+
 import (
 	"cmp"
 	"context"
