@@ -118,6 +118,12 @@ type Generation struct {
 	Protocol   string `json:"protocol,omitempty"`
 	Leader     string `json:"leader,omitempty"`
 	Deleted    bool   `json:"deleted,omitempty"`
+	// Fresh: none of its members was a member of the group's generation
+	// before it (known, with members): the whole app was replaced, a
+	// restart, and every consumer resumed from the committed offsets
+	// (Kafka Streams' consumers do not leave the group on close, so a
+	// quick restart leaves no empty generation between).
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Empty reports whether the group had no member from this record on.

@@ -427,7 +427,11 @@ func (a *analysis) judge(t transition) {
 		if nAt.Time.UnixMilli() <= t.before.LastTime {
 			why = fmt.Sprintf("the log start was %d at %s (%s), before the commit of %d took effect at %s, which covers everything the app had processed", nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, t.before.Offset, ms(t.before.LastTime))
 		} else {
-			why = fmt.Sprintf("the log start was %d at %s (%s), while the group had no member; generation %d came back at %s and its consumer resumed from the committed offset %d", nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
+			how := "while the group had no member; generation %d came back at %s and its consumer resumed from the committed offset %d"
+			if gen.Fresh {
+				how = "before the app restarted: generation %d, none of whose members was in the group before, formed at %s and its consumer resumed from the committed offset %d"
+			}
+			why = fmt.Sprintf("the log start was %d at %s (%s), "+how, nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
 			if !a.eos {
 				why += " (the group commits without transactions: what an instance processed and did not commit before it stopped took effect even so)"
 			}
@@ -572,8 +576,10 @@ func (a *analysis) gensBetween(from, to int64) []audit.Generation {
 }
 
 // restart reports whether, between positions from and to, the group had
-// no member and then a generation with members: its consumers resumed
-// from the committed offsets. gen is that generation.
+// no member and then a generation with members, or formed a generation
+// none of whose members was in the one before (the app restarted before
+// the old members' sessions expired): its consumers resumed from the
+// committed offsets. gen is that generation.
 func (a *analysis) restart(from, to int64) (bool, audit.Generation) {
 	empty := false
 	if g, known := a.genAt(from + 1); known && g != nil && g.Empty() {
@@ -583,7 +589,7 @@ func (a *analysis) restart(from, to int64) (bool, audit.Generation) {
 		switch {
 		case g.Empty():
 			empty = true
-		case empty:
+		case empty || g.Fresh:
 			return true, g
 		}
 	}

@@ -84,6 +84,16 @@ func (l *glog) gen(g int32, members int, t int64) {
 	l.add((&kmsg.GroupMetadataKey{Version: 2, Group: group}).AppendTo(nil), v.AppendTo(nil), t, -1, false)
 }
 
+// genOf writes generation g with the named members.
+func (l *glog) genOf(g int32, t int64, members ...string) {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation = 3, "consumer", g
+	for _, m := range members {
+		v.Members = append(v.Members, kmsg.GroupMetadataValueMember{MemberID: m})
+	}
+	l.add((&kmsg.GroupMetadataKey{Version: 2, Group: group}).AppendTo(nil), v.AppendTo(nil), t, -1, false)
+}
+
 func (l *glog) history(t testing.TB) *audit.CommitHistory {
 	t.Helper()
 	r := offsetslog.NewReplay(group)
@@ -169,6 +179,26 @@ func restartApp(l *glog, tp audit.TopicPartition, stop int, after ...int) {
 	}
 }
 
+// quickRestart is restartApp without the empty generation: Kafka
+// Streams' consumers do not leave the group on close, so an app restarted
+// within the session timeout forms generation 2 of new members only
+// (keep: one old member stays, a rebalance, no restart).
+func quickRestart(l *glog, tp audit.TopicPartition, keep bool, stop int, after ...int) {
+	l.genOf(1, at(0), "a-1")
+	for i, o := range []int{stop - 20, stop - 10, stop} {
+		l.txn(7, at(float64(10+10*i)), tp, o)
+	}
+	if keep {
+		l.genOf(2, at(120), "a-1", "b-1")
+	} else {
+		l.genOf(2, at(120), "b-1")
+	}
+	l.epoch++
+	for i, o := range after {
+		l.txn(7, at(float64(121+i)), tp, o)
+	}
+}
+
 type want struct {
 	skips   []string // "cause from-to"
 	unknown []string // "from-to"
@@ -220,6 +250,22 @@ func TestRules(t *testing.T) {
 			lines: []string{brokerLine(src, 60, "segment deletion", at(90))},
 			ev:    window,
 			want:  want{skips: []string{"retention-gap 30-59"}},
+		},
+		{
+			name:  "restarted before the old members' sessions expired (no empty generation), proven by the broker's log",
+			build: func(l *glog) { quickRestart(l, src, false, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{brokerLine(src, 60, "client delete records request", at(90))},
+			ev:    window,
+			want:  want{skips: []string{"retention-gap 30-59"}},
+		},
+		{
+			name:  "a rebalance that keeps a member is no restart: missing evidence",
+			build: func(l *glog) { quickRestart(l, src, true, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{brokerLine(src, 60, "client delete records request", at(90))},
+			ev:    window,
+			want:  want{unknown: []string{"30-59"}},
 		},
 		{
 			name:  "the same without any log: missing evidence, never clean",

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kaudit/kaudit/audit"
 )
 
@@ -30,6 +32,9 @@ type Replay struct {
 	h           *audit.CommitHistory // nil: no history kept
 	next        int64                // the offset the next record should have
 	lastMembers int
+	// prevGen is the members of the last generation record with members
+	// (nil: none known)
+	prevGen map[string]bool
 }
 
 // entry is an offset commit as the coordinator keeps it.
@@ -105,16 +110,26 @@ func (r *Replay) Add(rec audit.Record) error {
 		r.took(or.TP, e.c)
 	case Group:
 		r.known, r.deleted = true, or.Tombstone
+		fresh := false
 		if or.Tombstone || or.Meta != nil {
+			if or.Meta != nil && len(or.Meta.Members) > 0 && r.prevGen != nil {
+				fresh = !slices.ContainsFunc(or.Meta.Members, func(m kmsg.GroupMetadataValueMember) bool { return r.prevGen[m.MemberID] })
+			}
 			clear(r.members)
 		}
 		if or.Meta != nil {
 			for _, m := range or.Meta.Members {
 				r.members[m.MemberID] = true
 			}
+			if len(or.Meta.Members) > 0 {
+				r.prevGen = maps.Clone(r.members)
+			}
+		}
+		if or.Tombstone {
+			r.prevGen = nil // a group made again starts over
 		}
 		if r.h != nil && (or.Tombstone || or.Meta != nil) {
-			g := audit.Generation{At: rec.Offset, Time: rec.Timestamp, Generation: -1, Members: len(r.members), Deleted: or.Tombstone}
+			g := audit.Generation{At: rec.Offset, Time: rec.Timestamp, Generation: -1, Members: len(r.members), Deleted: or.Tombstone, Fresh: fresh}
 			if m := or.Meta; m != nil {
 				g.Generation = m.Generation
 				if m.Protocol != nil {

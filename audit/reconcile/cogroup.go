@@ -307,6 +307,30 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 	if have {
 		actual = codec.Text(fin.value)
 	}
+	// the inputs whose copies are missing from partitions never purged,
+	// all left out together, explain the state: each of them was dropped
+	// (a key can lose several)
+	var noCopy, kept []cgInput
+	for _, in := range ins {
+		if in.noCopy && in.whole {
+			noCopy = append(noCopy, in)
+		} else {
+			kept = append(kept, in)
+		}
+	}
+	if len(noCopy) > 0 {
+		explained := len(kept) == 0 && !have
+		if len(kept) > 0 && have {
+			v, err := fold(kept)
+			explained = err == nil && sameValue(v, fin.value)
+		}
+		if explained {
+			for _, c := range noCopy {
+				r.cogroupDropped(t, text, c, want, actual, len(noCopy))
+			}
+			return
+		}
+	}
 	var cands []cgInput
 	if have && len(ins) <= 500 {
 		for i := range ins {
@@ -331,12 +355,7 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 	}
 	switch {
 	case len(dropped) == 1 || len(dropped) > 0 && len(dropped) == len(cands):
-		for _, c := range dropped[:1] {
-			f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, c.tp, c.offset)
-			f.Key, f.Timestamp, f.Expected, f.Actual = text, c.ts, codec.Text(want), actual
-			f.Detail = fmt.Sprintf("table %s: consumed, its copy is missing from the repartition topic (never purged), and key %s's aggregate lacks it (%s with it, %s held): the app consumed it and wrote nothing for it", t.Name, text, codec.Text(want), actual)
-			r.add(f)
-		}
+		r.cogroupDropped(t, text, dropped[0], want, actual, 1)
 	case len(cands) > 0:
 		var names []string
 		for _, c := range cands {
@@ -357,4 +376,18 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 		f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, but its %d consumed inputs give %s, and no one input left out explains it", t.Name, text, actual, len(ins), codec.Text(want))
 		r.add(f)
 	}
+}
+
+// cogroupDropped reports input c of key text dropped: its copy is
+// missing from a repartition partition never purged and the key's
+// aggregate lacks it (with n such inputs of the key).
+func (r *run) cogroupDropped(t *Table, text string, c cgInput, want audit.Value, actual string, n int) {
+	f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, c.tp, c.offset)
+	f.Key, f.Timestamp, f.Expected, f.Actual = text, c.ts, codec.Text(want), actual
+	lacks := "lacks it"
+	if n > 1 {
+		lacks = fmt.Sprintf("lacks exactly the %d inputs whose copies are missing, this one among them", n)
+	}
+	f.Detail = fmt.Sprintf("table %s: consumed, its copy is missing from the repartition topic (never purged), and key %s's aggregate %s (%s with them, %s held): the app consumed it and wrote nothing for it", t.Name, text, lacks, codec.Text(want), actual)
+	r.add(f)
 }

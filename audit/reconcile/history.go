@@ -12,7 +12,8 @@ import (
 
 // judgeHistory judges, before the tables are audited, the commit history
 // of every source partition the audit covers (and the repartition
-// partitions of the tables not judged by key): the skips it proves past
+// partitions of the tables not judged by key, and of KTable groupBys):
+// the skips it proves past
 // a restart are findings, said once however many tables read the
 // partition; what it cannot settle is missing evidence; and the inputs of
 // a range the committed offset was moved past by hand are no inputs (the
@@ -75,9 +76,11 @@ func (r *run) judgeHistory(ctx context.Context) {
 				judge(m.Source, history.Source)
 			}
 		}
-		if r.p.Keyless || t.Unjudged != "" {
+		if r.p.Keyless || t.Unjudged != "" || t.Regroup != nil {
 			// a table judged by key finds a purged input's effect missing
-			// from its store; one that is not has only the history
+			// from its store; one that is not, and a KTable groupBy (judged
+			// by group, its changes' purge past the commit unreadable once
+			// the app committed past it), has only the history
 			judge(t.Repartition, history.Repartition)
 		}
 	}

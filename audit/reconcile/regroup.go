@@ -76,6 +76,10 @@ type groupState struct {
 	rows     []rowRef
 	expected audit.Value
 	has      bool
+	// applied is how many rows' values the store's aggregate should hold:
+	// the rows in the group less the pending changes adding one, plus
+	// those taking one out
+	applied int
 }
 
 // rowRef is one row of the re-grouped table at the cut: its last record.
@@ -95,7 +99,9 @@ type rowRef struct {
 // usual aggregates; the check tries both on the data and is not made
 // otherwise). A group that breaks it names the rows whose change the
 // repartition topic lacks: dropped where it was never purged, else the
-// candidates of one unapplied finding; none: state-diverged.
+// candidates of one unapplied finding; none, on a partition purged past
+// its committed offset: the purged-before-commit finding explains it
+// (noted); otherwise state-diverged.
 func (r *run) checkRegroup(ctx context.Context, t *Table) {
 	g := t.Regroup
 	if t.Unjudged != "" {
@@ -127,6 +133,7 @@ func (r *run) checkRegroup(ctx context.Context, t *Table) {
 		ref := rw.ref
 		ref.gv = gv
 		gs.rows = append(gs.rows, ref)
+		gs.applied++
 	}
 	if len(failed) > 0 {
 		r.missing("table %s is not judged: its select_key or group_value failed on %d rows (the first: %s)", t.Name, len(failed), failed[0])
@@ -166,8 +173,8 @@ func (r *run) checkRegroup(ctx context.Context, t *Table) {
 		if have && fin.value == nil {
 			have = false
 		}
-		if have && sameValue(fin.value, want) || !have && !gs.has {
-			continue
+		if have && sameValue(fin.value, want) || !have && (!gs.has || gs.applied <= 0) {
+			continue // (no state: the store applied none of its rows yet)
 		}
 		bad = append(bad, broken{text: text, fin: fin, have: have, want: want})
 	}
@@ -196,6 +203,10 @@ func (r *run) checkRegroup(ctx context.Context, t *Table) {
 		fin := finals[text]
 		if fin.value == nil || g.HasEmpty && sameValue(fin.value, g.Empty) {
 			continue // a group whose rows all left it
+		}
+		if purged := r.purgedChanges(t, text, logStart); purged != "" {
+			r.note("table %s: the store holds %s for group %s, which no row of the table is in now; the changes %s, purged before the store applied them (the purged-before-commit finding), explain it", t.Name, codec.Text(fin.value), text, purged)
+			continue
 		}
 		f := audit.NewFinding(audit.StageStore, audit.CauseStateDiverged, fin.tp, fin.offset)
 		f.Key, f.Actual = text, codec.Text(fin.value)
@@ -359,6 +370,12 @@ func (r *run) regroupChanges(ctx context.Context, t *Table, groups map[string]*g
 				groups[text] = gs
 			}
 			var err2 error
+			if nv != nil {
+				gs.applied--
+			}
+			if ov != nil {
+				gs.applied++
+			}
 			if nv != nil && gs.has {
 				gs.expected, err2 = g.Sub(gs.expected, nv)
 			}
@@ -437,7 +454,10 @@ func (r *run) regroupFinding(t *Table, text string, gs *groupState, fin finalSta
 	}
 	p := r.groupPartition(t, text)
 	whole := p >= 0 && logStart[p] == 0
+	purged := r.purgedChanges(t, text, logStart)
 	switch {
+	case purged != "":
+		r.note("table %s: group %s's aggregate is %s, its rows give %s; the changes %s, purged before the store applied them (the purged-before-commit finding), explain it (a row's change, a row leaving the group, or a version since replaced)", t.Name, text, actual, codec.Text(want), purged)
 	case len(missingRows) > 0 && whole:
 		for _, row := range missingRows {
 			f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, row.tp, row.offset)
@@ -469,6 +489,30 @@ func (r *run) regroupFinding(t *Table, text string, gs *groupState, fin finalSta
 		f.Detail = fmt.Sprintf("table %s: group %s's aggregate is %s, but its rows as the table holds them give %s, and every row's change is on %s: the store lost or never applied a change", t.Name, text, actual, codec.Text(want), t.Repartition)
 		r.add(f)
 	}
+}
+
+// purgedChanges names the changes of group text's repartition partition
+// purged before the store applied them ("" if none), past the committed
+// offset now or, by the commit history, before a restart: a row that left the
+// group (its subtraction), or a version the table no longer holds, may be
+// among them.
+func (r *run) purgedChanges(t *Table, text string, logStart map[int32]int64) string {
+	p := r.groupPartition(t, text)
+	if p < 0 {
+		return ""
+	}
+	rtp := audit.TopicPartition{Topic: t.Repartition, Partition: p}
+	if c := r.committed(rtp); c >= 0 && logStart[p] > c {
+		return fmt.Sprintf("%s@%d-%d", rtp, c, logStart[p]-1)
+	}
+	// the app committed past the purge since: the commit history proves it
+	var ranges []string
+	for _, s := range r.skips[rtp] {
+		if s.Cause == audit.CausePurgedBeforeCommit {
+			ranges = append(ranges, fmt.Sprintf("%s@%d-%d", rtp, s.From, s.To-1))
+		}
+	}
+	return strings.Join(ranges, ", ")
 }
 
 // groupPartition is the repartition partition of a group key, -1 when

@@ -132,7 +132,10 @@ type sjRun struct {
 	copies      map[fingerprint][]sjCopy
 	copyParts   int32
 	repLogStart map[int32]int64
-	found       []audit.Finding
+	// gone names the stream's source partitions whose first records the
+	// evidence lacks
+	gone  []string
+	found []audit.Finding
 	// what the check counted
 	joined, pending, undecided, mismatched, failures int64
 	firstUndecided, firstMismatch, firstFailure      string
@@ -322,6 +325,7 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 			r.lagFinding(tp, l, c, lag)
 			r.gapFindings(tp, l, c)
 		}
+		sj.gone = append(sj.gone, r.inputsGone([]audit.TopicPartition{tp})...)
 		// joins of one stream through one repartition topic share its
 		// records' fate before it: said once
 		shared := ""
@@ -668,24 +672,34 @@ func (sj *sjRun) finish() {
 		r.missing("%s: %d consumed records have no joined record, and the evidence cannot tell whether table %s held their key when the task joined them (the first: %s; the group's commit history bounds it where it is whole)", j.Name, sj.undecided, j.Table, sj.firstUndecided)
 	}
 	// an input joined twice: the extra records of a key and timestamp
-	// whose every input found its record
+	// whose every input found its record, unless inputs of the stream are
+	// gone (their records remain, and inputs of the same key and
+	// timestamp among them account for them)
+	unjudged := 0
 	for k, outs := range sj.outs {
-		var used, extra []*sjOut
+		var used, more []*sjOut
 		for _, o := range outs {
 			if o.used {
 				used = append(used, o)
 			} else {
-				extra = append(extra, o)
+				more = append(more, o)
 			}
 		}
-		if len(used) == 0 || len(extra) == 0 {
+		if len(used) == 0 || len(more) == 0 {
 			continue
 		}
-		o := extra[0]
+		if len(sj.gone) > 0 {
+			unjudged += len(more)
+			continue
+		}
+		o := more[0]
 		fd := audit.NewFinding(audit.StageJoin, audit.CauseDuplicate, o.tp, o.offset)
-		fd.Key, fd.Timestamp, fd.Count = k.key, k.ts, int64(len(extra))
-		fd.Detail = fmt.Sprintf("%s: %d joined records of key %s at timestamp %d beyond the consumed records that account for them (the first at %s@%d)", j.Name, len(extra), k.key, k.ts, used[0].tp, used[0].offset)
+		fd.Key, fd.Timestamp, fd.Count = k.key, k.ts, int64(len(more))
+		fd.Detail = fmt.Sprintf("%s: %d joined records of key %s at timestamp %d beyond the consumed records that account for them (the first at %s@%d)", j.Name, len(more), k.key, k.ts, used[0].tp, used[0].offset)
 		sj.found = append(sj.found, fd)
+	}
+	if unjudged > 0 {
+		r.note("%s: %d joined records beyond the remaining consumed records of their key and timestamp; the first records of %s are gone, and inputs among them account for them, so they are not judged duplicates", j.Name, unjudged, strings.Join(sj.gone, ", "))
 	}
 	slices.SortFunc(sj.found, func(a, b audit.Finding) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))

@@ -31,6 +31,8 @@ type sjEvidence struct {
 	skipCopy  map[string]bool   // order ids whose repartition copy is missing
 	out       map[string]string // order id → the output's name field; absent: no record; "-": null name
 	history   *audit.CommitHistory
+	twice     string // an order id whose joined record is written twice
+	gone      int    // the first orders (and their copies) deleted since the join consumed them
 }
 
 func (e sjEvidence) run(t *testing.T, typ string) *audit.Report {
@@ -90,9 +92,20 @@ stream_joins:
 			if name == "-" {
 				ov = fmt.Sprintf(`{"id":%q,"name":null}`, o.id)
 			}
-			m.Append(audit.Record{Topic: "enriched", Offset: out, Key: []byte(o.customer), Value: []byte(ov), Timestamp: o.ts, Batch: plain})
-			out++
+			for range 1 + btoi(o.id == e.twice) {
+				m.Append(audit.Record{Topic: "enriched", Offset: out, Key: []byte(o.customer), Value: []byte(ov), Timestamp: o.ts, Batch: plain})
+				out++
+			}
 		}
+		if i+1 == e.gone {
+			m.SetOffsets(audit.TopicPartition{Topic: "rep"}, audit.PartitionOffsets{LogStart: rep})
+		}
+	}
+	if e.gone > 0 {
+		n := int64(len(e.orders))
+		m.SetOffsets(audit.TopicPartition{Topic: "orders"}, audit.PartitionOffsets{LogStart: int64(e.gone), LSO: n, HW: n})
+		ls, _ := m.Offsets(t.Context(), audit.TopicPartition{Topic: "rep"})
+		m.SetOffsets(audit.TopicPartition{Topic: "rep"}, audit.PartitionOffsets{LogStart: ls.LogStart, LSO: rep, HW: rep})
 	}
 	m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
 		{Topic: "orders"}: int64(len(e.orders)), {Topic: "rep"}: rep, {Topic: "cust"}: int64(len(e.customers))}})
@@ -162,6 +175,13 @@ func TestStreamJoin(t *testing.T) {
 			want: []string{"join-missing orders/0@2"}, verdict: audit.VerdictLoss},
 		{name: "left, a name the table never held", typ: "left", ev: sjEvidence{customers: customers, orders: orders, out: with(left, "o2", "Zed")},
 			want: []string{"join-stale enriched/0@1"}, verdict: audit.VerdictLoss},
+		{name: "left, a joined record written twice", typ: "left", ev: sjEvidence{customers: customers, orders: orders, out: left, twice: "o2"},
+			want: []string{"duplicate enriched/0@2"}, verdict: audit.VerdictAnomaly},
+		// retention deleted an earlier order of the same customer and
+		// timestamp; its joined record remains: no duplicate
+		{name: "left, an equal earlier order gone, its record remains", typ: "left",
+			ev:      sjEvidence{customers: customers, orders: append([]sjOrder{{"o0", "c1", 10}}, orders...), out: with(left, "o0", "Ann"), gone: 1},
+			verdict: audit.VerdictClean},
 		{name: "inner, clean", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: inner}, verdict: audit.VerdictClean},
 		{name: "inner, missing, no history: undecided", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: without(inner, "o2")},
 			verdict: audit.VerdictIncomplete, missing: "cannot tell whether table customers held their key"},
@@ -196,4 +216,11 @@ func TestStreamJoin(t *testing.T) {
 			}
 		})
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

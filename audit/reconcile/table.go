@@ -1110,6 +1110,22 @@ func (r *run) clusterLogStart(tp audit.TopicPartition, held int64) int64 {
 	return held
 }
 
+// inputsGone names the partitions of tps whose first records the evidence
+// lacks (retention, DeleteRecords, a capture that started later): the
+// outputs of those inputs remain without them, so an output no input
+// accounts for is no proof of a duplicate there.
+func (r *run) inputsGone(tps []audit.TopicPartition) []string {
+	var gone []string
+	for _, tp := range tps {
+		if l := r.ledgers[tp]; l != nil {
+			if ls := max(l.Offsets.LogStart, r.clusterLogStart(tp, l.Offsets.LogStart)); ls > 0 {
+				gone = append(gone, fmt.Sprintf("%s (log start %d)", tp, ls))
+			}
+		}
+	}
+	return gone
+}
+
 // uncaptured notes, for a bounded capture, records at or above the group's
 // committed offset c that the cluster had and the evidence lacks: they
 // cannot be judged. It reports whether there are any.

@@ -245,6 +245,12 @@ func (r *scRun) afterRestart(ctx context.Context, o appOpts) (kauditReport, erro
 	if err := r.stopApp(); err != nil {
 		return kauditReport{}, err
 	}
+	return r.runDiff(ctx, r.brokerLogArgs()...)
+}
+
+// brokerLogArgs passes every broker's log to kaudit diff (--broker-log): its log-start lines
+// date the deletions an audit after a restart needs.
+func (r *scRun) brokerLogArgs() []string {
 	var logs []string
 	for id := 1; id <= 100; id++ {
 		f := filepath.Join(r.d.o.work, "cluster", "logs", fmt.Sprintf("n%d.log", id))
@@ -252,7 +258,7 @@ func (r *scRun) afterRestart(ctx context.Context, o appOpts) (kauditReport, erro
 			logs = append(logs, "--broker-log", f)
 		}
 	}
-	return r.runDiff(ctx, logs...)
+	return logs
 }
 
 // scenarioPurgedBeforeCommit: after a clean baseline (every repartition partition has a
