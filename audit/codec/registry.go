@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kaudit/kaudit/audit/kafka/tlsstore"
+	"github.com/kaudit/kaudit/internal/tlsstore"
 )
 
 // Defaults of the registry client.

@@ -165,7 +165,7 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 	var logStart map[int32]int64
 	var nparts int32
 	if m.Repartition != "" {
-		parts, ok := r.partitionsOf(m.Repartition, "repartition")
+		parts, ok := r.partitionsOf(ctx, m.Repartition, "repartition")
 		if !ok {
 			return false
 		}
@@ -197,7 +197,7 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 		}
 		rd.stop()
 	}
-	parts, ok := r.partitionsOf(m.Source, "source")
+	parts, ok := r.partitionsOf(ctx, m.Source, "source")
 	if !ok {
 		return false
 	}

@@ -33,11 +33,11 @@ type Copy struct {
 // topic). With the output's first records deleted, or a partition of
 // either unreadable, the copy is not judged.
 func (r *run) checkCopy(ctx context.Context, c *Copy) {
-	oparts, ok := r.partitionsOf(c.Output, "output")
+	oparts, ok := r.partitionsOf(ctx, c.Output, "output")
 	if !ok {
 		return
 	}
-	sparts, ok := r.partitionsOf(c.Source, "source")
+	sparts, ok := r.partitionsOf(ctx, c.Source, "source")
 	if !ok {
 		return
 	}

@@ -30,7 +30,7 @@ func (r *run) judgeHistory(ctx context.Context) {
 		if topic == "" {
 			return
 		}
-		parts, ok := r.partitionsOf(topic, role.String())
+		parts, ok := r.partitionsOf(ctx, topic, role.String())
 		if !ok {
 			return
 		}

@@ -38,7 +38,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		} else {
 			r.missing("join into %s is not judged: %s", j.Output, j.Unjudged)
 		}
-		if parts, ok := r.partitionsOf(j.Output, "output"); ok {
+		if parts, ok := r.partitionsOf(ctx, j.Output, "output"); ok {
 			return r.joinUnjudged(ctx, j, parts, nil)
 		}
 		return nil
@@ -61,7 +61,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			return nil
 		}
 	}
-	parts, ok := r.partitionsOf(j.Output, "output")
+	parts, ok := r.partitionsOf(ctx, j.Output, "output")
 	if !ok {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			j.Output, r.topics[j.Output].Partitions, r.topics[sides[0].t.Changelog].Partitions)
 		return r.joinUnjudged(ctx, j, parts, nil)
 	}
-	g := joinGroups(r, j, sides, parts)
+	g := joinGroups(ctx, r, j, sides, parts)
 	lossByKey := map[string][]*input{}
 	for _, in := range r.losses {
 		lossByKey[in.key] = append(lossByKey[in.key], in)
@@ -167,7 +167,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 			}
 			for s := range sides {
 				if sides[s] == ts {
-					return r.finalSide(ts, *rows.final(i, s))
+					return r.finalSide(ctx, ts, *rows.final(i, s))
 				}
 			}
 			return side{}
@@ -309,8 +309,8 @@ func (g *joinRows) clone(b []byte) []byte {
 func (g *joinRows) final(i, side int) *clFinal { return &g.finals[i*g.sides+side] }
 
 // finalSide decodes a final state; the zero clFinal is an absent key.
-func (r *run) finalSide(ts *tableState, f clFinal) side {
-	return r.finalFields(ts, f, nil)
+func (r *run) finalSide(ctx context.Context, ts *tableState, f clFinal) side {
+	return r.finalFields(ctx, ts, f, nil)
 }
 
 // fieldsDecoder is implemented by decoders that build only some fields
@@ -322,19 +322,19 @@ type fieldsDecoder interface {
 // finalFields is finalSide for a joiner that reads only fields of the
 // value (Join.Fields; nil: all): only those are built, where the decoder
 // can.
-func (r *run) finalFields(ts *tableState, f clFinal, fields []string) side {
+func (r *run) finalFields(ctx context.Context, ts *tableState, f clFinal, fields []string) side {
 	if f.raw == nil {
 		return side{}
 	}
 	if fd, ok := r.opts.Decoder.(fieldsDecoder); ok && fields != nil {
-		if v, ok, err := fd.DecodeFields(r.ctx, ts.t.Changelog, f.raw, fields); ok || err != nil {
+		if v, ok, err := fd.DecodeFields(ctx, ts.t.Changelog, f.raw, fields); ok || err != nil {
 			if err != nil {
 				return side{}
 			}
 			return side{value: v, ts: f.ts, present: true}
 		}
 	}
-	v, err := r.opts.Decoder.Decode(r.ctx, ts.t.Changelog, false, f.raw)
+	v, err := r.opts.Decoder.Decode(ctx, ts.t.Changelog, false, f.raw)
 	if err != nil {
 		return side{}
 	}
@@ -352,8 +352,8 @@ type joinGroup struct {
 // output has as many partitions as the changelogs (the default
 // partitioner then puts a key in the same partition everywhere), so the
 // join holds one partition's keys at a time; else into one group.
-func joinGroups(r *run, j *Join, sides []*tableState, outParts []int32) []joinGroup {
-	clParts, _ := r.partitionsOf(sides[0].t.Changelog, "changelog")
+func joinGroups(ctx context.Context, r *run, j *Join, sides []*tableState, outParts []int32) []joinGroup {
+	clParts, _ := r.partitionsOf(ctx, sides[0].t.Changelog, "changelog")
 	if !coPartitioned(r, j, sides) || !slices.Equal(clParts, outParts) {
 		return []joinGroup{{changelog: clParts, output: outParts}}
 	}
@@ -449,9 +449,9 @@ func (r *run) judgeJoinKeys(ctx context.Context, j *Join, sides []*tableState, r
 	rs := make([]side, len(sides)-1)
 	for _, i := range keys {
 		key := rows.rows[i].key
-		l := r.finalFields(sides[0], *rows.final(i, 0), fieldsOf(j, 0))
+		l := r.finalFields(ctx, sides[0], *rows.final(i, 0), fieldsOf(j, 0))
 		for s := range rs {
-			rs[s] = r.finalFields(sides[s+1], *rows.final(i, s+1), fieldsOf(j, s+1))
+			rs[s] = r.finalFields(ctx, sides[s+1], *rows.final(i, s+1), fieldsOf(j, s+1))
 		}
 		want, wantPresent, err := r.joined(j, l, rs)
 		if err != nil {

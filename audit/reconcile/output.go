@@ -30,7 +30,7 @@ import (
 // the output: a join-missing finding of that state, at the output.
 func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 	t := ts.t
-	parts, ok := r.partitionsOf(t.Output, "output")
+	parts, ok := r.partitionsOf(ctx, t.Output, "output")
 	if !ok {
 		return
 	}
@@ -163,7 +163,7 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 // state, and the output is not judged (said in missing evidence).
 func (r *run) expectedOutputs(ctx context.Context, ts *tableState) (map[string][]clEntry, bool) {
 	t := ts.t
-	parts, ok := r.partitionsOf(t.Changelog, "changelog")
+	parts, ok := r.partitionsOf(ctx, t.Changelog, "changelog")
 	if !ok {
 		return nil, false
 	}

@@ -228,7 +228,7 @@ type rowAt struct {
 // offsets on its topic: each key's last record below them (a tombstone
 // of a builder.table deletes the row).
 func (r *run) regroupRows(ctx context.Context, t *Table) (map[string]rowAt, bool) {
-	parts, ok := r.partitionsOf(t.Source, "source")
+	parts, ok := r.partitionsOf(ctx, t.Source, "source")
 	if !ok {
 		return nil, false
 	}
@@ -322,7 +322,7 @@ type changeKey struct {
 // effect it takes out of the groups' expected aggregates.
 func (r *run) regroupChanges(ctx context.Context, t *Table, groups map[string]*groupState) (map[changeKey]bool, map[int32]int64, bool) {
 	g := t.Regroup
-	parts, ok := r.partitionsOf(t.Repartition, "repartition")
+	parts, ok := r.partitionsOf(ctx, t.Repartition, "repartition")
 	if !ok {
 		return nil, nil, false
 	}
@@ -415,7 +415,7 @@ type finalState struct {
 
 // storeFinals reads each key's last committed state on the changelog.
 func (r *run) storeFinals(ctx context.Context, t *Table) (map[string]finalState, bool) {
-	parts, ok := r.partitionsOf(t.Changelog, "changelog")
+	parts, ok := r.partitionsOf(ctx, t.Changelog, "changelog")
 	if !ok {
 		return nil, false
 	}
@@ -534,7 +534,7 @@ func (r *run) finalOutput(ctx context.Context, t *Table, finals map[string]final
 		r.missing("%s", t.OutputUnjudged)
 		return
 	}
-	parts, ok := r.partitionsOf(t.Output, "output")
+	parts, ok := r.partitionsOf(ctx, t.Output, "output")
 	if !ok {
 		return
 	}

@@ -88,8 +88,6 @@ type run struct {
 	tables map[string]*tableState
 	// produced counts consumed inputs per minute, for the timeline
 	produced map[int64]int64
-	// ctx is Run's, for decoding what the audit keeps serialized
-	ctx context.Context
 	// vanished inputs found so far, in attribution order
 	losses []*input
 	// counts holds the records counted per hop (count)
@@ -130,7 +128,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 		log := opts.Log
 		opts.Log = func(msg string) { mu.Lock(); defer mu.Unlock(); log(msg) }
 	}
-	r := &run{src: src, p: p, opts: opts, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{}, produced: map[int64]int64{}, ctx: ctx,
+	r := &run{src: src, p: p, opts: opts, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{}, produced: map[int64]int64{},
 		rep: &audit.Report{AppID: p.AppID, GeneratedAt: opts.Now.UTC(), Source: src.Describe(), Findings: []audit.Finding{}}}
 	if err := r.discover(ctx); err != nil {
 		return nil, err
@@ -160,7 +158,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 		r.checkCopy(ctx, &p.Copies[i])
 	}
 	for _, o := range p.Outputs {
-		if parts, ok := r.partitionsOf(o, "output"); ok {
+		if parts, ok := r.partitionsOf(ctx, o, "output"); ok {
 			r.walkAll(ctx, tpsOf(o, parts), "output", func(*item) {})
 		}
 	}
@@ -328,13 +326,13 @@ func (r *run) committed(tp audit.TopicPartition) int64 {
 
 // partitionsOf returns the partitions of topic to audit, or false (and a
 // missing-evidence entry) when the topic does not exist.
-func (r *run) partitionsOf(topic, role string) ([]int32, bool) {
+func (r *run) partitionsOf(ctx context.Context, topic, role string) ([]int32, bool) {
 	t, ok := r.topics[topic]
 	if !ok {
 		// a topic the listing leaves out may still exist: hidden from the
 		// listing (an ACL), or its metadata failed; asked directly, the
 		// source says which
-		n, err := r.src.Partitions(r.ctx, topic)
+		n, err := r.src.Partitions(ctx, topic)
 		switch {
 		case err == nil && n > 0:
 			t = audit.TopicInfo{Name: topic, Partitions: n}
@@ -481,7 +479,7 @@ func (r *run) ready() error {
 func (r *run) fork() *run {
 	return &run{src: r.src, p: r.p, opts: r.opts, rep: &audit.Report{}, topics: r.topics, group: r.group, haveCut: r.haveCut,
 		txnIDs: r.txnIDs, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
-		produced: map[int64]int64{}, ctx: r.ctx, once: map[string]bool{}, skips: r.skips}
+		produced: map[int64]int64{}, once: map[string]bool{}, skips: r.skips}
 }
 
 // merge adds what a table's run (fork) found to r, as if r had audited

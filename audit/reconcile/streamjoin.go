@@ -150,7 +150,7 @@ func (r *run) sjStates(ctx context.Context, j *StreamJoin, t *Table) (map[string
 	if t.TableSource {
 		topic, role = t.Source, "source"
 	}
-	parts, ok := r.partitionsOf(topic, role)
+	parts, ok := r.partitionsOf(ctx, topic, role)
 	if !ok {
 		r.missing("%s: its table %s's %s %s cannot be read, so the join is not judged", j.Name, t.Name, role, topic)
 		return nil, "", false
@@ -186,7 +186,7 @@ func (r *run) sjStates(ctx context.Context, j *StreamJoin, t *Table) (map[string
 // timestamp. An output whose first records were deleted cannot tell a
 // missing record from a deleted one: the join is not judged.
 func (r *run) sjOutputs(ctx context.Context, j *StreamJoin) (map[sjKey][]*sjOut, bool) {
-	parts, ok := r.partitionsOf(j.Output, "output")
+	parts, ok := r.partitionsOf(ctx, j.Output, "output")
 	if !ok {
 		return nil, false
 	}
@@ -217,7 +217,7 @@ func (r *run) sjCopies(ctx context.Context, j *StreamJoin) (map[fingerprint][]sj
 	if j.Repartition == "" {
 		return nil, 0, nil, true
 	}
-	parts, ok := r.partitionsOf(j.Repartition, "repartition")
+	parts, ok := r.partitionsOf(ctx, j.Repartition, "repartition")
 	if !ok {
 		return nil, 0, nil, false
 	}
@@ -254,7 +254,7 @@ func (r *run) sjCopies(ctx context.Context, j *StreamJoin) (map[fingerprint][]sj
 // consumed record's elements.
 func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 	r, j := sj.r, sj.j
-	parts, ok := r.partitionsOf(topic, "source")
+	parts, ok := r.partitionsOf(ctx, topic, "source")
 	if !ok {
 		return false
 	}

@@ -385,7 +385,7 @@ func (r *run) drop(ts *tableState) {
 }
 
 func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
-	parts, ok := r.partitionsOf(ts.t.Repartition, "repartition")
+	parts, ok := r.partitionsOf(ctx, ts.t.Repartition, "repartition")
 	if !ok {
 		ts.absent = append(ts.absent, ts.t.Repartition)
 		return true
@@ -525,7 +525,7 @@ func (ts *tableState) addCopy(ev copyEvent) {
 }
 
 func (r *run) readChangelog(ctx context.Context, ts *tableState) {
-	parts, ok := r.partitionsOf(ts.t.Changelog, "changelog")
+	parts, ok := r.partitionsOf(ctx, ts.t.Changelog, "changelog")
 	if !ok {
 		ts.absent = append(ts.absent, ts.t.Changelog)
 		return
@@ -597,7 +597,7 @@ func (r *run) readSource(ctx context.Context, ts *tableState) error {
 // (Table.Merged): its consumed records are the table's inputs.
 func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topic string) error {
 	t := ts.t
-	parts, ok := r.partitionsOf(topic, "source")
+	parts, ok := r.partitionsOf(ctx, topic, "source")
 	if !ok {
 		return nil
 	}
@@ -1065,7 +1065,7 @@ func (r *run) keyless(ctx context.Context, ts *tableState) error {
 		r.specFree(ts)
 	}
 	if t.Changelog != "" {
-		if parts, ok := r.partitionsOf(t.Changelog, "changelog"); ok {
+		if parts, ok := r.partitionsOf(ctx, t.Changelog, "changelog"); ok {
 			r.walkAll(ctx, tpsOf(t.Changelog, parts), "changelog", func(*item) {})
 		}
 	}
