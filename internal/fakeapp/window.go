@@ -684,8 +684,10 @@ func (g *wgen) post() error {
 // groundTruth derives the findings from what the simulation did.
 func (g *wgen) groundTruth() {
 	s := g.s
-	partial := g.starts[audit.TopicPartition{Topic: WindowSource, Partition: 0}] > 0 || g.starts[audit.TopicPartition{Topic: WindowSource, Partition: 1}] > 0 ||
-		g.starts[audit.TopicPartition{Topic: WindowSource, Partition: 2}] > 0 // the folds' source history is not whole
+	partial := false // the folds' source history is not whole
+	for p := range s.Partitions {
+		partial = partial || g.starts[audit.TopicPartition{Topic: WindowSource, Partition: p}] > 0
+	}
 	g.truth.Partial = partial
 	ref := func(r *wrec) string { return fmt.Sprintf("%s/%d@%d", r.tp.Topic, r.tp.Partition, r.offset) }
 	// whether the copies of a data partition's earlier and later inputs are
