@@ -107,25 +107,33 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	}
 	tables := draftTables(lay, topo != nil, d)
 	sjoins := draftStreamJoins(lay, tables)
+	var copies []draftTable
+	if topo != nil {
+		copies = draftCopies(lay)
+	}
 	var inf *inferred
-	if src != nil && len(tables) > 0 {
+	if src != nil && len(tables)+len(copies) > 0 {
 		var outputs []string
 		for _, u := range lay.Topics {
 			if u.Role == topology.RoleOutput && !u.Pattern {
 				outputs = append(outputs, u.Name)
 			}
 		}
-		// the stream joins' sides are inferred as a table's chain is
+		// the stream joins' sides and the copies are inferred as a
+		// table's chain is (a copy's output stands for the repartition
+		// copies)
 		all := slices.Clone(tables)
 		for _, sj := range sjoins {
 			all = append(all, sj.side)
 		}
+		all = append(all, copies...)
 		var err error
 		inf, err = inferTables(ctx, o, src, all, outputs)
 		tables = all[:len(tables)]
 		for i := range sjoins {
 			sjoins[i].side = all[len(tables)+i]
 		}
+		copies = all[len(tables)+len(sjoins):]
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -169,8 +177,13 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	default:
 		b.WriteString("# serdes: {key: string, value: avro}   # else --key-serde/--value-serde apply\n")
 	}
-	b.WriteString("tables:\n")
-	if len(tables) == 0 {
+	switch {
+	case len(tables) == 0 && len(copies) > 0:
+		b.WriteString("tables: []   # no store holds a table: the app copies (below)\n")
+	default:
+		b.WriteString("tables:\n")
+	}
+	if len(tables) == 0 && len(copies) == 0 {
 		b.WriteString("  # No store holding a table was found (stream-stream join windows, suppression\n")
 		b.WriteString("  # buffers and global stores are not tables): describe the tables by hand.\n")
 		fmt.Fprintf(&b, "  - name: %s\n    source: %s\n    reduce: %s\n    store: %s\n",
@@ -264,6 +277,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		sjoins[i].settleSelectKey()
 	}
 	writeStreamJoins(&b, sjoins)
+	for i := range copies {
+		settleSelectKey(&copies[i])
+	}
+	writeCopies(&b, copies)
 	var unknown []string
 	if d != nil {
 		sourced := !slices.ContainsFunc(tables, func(t draftTable) bool { return t.source == "" })

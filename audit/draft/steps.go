@@ -206,7 +206,11 @@ func writeSteps(b *strings.Builder, t draftTable) {
 	if len(t.steps) == 0 {
 		return
 	}
-	b.WriteString("    steps:   # the topology's processors between the source and the store, in order\n")
+	dest := "the store"
+	if strings.HasPrefix(t.name, "copy ") {
+		dest = "to()"
+	}
+	b.WriteString("    steps:   # the topology's processors between the source and " + dest + ", in order\n")
 	for _, s := range t.steps {
 		note := s.note
 		if s.expr == "TODO" {

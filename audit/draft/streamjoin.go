@@ -74,8 +74,12 @@ func draftStreamJoins(lay *topology.Layout, tables []draftTable) []draftStreamJo
 // settleSelectKey states the stream side's last selectKey as a step,
 // which a table's draft leaves to select_key: the key guessed from the
 // repartition copies, else a TODO.
-func (sj *draftStreamJoin) settleSelectKey() {
-	t := &sj.side
+func (sj *draftStreamJoin) settleSelectKey() { settleSelectKey(&sj.side) }
+
+// settleSelectKey states a chain's last selectKey as a step (a stream
+// join's side, a copy), which a table's draft leaves to select_key: the
+// key guessed from the records downstream, else a TODO.
+func settleSelectKey(t *draftTable) {
 	if len(t.chain) == 0 || t.chain[len(t.chain)-1].Op != topology.OpSelectKey {
 		return
 	}

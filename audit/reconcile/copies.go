@@ -23,6 +23,11 @@ type Copy struct {
 	// may change its value.
 	Steps         func(Env) ([]Element, error)
 	ValueChanging bool
+	// KeyChanging says they may change its key (map, selectKey, flatMap).
+	KeyChanging bool
+	// Unjudged says why the copy cannot be judged (a step left TODO, a
+	// Processor API node): missing evidence.
+	Unjudged string
 }
 
 // checkCopy reads the output, then the source: a consumed input with no
@@ -33,6 +38,11 @@ type Copy struct {
 // topic). With the output's first records deleted, or a partition of
 // either unreadable, the copy is not judged.
 func (r *run) checkCopy(ctx context.Context, c *Copy) {
+	if c.Unjudged != "" {
+		r.missing("%s", c.Unjudged)
+		r.sourceOffsetsOnly(ctx, c.Source)
+		return
+	}
 	oparts, ok := r.partitionsOf(ctx, c.Output, "output")
 	if !ok {
 		return
@@ -94,18 +104,30 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 	if c.Steps != nil {
 		mode = decodeAll // the steps read the values
 	}
+	// no table read the source: its lag and what its offsets prove lost
+	// are the copy's to say
+	first := r.ledgers[tps[0]] == nil
 	var srd *reads
-	if r.ledgers[tps[0]] != nil {
-		srd = r.readAgain(ctx, tps, "source", mode)
-	} else {
+	if first {
 		srd = r.read(ctx, tps, "source", mode)
+	} else {
+		srd = r.readAgain(ctx, tps, "source", mode)
 	}
 	defer srd.stop()
+	// an input's element with no copy; reported once the steps are
+	// trusted (see below)
+	var missing []audit.Finding
+	judgedEls := 0
 	for _, tp := range tps {
 		cut := r.committed(tp)
-		if !r.walk(ctx, srd, tp, func(it *item) {
+		var lag int64
+		l, ok := r.walkLedger(ctx, srd, tp, func(it *item) {
 			rec := &it.Record
-			if it.Fate != audit.FateCommitted || cut < 0 || rec.Offset >= cut || !r.inputOutsideSkips(tp, rec.Offset) || !r.decoded(it) {
+			if it.Fate == audit.FateCommitted && (cut < 0 || rec.Offset >= cut) {
+				lag++
+				return
+			}
+			if it.Fate != audit.FateCommitted || !r.inputOutsideSkips(tp, rec.Offset) || !r.decoded(it) {
 				return
 			}
 			judged := r.inWindow(rec.Timestamp) // --since/--until: only the window's inputs are judged
@@ -113,41 +135,84 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 			if keyText == "" {
 				keyText = codec.Text(it.key) // read whole for the steps
 			}
-			f := fingerprintOf(keyText, it.digest, rec.Timestamp)
+			type el struct {
+				key string
+				f   fingerprint
+			}
+			els := []el{{key: keyText, f: fingerprintOf(keyText, it.digest, rec.Timestamp)}}
 			if c.Steps != nil {
-				els, err := c.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
-				switch {
-				case err != nil:
+				out, err := c.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
+				if err != nil {
 					stepFailures++
 					return
-				case len(els) == 0:
-					return // filtered: nothing is written
-				case len(els) > 1 || c.ValueChanging:
-					stepFailures++ // several copies of one input, or new values: not modelled for a copy
-					return
+				}
+				els = els[:0]
+				for _, e := range out {
+					// to() writes every element, a null key or value as well
+					k, dg := keyText, it.digest
+					if c.KeyChanging {
+						k = codec.Text(e.Key)
+					}
+					if c.ValueChanging || len(out) > 1 {
+						dg = codec.DigestOf(e.Value)
+					}
+					els = append(els, el{key: k, f: fingerprintOf(k, dg, rec.Timestamp)})
 				}
 			}
-			ca, ok := copies[f]
-			if !ok || ca.n == 0 {
+			for i, e := range els {
+				ca, ok := copies[e.f]
 				if judged {
-					fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
-					fd.Key, fd.Timestamp = keyText, rec.Timestamp
-					fd.Detail = fmt.Sprintf("copy %s → %s: consumed (below the group's committed offset %d), but the output holds no committed copy of it (same key, value and timestamp): %s.to(%s) lost it", c.Source, c.Output, cut, c.Source, c.Output)
-					r.add(fd)
+					judgedEls++
 				}
-				return
+				if !ok || ca.n == 0 {
+					if judged {
+						fd := audit.NewFinding(audit.StageJoin, audit.CauseJoinMissing, tp, rec.Offset)
+						fd.Key, fd.Timestamp = e.key, rec.Timestamp
+						which := ""
+						if len(els) > 1 {
+							which = fmt.Sprintf(" (element %d of %d its steps emit)", i+1, len(els))
+						}
+						fd.Detail = fmt.Sprintf("copy %s → %s: consumed (below the group's committed offset %d), but the output holds no committed copy of it%s (same key, value and timestamp): %s.to(%s) lost it", c.Source, c.Output, cut, which, c.Source, c.Output)
+						missing = append(missing, fd)
+					}
+					continue
+				}
+				ca.n-- // one copy for one input: an equal input later needs another
+				ca.used = ca.used || judged
+				ca.from, ca.fromOffset = tp, rec.Offset
+				copies[e.f] = ca
 			}
-			ca.n-- // one copy for one input: an equal input later needs another
-			ca.used = ca.used || judged
-			ca.from, ca.fromOffset = tp, rec.Offset
-			copies[f] = ca
-		}) {
+		})
+		if !ok || l == nil {
 			r.missing("copy %s → %s: source partition %s is unreadable, so its inputs' copies are not judged", c.Source, c.Output, tp)
+			continue
+		}
+		if first {
+			r.lagFinding(tp, l, cut, lag)
+			r.gapFindings(tp, l, cut)
 		}
 	}
 	if stepFailures > 0 {
-		r.missing("copy %s → %s is not judged: its steps failed, or emit what kaudit does not model for a copy, on %d inputs", c.Source, c.Output, stepFailures)
+		r.missing("copy %s → %s is not judged: its steps failed on %d inputs", c.Source, c.Output, stepFailures)
 		return
+	}
+	// steps that change the key or value: when the output holds records no
+	// input's element accounts for as well as inputs without a copy, the
+	// spec's steps are not the app's (a lost copy leaves no stray record)
+	if c.ValueChanging || c.KeyChanging {
+		stray := 0
+		for _, ca := range copies {
+			if !ca.used {
+				stray += ca.n
+			}
+		}
+		if len(missing) >= 3 && stray >= 3 && len(missing)*10 > judgedEls {
+			r.missing("copy %s → %s is not judged: the spec's steps give no copy on the output for %d of %d elements, and %d output records match no element: the steps are not the app's", c.Source, c.Output, len(missing), judgedEls, stray)
+			return
+		}
+	}
+	for _, f := range missing {
+		r.add(f)
 	}
 	// an input copied more than once (an at-least-once retry, a zombie
 	// writer): its extra copies, unless inputs equal to it may be gone
@@ -167,5 +232,36 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 	}
 	if extra > 0 {
 		r.note("copy %s → %s: %d committed copies more than the inputs equal to them (same key, value and timestamp) that remain; the first records of %s are gone, and equal inputs among them account for them, so they are not judged duplicates", c.Source, c.Output, extra, strings.Join(gone, ", "))
+	}
+}
+
+// sourceOffsetsOnly reports, for a source no table has read, its lag and
+// what its offsets prove lost before the app read it: checks that need
+// no spec, made even when the copy that reads it is not judged.
+func (r *run) sourceOffsetsOnly(ctx context.Context, topic string) {
+	parts, ok := r.partitionsOf(ctx, topic, "source")
+	if !ok {
+		return
+	}
+	tps := tpsOf(topic, parts)
+	if r.ledgers[tps[0]] != nil {
+		return // a table read it and said so
+	}
+	rd := r.read(ctx, tps, "source", decodeNone)
+	defer rd.stop()
+	for _, tp := range tps {
+		c := r.committed(tp)
+		var lag int64
+		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
+			if it.Fate == audit.FateCommitted && (c < 0 || it.Record.Offset >= c) {
+				lag++
+			}
+		})
+		if !ok || l == nil {
+			r.missing("source partition %s is unreadable", tp)
+			continue
+		}
+		r.lagFinding(tp, l, c, lag)
+		r.gapFindings(tp, l, c)
 	}
 }

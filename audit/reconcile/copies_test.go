@@ -109,3 +109,94 @@ func sinceOf(ms int64) time.Time {
 	}
 	return time.UnixMilli(ms)
 }
+
+// TestCopySteps: a copy through steps that change values, keys or emit
+// several elements (Kafka's LineSplitDemo: flatMapValues(split).to(t);
+// MapFunction-style mapValues and map before to()): each element of each
+// consumed input has one committed record of its key, value and
+// timestamp on the output; a lost one is join-missing at the input. Steps
+// that are not the app's (the output holds records no element explains)
+// leave the copy unjudged, never a loss; a TODO step too, and the copy's
+// source still says what its offsets prove lost.
+func TestCopySteps(t *testing.T) {
+	lines := []string{"a b", "c", "d e f", "g"}
+	split := func(l string) []string { return strings.Split(l, " ") }
+	upper := func(l string) []string { return []string{strings.ToUpper(l)} }
+	for _, tt := range []struct {
+		name     string
+		steps    string
+		out      func(string) []string // what the app wrote per line
+		keyed    bool                  // the output's key is the value (map)
+		lose     string                // an output record not written
+		logStart int64                 // the source's log start (DeleteRecords)
+		want     []string
+		verdict  audit.Verdict
+	}{
+		{name: "flatMapValues, clean", steps: `[{flatMapValues: 'split(value, " ")'}]`, out: split, verdict: audit.VerdictClean},
+		{name: "flatMapValues, a word lost", steps: `[{flatMapValues: 'split(value, " ")'}]`, out: split, lose: "e",
+			want: []string{"join/join-missing lines/0@2"}, verdict: audit.VerdictLoss},
+		{name: "mapValues, clean", steps: `[{mapValues: 'upper(value)'}]`, out: upper, verdict: audit.VerdictClean},
+		{name: "mapValues, a copy lost", steps: `[{mapValues: 'upper(value)'}]`, out: upper, lose: "G",
+			want: []string{"join/join-missing lines/0@3"}, verdict: audit.VerdictLoss},
+		{name: "mapValues the app does not do: unjudged, no loss", steps: `[{mapValues: 'lower(value)'}]`, out: upper, verdict: audit.VerdictIncomplete},
+		{name: "map to a new key, clean", steps: `[{map: '[value, value]'}]`, out: func(l string) []string { return []string{l} }, keyed: true, verdict: audit.VerdictClean},
+		{name: "a TODO step: unjudged, no loss", steps: `[{mapValues: TODO}]`, out: upper, verdict: audit.VerdictIncomplete},
+		{name: "a TODO step, the source's first lines deleted past the commit: the retention gap still said", steps: `[{mapValues: TODO}]`, out: upper, logStart: 3,
+			want: []string{"source/retention-gap lines/0@2"}, verdict: audit.VerdictLoss},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sp, err := spec.ParseSpec("copy.kaudit.yaml", []byte("app_id: app\nserdes: {key: String, value: String}\ncopies:\n  - {source: lines, output: out, steps: "+tt.steps+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := spec.Resolve(sp, nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
+			m.AddTopic(audit.TopicInfo{Name: "lines", Partitions: 1})
+			m.AddTopic(audit.TopicInfo{Name: "out", Partitions: 1})
+			plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
+			var off int64
+			for i, l := range lines {
+				ts := int64(100 * (i + 1))
+				m.Append(audit.Record{Topic: "lines", Offset: int64(i), Key: []byte("k"), Value: []byte(l), Timestamp: ts, Batch: plain})
+				if int64(i) < tt.logStart {
+					continue // deleted before the app read it: never copied
+				}
+				for _, w := range tt.out(l) {
+					if w == tt.lose {
+						continue
+					}
+					key := []byte("k")
+					if tt.keyed {
+						key = []byte(w)
+					}
+					m.Append(audit.Record{Topic: "out", Offset: off, Key: key, Value: []byte(w), Timestamp: ts, Batch: plain})
+					off++
+				}
+			}
+			n := int64(len(lines))
+			committed := n
+			if tt.logStart > 0 {
+				committed = 2 // the app read two lines, then the next were deleted
+				m.SetOffsets(audit.TopicPartition{Topic: "lines"}, audit.PartitionOffsets{LogStart: tt.logStart, LSO: n, HW: n})
+			}
+			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{{Topic: "lines"}: committed}})
+			dec, err := codec.New(codec.Config{KeySerde: "String", ValueSerde: "String"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "String"), reconcile.Options{Decoder: dec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := judged(rep); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("findings %v, want %v (missing %v)", got, tt.want, rep.Summary.Missing)
+			}
+			if rep.Summary.Verdict != tt.verdict {
+				t.Errorf("verdict %s (missing %v), want %s", rep.Summary.Verdict, rep.Summary.Missing, tt.verdict)
+			}
+		})
+	}
+}

@@ -72,12 +72,12 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		out.Tables = append(out.Tables, t)
 	}
 	for _, c := range p.Copies {
-		cp := Copy{Source: c.Source, Output: c.Output}
-		if len(c.Steps) > 0 {
+		cp := Copy{Source: c.Source, Output: c.Output, Unjudged: c.Unjudged()}
+		if len(c.Steps) > 0 && cp.Unjudged == "" {
 			cp.Steps = func(e Env) ([]Element, error) {
 				return elements(c.Apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
 			}
-			cp.ValueChanging = c.ValueChanging()
+			cp.ValueChanging, cp.KeyChanging = c.ValueChanging(), c.KeyChanging()
 		}
 		out.Copies = append(out.Copies, cp)
 	}

@@ -309,6 +309,29 @@ func (c *CopySpec) Apply(r RecordEnv) ([]Element, error) { return runSteps(c.Ste
 // ValueChanging reports whether the copy's steps may change values.
 func (c *CopySpec) ValueChanging() bool { return c.side != nil && c.side.ValueChanging() }
 
+// KeyChanging reports whether the copy's steps may change keys (map,
+// flatMap, selectKey).
+func (c *CopySpec) KeyChanging() bool {
+	for _, st := range c.Steps {
+		if st != nil && st.Kind.KeyChanging() {
+			return true
+		}
+	}
+	return false
+}
+
+// Unjudged says why the copy cannot be judged from the spec ("" when it
+// can): a step left TODO, or a Processor API node.
+func (c *CopySpec) Unjudged() string {
+	if c.side == nil {
+		return ""
+	}
+	if why := unmodelled(c.side, nil); why != "" {
+		return why
+	}
+	return ""
+}
+
 // StringList is a YAML list of strings that also accepts a single string.
 type StringList []string
 
@@ -785,8 +808,8 @@ func (s *Spec) validate() error {
 		c.side = &TableSpec{Name: "copy " + c.Source + " → " + c.Output, Source: c.Source, Steps: c.Steps, Line: c.Line}
 		s.validateSteps(l, path, field, c.side)
 		for k, st := range c.Steps {
-			if st != nil && (st.Kind.KeyChanging() || st.Kind.ValueChanging() || st.TODO()) {
-				l.add(fmt.Sprintf("%s.steps[%d]", path, k), fmt.Sprintf("%s.steps[%d]", field, k), "a copy's steps are filter, filterNot, branch or peek: kaudit does not model a %s before a copy", st.Kind)
+			if st != nil && st.Kind == StepGroupBy {
+				l.add(fmt.Sprintf("%s.steps[%d]", path, k), fmt.Sprintf("%s.steps[%d]", field, k), "a copy's steps end at to(): a groupBy makes a table, not a copy")
 			}
 		}
 	}
