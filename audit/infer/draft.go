@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -174,6 +175,10 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 	})
 	n := len(pairs)
 	if len(cands) == 0 || counts[cands[0]]*10 < n*9 {
+		if k, ok := constantKey(pairs); ok && n >= 5 {
+			// selectKey((k, v) -> "temp"), as Kafka's TemperatureDemo does
+			return Guess{Value: k, Evidence: fmt.Sprintf("every one of %d copies matched to source records has this key, which no source key or field holds", n)}
+		}
 		g := Guess{Evidence: fmt.Sprintf("no field equals the copies' keys for 90%% of %d copies", n)}
 		for _, c := range cands[:min(3, len(cands))] {
 			g.Candidates = append(g.Candidates, fmt.Sprintf("%s %d/%d", c, counts[c], n))
@@ -322,4 +327,22 @@ func GuessSelectKeyFromStates(source, changelog *Topic, rekeyed bool) (Guess, in
 		return Guess{Value: "key", Evidence: ev}, hit[best]
 	}
 	return Guess{Evidence: ev + " for each of " + strings.Join(append([]string{best}, ties...), ", "), Candidates: append([]string{best}, ties...)}, hit[best]
+}
+
+// constantKey returns the expression of the one key every copy has (a
+// string or a number), when no source record has it as its key.
+func constantKey(pairs []Pair) (string, bool) {
+	first := pairs[0].Copy.key()
+	for i := range pairs {
+		if !pairs[i].Copy.key().same(first) || pairs[i].Src.key().same(first) {
+			return "", false
+		}
+	}
+	switch k := first.v.(type) {
+	case string:
+		return strconv.Quote(k), true
+	case int, int32, int64, float64, json.Number:
+		return fmt.Sprint(k), true
+	}
+	return "", false
 }
