@@ -19,7 +19,7 @@ import (
 func TestCopy(t *testing.T) {
 	type out struct {
 		in   int    // the input copied
-		fate string // "c" committed, "a" aborted
+		fate string // "c" committed outside transactions, "t" in a committed transaction, "a" aborted
 	}
 	all := []out{{0, "c"}, {1, "c"}, {2, "c"}, {3, "c"}}
 	for _, tt := range []struct {
@@ -34,7 +34,9 @@ func TestCopy(t *testing.T) {
 		{"the input in flight has no copy yet: clean", all[:3], 0, nil, false, 0}, // input 3 is above the cut
 		{"a copy lost", []out{{0, "c"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false, 0},
 		{"a copy only in an aborted transaction", []out{{0, "c"}, {1, "a"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false, 0},
-		{"a copy written twice", []out{{0, "c"}, {1, "c"}, {1, "c"}, {2, "c"}}, 0, []string{"join/duplicate echo/0@1"}, false, 0},
+		{"a copy written twice", []out{{0, "t"}, {1, "t"}, {1, "t"}, {2, "t"}}, 0, []string{"join/duplicate echo/0@2"}, false, 0},
+		// at-least-once: an input processed again after a restart is copied again
+		{"a copy written twice outside transactions: a note", []out{{0, "c"}, {1, "c"}, {1, "c"}, {2, "c"}}, 0, nil, false, 0},
 		{"two equal inputs, one copy", []out{{0, "c"}, {1, "c"}}, 0, []string{"join/join-missing data/0@2"}, false, 0},
 		{"the output's first records deleted: not judged", all[1:], 1, nil, true, 0},
 		{"a copy lost before --since: not judged", []out{{0, "c"}, {2, "c"}}, 0, nil, false, 300},
@@ -69,12 +71,16 @@ func TestCopy(t *testing.T) {
 			off := tt.logStart
 			for _, o := range tt.outs {
 				r := audit.Record{Topic: "echo", Offset: off, Key: []byte("k"), Value: int32Bytes(values[o.in]), Timestamp: ts(o.in), Batch: plain}
-				if o.fate == "a" {
+				if o.fate == "a" || o.fate == "t" {
+					mark := audit.MarkerAbort
+					if o.fate == "t" {
+						mark = audit.MarkerCommit
+					}
 					r.Batch = audit.Batch{ProducerID: 7, ProducerEpoch: 0, Transactional: true, BaseOffset: off}
 					m.Append(r)
 					off++
 					m.Append(audit.Record{Topic: "echo", Offset: off, Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0},
-						Batch: audit.Batch{ProducerID: 7, ProducerEpoch: 0, Transactional: true, Control: true, BaseOffset: off}, Marker: &audit.Marker{Type: audit.MarkerAbort}})
+						Batch: audit.Batch{ProducerID: 7, ProducerEpoch: 0, Transactional: true, Control: true, BaseOffset: off}, Marker: &audit.Marker{Type: mark}})
 				} else {
 					m.Append(r)
 				}
