@@ -43,17 +43,8 @@ func TestCopy(t *testing.T) {
 		{"a copy lost after --since", []out{{0, "c"}, {2, "c"}}, 0, []string{"join/join-missing data/0@1"}, false, 200},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sp, err := spec.ParseSpec("eos.kaudit.yaml", []byte("app_id: EosTest\nserdes: {key: String, value: Integer}\ncopies:\n  - {source: data, output: echo}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := spec.Resolve(sp, nil, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
-			m.AddTopic(audit.TopicInfo{Name: "data", Partitions: 1})
-			m.AddTopic(audit.TopicInfo{Name: "echo", Partitions: 1})
+			plan := planOf(t, "app_id: EosTest\nserdes: {key: String, value: Integer}\ncopies:\n  - {source: data, output: echo}\n")
+			m := memoryWith("data", "echo")
 			plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
 			values := []int32{5, 9, 9, 7}
 			if strings.HasPrefix(tt.name, "two equal") {
@@ -151,17 +142,8 @@ func TestCopySteps(t *testing.T) {
 			want: []string{"source/retention-gap lines/0@2"}, verdict: audit.VerdictLoss},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sp, err := spec.ParseSpec("copy.kaudit.yaml", []byte("app_id: app\nserdes: {key: String, value: String}\ncopies:\n  - {source: lines, output: out, steps: "+tt.steps+"}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := spec.Resolve(sp, nil, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
-			m.AddTopic(audit.TopicInfo{Name: "lines", Partitions: 1})
-			m.AddTopic(audit.TopicInfo{Name: "out", Partitions: 1})
+			plan := planOf(t, "app_id: app\nserdes: {key: String, value: String}\ncopies:\n  - {source: lines, output: out, steps: "+tt.steps+"}\n")
+			m := memoryWith("lines", "out")
 			plain := audit.Batch{ProducerID: -1, ProducerEpoch: -1}
 			var off int64
 			for i, l := range lines {
@@ -205,4 +187,27 @@ func TestCopySteps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// planOf resolves a spec without a topology.
+func planOf(t *testing.T, yaml string) *spec.Plan {
+	t.Helper()
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Resolve(sp, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// memoryWith is an in-memory source with one-partition topics.
+func memoryWith(topics ...string) *fakeapp.Memory {
+	m := fakeapp.NewMemory(time.UnixMilli(1_000_000))
+	for _, tp := range topics {
+		m.AddTopic(audit.TopicInfo{Name: tp, Partitions: 1})
+	}
+	return m
 }
