@@ -579,21 +579,25 @@ func (a *analysis) gensBetween(from, to int64) []audit.Generation {
 // no member and then a generation with members, or formed a generation
 // none of whose members was in the one before (the app restarted before
 // the old members' sessions expired): its consumers resumed from the
-// committed offsets. gen is that generation.
+// committed offsets. gen is the last such generation.
 func (a *analysis) restart(from, to int64) (bool, audit.Generation) {
 	empty := false
 	if g, known := a.genAt(from + 1); known && g != nil && g.Empty() {
 		empty = true
 	}
+	// the last restart: the consumer that made the next commit resumed
+	// from the committed offset then (an earlier run that made no commit
+	// in between changed nothing the cut keeps)
+	back, last := false, audit.Generation{}
 	for _, g := range a.gensBetween(from, to) {
 		switch {
 		case g.Empty():
 			empty = true
 		case empty || g.Fresh:
-			return true, g
+			back, last, empty = true, g, false
 		}
 	}
-	return false, audit.Generation{}
+	return back, last
 }
 
 // abortedAbove returns an aborted commit of the partition above m between

@@ -260,6 +260,26 @@ func TestRules(t *testing.T) {
 			want:  want{skips: []string{"retention-gap 30-59"}},
 		},
 		{
+			// the slow run the drill's regroup fault makes: started, stopped
+			// without a commit; the purge; the run that resumed from the
+			// committed offset after it
+			name: "two restarts without a commit between, the log start moved between them: the last one proves it",
+			build: func(l *glog) {
+				l.genOf(1, at(0), "a-1")
+				for i, o := range []int{10, 20, 30} {
+					l.txn(7, at(float64(10+10*i)), src, o)
+				}
+				l.genOf(2, at(60), "b-1")
+				l.genOf(3, at(100), "c-1")
+				l.epoch++
+				l.txn(7, at(121), src, 70)
+			},
+			tp: src, ls: 60,
+			lines: []string{brokerLine(src, 60, "client delete records request", at(90))},
+			ev:    window,
+			want:  want{skips: []string{"retention-gap 30-59"}},
+		},
+		{
 			name:  "a rebalance that keeps a member is no restart: missing evidence",
 			build: func(l *glog) { quickRestart(l, src, true, 30, 70, 80) },
 			tp:    src, ls: 60,

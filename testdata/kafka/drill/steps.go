@@ -1401,6 +1401,11 @@ func (r *scRun) appsFaultsAfterRestart(ctx context.Context, gap, purge fault, zf
 		if err := os.WriteFile(filepath.Join(dir, "describe.txt"), b, 0o644); err != nil {
 			return err
 		}
+		// the evidence after the restart (the commit history with it), for a failure's post-mortem
+		if code, stderr, err := r.d.runKaudit(ctx, dir, "capture", "capture", "--app-id", p.appID, "--bootstrap-server", r.d.bootstrap,
+			"--out", filepath.Join(dir, "capture"), "--topology", filepath.Join(dir, "describe.txt")); err != nil || code != 0 {
+			errs = append(errs, fmt.Errorf("app %s after the restart: kaudit capture exited %d: %v %s", p.name, code, err, lastLines(stderr, 3)))
+		}
 		spec := filepath.Join(r.d.repo, "testdata", "apps", p.name+".kaudit.yaml")
 		rep, err := r.d.runDiffFor(ctx, dir, p.appID, spec, r.brokerLogArgs()...)
 		if err != nil {
