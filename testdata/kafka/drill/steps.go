@@ -1388,6 +1388,11 @@ func (r *scRun) appsFaultsAfterRestart(ctx context.Context, gap, purge fault, zf
 	if err := r.stopProcs(procs); err != nil {
 		return err
 	}
+	// the live audits before the restart no longer describe the cluster: the brokers' log dirs
+	// must repeat the audits after it (with the same brokers' logs)
+	for _, l := range r.lives {
+		l.done = true
+	}
 	var errs []error
 	for _, p := range procs {
 		dir := filepath.Join(p.dir, "after-restart")
@@ -1413,6 +1418,9 @@ func (r *scRun) appsFaultsAfterRestart(ctx context.Context, gap, purge fault, zf
 			continue
 		}
 		p.truth.Observed["kaudit_after_restart"] = rep.summary()
+		if b, err := os.ReadFile(filepath.Join(dir, "kaudit.json")); err == nil {
+			r.lives = append(r.lives, &liveDiff{extra: r.brokerLogArgs(), report: b, dir: dir, app: p.appID, spec: spec})
+		}
 		var err2 error
 		switch p.name {
 		case "orders":
