@@ -62,7 +62,7 @@ var scenarios = []scenario{
 	{name: "eos-offsets-forward", about: "EosTestClient: the group's committed offset on one data partition moved forward while the client is down", brokers: 3, run: scenarioEOSOffsetsForward, eos: true},
 	{name: "eos-wiped-store", about: "EosTestClient: one task's sum store wiped under a forged .checkpoint while the client is down, then more input", brokers: 3, run: scenarioEOSWipedStore, eos: true},
 	{name: "smoke-clean", about: "Kafka's SmokeTestClient and SmokeTestDriver (kafka-streams test jar): generate with kill -9 restarts of the client; SUCCESS and no loss", brokers: 3, run: scenarioSmokeClean, smoke: true, captured: true},
-	{name: "smoke-faults", about: "SmokeTestClient: records of the KTable#groupBy repartition topic (tagg's) deleted past the group's committed offset while the client is down", brokers: 3, run: scenarioSmokeFaults, smoke: true, attempts: 2},
+	{name: "smoke-faults", about: "SmokeTestClient: records of the KTable#groupBy repartition topic (tagg's) deleted past the group's committed offset while the client is down", brokers: 3, run: scenarioSmokeFaults, smoke: true, attempts: 3},
 }
 
 func scenarioNames() []string {
