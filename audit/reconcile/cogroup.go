@@ -202,13 +202,7 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 		return false
 	}
 	tps := tpsOf(m.Source, parts)
-	first := r.ledgers[tps[0]] == nil
-	var rd *reads
-	if first {
-		rd = r.read(ctx, tps, "source", decodeAll)
-	} else {
-		rd = r.readAgain(ctx, tps, "source", decodeAll)
-	}
+	rd, first := r.readSourceOnce(ctx, tps, decodeAll)
 	defer rd.stop()
 	for _, tp := range tps {
 		c := r.committed(tp)

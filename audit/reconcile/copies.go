@@ -108,13 +108,7 @@ func (r *run) checkCopy(ctx context.Context, c *Copy) {
 	}
 	// no table read the source: its lag and what its offsets prove lost
 	// are the copy's to say
-	first := r.ledgers[tps[0]] == nil
-	var srd *reads
-	if first {
-		srd = r.read(ctx, tps, "source", mode)
-	} else {
-		srd = r.readAgain(ctx, tps, "source", mode)
-	}
+	srd, first := r.readSourceOnce(ctx, tps, mode)
 	defer srd.stop()
 	// an input's element with no copy; reported once the steps are
 	// trusted (see below)

@@ -136,6 +136,16 @@ func (r *run) readAgain(ctx context.Context, tps []audit.TopicPartition, role st
 	return r.startReads(ctx, &reads{r: r, role: role, decode: mode, again: true}, tps)
 }
 
+// readSourceOnce reads a source's partitions with read the first time the
+// audit reads them, readAgain after; first says which, so that the
+// source's own findings (lag, gaps) are said by its first reader only.
+func (r *run) readSourceOnce(ctx context.Context, tps []audit.TopicPartition, mode decodeMode) (rd *reads, first bool) {
+	if r.ledgers[tps[0]] == nil {
+		return r.read(ctx, tps, "source", mode), true
+	}
+	return r.readAgain(ctx, tps, "source", mode), false
+}
+
 func (r *run) startReads(ctx context.Context, rd *reads, tps []audit.TopicPartition) *reads {
 	rd.streams = map[audit.TopicPartition]*stream{}
 	n := r.opts.Concurrency

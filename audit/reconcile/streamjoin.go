@@ -259,13 +259,7 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 		return false
 	}
 	tps := tpsOf(topic, parts)
-	first := r.ledgers[tps[0]] == nil // no table reads it: its own findings are the join's to say
-	var rd *reads
-	if first {
-		rd = r.read(ctx, tps, "source", decodeAll)
-	} else {
-		rd = r.readAgain(ctx, tps, "source", decodeAll)
-	}
+	rd, first := r.readSourceOnce(ctx, tps, decodeAll) // first: no table reads it, its own findings are the join's to say
 	defer rd.stop()
 	for _, tp := range tps {
 		c := r.committed(tp)
