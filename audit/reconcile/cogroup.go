@@ -188,12 +188,7 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 				return false
 			}
 			logStart[tp.Partition] = r.clusterLogStart(tp, l.Offsets.LogStart)
-			if c := r.committed(tp); c >= 0 && logStart[tp.Partition] > c {
-				f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, c)
-				f.Count = logStart[tp.Partition] - c
-				f.Detail = fmt.Sprintf("table %s: the log-start offset %d is above the group's committed offset %d: copies %d-%d were purged before the store applied them", t.Name, logStart[tp.Partition], c, c, logStart[tp.Partition]-1)
-				r.add(f)
-			}
+			r.purgedPastCommit(tp, logStart[tp.Partition], r.committed(tp), "table "+t.Name, "copies", "the store applied them")
 		}
 		rd.stop()
 	}

@@ -392,12 +392,7 @@ func (r *run) regroupChanges(ctx context.Context, t *Table, groups map[string]*g
 			return nil, nil, false
 		}
 		logStart[tp.Partition] = r.clusterLogStart(tp, l.Offsets.LogStart)
-		if c >= 0 && logStart[tp.Partition] > c {
-			f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, c)
-			f.Count = logStart[tp.Partition] - c
-			f.Detail = fmt.Sprintf("table %s: the log-start offset %d is above the group's committed offset %d: changes %d-%d were purged before the store applied them", t.Name, logStart[tp.Partition], c, c, logStart[tp.Partition]-1)
-			r.add(f)
-		}
+		r.purgedPastCommit(tp, logStart[tp.Partition], c, "table "+t.Name, "changes", "the store applied them")
 	}
 	if bad != nil {
 		r.missing("table %s: a change record of %s could not be read (%v), so its groups are not judged", t.Name, t.Repartition, bad)

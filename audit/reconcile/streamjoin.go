@@ -240,12 +240,7 @@ func (r *run) sjCopies(ctx context.Context, j *StreamJoin) (map[fingerprint][]sj
 			return nil, 0, nil, false
 		}
 		logStart[tp.Partition] = r.clusterLogStart(tp, l.Offsets.LogStart)
-		if c := r.committed(tp); c >= 0 && logStart[tp.Partition] > c {
-			f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, c)
-			f.Count = logStart[tp.Partition] - c
-			f.Detail = fmt.Sprintf("%s: the log-start offset %d is above the group's committed offset %d: offsets %d-%d were purged before the join consumed them", j.Name, logStart[tp.Partition], c, c, logStart[tp.Partition]-1)
-			r.add(f)
-		}
+		r.purgedPastCommit(tp, logStart[tp.Partition], r.committed(tp), j.Name, "offsets", "the join consumed them")
 	}
 	return copies, r.topics[j.Repartition].Partitions, logStart, true
 }

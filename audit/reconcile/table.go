@@ -1110,6 +1110,21 @@ func (r *run) clusterLogStart(tp audit.TopicPartition, held int64) int64 {
 	return held
 }
 
+// purgedPastCommit reports a repartition partition whose log start is
+// above the group's committed offset c there: the records in between
+// were purged before their reader (who's store, or join) applied them;
+// what names them ("copies", "changes"), by its reader ("the store
+// applied them", "the join consumed them").
+func (r *run) purgedPastCommit(tp audit.TopicPartition, logStart, c int64, who, what, by string) {
+	if c < 0 || logStart <= c {
+		return
+	}
+	f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, c)
+	f.Count = logStart - c
+	f.Detail = fmt.Sprintf("%s: the log-start offset %d is above the group's committed offset %d: %s %d-%d were purged before %s", who, logStart, c, what, c, logStart-1, by)
+	r.add(f)
+}
+
 // inputsGone names the partitions of tps whose first records the evidence
 // lacks (retention, DeleteRecords, a capture that started later): the
 // outputs of those inputs remain without them, so an output no input
