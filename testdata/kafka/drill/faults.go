@@ -27,7 +27,10 @@ const largePurge = int64(3_600_000)
 // aborted transactions must show in kaudit ledger exactly as the drill counts them raw.
 func scenarioClean(ctx context.Context, r *scRun) error {
 	recs := genWave(wave1)
-	o := appOpts{noCache: true}
+	// A commit interval of 1 s (EOS's default is 100 ms) keeps each transaction open long
+	// enough for a kill to land in it: with 100 ms, CI on Kafka 4.1.1 once saw three kills in a
+	// row land between transactions, until the input ran out.
+	o := appOpts{noCache: true, commitMs: 1000}
 	if err := r.startApp(ctx, o); err != nil {
 		return err
 	}
