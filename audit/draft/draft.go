@@ -48,6 +48,9 @@ type draftStep struct {
 	expr string
 	node string
 	note string
+	// splitter is, for a branch, the split()'s own node (node is the
+	// branch's)
+	splitter string
 }
 
 // Options say what to draft from.
@@ -129,6 +132,11 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		all = append(all, copies...)
 		var err error
 		inf, err = inferTables(ctx, o, src, all, outputs)
+		if err == nil && inf != nil && inf.ev != nil {
+			for _, i := range defaultBranches(lay, all) {
+				stepsAgain(&all[i], inf.ev)
+			}
+		}
 		tables = all[:len(tables)]
 		for i := range sjoins {
 			sjoins[i].side = all[len(tables)+i]

@@ -235,6 +235,9 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 		}
 		inferSteps(t, ev, best)
 	}
+	if t.repartition == "" && !t.tableSource {
+		changelogSteps(t, ev)
+	}
 	if t.repartition != "" && (copies == nil || copies.Count() == 0) && ev.Topics[t.changelog] != nil {
 		// the copies were purged: the source whose records' field is a
 		// key of the changelog

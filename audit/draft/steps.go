@@ -49,6 +49,8 @@ func topologySteps(chain []topology.ChainNode) []draftStep {
 			out = append(out, draftStep{kind: spec.StepPeek, node: node})
 		case c.Op == topology.OpProcess:
 			out = append(out, draftStep{kind: spec.StepProcess, node: node, note: "a Processor API node: kaudit does not model it, so the table is not judged"})
+		case c.Op == topology.OpBranch:
+			out = append(out, draftStep{kind: k, expr: "TODO", node: node, note: todoNote(k), splitter: c.Name})
 		case ok:
 			out = append(out, draftStep{kind: k, expr: "TODO", node: node, note: todoNote(k)})
 		default:
@@ -147,6 +149,89 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	}
 }
 
+// changelogSteps fills in the steps of a table with no repartition on
+// the way (groupByKey after a split() or a filter) from its changelog:
+// when its records are the source records as they are (value and
+// timestamp, as a latest reduce writes them), the steps are the identity
+// and a filter or branch keeps what reached the store. A store that
+// changes the values (a count, a sum) tells nothing here.
+func changelogSteps(t *draftTable, ev *infer.Evidence) {
+	if !slices.ContainsFunc(t.steps, func(s draftStep) bool { return s.expr == "TODO" }) {
+		return
+	}
+	src, cl := ev.Topics[cmp.Or(t.evSource, t.source)], ev.Topics[t.changelog]
+	if src == nil || cl == nil || cl.Count() == 0 {
+		return
+	}
+	pairs := infer.MatchCopies(src, cl)
+	if len(pairs)*10 < cl.Count()*9 {
+		return
+	}
+	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), func() infer.Guess { return infer.GuessFilter(src, pairs) })
+}
+
+// defaultBranches fills in each split()'s default branch (the branch
+// node Kafka Streams names after the splitter with 0, defaultBranch())
+// from its siblings: when every other branch's predicate is inferred, the
+// default branch takes the records none of them takes. It returns the
+// tables whose steps it changed, for their other steps to be inferred
+// again.
+func defaultBranches(lay *topology.Layout, tables []draftTable) []int {
+	settled := map[string]string{} // branch node -> its predicate; "" when two guesses differ
+	for _, t := range tables {
+		for _, s := range t.steps {
+			if s.kind != spec.StepBranch || s.expr == "TODO" {
+				continue
+			}
+			if e, ok := settled[s.node]; ok && e != s.expr {
+				settled[s.node] = ""
+				continue
+			}
+			settled[s.node] = s.expr
+		}
+	}
+	var changed []int
+	for i := range tables {
+		for j := range tables[i].steps {
+			s := &tables[i].steps[j]
+			if s.kind != spec.StepBranch || s.expr != "TODO" || s.splitter == "" || s.node != s.splitter+"0" {
+				continue
+			}
+			var preds, from []string
+			for _, b := range lay.Successors(s.splitter) {
+				if b == s.node {
+					continue
+				}
+				e := settled[b]
+				if e == "" {
+					preds = nil
+					break
+				}
+				preds, from = append(preds, "!("+e+")"), append(from, b)
+			}
+			if len(preds) == 0 {
+				continue
+			}
+			s.expr = strings.Join(preds, " && ")
+			s.note = fmt.Sprintf("split()'s default branch: the records none of %s takes, as inferred there", strings.Join(from, ", "))
+			changed = append(changed, i)
+		}
+	}
+	return changed
+}
+
+// stepsAgain infers a table's steps again once one of them is known from
+// elsewhere (a default branch from its siblings).
+func stepsAgain(t *draftTable, ev *infer.Evidence) {
+	if t.repartition == "" {
+		changelogSteps(t, ev)
+		return
+	}
+	if src, copies := ev.Topics[cmp.Or(t.evSource, t.source)], ev.Topics[t.repartition]; src != nil && copies != nil {
+		inferSteps(t, ev, infer.MatchCopies(src, copies))
+	}
+}
+
 // identitySteps fills in a chain whose records reach the store as they
 // are (why says the evidence): each value-changing step is the identity
 // on these records, a filter what guess finds (nil: it stays TODO), and
@@ -162,7 +247,9 @@ func identitySteps(t *draftTable, why string, guess func() infer.Guess) {
 			s.expr, s.note = "value", "the identity on these records: "+why
 		case spec.StepFlatMapValues:
 			s.expr, s.note = "[value]", "each record as it is: "+why
-		case spec.StepFilter:
+		case spec.StepFilter, spec.StepBranch:
+			// a branch's predicate, as the spec has it, is true for the
+			// records of this branch: what tells them from the rest
 			if guess == nil {
 				continue
 			}

@@ -291,6 +291,16 @@ func (l *Layout) ChainFrom(node, topic string) ([]ChainNode, error) {
 	return l.chainOf(path[1 : len(path)-1]), nil
 }
 
+// Successors lists the nodes node forwards to, as describe() prints them
+// (a split()'s branches, for one); nil for a node it does not have.
+func (l *Layout) Successors(node string) []string {
+	ref, ok := l.nodes[node]
+	if !ok {
+		return nil
+	}
+	return slices.Clone(ref.n.Successors)
+}
+
 // UpstreamSources lists the external topics whose records reach the
 // processor node (across the app's internal topics), in topology order:
 // the stream side of a stream-table join, whose table side only looks

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/audit/snapshot"
 )
 
 // appsTruth is what the drill measured of its steps apps' clean runs
@@ -133,14 +136,20 @@ func recordsOf(f audit.Finding) []string {
 // on-call does: the spec is inferred from the evidence, and a clean run
 // is never a loss or an anomaly (what cannot be inferred is incomplete).
 func TestRealAppsInferred(t *testing.T) {
-	for _, tc := range []struct{ bundle, appID string }{
-		{"orders", "kaudit-steps-orders"}, {"words", "kaudit-steps-words"}, {"windows", "kaudit-steps-windows"}, {"routes", "kaudit-steps-routes"},
-		{"enrich", "kaudit-z-enrich"}, {"regroup", "kaudit-z-regroup"}, {"cogroup", "kaudit-z-cogroup"}, {"fkjoin", "kaudit-z-fkjoin"},
+	// code: what the inference settles today (routes: its split()'s
+	// branch predicates, the default branch from its siblings); the
+	// incomplete ones name what they lack, and are never a loss
+	for _, tc := range []struct {
+		bundle, appID string
+		code          int
+	}{
+		{"orders", "kaudit-steps-orders", exitClean}, {"words", "kaudit-steps-words", exitClean}, {"windows", "kaudit-steps-windows", exitIncomplete}, {"routes", "kaudit-steps-routes", exitClean},
+		{"enrich", "kaudit-z-enrich", exitClean}, {"regroup", "kaudit-z-regroup", exitIncomplete}, {"cogroup", "kaudit-z-cogroup", exitIncomplete}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete},
 	} {
 		t.Run(tc.bundle, func(t *testing.T) {
 			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID, "--format", "json")
-			if code != exitClean && code != exitIncomplete {
-				t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s\n%s", code, tc.code, errOut, out)
 			}
 			var rep audit.Report
 			if err := decodeReport([]byte(out), &rep); err != nil {
@@ -153,5 +162,97 @@ func TestRealAppsInferred(t *testing.T) {
 			}
 			t.Logf("%s: %s; missing: %v", tc.bundle, rep.Summary.Verdict, rep.Summary.Missing)
 		})
+	}
+}
+
+// TestRoutesInferredDropped: the routes capture with one more source
+// record (amount 500, consumed: the group committed past it) that reached
+// no branch, as if the app had lost it. With --app-id alone the branch
+// predicates are inferred from the copies (the new record, after the last
+// copied one, does not bend them) and the record is dropped on its way to
+// the big-customers branch, exactly as the hand-written spec finds it.
+func TestRoutesInferredDropped(t *testing.T) {
+	dir := copyTree(t, "../../testdata/apps/routes")
+	const rel = "sr-web-0/00000000000000000000.log"
+	seg, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := audit.TopicPartition{Topic: "sr-web", Partition: 0}
+	var last audit.Record
+	for b := seg; len(b) > 0; {
+		_, recs, n, err := segment.DecodeBatch(b, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if !r.IsControl() {
+				last = r
+			}
+		}
+		b = b[n:]
+	}
+	var v map[string]any
+	if err := json.Unmarshal(last.Value, &v); err != nil {
+		t.Fatal(err)
+	}
+	v["amount"] = 500
+	val, _ := json.Marshal(v)
+	next := int64(36)
+	if last.Offset >= next {
+		t.Fatalf("sr-web/0 ends at %d, want below %d", last.Offset, next)
+	}
+	lost := audit.Record{Topic: tp.Topic, Partition: 0, Offset: next, Key: last.Key, Value: val, Timestamp: last.Timestamp + 1,
+		Batch: audit.Batch{BaseOffset: next, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, MaxTimestamp: last.Timestamp + 1, Compression: "none"}}
+	seg, err = segment.AppendBatch(seg, []audit.Record{lost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), seg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf := filepath.Join(dir, "manifest.json")
+	m, err := os.ReadFile(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = rehash(t, editManifest(t, m, func(m *snapshot.Manifest) {
+		for i := range m.Partitions {
+			if p := &m.Partitions[i]; p.Topic == tp.Topic && p.Partition == 0 {
+				p.LSO, p.HW, p.Next, p.Records, p.Bytes = next+1, next+1, next+1, p.Records+1, int64(len(seg))
+			}
+		}
+		for i := range m.Group.Offsets {
+			if o := &m.Group.Offsets[i]; o.Topic == tp.Topic && o.Partition == 0 {
+				o.Offset = next + 1
+			}
+		}
+	}), rel, seg)
+	if err := os.WriteFile(mf, m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	losses := func(args ...string) []string {
+		out, errOut, code := runCLI(t, append([]string{"diff", "--snapshot", dir, "--format", "json"}, args...)...)
+		if code != exitFindings {
+			t.Fatalf("%v: exit %d, want %d: %s\n%s", args, code, exitFindings, errOut, out)
+		}
+		var rep audit.Report
+		if err := decodeReport([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range rep.Findings {
+			if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+				got = append(got, fmt.Sprintf("%s %s/%d@%d", f.Cause, f.Topic, f.Partition, f.Offset))
+			}
+		}
+		return got
+	}
+	want := []string{fmt.Sprintf("dropped sr-web/0@%d", next)}
+	if got := losses("--spec", "../../testdata/apps/routes.kaudit.yaml"); !slices.Equal(got, want) {
+		t.Errorf("with the hand-written spec: %v, want %v", got, want)
+	}
+	if got := losses("--app-id", "kaudit-steps-routes"); !slices.Equal(got, want) {
+		t.Errorf("with --app-id alone: %v, want %v", got, want)
 	}
 }
