@@ -3,6 +3,7 @@ package reconcile
 // Judging one key of a table: its inputs against its history, with the cause of each loss.
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -138,6 +139,7 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 
 // elements makes the elements of an explanation from a key's inputs.
 func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem {
+	ts.laterClaims(ins)
 	var els []*elem
 	seqIdx := map[int32]int{}
 	add := func(e *elem) {
@@ -223,6 +225,58 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 	}
 	slices.SortStableFunc(x.fixed, func(a, b *elem) int { return int(a.pos - b.pos) })
 	return els
+}
+
+// laterClaims gives the readable copies of inputs alike (one source
+// partition, one value and timestamp: two orders a mapValues leaves as
+// one customer and amount) to the later of them. match hands a copy to
+// the first input that claims it, which is right while every copy is
+// readable; on a purged repartition partition the readable copies are
+// the last ones (one task writes a source partition's copies in order and
+// a purge removes a prefix), so the earlier inputs are those whose copies
+// are gone. Taking the first would pin an applied input where a later
+// one's copy is, and leave the later one blocked: a false divergence.
+func (ts *tableState) laterClaims(ins []*input) {
+	type alike struct {
+		part   int32
+		digest codec.Digest
+		ts     int64
+	}
+	groups := map[alike][]*input{}
+	for _, in := range ins {
+		k := alike{in.part, in.digest, in.ts}
+		groups[k] = append(groups[k], in)
+	}
+	for _, g := range groups {
+		if len(g) < 2 {
+			continue
+		}
+		var claimed []*input
+		rNone, other := int32(-1), false
+		for _, in := range g {
+			switch in.status {
+			case copyApplied:
+				claimed = append(claimed, in)
+			case copyNone:
+				rNone = in.r
+			default:
+				other = true // a copy in flight or aborted: left as matched
+			}
+		}
+		if other || len(claimed) == 0 || len(claimed) == len(g) || ts.neverPurged(claimed[0].r) {
+			continue
+		}
+		rApplied := claimed[0].r
+		slices.SortFunc(g, func(a, b *input) int { return cmp.Compare(a.offset, b.offset) })
+		for i, in := range g {
+			in.cpy = nil
+			if i < len(g)-len(claimed) {
+				in.status, in.r = copyNone, rNone
+			} else {
+				in.status, in.r = copyApplied, rApplied
+			}
+		}
+	}
 }
 
 // natural reports whether applying every input that can have been applied,

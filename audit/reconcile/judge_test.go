@@ -259,6 +259,13 @@ func TestJudgeRules(t *testing.T) {
 		{"sum, applied against the readable copies' order", "sum(amount)", []judgeIn{a, b1}, []judgeCopy{{"b", "c"}, {"a", "c"}}, false,
 			[]judgeState{sumState("a", 12, 200)},
 			[]string{"store/state-diverged app-S-changelog/0@0"}},
+		// Inputs alike (value and timestamp: a mapValues that keeps a
+		// customer and an amount) share their copies: where the
+		// repartition was purged, the readable copy is the later input's.
+		{"sum, two inputs alike, the earlier one's copy purged: clean", "sum(amount)", []judgeIn{a, b, b, c}, []judgeCopy{{"a", "x"}, {"b", "x"}, {"b", "c"}, {"c", "c"}}, false,
+			[]judgeState{sumState("a", 5, 100), sumState("a", 12, 200), sumState("a", 22, 300)}, nil},
+		{"sum, two inputs alike, one applied, the other not: undecided between them", "sum(amount)", []judgeIn{a, b, b, c}, []judgeCopy{{"a", "x"}, {"b", "x"}, {"c", "c"}}, false,
+			[]judgeState{sumState("a", 5, 100), sumState("a", 12, 200), sumState("a", 15, 300)}, []string{"repartition/unapplied src/0@1 ×1 [src/0@1, src/0@2]"}},
 		// A restart: the history shows the aggregate continuing, then
 		// starting again from a raw input.
 		{"count, store restarted: state-reset of what it held", "count", []judgeIn{a, b, c, {0, "d", 1, 400}, {0, "e", 1, 500}}, nil, true,
