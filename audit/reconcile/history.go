@@ -25,6 +25,7 @@ func (r *run) judgeHistory(ctx context.Context) {
 		return // no history: the report's note says why, once
 	}
 	r.skips = map[audit.TopicPartition][]history.Skip{}
+	r.unknown = map[audit.TopicPartition][]history.Gap{}
 	done := map[audit.TopicPartition]bool{}
 	judge := func(topic string, role history.Role) {
 		if topic == "" {
@@ -56,7 +57,7 @@ func (r *run) judgeHistory(ctx context.Context) {
 					r.note("%s", n)
 				}
 			}
-			r.skips[tp] = res.Skips
+			r.skips[tp], r.unknown[tp] = res.Skips, res.Unknown
 		}
 	}
 	for _, j := range r.p.StreamJoins {

@@ -3,6 +3,7 @@ package reconcile
 // A KTable groupBy: each group's aggregate against the table's rows in it.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -473,6 +474,23 @@ func (r *run) regroupFinding(t *Table, text string, gs *groupState, fin finalSta
 		f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, 1
 		f.Candidates = strings.Join(cands, ", ")
 		f.Detail = fmt.Sprintf("table %s: group %s's aggregate is %s, its rows give %s; the repartition topic, purged, holds no change of the rows listed: dropped, or applied and lost, the evidence cannot tell which", t.Name, text, actual, codec.Text(want))
+		r.add(f)
+	case p >= 0 && len(r.unknown[audit.TopicPartition{Topic: t.Repartition, Partition: p}]) > 0:
+		// changes purged where the history cannot tell whether the app
+		// consumed them: the one the group lacks may be among them
+		tp, off := fin.tp, fin.offset
+		if !have {
+			tp, off = audit.TopicPartition{Topic: t.Changelog, Partition: p}, -1
+		}
+		var ranges []string
+		for _, g := range r.unknown[audit.TopicPartition{Topic: t.Repartition, Partition: p}] {
+			if g.From >= 0 {
+				ranges = append(ranges, fmt.Sprintf("%d-%d", g.From, g.To-1))
+			}
+		}
+		f := audit.NewFinding(audit.StageStore, audit.CauseUnapplied, tp, off)
+		f.Key, f.Expected, f.Actual = text, codec.Text(want), actual
+		f.Detail = fmt.Sprintf("table %s: group %s's aggregate is %s, its rows give %s; the changes of %s/%d offsets %s are purged, and nothing tells whether the app consumed them before its committed offset moved past them (missing evidence): the change the group lacks (a row's, or a row leaving the group) may be among them, dropped or applied and lost", t.Name, text, actual, codec.Text(want), t.Repartition, p, cmp.Or(strings.Join(ranges, ", "), "not known"))
 		r.add(f)
 	default:
 		tp, off := fin.tp, fin.offset

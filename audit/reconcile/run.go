@@ -103,6 +103,9 @@ type run struct {
 	// partition's committed offset moved past unconsumed (judgeHistory),
 	// shared read-only with the tables' runs
 	skips map[audit.TopicPartition][]history.Skip
+	// unknown holds the ranges the commit history cannot tell consumed or
+	// skipped (its missing evidence), shared read-only as skips is
+	unknown map[audit.TopicPartition][]history.Gap
 	// sjShared holds the source partitions (with the repartition topic
 	// they cross) whose null keys and filtered records a stream join
 	// already reported: another join of the same stream says them once
@@ -479,7 +482,7 @@ func (r *run) ready() error {
 func (r *run) fork() *run {
 	return &run{src: r.src, p: r.p, opts: r.opts, rep: &audit.Report{}, topics: r.topics, group: r.group, haveCut: r.haveCut,
 		txnIDs: r.txnIDs, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
-		produced: map[int64]int64{}, once: map[string]bool{}, skips: r.skips}
+		produced: map[int64]int64{}, once: map[string]bool{}, skips: r.skips, unknown: r.unknown}
 }
 
 // merge adds what a table's run (fork) found to r, as if r had audited
