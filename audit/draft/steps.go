@@ -167,7 +167,7 @@ func changelogSteps(t *draftTable, ev *infer.Evidence) {
 	if len(pairs)*10 < cl.Count()*9 {
 		return
 	}
-	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), func() infer.Guess { return infer.GuessFilter(src, pairs) })
+	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), func() infer.Guess { return infer.GuessFilterOverwritten(src, pairs) })
 }
 
 // defaultBranches fills in each split()'s default branch (the branch

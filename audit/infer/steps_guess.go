@@ -114,7 +114,36 @@ func GuessChain(source, copies *Topic, kinds []spec.StepKind, tries [][]string) 
 // their source partition are not consumed yet and are left out. Without
 // a rejected record the predicate is "true"; without a predicate that
 // separates them, none (Value "").
-func GuessFilter(source *Topic, pairs []Pair) Guess {
+func GuessFilter(source *Topic, pairs []Pair) Guess { return guessFilter(source, pairs, nil) }
+
+// GuessFilterOverwritten is GuessFilter where the pairs are a latest
+// store's changelog records, not copies: a store with a cache writes only
+// a key's last update before a commit, so a source record without one of
+// its own whose key has a later record with one may have been overwritten
+// in the cache, or taken by another branch. Such records tell nothing and
+// are left out of both sides.
+func GuessFilterOverwritten(source *Topic, pairs []Pair) Guess {
+	lastPaired := map[int32]map[string]int64{}
+	for _, p := range pairs {
+		m := lastPaired[p.Src.Partition]
+		if m == nil {
+			m = map[string]int64{}
+			lastPaired[p.Src.Partition] = m
+		}
+		k := keyOf(p.Src.Key)
+		if o, ok := m[k]; !ok || p.Src.Offset > o {
+			m[k] = p.Src.Offset
+		}
+	}
+	return guessFilter(source, pairs, func(r *Rec) bool {
+		o, ok := lastPaired[r.Partition][keyOf(r.Key)]
+		return ok && r.Offset < o
+	})
+}
+
+// guessFilter is GuessFilter leaving out the unpaired records skip says
+// tell nothing.
+func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 	kept := map[[2]int64]bool{}
 	last := map[int32]int64{}
 	for _, p := range pairs {
@@ -130,7 +159,7 @@ func GuessFilter(source *Topic, pairs []Pair) Guess {
 		}
 		if kept[[2]int64{int64(r.Partition), r.Offset}] {
 			in = append(in, r)
-		} else if o, ok := last[r.Partition]; ok && r.Offset < o {
+		} else if o, ok := last[r.Partition]; ok && r.Offset < o && (skip == nil || !skip(r)) {
 			out = append(out, r)
 		}
 	}
@@ -248,8 +277,18 @@ func GuessMapValues(source, copies *Topic) Guess {
 	}
 	var pairs [][2]*Rec
 	for ts, cs := range byCopy {
-		if ss := bySrc[ts]; len(cs) == 1 && len(ss) == 1 {
+		ss := bySrc[ts]
+		switch {
+		case len(cs) == 1 && len(ss) == 1:
 			pairs = append(pairs, [2]*Rec{ss[0], cs[0]})
+		case len(cs) > 0 && len(ss) > 0 && len(cs)*len(ss) <= maxAlikePairs:
+			// records produced in one millisecond: a copy whose every
+			// scalar is among the values of exactly one of them
+			for _, c := range cs {
+				if s := holder(c, ss); s != nil {
+					pairs = append(pairs, [2]*Rec{s, c})
+				}
+			}
 		}
 	}
 	sort.Slice(pairs, func(i, j int) bool { return pairs[i][1].Timestamp < pairs[j][1].Timestamp })
@@ -295,6 +334,46 @@ func GuessMapValues(source, copies *Topic) Guess {
 		parts = append(parts, fmt.Sprintf("%s: %s", strconv.Quote(f), found))
 	}
 	return Guess{Value: "{" + strings.Join(parts, ", ") + "}", Evidence: fmt.Sprintf("each field of the copies' values, from %d copies paired with their source record by timestamp", len(pairs))}
+}
+
+// maxAlikePairs bounds the comparisons of the copies and source records
+// of one timestamp that GuessMapValues makes.
+const maxAlikePairs = 1 << 16
+
+// holder is the one source record among ss whose scalar values hold each
+// of the copy's (a mapValues that keeps some fields), nil when none or
+// several do.
+func holder(c *Rec, ss []*Rec) *Rec {
+	var cp [][]string
+	leafPaths(c.Value, nil, &cp)
+	if len(cp) == 0 {
+		return nil
+	}
+	var found *Rec
+	for _, s := range ss {
+		var sp [][]string
+		leafPaths(s.Value, nil, &sp)
+		have := map[string]int{}
+		for _, p := range sp {
+			have[codec.Text(walk(s.Value, p))]++
+		}
+		all := true
+		for _, p := range cp {
+			k := codec.Text(walk(c.Value, p))
+			if have[k] == 0 {
+				all = false
+				break
+			}
+			have[k]--
+		}
+		if all {
+			if found != nil {
+				return nil
+			}
+			found = s
+		}
+	}
+	return found
 }
 
 func mapKeys(m map[string]any) func(func(string) bool) {

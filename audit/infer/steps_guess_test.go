@@ -1,0 +1,73 @@
+package infer
+
+import (
+	"fmt"
+	"testing"
+)
+
+// topicOf is a one-partition topic of the records, offsets in order.
+func topicOf(name string, recs ...Rec) *Topic {
+	t := &Topic{Name: name, Parts: map[int32][]Rec{}, Whole: map[int32]bool{0: true}, Full: map[int32]bool{0: true}, Partitions: 1}
+	for i, r := range recs {
+		r.Offset = int64(i)
+		t.Parts[0] = append(t.Parts[0], r)
+	}
+	return t
+}
+
+// TestGuessMapValuesOneMillisecond: a burst of orders produced in one
+// millisecond (as a producer's batch is), each copied by a mapValues that
+// keeps the customer and the amount. Pairing by timestamp alone finds no
+// pair; a copy whose every value is among exactly one source record's
+// pairs with it, so the mapping is found. Two orders alike in what the
+// copy keeps pair with neither.
+func TestGuessMapValuesOneMillisecond(t *testing.T) {
+	var src, copies []Rec
+	for i := range 12 {
+		v := map[string]any{"orderId": fmt.Sprintf("o%d", i), "customer": fmt.Sprintf("c%d", i%5), "amount": float64(10 + i), "channel": "web"}
+		src = append(src, Rec{Key: v["orderId"], Value: v, Timestamp: 1000})
+		copies = append(copies, Rec{Key: v["customer"], Value: map[string]any{"customer": v["customer"], "amount": v["amount"]}, Timestamp: 1000})
+	}
+	g := GuessMapValues(topicOf("src", src...), topicOf("rep", copies...))
+	if want := `{"amount": value.amount, "customer": value.customer}`; g.Value != want {
+		t.Errorf("guess %q (%s), want %q", g.Value, g.Evidence, want)
+	}
+	// every copy alike: none pairs
+	for i := range copies {
+		copies[i].Value = map[string]any{"customer": "c0", "amount": float64(10)}
+		src[i].Value.(map[string]any)["customer"], src[i].Value.(map[string]any)["amount"] = "c0", float64(10)
+	}
+	if g := GuessMapValues(topicOf("src", src...), topicOf("rep", copies...)); g.Value != "" {
+		t.Errorf("alike copies: guess %q, want none", g.Value)
+	}
+}
+
+// TestGuessFilterOverwritten: a latest store behind a branch, with a
+// cache: its changelog holds a key's last update of a commit interval, so
+// an order updated twice in the branch has a changelog record for its
+// second version only. GuessFilter takes the first version for one the
+// branch rejected, and no threshold separates the sides; left out as
+// telling nothing, the branch's predicate is found.
+func TestGuessFilterOverwritten(t *testing.T) {
+	var src []Rec
+	for i := range 20 {
+		src = append(src, Rec{Key: fmt.Sprintf("o%d", i), Value: map[string]any{"amount": float64(i * 10)}, Timestamp: int64(i)})
+	}
+	// o1 (amount 10) updated to 5: both small, the first overwritten in the cache
+	src = append(src, Rec{Key: "o1", Value: map[string]any{"amount": float64(5)}, Timestamp: 30})
+	src = append(src, Rec{Key: "o99", Value: map[string]any{"amount": float64(1)}, Timestamp: 31})
+	s := topicOf("src", src...)
+	var pairs []Pair
+	for _, r := range s.Parts[0] {
+		a := r.Value.(map[string]any)["amount"].(float64)
+		if a < 50 && r.Key != "o1" || r.Key == "o1" && a == 5 {
+			pairs = append(pairs, Pair{Src: r, Copy: r})
+		}
+	}
+	if g := GuessFilter(s, pairs); g.Value != "" {
+		t.Errorf("GuessFilter: %q, want none (the overwritten o1 sits among the rejected)", g.Value)
+	}
+	if g := GuessFilterOverwritten(s, pairs); g.Value != "value.amount <= 40" {
+		t.Errorf("GuessFilterOverwritten: %q (%s), want value.amount <= 40", g.Value, g.Evidence)
+	}
+}
