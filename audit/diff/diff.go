@@ -22,6 +22,7 @@ import (
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/segment"
 	"github.com/kaudit/kaudit/audit/snapshot"
+	"github.com/kaudit/kaudit/audit/spec"
 	"github.com/kaudit/kaudit/audit/statedir"
 )
 
@@ -210,9 +211,22 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 // many guesses.
 func inferredNote(s *Setup) string {
 	guesses, unsettled := 0, 0
+	todo := func(steps []*spec.Step) int {
+		n := 0
+		for _, st := range steps {
+			if st.TODO() && st.Kind != spec.StepProcess {
+				n++ // a step the evidence did not settle (a Processor API node is no guess)
+			}
+		}
+		return n
+	}
 	for _, t := range s.Spec.Tables {
-		guesses += 2 + len(t.Steps) // select_key and the reducer, each step
-		unsettled += len(t.Unsettled)
+		guesses += 2 + len(t.Steps) + len(t.OutputSteps) // select_key and the reducer, each step
+		unsettled += len(t.Unsettled) + todo(t.Steps) + todo(t.OutputSteps)
+	}
+	for _, c := range s.Spec.Copies {
+		guesses += len(c.Steps)
+		unsettled += todo(c.Steps)
 	}
 	for _, j := range s.Spec.Joins {
 		guesses += 2 // type and value
