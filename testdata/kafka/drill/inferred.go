@@ -88,3 +88,66 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 	logf("inferred: kaudit init drafted a spec from the capture alone, and kaudit diff --app-id alone inferred it; both name the same %d findings, verdict %s, as the hand-written spec", len(ids(hand)), hand.Summary.Verdict)
 	return nil
 }
+
+// appInferred audits app p's capture in dir (dir/capture) twice offline, with its hand-written
+// spec and with --app-id alone (the spec inferred from the evidence, saved to
+// dir/kaudit-inferred.yaml), both with extra (the brokers' logs after a restart). The inferred
+// audit may decline what the evidence does not settle (incomplete, naming it), never more: each
+// of its loss and anomaly findings is one of the hand-written spec's, and its verdict is that
+// spec's or incomplete. It returns whether the two reports agree exactly (verdict and findings).
+func (r *scRun) appInferred(ctx context.Context, p *appProc, dir string, extra ...string) (bool, error) {
+	capture := filepath.Join(dir, "capture")
+	diff := func(name string, args ...string) (kauditReport, error) {
+		var rep kauditReport
+		out := filepath.Join(dir, "kaudit-"+name+".json")
+		all := append(append([]string{"diff", "--snapshot", capture, "--format", "json", "--output", out}, args...), extra...)
+		code, stderr, err := r.d.runKaudit(ctx, dir, name, all...)
+		if err != nil {
+			return rep, err
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return rep, fmt.Errorf("kaudit %s exited %d without JSON: %s", name, code, lastLines(stderr, 5))
+		}
+		return rep, json.Unmarshal(b, &rep)
+	}
+	hand, err := diff("snapshot-handwritten", "--spec", filepath.Join(r.d.repo, "testdata", "apps", p.name+".kaudit.yaml"))
+	if err != nil {
+		return false, err
+	}
+	inf, err := diff("snapshot-app-id", "--app-id", p.appID, "--save-spec", filepath.Join(dir, "kaudit-inferred.yaml"))
+	if err != nil {
+		return false, err
+	}
+	ids := func(rep kauditReport) []string {
+		var out []string
+		for _, f := range rep.Findings {
+			if f.Severity == "loss" || f.Severity == "anomaly" {
+				out = append(out, fmt.Sprintf("%s/%s %s/%d@%d+%d key=%s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	h, i := ids(hand), ids(inf)
+	var extraFindings []string
+	for _, f := range i {
+		if !slices.Contains(h, f) {
+			extraFindings = append(extraFindings, f)
+		}
+	}
+	if len(extraFindings) > 0 {
+		return false, fmt.Errorf("with --app-id alone kaudit finds %v, which the hand-written spec does not (draft: %s)", head(extraFindings, 5), filepath.Join(dir, "kaudit-inferred.yaml"))
+	}
+	if inf.Summary.Verdict != hand.Summary.Verdict && inf.Summary.Verdict != "incomplete" {
+		return false, fmt.Errorf("with --app-id alone kaudit says %s, with the hand-written spec %s", inf.Summary.Verdict, hand.Summary.Verdict)
+	}
+	same := inf.Summary.Verdict == hand.Summary.Verdict && slices.Equal(h, i)
+	if same {
+		logf("app %s: --app-id alone gives the hand-written spec's verdict %s and its %d findings", p.name, hand.Summary.Verdict, len(h))
+	} else {
+		logf("app %s: --app-id alone declines: %s (%d of the hand-written spec's %d findings), where the hand-written spec says %s; missing: %v",
+			p.name, inf.Summary.Verdict, len(i), len(h), hand.Summary.Verdict, head(inf.Summary.Missing, 2))
+	}
+	return same, nil
+}

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// finding is one entry of kaudit's JSON "findings" (DESIGN.md, JSON).
+// finding is one entry of kaudit's JSON "findings" (docs/how-it-decides.md).
 type finding struct {
 	Stage     string          `json:"stage"`
 	Cause     string          `json:"cause"`
@@ -133,7 +133,7 @@ func (d *drill) runDiffFor(ctx context.Context, dir, app, spec string, extra ...
 	}
 	want := map[string]int{"clean": 0, "loss": 1, "anomaly": 1, "incomplete": 3}[rep.Summary.Verdict]
 	if code != want {
-		return rep, fmt.Errorf("kaudit diff exited %d for verdict %q (DESIGN.md says %d)", code, rep.Summary.Verdict, want)
+		return rep, fmt.Errorf("kaudit diff exited %d for verdict %q (the README's exit statuses say %d)", code, rep.Summary.Verdict, want)
 	}
 	mdCode, mdErr, err := d.runKaudit(ctx, dir, "diff-md", append(base, "--format", "md", "--output", filepath.Join(dir, "kaudit.md"))...)
 	if err != nil {

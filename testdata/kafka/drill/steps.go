@@ -1120,6 +1120,8 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 				errs = append(errs, err)
 				continue
 			}
+			_, infErr := r.appInferred(ctx, p, p.dir)
+			errs = append(errs, prefixErr(p.name, infErr))
 			if p.isZ() {
 				errs = append(errs, prefixErr(p.name, r.expectZClean(p, rep, states[p.name])), r.auditCapture(ctx, p))
 				continue
@@ -1308,6 +1310,9 @@ func scenarioAppsFaults(ctx context.Context, r *scRun) error {
 			if rep[p.name], err = r.appsDiff(ctx, p, ""); err != nil {
 				diffErrs = append(diffErrs, err)
 			}
+			if _, err := r.appInferred(ctx, p, p.dir); err != nil {
+				diffErrs = append(diffErrs, fmt.Errorf("app %s: %w", p.name, err))
+			}
 		}
 		return nil
 	})
@@ -1418,6 +1423,9 @@ func (r *scRun) appsFaultsAfterRestart(ctx context.Context, gap, purge fault, zf
 			continue
 		}
 		p.truth.Observed["kaudit_after_restart"] = rep.summary()
+		if _, err := r.appInferred(ctx, p, dir, r.brokerLogArgs()...); err != nil {
+			errs = append(errs, fmt.Errorf("app %s after the restart: %w", p.name, err))
+		}
 		if b, err := os.ReadFile(filepath.Join(dir, "kaudit.json")); err == nil {
 			r.lives = append(r.lives, &liveDiff{extra: r.brokerLogArgs(), report: b, dir: dir, app: p.appID, spec: spec})
 		}
