@@ -2,6 +2,7 @@ package draft
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,10 @@ type draftTable struct {
 	repartition  string
 	rekeyed      bool
 	tableSource  bool // builder.table() or toTable(): no reducer to decide
+	// regroupOf is, for a KTable groupBy's store, the drafted table it
+	// re-groups (regroup:), and regroupNode its KTABLE-SELECT node
+	regroupOf, regroupNode string
+	regroup                *infer.RegroupGuess
 	// chain is the topology's chain of processors from the source to the
 	// store; chainErr why it is not known
 	chain    []topology.ChainNode
@@ -136,6 +141,11 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			for _, i := range defaultBranches(lay, all) {
 				stepsAgain(&all[i], inf.ev)
 			}
+			for i := range all {
+				if err == nil && all[i].regroup != nil {
+					err = checkRegroupChanges(ctx, src, lay, &all[i])
+				}
+			}
 		}
 		tables = all[:len(tables)]
 		for i := range sjoins {
@@ -200,6 +210,18 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	}
 	for _, t := range tables {
 		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
+		if t.regroupOf != "" {
+			writeRegroup(&b, t, tables)
+			if inf != nil {
+				if g, ok := inf.storeSerde[t.changelog]; ok {
+					fmt.Fprintf(&b, "    store_serdes: {value: %s}   # its changelog's values: %s\n", yamlScalar(g.Value), g.Evidence)
+				}
+			}
+			if topo != nil {
+				writeOutput(&b, lay, t)
+			}
+			continue
+		}
 		if t.source != "" && len(t.merged) > 0 {
 			names := []string{yamlScalar(t.source)}
 			for _, m := range t.merged {
@@ -385,7 +407,90 @@ func draftTables(lay *topology.Layout, haveTopology bool, d *discovery.Discovery
 			out = append(out, t)
 		}
 	}
+	// KTable groupBys: a store fed through a KTABLE-SELECT node from a
+	// drafted table's store
+	for _, s := range lay.Stores {
+		if !tableStore(s) || slices.ContainsFunc(out, func(t draftTable) bool { return t.store == s.Name }) {
+			continue
+		}
+		from, sel, ok := lay.RegroupOf(s.Name)
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(out, func(t draftTable) bool { return t.store == from })
+		if i < 0 || out[i].regroupOf != "" {
+			continue
+		}
+		out = append(out, draftTable{name: uniqueName(s.Name), store: s.Name, changelog: s.Changelog, regroupOf: out[i].name, regroupNode: sel})
+	}
 	return out
+}
+
+// checkRegroupChanges keeps a KTable groupBy's inferred sum only where
+// its repartition topic's changes carry the rows as they are: a mapper
+// that makes a new value (KeyValue.pair(p.category, p.price)) folds
+// that value, which the draft does not infer (group_value). A count
+// ignores the values. The changes are ChangedSerializer's: a new value
+// alone ends in flag byte 1.
+func checkRegroupChanges(ctx context.Context, src audit.Source, lay *topology.Layout, t *draftTable) error {
+	field, ok := strings.CutPrefix(t.regroup.Reduce.Value, "sum:")
+	if !ok {
+		return nil
+	}
+	s, ok := lay.Store(t.store)
+	if !ok || len(s.Repartitions) != 1 {
+		return nil
+	}
+	rep, err := infer.Read(ctx, src, nil, s.Repartitions[0], infer.ReadOptions{PerPartition: 200})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t.regroup.Reduce = infer.Guess{Evidence: "its repartition topic was not read: " + err.Error()}
+		return nil
+	}
+	rows, checked := 0, 0
+	for _, r := range rep.Records() {
+		if n := len(r.RawValue); n < 2 || r.RawValue[n-1] != 1 {
+			continue
+		}
+		checked++
+		body := r.RawValue[:len(r.RawValue)-1]
+		var m map[string]json.RawMessage
+		if body[0] == 0 || json.Unmarshal(body, &m) == nil && m[field] != nil {
+			rows++ // the row itself (Confluent-framed Avro: its own schema, taken as the row's)
+		}
+	}
+	if checked > 0 && rows*10 < checked*9 {
+		t.regroup.Reduce = infer.Guess{Evidence: fmt.Sprintf("%d of %d changes on %s carry a row with %s: the mapper makes a new value (group_value), which is not inferred", rows, checked, s.Repartitions[0], field)}
+	}
+	return nil
+}
+
+// writeRegroup writes a KTable groupBy's table: the table it re-groups,
+// the mapper's key and the aggregation as far as the evidence settles
+// them (a TODO otherwise: the spec does not load until it is answered).
+func writeRegroup(b *strings.Builder, t draftTable, tables []draftTable) {
+	fmt.Fprintf(b, "    regroup: %s   # %s: KTable#groupBy of its rows\n", yamlScalar(t.regroupOf), t.regroupNode)
+	g := infer.RegroupGuess{SelectKey: infer.Guess{Evidence: "no evidence read"}}
+	if t.regroup != nil {
+		g = *t.regroup
+	}
+	if g.SelectKey.Value != "" {
+		fmt.Fprintf(b, "    select_key: %s%s\n", yamlScalar(g.SelectKey.Value), comment(g.SelectKey.Evidence+"; the row as it is: no group_value"))
+	} else {
+		fmt.Fprintf(b, "    select_key: %s\n", yamlScalar("TODO: the groupBy mapper's new key over the row, e.g. value.category ("+g.SelectKey.Evidence+")"))
+	}
+	switch r := g.Reduce.Value; {
+	case r == "count":
+		b.WriteString("    reduce: count   # +1 on add, -1 on subtract\n")
+	case strings.HasPrefix(r, "sum:"):
+		f := strings.TrimPrefix(r, "sum:")
+		fmt.Fprintf(b, "    aggregate: {init: 0, expr: %s, subtract: %s}   # the sum of %s: adder and subtractor\n", yamlScalar("agg + value."+f), yamlScalar("agg - value."+f), f)
+	default:
+		fmt.Fprintf(b, "    reduce: %s\n", yamlScalar("TODO: count, or {expr: \"…agg…value…\", subtract: \"…\"}, or aggregate {init, expr, subtract}"))
+	}
+	fmt.Fprintf(b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
 }
 
 // fromTableSource reports whether a store is written only by a table

@@ -182,6 +182,9 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			}
 			ev.Topics[t.evSource] = infer.Union(t.evSource, ts...)
 		}
+		if t.regroupOf != "" {
+			continue // once the table it re-groups is inferred (below)
+		}
 		inferTable(t, ev)
 		if t.name == t.store && t.source != "" && !names[t.source] {
 			// named after its source, as with a topology
@@ -192,8 +195,30 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.plan.Tables = append(inf.plan.Tables, spec.PlannedTable{Name: t.name, Source: t.source, Repartition: t.repartition, Store: t.store, Changelog: t.changelog})
 		}
 	}
+	for i := range tables {
+		if t := &tables[i]; t.regroupOf != "" {
+			inferRegroup(t, tables, ev)
+		}
+	}
 	slices.Sort(inf.notes)
 	return inf, nil
+}
+
+// inferRegroup guesses a KTable groupBy's mapper and aggregation from the
+// final states of the table it re-groups (its store's changelog, else the
+// topic of a builder.table) and of its own store.
+func inferRegroup(t *draftTable, tables []draftTable, ev *infer.Evidence) {
+	i := slices.IndexFunc(tables, func(o draftTable) bool { return o.name == t.regroupOf })
+	if i < 0 {
+		return
+	}
+	from := tables[i]
+	rows := ev.Topics[from.changelog]
+	if (rows == nil || rows.Count() == 0) && from.tableSource {
+		rows = ev.Topics[from.source]
+	}
+	g := infer.GuessRegroup(rows, ev.Topics[t.changelog])
+	t.regroup = &g
 }
 
 // inferTable fills in one table's source, select_key and reducer.

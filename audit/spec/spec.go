@@ -456,7 +456,7 @@ func (s *Spec) settle() {
 			continue
 		}
 		src := strings.Join(t.SourceList, ", ")
-		if isTODO(src) || isTODO(t.Store) || isTODO(t.Name) || src == "" {
+		if isTODO(src) || isTODO(t.Store) || isTODO(t.Name) || src == "" && t.Regroup == "" && len(t.Cogroup) == 0 {
 			s.Dropped = append(s.Dropped, fmt.Sprintf("table %s is not judged: the evidence does not say %s", t.Name, cmp.Or(strings.TrimPrefix(strings.TrimSpace(cmp.Or(pickTODO(src), pickTODO(t.Store), pickTODO(t.Name))), "TODO: "), "its source")))
 			dropped[t.Name] = true
 			continue
@@ -468,6 +468,9 @@ func (s *Spec) settle() {
 		if raw := strings.TrimSpace(t.Reducer.raw); isTODO(raw) {
 			t.Unsettled = append(t.Unsettled, "the reducer ("+strings.TrimPrefix(raw, "TODO: ")+")")
 			t.Reducer.raw = "latest" // not used: the table is not judged
+			if t.Regroup != "" {
+				t.Reducer.raw = "count" // a KTable groupBy's reducer has a subtractor
+			}
 		}
 		tables = append(tables, t)
 	}

@@ -68,3 +68,39 @@ func (l *Layout) StoreReaches(store, topic string) bool {
 	}
 	return false
 }
+
+// RegroupOf reports, for a store a KTable groupBy aggregates into (a
+// KTABLE-AGGREGATE or KTABLE-REDUCE node reading a repartition topic that
+// a KTABLE-SELECT node writes), the store of the table it re-groups (the
+// store the KTABLE-SELECT node's predecessor writes) and the
+// KTABLE-SELECT node. A KTable mapValues or filter between the table and
+// its groupBy is not modelled: no answer then.
+func (l *Layout) RegroupOf(store string) (from, selectNode string, ok bool) {
+	s, found := l.Store(store)
+	if !found || len(s.Writers) != 1 || len(s.Repartitions) != 1 {
+		return "", "", false
+	}
+	if w := s.Writers[0]; !strings.HasPrefix(w, "KTABLE-AGGREGATE-") && !strings.HasPrefix(w, "KTABLE-REDUCE-") {
+		return "", "", false
+	}
+	as := ""
+	for _, u := range l.Topics {
+		if u.Name == s.Repartitions[0] {
+			as = u.As
+		}
+	}
+	for _, sink := range l.writers[as] {
+		ref, ok := l.nodes[sink]
+		if !ok || len(ref.n.Predecessors) != 1 || !strings.HasPrefix(ref.n.Predecessors[0], "KTABLE-SELECT-") {
+			continue
+		}
+		sel, ok := l.nodes[ref.n.Predecessors[0]]
+		if !ok || len(sel.n.Predecessors) != 1 {
+			continue
+		}
+		if up, ok := l.nodes[sel.n.Predecessors[0]]; ok && len(up.n.Stores) == 1 {
+			return up.n.Stores[0], sel.n.Name, true
+		}
+	}
+	return "", "", false
+}
