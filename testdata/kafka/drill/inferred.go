@@ -59,20 +59,10 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ids := func(rep kauditReport) []string {
-		var out []string
-		for _, f := range rep.Findings {
-			if f.Severity == "loss" || f.Severity == "anomaly" {
-				out = append(out, fmt.Sprintf("%s/%s %s/%d@%d+%d key=%s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
 	if drafted.Summary.Verdict != hand.Summary.Verdict {
 		return fmt.Errorf("with the drafted spec kaudit says %s, with the hand-written one %s (draft: %s)", drafted.Summary.Verdict, hand.Summary.Verdict, draftPath)
 	}
-	if a, b := ids(hand), ids(drafted); !slices.Equal(a, b) {
+	if a, b := hand.lossIDs(), drafted.lossIDs(); !slices.Equal(a, b) {
 		return fmt.Errorf("with the drafted spec kaudit finds %v, with the hand-written one %v (draft: %s)", head(b, 8), head(a, 8), draftPath)
 	}
 	alone, err := diff("diff-app-id", "")
@@ -82,10 +72,10 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 	if alone.Summary.Verdict != hand.Summary.Verdict {
 		return fmt.Errorf("with --app-id alone kaudit says %s, with the hand-written spec %s", alone.Summary.Verdict, hand.Summary.Verdict)
 	}
-	if a, b := ids(hand), ids(alone); !slices.Equal(a, b) {
+	if a, b := hand.lossIDs(), alone.lossIDs(); !slices.Equal(a, b) {
 		return fmt.Errorf("with --app-id alone kaudit finds %v, with the hand-written spec %v", head(b, 8), head(a, 8))
 	}
-	logf("inferred: kaudit init drafted a spec from the capture alone, and kaudit diff --app-id alone inferred it; both name the same %d findings, verdict %s, as the hand-written spec", len(ids(hand)), hand.Summary.Verdict)
+	logf("inferred: kaudit init drafted a spec from the capture alone, and kaudit diff --app-id alone inferred it; both name the same %d findings, verdict %s, as the hand-written spec", len(hand.lossIDs()), hand.Summary.Verdict)
 	return nil
 }
 
@@ -119,17 +109,7 @@ func (r *scRun) appInferred(ctx context.Context, p *appProc, dir string, extra .
 	if err != nil {
 		return false, err
 	}
-	ids := func(rep kauditReport) []string {
-		var out []string
-		for _, f := range rep.Findings {
-			if f.Severity == "loss" || f.Severity == "anomaly" {
-				out = append(out, fmt.Sprintf("%s/%s %s/%d@%d+%d key=%s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	h, i := ids(hand), ids(inf)
+	h, i := hand.lossIDs(), inf.lossIDs()
 	var extraFindings []string
 	for _, f := range i {
 		if !slices.Contains(h, f) {
@@ -150,4 +130,17 @@ func (r *scRun) appInferred(ctx context.Context, p *appProc, dir string, extra .
 			p.name, inf.Summary.Verdict, len(i), len(h), hand.Summary.Verdict, head(inf.Summary.Missing, 2))
 	}
 	return same, nil
+}
+
+// lossIDs lists the report's loss and anomaly findings, one line each (stage, cause, where, count,
+// key), sorted: two audits agree when their lists are equal.
+func (rep kauditReport) lossIDs() []string {
+	var out []string
+	for _, f := range rep.Findings {
+		if f.Severity == "loss" || f.Severity == "anomaly" {
+			out = append(out, fmt.Sprintf("%s/%s %s/%d@%d+%d key=%s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
