@@ -116,8 +116,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	tables := draftTables(lay, topo != nil, d)
 	sjoins := draftStreamJoins(lay, tables)
 	var copies []draftTable
+	var cogroups []draftCogroup
 	if topo != nil {
 		copies = draftCopies(lay)
+		cogroups = draftCogroups(lay, tables)
 	}
 	var inf *inferred
 	if src != nil && len(tables)+len(copies) > 0 {
@@ -135,6 +137,9 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			all = append(all, sj.side)
 		}
 		all = append(all, copies...)
+		for _, cg := range cogroups {
+			all = append(all, cg.members...) // each grouped stream as a table's chain
+		}
 		var err error
 		inf, err = inferTables(ctx, o, src, all, outputs)
 		if err == nil && inf != nil && inf.ev != nil {
@@ -151,7 +156,17 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		for i := range sjoins {
 			sjoins[i].side = all[len(tables)+i]
 		}
-		copies = all[len(tables)+len(sjoins):]
+		n := len(tables) + len(sjoins) + len(copies)
+		copies = all[len(tables)+len(sjoins) : n]
+		for i := range cogroups {
+			cogroups[i].members = all[n : n+len(cogroups[i].members)]
+			n += len(cogroups[i].members)
+			if err == nil && inf != nil && inf.ev != nil {
+				if j := slices.IndexFunc(tables, func(t draftTable) bool { return t.name == cogroups[i].table }); j >= 0 {
+					inferCogroup(&cogroups[i], tables[j].changelog, inf.ev)
+				}
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -210,6 +225,13 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	}
 	for _, t := range tables {
 		fmt.Fprintf(&b, "  - name: %s\n", yamlScalar(t.name))
+		if cg, ok := cogroupOf(cogroups, t.name); ok {
+			writeCogroup(&b, t, cg)
+			if topo != nil {
+				writeOutput(&b, lay, t)
+			}
+			continue
+		}
 		if t.regroupOf != "" {
 			writeRegroup(&b, t, tables)
 			if inf != nil {
@@ -653,6 +675,9 @@ func writeOutput(b *strings.Builder, lay *topology.Layout, t draftTable) {
 			continue
 		}
 		oc, err := lay.OutputChain(t.store, u.Name)
+		if err == nil && len(oc) > 0 && strings.HasPrefix(oc[0].Name, "COGROUPKSTREAM-MERGE-") {
+			oc = oc[1:] // a cogroup's aggregators meet in their merge node before toStream()
+		}
 		if err != nil || len(oc) == 0 || oc[0].Op != topology.OpToStream {
 			continue
 		}

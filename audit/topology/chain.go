@@ -128,6 +128,9 @@ func (l *Layout) OutputChain(store, topic string) ([]ChainNode, error) {
 	}
 	sinks := l.writers[topic]
 	paths := l.paths(s.Writers, func(n *Node) bool { return slices.Contains(sinks, n.Name) })
+	if len(paths) > 1 && slices.IndexFunc(paths, func(p []string) bool { return len(p) < 2 || !slices.Equal(p[1:], paths[0][1:]) }) < 0 {
+		paths = paths[:1] // the store's writers (a cogroup's aggregators) meet in one node: one chain
+	}
 	switch len(paths) {
 	case 0:
 		return nil, fmt.Errorf("no path of the topology leads from store %s to %s", store, topic)

@@ -136,7 +136,7 @@ func recordsOf(f audit.Finding) []string {
 // on-call does: the spec is inferred from the evidence, and a clean run
 // is never a loss or an anomaly (what cannot be inferred is incomplete).
 func TestRealAppsInferred(t *testing.T) {
-	// code: what the inference settles today (regroup: the groupBy mapper and its count and sum; routes: its split()'s
+	// code: what the inference settles today (cogroup: its grouped streams and aggregators; regroup: the groupBy mapper and its count and sum; routes: its split()'s
 	// branch predicates, the default branch from its siblings); the
 	// incomplete ones name what they lack, and are never a loss
 	for _, tc := range []struct {
@@ -144,7 +144,7 @@ func TestRealAppsInferred(t *testing.T) {
 		code          int
 	}{
 		{"orders", "kaudit-steps-orders", exitClean}, {"words", "kaudit-steps-words", exitClean}, {"windows", "kaudit-steps-windows", exitIncomplete}, {"routes", "kaudit-steps-routes", exitClean},
-		{"enrich", "kaudit-z-enrich", exitClean}, {"regroup", "kaudit-z-regroup", exitClean}, {"cogroup", "kaudit-z-cogroup", exitIncomplete}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete},
+		{"enrich", "kaudit-z-enrich", exitClean}, {"regroup", "kaudit-z-regroup", exitClean}, {"cogroup", "kaudit-z-cogroup", exitClean}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete},
 	} {
 		t.Run(tc.bundle, func(t *testing.T) {
 			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID, "--format", "json")
