@@ -160,6 +160,20 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 		return inf, nil
 	}
 	inf.ev = ev
+	// the app's committed offsets: a source record below them was
+	// consumed, so one with no copy was rejected by the steps
+	if g, err := src.GroupOffsets(ctx, o.AppID); err == nil {
+		for tp, off := range g.Offsets {
+			if t := ev.Topics[tp.Topic]; t != nil {
+				if t.Committed == nil {
+					t.Committed = map[int32]int64{}
+				}
+				t.Committed[tp.Partition] = off
+			}
+		}
+	} else if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	for _, t := range ev.Topics {
 		if t.Undecodable > 0 {
 			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))

@@ -69,6 +69,10 @@ type Topic struct {
 	Undecodable int
 	// FirstError is the first decoding error, for the report.
 	FirstError error
+	// Committed is, per partition, the app's committed offset on the
+	// topic (a source's), when the caller knows it: a record below it
+	// was consumed.
+	Committed map[int32]int64
 }
 
 // Records yields every record read, partition by partition.

@@ -159,7 +159,9 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 		}
 		if kept[[2]int64{int64(r.Partition), r.Offset}] {
 			in = append(in, r)
-		} else if o, ok := last[r.Partition]; ok && r.Offset < o && (skip == nil || !skip(r)) {
+		} else if o, ok := last[r.Partition]; (ok && r.Offset < o || r.Offset < source.Committed[r.Partition]) && (skip == nil || !skip(r)) {
+			// read before the last copied one, or consumed (below the
+			// app's committed offset): rejected
 			out = append(out, r)
 		}
 	}
@@ -171,6 +173,12 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 	}
 	if len(out) < MinKeys {
 		return Guess{Evidence: fmt.Sprintf("%d source records have no copy: too few to tell a filter from a loss (want %d)", len(out), MinKeys)}
+	}
+	// one key in every rejected record and in no kept one (SmokeTestClient's
+	// filterNot((k, v) -> k.equals("flush")))
+	if k := valOf(out[0].Key); k.v != nil && !slices.ContainsFunc(out, func(r *Rec) bool { return !valOf(r.Key).same(k) }) &&
+		!slices.ContainsFunc(in, func(r *Rec) bool { return valOf(r.Key).same(k) }) {
+		return Guess{Value: fmt.Sprintf("key != %s", literal(k.v)), Evidence: fmt.Sprintf("the %d source records without a copy all have key %s, none of the %d with one", len(out), literal(k.v), len(in))}
 	}
 	var paths [][]string
 	leafPaths(in[0].Value, nil, &paths)

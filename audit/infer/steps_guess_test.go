@@ -71,3 +71,32 @@ func TestGuessFilterOverwritten(t *testing.T) {
 		t.Errorf("GuessFilterOverwritten: %q (%s), want value.amount <= 40", g.Value, g.Evidence)
 	}
 }
+
+// TestGuessFilterConsumed: Kafka's SmokeTestClient copies data to echo
+// through filterNot(key is "flush"); the flush records are each
+// partition's last, after every copy. Read as not consumed yet, they made
+// the filter "true" and the audit then called them lost; below the app's
+// committed offset they are consumed, so rejected, and one key tells them
+// apart.
+func TestGuessFilterConsumed(t *testing.T) {
+	var recs []Rec
+	for i := range 10 {
+		recs = append(recs, Rec{Key: fmt.Sprintf("k%d", i), Value: float64(i)})
+	}
+	recs = append(recs, Rec{Key: "flush", Value: nil}, Rec{Key: "flush", Value: float64(0)})
+	s := topicOf("data", recs...)
+	var pairs []Pair
+	for _, r := range s.Parts[0][:10] {
+		pairs = append(pairs, Pair{Src: r, Copy: r})
+	}
+	if g := GuessFilter(s, pairs); g.Value != "true" {
+		t.Errorf("not known consumed: %q (%s), want true", g.Value, g.Evidence)
+	}
+	for i := range 5 {
+		s.Parts[0] = append(s.Parts[0], Rec{Offset: int64(12 + i), Key: "flush", Value: float64(i)})
+	}
+	s.Committed = map[int32]int64{0: int64(len(s.Parts[0]))}
+	if g := GuessFilter(s, pairs); g.Value != `key != "flush"` {
+		t.Errorf("consumed: %q (%s), want key != \"flush\"", g.Value, g.Evidence)
+	}
+}

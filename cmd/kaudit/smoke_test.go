@@ -67,6 +67,29 @@ func TestSmokeBundle(t *testing.T) {
 	}
 }
 
+// TestSmokeBundleInferred audits SmokeTestClient's clean run with --app-id alone: most of it
+// declines (incomplete), and nothing is a loss. The copy data → echo is
+// filterNot(key is "flush"), whose flush records come after every copy: taken for records
+// not consumed yet, they made the inferred filter "true" and five false join-missing.
+func TestSmokeBundleInferred(t *testing.T) {
+	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/smoke/capture", "--app-id", "SmokeTest", "--format", "json")
+	if code != exitIncomplete {
+		t.Fatalf("exit %d, want %d (incomplete): %s", code, exitIncomplete, errOut)
+	}
+	var rep audit.Report
+	if err := decodeReport([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+			t.Errorf("finding %s/%s %s/%d@%d: %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+		}
+	}
+	if strings.Contains(strings.Join(rep.Summary.Missing, "\n"), "output echo") {
+		t.Errorf("the copy to echo is not judged: %v", rep.Summary.Missing)
+	}
+}
+
 // TestSmokeUnmodelledInTopology holds smokeUnmodelled to the describe() text: they are every
 // selectKey and map node of SmokeTestClient's topology.
 func TestSmokeUnmodelledInTopology(t *testing.T) {
