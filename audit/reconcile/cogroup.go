@@ -63,7 +63,7 @@ type cgInput struct {
 func (r *run) checkCogroup(ctx context.Context, t *Table) {
 	cg := t.Cogroup
 	if t.Unjudged != "" {
-		r.missing("table %s is not judged: %s", t.Name, t.Unjudged)
+		r.missing("%s", unjudgedText(t))
 		return
 	}
 	inputs := map[string][]cgInput{}
@@ -379,4 +379,12 @@ func (r *run) cogroupDropped(t *Table, text string, c cgInput, want audit.Value,
 	}
 	f.Detail = fmt.Sprintf("table %s: consumed, its copy is missing from the repartition topic (never purged), and key %s's aggregate %s (%s with them, %s held): the app consumed it and wrote nothing for it", t.Name, text, lacks, codec.Text(want), actual)
 	r.add(f)
+}
+
+// unjudgedText is why a table is not judged, naming it once.
+func unjudgedText(t *Table) string {
+	if strings.HasPrefix(t.Unjudged, "table "+t.Name) {
+		return t.Unjudged
+	}
+	return fmt.Sprintf("table %s is not judged: %s", t.Name, t.Unjudged)
 }

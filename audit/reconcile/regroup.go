@@ -106,7 +106,7 @@ type rowRef struct {
 func (r *run) checkRegroup(ctx context.Context, t *Table) {
 	g := t.Regroup
 	if t.Unjudged != "" {
-		r.missing("table %s is not judged: %s", t.Name, t.Unjudged)
+		r.missing("%s", unjudgedText(t))
 		return
 	}
 	rows, ok := r.regroupRows(ctx, t)

@@ -221,7 +221,7 @@ func resolveRegroup(s *Spec, lay *topology.Layout, appID string, t *TableSpec, f
 		pt.Store = use.Name
 	}
 	if !slices.ContainsFunc(use.Writers, regroupWriter) {
-		pt.Unjudged = fmt.Sprintf("table %s: store %s is written by %s, not by a KTable groupBy's aggregate", t.Name, use.Name, strings.Join(use.Writers, ", "))
+		pt.Unjudged = fmt.Sprintf("table %s is not judged: store %s is written by %s, not by a KTable groupBy's aggregate", t.Name, use.Name, strings.Join(use.Writers, ", "))
 	}
 	pt.Changelog = cmp.Or(t.Changelog, use.Changelog)
 	if pt.Repartition == "" {

@@ -166,6 +166,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		field := fmt.Sprintf("tables[%d]", i)
 		if t.Regroup != "" {
 			if pt, ok := resolveRegroup(spec, lay, appID, t, field, fail); ok {
+				unsettled(t, &pt)
 				p.Tables = append(p.Tables, pt)
 			}
 			continue
@@ -177,6 +178,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 				if t.Changelog != "" {
 					pt.Changelog = t.Changelog
 				}
+				unsettled(t, &pt)
 				p.Tables = append(p.Tables, pt)
 			}
 			continue
@@ -261,9 +263,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		if why := unmodelled(t, nodes); why != "" {
 			pt.Unjudged = why // a step not modelled says more than a chain that differs
 		}
-		if len(t.Unsettled) > 0 {
-			pt.Unjudged = fmt.Sprintf("table %s is not judged: the evidence does not settle %s", t.Name, strings.Join(t.Unsettled, " and "))
-		}
+		unsettled(t, &pt)
 		p.Tables = append(p.Tables, pt)
 	}
 	for i, j := range spec.Joins {
@@ -421,4 +421,12 @@ func joinOutputChain(lay *topology.Layout, j *JoinSpec) string {
 		return ""
 	}
 	return ""
+}
+
+// unsettled leaves a drafted table that the evidence did not settle
+// unjudged (ParseDraft's Unsettled), naming what it lacks.
+func unsettled(t *TableSpec, pt *PlannedTable) {
+	if len(t.Unsettled) > 0 {
+		pt.Unjudged = fmt.Sprintf("table %s is not judged: the evidence does not settle %s", t.Name, strings.Join(t.Unsettled, " and "))
+	}
 }

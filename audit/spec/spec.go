@@ -464,6 +464,9 @@ func (s *Spec) settle() {
 		if isTODO(t.SelectKeyExpr) {
 			t.Unsettled = append(t.Unsettled, "select_key ("+strings.TrimPrefix(t.SelectKeyExpr, "TODO: ")+")")
 			t.SelectKeyExpr = ""
+			if t.Regroup != "" {
+				t.SelectKeyExpr = "key" // a KTable groupBy needs one; not used: the table is not judged
+			}
 		}
 		if raw := strings.TrimSpace(t.Reducer.raw); isTODO(raw) {
 			t.Unsettled = append(t.Unsettled, "the reducer ("+strings.TrimPrefix(raw, "TODO: ")+")")

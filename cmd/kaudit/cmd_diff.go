@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -48,9 +49,10 @@ type diffOptions struct {
 	Wide             bool // --wide: the table unwrapped
 	Width            int  // the terminal's width, 0 for none
 	started          time.Time
-	args             []string // the command line, for the provenance
-	MemoryBudget     int64    // bytes; 0: no bound
-	SpillDir         string   // where tables over the budget spill
+	args             []string  // the command line, for the provenance
+	MemoryBudget     int64     // bytes; 0: no bound
+	stderr           io.Writer // warnings that do not stop the audit (nil: none)
+	SpillDir         string    // where tables over the budget spill
 	// progress, if set, draws progress bars; log, if set, tells the user
 	// what the audit does that is not evidence (a table spilled to disk)
 	progress audit.Progress
@@ -111,7 +113,7 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o.started, o.args = time.Now(), provenanceArgs(c)
+			o.started, o.args, o.stderr = time.Now(), provenanceArgs(c), c.App.ErrWriter
 			src, err := openCliSource(c)
 			if err != nil {
 				return notRunMetrics(o, err)
@@ -252,9 +254,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 	}
 	if o.SaveSpec != "" {
 		if rep.InferredSpec == "" {
-			return usagef("--save-spec: no spec could be inferred from the evidence (see the report's missing evidence)")
-		}
-		if err := os.WriteFile(o.SaveSpec, []byte(rep.InferredSpec), 0o666); err != nil {
+			// the audit ran (what needs no spec): its report and verdict stand
+			fmt.Fprintf(cmp.Or[io.Writer](o.stderr, io.Discard), "kaudit: --save-spec: no spec could be inferred from the evidence, %s not written (the report's missing evidence says why)\n", o.SaveSpec)
+		} else if err := os.WriteFile(o.SaveSpec, []byte(rep.InferredSpec), 0o666); err != nil {
 			return fmt.Errorf("write the inferred spec: %w", err)
 		}
 	}

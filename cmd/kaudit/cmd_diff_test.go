@@ -106,3 +106,22 @@ func TestDiffVerdicts(t *testing.T) {
 		t.Errorf("--output: %v, valid JSON %v", err, json.Valid(b))
 	}
 }
+
+// TestSaveSpecNothingInferred: --save-spec where no spec can be inferred
+// (a real broker's log dirs, an app that folds no table) does not throw the
+// audit away: the report and its verdict's exit status stand, stderr says
+// the file was not written.
+func TestSaveSpecNothingInferred(t *testing.T) {
+	saved := filepath.Join(t.TempDir(), "inferred.yaml")
+	out, errOut, code := runCLI(t, "diff", "--log-dir", filepath.Join("..", "..", "audit", "segment", "testdata", "real", "kafka-3.6.2-logdir"),
+		"--app-id", "gen-app", "--save-spec", saved, "--format", "json")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want %d (the verdict's): %s", code, exitFindings, errOut)
+	}
+	if !strings.Contains(out, `"verdict"`) || !strings.Contains(errOut, "no spec could be inferred") {
+		t.Errorf("report %d bytes, stderr %q: want the report, and stderr saying no spec was written", len(out), errOut)
+	}
+	if _, err := os.Stat(saved); !os.IsNotExist(err) {
+		t.Errorf("%s: %v, want not written", saved, err)
+	}
+}
