@@ -44,16 +44,11 @@ func GuessCogroup(inputs []CogroupInput, changelog *Topic) CogroupGuess {
 	}
 	final := map[string]map[string]float64{}
 	var fields []string
-	for r := range changelog.each() {
-		if r.Undecodable {
-			continue
+	for k, v := range finalStates(changelog) {
+		if v.v == nil {
+			continue // deleted
 		}
-		k := keyOf(r.Key)
-		if r.Value == nil {
-			delete(final, k)
-			continue
-		}
-		m, ok := r.Value.(map[string]any)
+		m, ok := v.v.(map[string]any)
 		if !ok {
 			return CogroupGuess{Evidence: "the store's states are not records"}
 		}

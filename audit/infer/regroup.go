@@ -37,29 +37,15 @@ func GuessRegroup(rows, changelog *Topic) RegroupGuess {
 	if !allWhole(rows) || !allWhole(changelog) {
 		return RegroupGuess{SelectKey: Guess{Evidence: "the table's rows or the store's changelog lost their first records: the final states are not known whole"}}
 	}
-	last := map[string]*Rec{}
-	for r := range rows.each() {
-		if r.Undecodable {
-			continue
+	last := map[string]any{} // the table's rows: each key's last value
+	for k, v := range finalStates(rows) {
+		if v.v != nil {
+			last[k] = v.v
 		}
-		k := keyOf(r.Key)
-		if r.Value == nil {
-			delete(last, k)
-			continue
-		}
-		last[k] = r
 	}
 	final := map[string]float64{}
-	for r := range changelog.each() {
-		if r.Undecodable {
-			continue
-		}
-		k := keyOf(r.Key)
-		if r.Value == nil {
-			delete(final, k)
-			continue
-		}
-		if f, ok := toFloat(r.Value); ok {
+	for k, v := range finalStates(changelog) {
+		if f, ok := toFloat(v.v); ok {
 			final[k] = f
 		}
 	}
@@ -69,11 +55,11 @@ func GuessRegroup(rows, changelog *Topic) RegroupGuess {
 	// candidate fields: the rows' top-level scalar fields
 	fields := map[string]bool{}
 	numeric := map[string]bool{}
-	for _, r := range last {
-		m, ok := r.Value.(map[string]any)
+	for _, row := range last {
+		m, ok := row.(map[string]any)
 		if !ok {
 			// a scalar row (a user's region): grouped by the value itself
-			switch r.Value.(type) {
+			switch row.(type) {
 			case []any:
 			default:
 				fields[""] = true
@@ -106,17 +92,17 @@ func GuessRegroup(rows, changelog *Topic) RegroupGuess {
 	best, bestN, ties := cand{}, -1, 0
 	for _, c := range cands {
 		agg := map[string]float64{}
-		for _, r := range last {
-			g := r.Value
+		for _, row := range last {
+			g := row
 			if c.key != "" {
-				g = walk(r.Value, []string{c.key})
+				g = walk(row, []string{c.key})
 			}
 			if g == nil {
 				continue // KTableRepartitionMap skips a null key
 			}
 			add := 1.0
 			if p, ok := strings.CutPrefix(c.reduce, "sum:"); ok {
-				v, ok := toFloat(walk(r.Value, []string{p}))
+				v, ok := toFloat(walk(row, []string{p}))
 				if !ok {
 					continue
 				}
