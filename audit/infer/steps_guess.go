@@ -108,9 +108,10 @@ func GuessChain(source, copies *Topic, kinds []spec.StepKind, tries [][]string) 
 
 // GuessFilter finds a predicate on one field of the source values that
 // keeps exactly the source records that have a copy (pairs) and rejects
-// those that have none, over enough of each (MinKeys): a field equal to
-// one constant in every rejected record and in no kept one, or a
-// threshold on a numeric field. Records after the last copied one of
+// those that have none, over enough of each (MinKeys): one key in every
+// rejected record and in no kept one, a field equal to one constant in
+// every rejected record and in no kept one (or in every kept one and in
+// no rejected one), or a threshold on a numeric field. Records after the last copied one of
 // their source partition are not consumed yet and are left out. Without
 // a rejected record the predicate is "true"; without a predicate that
 // separates them, none (Value "").
@@ -189,6 +190,11 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 		c := valOf(walk(out[0].Value, path))
 		if c.v != nil && allSame(out, path, c) && noneSame(in, path, c) {
 			return Guess{Value: fmt.Sprintf("%s != %s", name, literal(c.v)), Evidence: fmt.Sprintf("the %d source records without a copy all have %s %s, none of the %d with one", len(out), name, literal(c.v), len(in))}
+		}
+		// one constant in every kept record, in no rejected one
+		// (filter((k, v) -> v.type.equals("click")), a branch per type)
+		if c := valOf(walk(in[0].Value, path)); c.v != nil && allSame(in, path, c) && noneSame(out, path, c) {
+			return Guess{Value: fmt.Sprintf("%s == %s", name, literal(c.v)), Evidence: fmt.Sprintf("the %d source records with a copy all have %s %s, none of the %d without one", len(in), name, literal(c.v), len(out))}
 		}
 		// a threshold
 		lo, hi, ok := numRange(in, path)

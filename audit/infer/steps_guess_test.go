@@ -100,3 +100,26 @@ func TestGuessFilterConsumed(t *testing.T) {
 		t.Errorf("consumed: %q (%s), want key != \"flush\"", g.Value, g.Evidence)
 	}
 }
+
+// TestGuessFilterKeptConstant: filter((k, v) -> v.type.equals("click")),
+// or a split() with a branch per type: the kept records share one value
+// of a field that no rejected record has, while the rejected records
+// have several.
+func TestGuessFilterKeptConstant(t *testing.T) {
+	types := []string{"click", "view", "buy"}
+	var recs []Rec
+	for i := range 30 {
+		recs = append(recs, Rec{Key: fmt.Sprintf("e%d", i), Value: map[string]any{"type": types[i%3], "n": float64(i)}, Timestamp: int64(i)})
+	}
+	s := topicOf("events", recs...)
+	var pairs []Pair
+	for _, r := range s.Parts[0] {
+		if r.Value.(map[string]any)["type"] == "click" {
+			pairs = append(pairs, Pair{Src: r, Copy: r})
+		}
+	}
+	s.Committed = map[int32]int64{0: 30}
+	if g := GuessFilter(s, pairs); g.Value != `value.type == "click"` {
+		t.Errorf("guess %q (%s), want value.type == \"click\"", g.Value, g.Evidence)
+	}
+}
