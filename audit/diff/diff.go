@@ -189,7 +189,10 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, ev.Notes...)
 	rep.Summary.Notes = append(rep.Summary.Notes, hist.Notes...)
-	if hist.Unknown != "" {
+	switch {
+	case hist.Failed:
+		rep.Summary.Missing = append(rep.Summary.Missing, hist.Unknown) // a check that did not run
+	case hist.Unknown != "":
 		rep.Summary.Notes = append(rep.Summary.Notes, hist.Unknown)
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, ev.Source, appID)...)

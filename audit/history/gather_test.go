@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -52,5 +53,26 @@ func TestGather(t *testing.T) {
 	}
 	if _, err := Gather(t.Context(), m, "app", []string{filepath.Join(t.TempDir(), "nope.log")}, nil, applog.Options{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing log file: %v", err)
+	}
+}
+
+// failingHistory is a source whose commit history read fails midway (a
+// broker lost while kaudit fetched its partition of __consumer_offsets).
+type failingHistory struct{ *fakeapp.Memory }
+
+func (failingHistory) CommitHistory(context.Context, string) (audit.CommitHistory, error) {
+	return audit.CommitHistory{}, errors.New("fetch from broker 3: broker closed the connection")
+}
+
+// TestGatherFailed: a history read that fails is no error that stops the
+// audit: the evidence says why (Failed), for the audit to name the check
+// as not run, where a source that keeps no history is only a note.
+func TestGatherFailed(t *testing.T) {
+	ev, err := Gather(t.Context(), failingHistory{fakeapp.NewMemory(t0)}, "app", nil, nil, applog.Options{})
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	if ev.History != nil || !ev.Failed || !strings.Contains(ev.Unknown, "could not be read") || !strings.Contains(ev.Unknown, "broker 3") {
+		t.Errorf("evidence %+v", ev)
 	}
 }

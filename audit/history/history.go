@@ -72,9 +72,13 @@ type LogStartAt struct {
 // commit history and the logs' events, gathered once per audit.
 type Evidence struct {
 	Group string
-	// History is nil when it could not be read; Unknown then says why.
+	// History is nil when it could not be read; Unknown then says why,
+	// and Failed too when the source failed to give it (a broker lost
+	// mid-read): missing evidence, where Unknown alone is a source that
+	// keeps none.
 	History *audit.CommitHistory
 	Unknown string
+	Failed  bool
 	Events  []applog.Event
 	// LogStarts are earlier observations of partitions' log starts (a
 	// baseline capture or report: its cut's log start at its time).
@@ -114,8 +118,9 @@ func (ev *Evidence) transactional() (bool, int64) {
 // Gather reads group's commit history from src (audit.CommitHistoryOf)
 // and the events of the app's and brokers' log files. A history src
 // cannot give (not supported, unreadable, no record of the group) is
-// Evidence.Unknown, not an error; a log file that cannot be read is an
-// error (the user named it).
+// Evidence.Unknown, not an error, and so is one whose read failed
+// (Evidence.Failed); a log file that cannot be read is an error (the
+// user named it).
 func Gather(ctx context.Context, src audit.Source, group string, appLogs, brokerLogs []string, o applog.Options) (*Evidence, error) {
 	ev := &Evidence{Group: group}
 	h, err := audit.CommitHistoryOf(ctx, src, group)
@@ -129,7 +134,9 @@ func Gather(ctx context.Context, src audit.Source, group string, appLogs, broker
 		errors.Is(err, audit.ErrCorrupt):
 		ev.Unknown = fmt.Sprintf("the group's commit history is not known, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err)
 	default:
-		return nil, fmt.Errorf("read commit history: %w", err)
+		// a read that failed (a broker lost mid-read): the rest of the
+		// audit still runs, with this check named as not run
+		ev.Unknown, ev.Failed = fmt.Sprintf("the group's commit history could not be read, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err), true
 	}
 	for _, f := range append(slices.Clip(appLogs), brokerLogs...) {
 		l, err := applog.ReadFile(f, o)
