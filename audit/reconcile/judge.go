@@ -237,6 +237,12 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 // are gone. Taking the first would pin an applied input where a later
 // one's copy is, and leave the later one blocked: a false divergence.
 func (ts *tableState) laterClaims(ins []*input) {
+	// most keys have no input without a copy beside one with: nothing to
+	// move, and no map to build per key
+	if !slices.ContainsFunc(ins, func(in *input) bool { return in.status == copyNone }) ||
+		!slices.ContainsFunc(ins, func(in *input) bool { return in.status == copyApplied }) {
+		return
+	}
 	type alike struct {
 		part   int32
 		digest codec.Digest
