@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // auditInferred is issue L's check on the real app: from a capture of the
@@ -34,22 +35,11 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 		return fmt.Errorf("kaudit init --snapshot exited %d: %s", code, lastLines(stderr, 5))
 	}
 	diff := func(name, spec string) (kauditReport, error) {
-		var rep kauditReport
-		out := filepath.Join(r.dir, "kaudit-"+name+".json")
-		args := []string{"diff", "--snapshot", capture, "--spec", spec, "--format", "json", "--output", out}
 		if spec == "" {
 			// kaudit diff --app-id alone: the spec inferred from the evidence
-			args = []string{"diff", "--snapshot", capture, "--app-id", appID, "--format", "json", "--output", out}
+			return r.d.snapshotDiff(ctx, r.dir, name, capture, "--app-id", appID)
 		}
-		code, stderr, err := r.d.runKaudit(ctx, r.dir, name, args...)
-		if err != nil {
-			return rep, err
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			return rep, fmt.Errorf("kaudit diff --spec %s exited %d without JSON: %s", spec, code, lastLines(stderr, 5))
-		}
-		return rep, json.Unmarshal(b, &rep)
+		return r.d.snapshotDiff(ctx, r.dir, name, capture, "--spec", spec)
 	}
 	hand, err := diff("diff-handwritten", filepath.Join(r.d.root, "drill", "kaudit.yaml"))
 	if err != nil {
@@ -88,18 +78,7 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 func (r *scRun) appInferred(ctx context.Context, p *appProc, dir string, extra ...string) (bool, error) {
 	capture := filepath.Join(dir, "capture")
 	diff := func(name string, args ...string) (kauditReport, error) {
-		var rep kauditReport
-		out := filepath.Join(dir, "kaudit-"+name+".json")
-		all := append(append([]string{"diff", "--snapshot", capture, "--format", "json", "--output", out}, args...), extra...)
-		code, stderr, err := r.d.runKaudit(ctx, dir, name, all...)
-		if err != nil {
-			return rep, err
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			return rep, fmt.Errorf("kaudit %s exited %d without JSON: %s", name, code, lastLines(stderr, 5))
-		}
-		return rep, json.Unmarshal(b, &rep)
+		return r.d.snapshotDiff(ctx, dir, name, capture, append(args, extra...)...)
 	}
 	hand, err := diff("snapshot-handwritten", "--spec", filepath.Join(r.d.repo, "testdata", "apps", p.name+".kaudit.yaml"))
 	if err != nil {
@@ -143,4 +122,20 @@ func (rep kauditReport) lossIDs() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// snapshotDiff runs kaudit diff --snapshot bundle with args, its JSON report written to
+// dir/kaudit-<name>.json (stderr to dir/<name>.stderr), and decodes the report.
+func (d *drill) snapshotDiff(ctx context.Context, dir, name, bundle string, args ...string) (kauditReport, error) {
+	var rep kauditReport
+	out := filepath.Join(dir, "kaudit-"+name+".json")
+	code, stderr, err := d.runKaudit(ctx, dir, name, append([]string{"diff", "--snapshot", bundle, "--format", "json", "--output", out}, args...)...)
+	if err != nil {
+		return rep, err
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return rep, fmt.Errorf("kaudit %s (diff --snapshot %s %s) exited %d without JSON: %s", name, bundle, strings.Join(args, " "), code, lastLines(stderr, 5))
+	}
+	return rep, json.Unmarshal(b, &rep)
 }
