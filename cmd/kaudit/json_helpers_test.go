@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"testing"
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/report"
@@ -17,4 +18,15 @@ func decodeReport(b []byte, r *audit.Report) error {
 	}
 	*r = *got
 	return nil
+}
+
+// expectNoLoss fails the test for each finding of severity loss or
+// anomaly in rep.
+func expectNoLoss(t *testing.T, rep *audit.Report) {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+			t.Errorf("finding %s/%s %s/%d@%d: %s", f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+		}
+	}
 }
