@@ -1,6 +1,7 @@
 package draft
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,15 @@ type draftTable struct {
 	selectKey  infer.Guess
 	reduce     *infer.Guess
 	steps      []draftStep // the chain's steps, as far as the evidence tells them
+	// window is, for a store whose changelog keys are a window store's,
+	// what the evidence tells of its TimeWindows and reducer; suppressed
+	// says a suppress() follows the store (its grace must be known)
+	window     *infer.WindowGuess
+	windowNote string
+	suppressed bool
+	// outputFilter is the filter between a windowed store and its output,
+	// inferred from the states that reached the output
+	outputFilter *infer.Guess
 }
 
 // draftStep is one step of a drafted table's chain: its kind and
@@ -140,6 +150,9 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		for _, cg := range cogroups {
 			all = append(all, cg.members...) // each grouped stream as a table's chain
 		}
+		for i := range all {
+			all[i].suppressed = suppressedAfter(lay, all[i].store)
+		}
 		var err error
 		inf, err = inferTables(ctx, o, src, all, outputs)
 		if err == nil && inf != nil && inf.ev != nil {
@@ -150,6 +163,11 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 				if err == nil && all[i].regroup != nil {
 					err = checkRegroupChanges(ctx, src, lay, &all[i])
 				}
+			}
+		}
+		if err == nil && inf != nil && inf.ev != nil {
+			for i := range all {
+				windowedOutputFilter(lay, &all[i], inf.ev)
 			}
 		}
 		tables = all[:len(tables)]
@@ -276,6 +294,7 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		case t.rekeyed:
 			fmt.Fprintf(&b, "    select_key: %s%s\n", yamlScalar("TODO: the new key selectKey/groupBy computes, e.g. value.orderId; remove the line if the key is unchanged"), comment(g.Evidence))
 		}
+		writeWindow(&b, t)
 		switch {
 		case t.tableSource:
 			b.WriteString("    reduce: table   # builder.table(): the latest value per key, a null value deletes it\n")
@@ -355,7 +374,7 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	if inf != nil && len(inf.notes) > 0 {
 		b.WriteString("# Read from the evidence:\n")
 		for _, n := range inf.notes {
-			b.WriteString("#   - " + n + "\n")
+			b.WriteString("#   - " + strings.Join(strings.Fields(n), " ") + "\n") // an error's lines, one comment
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -686,6 +705,9 @@ func writeOutput(b *strings.Builder, lay *topology.Layout, t draftTable) {
 		if len(oc) == 2 && oc[1].Op == topology.OpSelectKey {
 			steps = []draftStep{{kind: spec.StepSelectKey, expr: "TODO", node: oc[1].Name, note: todoNote(spec.StepSelectKey)}}
 		}
+		if g := t.outputFilter; g != nil && len(steps) == 1 && steps[0].kind == spec.StepFilter {
+			steps[0].expr, steps[0].note = cmp.Or(g.Value, "TODO"), g.Evidence
+		}
 		if len(steps) > 0 {
 			b.WriteString("    output_steps:   # the topology's processors between toStream() and the output\n")
 			for _, s := range steps {
@@ -697,5 +719,67 @@ func writeOutput(b *strings.Builder, lay *topology.Layout, t draftTable) {
 			}
 		}
 		return // one output per table
+	}
+}
+
+// suppressedAfter reports whether a suppress() node follows store on its
+// way to an output.
+func suppressedAfter(lay *topology.Layout, store string) bool {
+	if lay == nil || store == "" {
+		return false
+	}
+	for _, u := range lay.Topics {
+		if u.Role != topology.RoleOutput || u.Pattern {
+			continue
+		}
+		oc, err := lay.OutputChain(store, u.Name)
+		if err == nil && slices.ContainsFunc(oc, func(n topology.ChainNode) bool { return n.Op == topology.OpSuppress }) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeWindow writes a windowed table's window: its size and advance as
+// inferred, its grace unknown (the evidence does not show it); or a TODO
+// where the evidence did not settle them.
+func writeWindow(b *strings.Builder, t draftTable) {
+	g := t.window
+	if g == nil {
+		return
+	}
+	if g.Size == 0 {
+		what := "{size: DURATION, advance: DURATION, grace: DURATION}, as windowedBy(TimeWindows…)"
+		if len(g.Candidates) > 0 {
+			what = "one of " + strings.Join(g.Candidates, "; ") + ", with the grace"
+		}
+		fmt.Fprintf(b, "    window: %s   # %s\n", yamlScalar("TODO: "+what), t.windowNote)
+		fmt.Fprintf(b, "    # %s\n", g.Evidence)
+		return
+	}
+	adv := ""
+	if g.Advance != g.Size {
+		adv = ", advance: " + infer.Millis(g.Advance)
+	}
+	fmt.Fprintf(b, "    window: {size: %s%s, grace: unknown}   # %s; the grace is not in the evidence: write the app's (TimeWindows.ofSizeAndGrace) to judge late inputs\n", infer.Millis(g.Size), adv, t.windowNote)
+}
+
+// windowedOutputFilter infers the filter of a windowed table's output
+// (toStream().filter(…).to(…)) from the states that reached it.
+func windowedOutputFilter(lay *topology.Layout, t *draftTable, ev *infer.Evidence) {
+	if t.window == nil || t.window.Size == 0 || lay == nil {
+		return
+	}
+	for _, u := range lay.Topics {
+		if u.Role != topology.RoleOutput || u.Pattern {
+			continue
+		}
+		oc, err := lay.OutputChain(t.store, u.Name)
+		if err != nil || len(oc) != 2 || oc[0].Op != topology.OpToStream || oc[1].Op != topology.OpFilter {
+			continue
+		}
+		g := infer.GuessWindowedOutputFilter(ev.Topics[t.changelog], ev.Topics[u.Name])
+		t.outputFilter = &g
+		return
 	}
 }

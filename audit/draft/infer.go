@@ -77,6 +77,11 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	stateVals := map[string][][]byte{} // per changelog: a store's values may be of their own serde
 	var outVals [][]byte
+	innerKeys := map[string]bool{} // the keys inside window stores' keys
+	// windowedTopics are the window stores' changelogs and the outputs
+	// keyed by windows: their keys are not the serde's alone (the audit
+	// reads them as windows; here they are not decoded)
+	windowedTopics := map[string]bool{}
 	read := 0
 	for _, topic := range append(slices.Clone(topics), sources...) {
 		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
@@ -91,9 +96,22 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			continue
 		}
 		read++
+		windowed, _ := infer.WindowedChangelog(t)
+		windowed = windowed && changelogs[topic]
+		windowedTopics[topic] = windowed
 		for _, r := range t.Records() {
 			if !slices.Contains(sources, topic) {
-				keys = append(keys, r.RawKey)
+				// a window store's keys and a windowed output's (the
+				// key, the start) hold the key's bytes: those are its serde's
+				k := r.RawKey
+				if in, _, _, ok := infer.SplitWindowKey(k); ok && windowed {
+					k = in
+					innerKeys[string(in)] = true
+				} else if len(k) > 8 && innerKeys[string(k[:len(k)-8])] && slices.Contains(outputs, topic) {
+					k = k[:len(k)-8]
+					windowedTopics[topic] = true
+				}
+				keys = append(keys, k)
 			}
 			if changelogs[topic] {
 				stateVals[topic] = append(stateVals[topic], r.RawValue)
@@ -175,7 +193,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 		return nil, ctx.Err()
 	}
 	for _, t := range ev.Topics {
-		if t.Undecodable > 0 {
+		if t.Undecodable > 0 && !windowedTopics[t.Name] {
 			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
 		}
 	}
@@ -274,6 +292,12 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 		}
 		inferSteps(t, ev, best)
 	}
+	if cl := ev.Topics[t.changelog]; cl != nil && !t.tableSource {
+		if ok, why := infer.WindowedChangelog(cl); ok {
+			inferWindow(t, ev, why)
+			return
+		}
+	}
 	if t.repartition == "" && !t.tableSource {
 		changelogSteps(t, ev)
 	}
@@ -308,6 +332,34 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 	t.reduce = &g
 	if purgedIdentity && g.Value == "" {
 		t.steps = topologySteps(t.chain) // no reducer folds the records as they are: the steps are not known
+	}
+}
+
+// inferWindow guesses a windowed table's window and reducer from the
+// records its window processor read (the repartition copies, else the
+// source's) and its store's changelog.
+func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
+	t.windowNote, t.reduce = why, nil
+	in := ev.Topics[cmp.Or(t.evSource, t.source)]
+	if t.repartition != "" {
+		in = ev.Topics[t.repartition]
+	}
+	var g infer.WindowGuess
+	switch {
+	case t.suppressed:
+		g.Evidence = "a suppress() follows the store: it emits a window once stream time passes its end plus the grace, and the evidence does not show the grace"
+	case t.source == "":
+		g.Evidence = "its source is not known"
+	case in == nil || in.Count() == 0:
+		g.Evidence = "the records the window processor read are not readable (" + cmp.Or(t.repartition, t.source) + ")"
+	case t.repartition == "" && len(t.steps) > 0:
+		g.Evidence = "the steps between the source and the window are not inferred (a window's states are not its inputs)"
+	default:
+		g = infer.GuessWindow(in, ev.Topics[t.changelog])
+	}
+	t.window = &g
+	if g.Size > 0 {
+		t.reduce = &infer.Guess{Value: g.Reduce, Evidence: "with the window, " + g.Evidence}
 	}
 }
 

@@ -183,9 +183,12 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 	}
 	var paths [][]string
 	leafPaths(in[0].Value, nil, &paths)
+	if _, ok := in[0].Value.(map[string]any); !ok {
+		paths = [][]string{nil} // a scalar value: the value itself
+	}
 	slices.SortFunc(paths, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
 	for _, path := range paths {
-		name := "value." + strings.Join(path, ".")
+		name := strings.Join(append([]string{"value"}, path...), ".") // "value" for a scalar
 		// one constant in every rejected record, in no kept one
 		c := valOf(walk(out[0].Value, path))
 		if c.v != nil && allSame(out, path, c) && noneSame(in, path, c) {
@@ -322,7 +325,7 @@ func GuessMapValues(source, copies *Topic) Guess {
 	for _, f := range fields {
 		found := ""
 		for _, path := range srcPaths {
-			name := "value." + strings.Join(path, ".")
+			name := strings.Join(append([]string{"value"}, path...), ".") // "value" for a scalar
 			same := 0
 			for _, p := range pairs {
 				if valOf(walk(p[0].Value, path)).same(valOf(fieldOf(p[1].Value, f))) {

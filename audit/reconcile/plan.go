@@ -23,7 +23,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
 			if w := pt.Spec.Window; w != nil {
-				t.Window = &Window{Size: w.Size, Advance: w.Advance, Grace: w.Grace, Suppress: pt.Spec.Suppress == spec.SuppressUntilWindowCloses}
+				t.Window = &Window{Size: w.Size, Advance: w.Advance, Grace: w.Grace, GraceUnknown: w.GraceUnknown, Suppress: pt.Spec.Suppress == spec.SuppressUntilWindowCloses}
 			}
 		}
 		if ts := pt.Spec; ts != nil && ts.Regroup != "" {

@@ -44,6 +44,10 @@ import (
 // Window is a table's TimeWindows, in milliseconds.
 type Window struct {
 	Size, Advance, Grace int64
+	// GraceUnknown says Grace (0) is a lower bound, not the app's: an
+	// input missing from a window that had closed under it is missing
+	// evidence (Streams skips it if its grace was shorter, else it was lost).
+	GraceUnknown bool
 	// Suppress is suppress(untilWindowCloses): Output holds each closed
 	// window's final result.
 	Suppress bool
@@ -422,7 +426,7 @@ func (r *run) reportLate(ts *tableState) {
 		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.offset, b.offset))
 	})
 	w := ts.win.w
-	var ambiguous []string
+	var ambiguous, graceUnknown []string
 	for _, ref := range refs {
 		li := ts.win.late[ref]
 		if !r.inWindow(li.ts) {
@@ -437,6 +441,10 @@ func (r *run) reportLate(ts *tableState) {
 		if len(wins) == 0 {
 			continue // applied: a restart had lowered stream time
 		}
+		if w.GraceUnknown {
+			graceUnknown = append(graceUnknown, fmt.Sprintf("%s@%d", li.tp, li.offset))
+			continue
+		}
 		if !li.sure {
 			ambiguous = append(ambiguous, fmt.Sprintf("%s@%d", li.tp, li.offset))
 			continue
@@ -450,6 +458,10 @@ func (r *run) reportLate(ts *tableState) {
 	if len(ambiguous) > 0 {
 		ex := ambiguous[:min(len(ambiguous), 5)]
 		r.missing("table %s: %d inputs (%s) are missing from windows that may have closed before them: their repartition copies are purged, so the task's stream time before them is known only as at most the timestamp of an input whose copy is purged; whether Streams skipped them as late or lost them cannot be told", ts.t.Name, len(ambiguous), strings.Join(ex, ", "))
+	}
+	if len(graceUnknown) > 0 {
+		ex := graceUnknown[:min(len(graceUnknown), 5)]
+		r.missing("table %s: %d inputs (%s) are missing from windows that had closed before them under a grace of 0, and the window's grace is not known (the spec says grace: unknown; kaudit infers the size and advance, not the grace): whether Streams skipped them as late or lost them cannot be told; write the app's grace (TimeWindows.ofSizeAndGrace) to judge them", ts.t.Name, len(graceUnknown), strings.Join(ex, ", "))
 	}
 	if ts.win.expired > 0 {
 		r.note("table %s: %d windows with inputs have no record in the changelog, whose log start is above 0 (compact,delete: retention deletes old windows), and inputs older than its retention.ms; they are not judged", ts.t.Name, ts.win.expired)

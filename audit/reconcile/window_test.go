@@ -21,11 +21,11 @@ import (
 
 // windowPipeline is the scenario's spec, through the spec's own parser,
 // and the decoder its serdes say.
-func windowPipeline(t *testing.T, s fakeapp.WindowScenario) (*reconcile.Pipeline, audit.Decoder) {
+func windowPipeline(t *testing.T, text string) (*reconcile.Pipeline, audit.Decoder) {
 	t.Helper()
-	sp, err := spec.ParseSpec("kaudit.yaml", []byte(s.Spec()))
+	sp, err := spec.ParseSpec("kaudit.yaml", []byte(text))
 	if err != nil {
-		t.Fatalf("%v\n%s", err, s.Spec())
+		t.Fatalf("%v\n%s", err, text)
 	}
 	plan, err := spec.Resolve(sp, nil, "")
 	if err != nil {
@@ -46,7 +46,13 @@ func windowPipeline(t *testing.T, s fakeapp.WindowScenario) (*reconcile.Pipeline
 // broker through real transactional producers, and audits it.
 func runWindow(t *testing.T, s fakeapp.WindowScenario, onKfake bool) (*audit.Report, *fakeapp.WindowTruth) {
 	t.Helper()
-	p, dec := windowPipeline(t, s)
+	return runWindowSpec(t, s, onKfake, s.Spec())
+}
+
+// runWindowSpec is runWindow audited with the spec text given.
+func runWindowSpec(t *testing.T, s fakeapp.WindowScenario, onKfake bool, text string) (*audit.Report, *fakeapp.WindowTruth) {
+	t.Helper()
+	p, dec := windowPipeline(t, text)
 	opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true}
 	var src audit.Source
 	var truth *fakeapp.WindowTruth
@@ -183,6 +189,57 @@ func TestWindowClean(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestWindowGraceUnknown: a spec kaudit inferred knows the window's size
+// and advance, not its grace (grace: unknown). An input missing from a
+// window that had closed under a grace of 0 is then missing evidence,
+// named, never late and never a loss; an input lost from a window still
+// open is found as with the grace written.
+func TestWindowGraceUnknown(t *testing.T) {
+	for _, fault := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dropped=%v", fault), func(t *testing.T) {
+			s := windowScenario("tumbling")
+			s.Hop, s.Inflight = false, 0
+			if fault {
+				s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultStateDiverged}}
+			}
+			text := s.Spec()
+			known := fmt.Sprintf("grace: %d}", s.Window.Grace)
+			if !strings.Contains(text, known) {
+				t.Fatalf("no %q in the scenario's spec:\n%s", known, text)
+			}
+			rep, truth := runWindowSpec(t, s, false, strings.Replace(text, known, "grace: unknown}", 1))
+			if len(truth.Late) == 0 {
+				t.Fatal("no late input in the scenario")
+			}
+			for _, f := range rep.Findings {
+				if f.Cause == audit.CauseLate {
+					t.Errorf("late finding %s/%d@%d with the grace unknown", f.Topic, f.Partition, f.Offset)
+				}
+			}
+			if rep.Summary.Verdict == audit.VerdictClean || !strings.Contains(fmt.Sprint(rep.Summary.Missing), "the window's grace is not known") {
+				t.Errorf("verdict %s, missing %v: want the late inputs named as missing evidence", rep.Summary.Verdict, rep.Summary.Missing)
+			}
+			want := map[string]bool{}
+			for _, e := range truth.Findings {
+				want[fmt.Sprintf("%s %s/%d@%d", e.Cause, e.Topic, e.Partition, e.Offset)] = true
+			}
+			losses := 0
+			for _, f := range rep.Findings {
+				if f.Severity != audit.SeverityLoss {
+					continue
+				}
+				losses++
+				if k := fmt.Sprintf("%s %s/%d@%d", f.Cause, f.Topic, f.Partition, f.Offset); !want[k] {
+					t.Errorf("loss %s, not in the simulation's %v", k, truth.Findings)
+				}
+			}
+			if fault && losses == 0 {
+				t.Errorf("the fault's loss was not found: truth %v", truth.Findings)
+			}
+		})
 	}
 }
 
@@ -328,7 +385,7 @@ func TestWindowRetention(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := windowScenario("tumbling")
 			s.Hop, s.Inflight, s.LateEvery = false, 0, 0
-			p, dec := windowPipeline(t, s)
+			p, dec := windowPipeline(t, s.Spec())
 			m := fakeapp.NewMemory(time.UnixMilli(s.Base + 3_600_000))
 			b := fakeapp.NewMemoryBackend(m)
 			if _, err := fakeapp.GenerateWindow(s, b); err != nil {

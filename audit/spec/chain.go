@@ -11,8 +11,28 @@ import (
 // unmodelled says why a table's steps cannot be evaluated: a step left
 // TODO, or a Processor API node; "" when every step can be.
 func unmodelled(t *TableSpec, nodes map[*Step]string) string {
+	return unmodelledSteps(t, t.NotModelled(), nodes)
+}
+
+// unmodelledIn is unmodelled for a table's own steps (its inputs'), and
+// outputUnmodelled for its output steps: a TODO after toStream() leaves
+// only the output unjudged, not the store.
+func unmodelledIn(t *TableSpec, nodes map[*Step]string) string {
+	return unmodelledSteps(t, slices.DeleteFunc(t.NotModelled(), func(st *Step) bool { return slices.Contains(t.OutputSteps, st) }), nodes)
+}
+
+func outputUnmodelled(t *TableSpec, nodes map[*Step]string) string {
+	steps := slices.DeleteFunc(t.NotModelled(), func(st *Step) bool { return !slices.Contains(t.OutputSteps, st) })
+	if len(steps) == 0 {
+		return ""
+	}
+	why := unmodelledSteps(t, steps, nodes)
+	return strings.Replace(strings.TrimSuffix(why, ", so the records through it are not judged"), "its chain holds", "its output steps hold", 1)
+}
+
+func unmodelledSteps(t *TableSpec, steps []*Step, nodes map[*Step]string) string {
 	var names []string
-	for _, st := range t.NotModelled() {
+	for _, st := range steps {
 		name := string(st.Kind)
 		switch {
 		case st.Node != "":
@@ -28,7 +48,7 @@ func unmodelled(t *TableSpec, nodes map[*Step]string) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("table %s: its chain holds what kaudit cannot evaluate (%s), so the inputs through it are not judged", t.Name, strings.Join(names, ", "))
+	return fmt.Sprintf("table %s: its chain holds what kaudit cannot evaluate (%s), so the records through it are not judged", t.Name, strings.Join(names, ", "))
 }
 
 // judgeChain ties a table's steps to the topology's chain from its source

@@ -27,6 +27,11 @@ tables:
     select_key: value.category
     reduce: count
     store: D
+  - name: clicks
+    source: clicks
+    window: "TODO: one of {size: 1m}; {size: 1m, advance: 30s}, with the grace"
+    reduce: count
+    store: W
 `
 	sp, err := ParseDraft("draft.yaml", []byte(draft))
 	if err != nil {
@@ -45,6 +50,12 @@ tables:
 	}
 	if u := got["per-category"]; !strings.Contains(u, "per-category is not judged") || !strings.Contains(u, "select_key") {
 		t.Errorf("per-category: unjudged %q, want it to name select_key", u)
+	}
+	if u := got["clicks"]; !strings.Contains(u, "clicks is not judged") || !strings.Contains(u, "the window (one of") {
+		t.Errorf("clicks: unjudged %q, want it to name the window", u)
+	}
+	if w := sp.Table("clicks").Window; w == nil {
+		t.Error("clicks: the window is gone: its keys would be read as plain keys")
 	}
 	if u := got["settled"]; u != "" {
 		t.Errorf("settled: unjudged %q, want judged", u)

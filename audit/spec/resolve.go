@@ -260,8 +260,11 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 		if lay != nil {
 			judgeChain(lay, t, &pt, nodes)
 		}
-		if why := unmodelled(t, nodes); why != "" {
+		if why := unmodelledIn(t, nodes); why != "" {
 			pt.Unjudged = why // a step not modelled says more than a chain that differs
+		}
+		if why := outputUnmodelled(t, nodes); why != "" {
+			pt.OutputUnjudged = why
 		}
 		unsettled(t, &pt)
 		p.Tables = append(p.Tables, pt)

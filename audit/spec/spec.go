@@ -468,6 +468,11 @@ func (s *Spec) settle() {
 				t.SelectKeyExpr = "key" // a KTable groupBy needs one; not used: the table is not judged
 			}
 		}
+		if t.Window != nil && t.Window.todo != "" {
+			t.Unsettled = append(t.Unsettled, "the window ("+strings.TrimPrefix(t.Window.todo, "TODO: ")+")")
+			// not used to judge: the table is not; its keys are still read as windows
+			*t.Window = Window{raw: map[string]string{"size": "1"}}
+		}
 		if raw := strings.TrimSpace(t.Reducer.raw); isTODO(raw) {
 			t.Unsettled = append(t.Unsettled, "the reducer ("+strings.TrimPrefix(raw, "TODO: ")+")")
 			t.Reducer.raw = "latest" // not used: the table is not judged

@@ -15,16 +15,26 @@ type Window struct {
 	Size    int64
 	Advance int64
 	Grace   int64
+	// GraceUnknown is `grace: unknown` (a spec kaudit inferred: the
+	// evidence shows the size and advance, not the grace). Grace is then
+	// 0, a lower bound: an input missing from a window that had closed
+	// under it is missing evidence, neither late nor a loss.
+	GraceUnknown bool
 	// raw holds the fields as written, parsed by validate (which knows
 	// the line); bad is a shape error.
-	raw map[string]string
-	bad string
+	raw  map[string]string
+	bad  string
+	todo string // a draft's TODO in place of the window
 }
 
 // UnmarshalYAML reads {size: 1m, advance: 30s, grace: 10s}.
 func (w *Window) UnmarshalYAML(unmarshal func(any) error) error {
 	var m map[string]any
 	if err := unmarshal(&m); err != nil {
+		var text string
+		if unmarshal(&text) == nil && isTODO(text) {
+			w.todo = text // a draft's: settle takes it out of the way
+		}
 		w.bad = "want {size: DURATION, advance: DURATION, grace: DURATION}"
 		return nil
 	}
@@ -45,8 +55,14 @@ func (w *Window) UnmarshalYAML(unmarshal func(any) error) error {
 
 // MarshalYAML writes the window back in milliseconds.
 func (w Window) MarshalYAML() (any, error) {
+	if w.GraceUnknown {
+		return map[string]any{"size": w.Size, "advance": w.Advance, "grace": GraceUnknown}, nil
+	}
 	return map[string]int64{"size": w.Size, "advance": w.Advance, "grace": w.Grace}, nil
 }
+
+// GraceUnknown is the grace of a window whose grace is not known.
+const GraceUnknown = "unknown"
 
 // parse checks the fields: size required and positive, advance in
 // (0, size] (TimeWindows.advanceBy), grace ≥ 0; advance defaults to
@@ -61,6 +77,9 @@ func (w *Window) parse() (field string, err error) {
 		case "size", "advance", "grace":
 		default:
 			return k, fmt.Errorf("unknown key %q: want size, advance, grace", k)
+		}
+		if k == "grace" && strings.TrimSpace(v) == GraceUnknown {
+			continue
 		}
 		d, err := parseMillis(v)
 		if err != nil {
@@ -87,6 +106,7 @@ func (w *Window) parse() (field string, err error) {
 		return "grace", fmt.Errorf("want a grace of 0 or more, not %d ms", grace)
 	}
 	w.Size, w.Advance, w.Grace = size, adv, grace
+	w.GraceUnknown = strings.TrimSpace(w.raw["grace"]) == GraceUnknown
 	return "", nil
 }
 
@@ -145,6 +165,8 @@ func (s *Spec) validateWindow(l *errList, path, field string, t *TableSpec) {
 			l.add(path+".suppress", field+".suppress", "suppress: until-window-closes needs a window")
 		case t.Output == "":
 			l.add(path+".suppress", field+".suppress", "suppress needs output: the topic the final results are written to")
+		case t.Window.GraceUnknown:
+			l.add(path+".window.grace", field+".window.grace", "suppress: until-window-closes needs the window's grace (it emits a window once stream time passes its end plus the grace), not unknown")
 		}
 	default:
 		l.add(path+".suppress", field+".suppress", "unknown suppress %q (want until-window-closes)", t.Suppress)

@@ -11,18 +11,21 @@ func TestWindowForms(t *testing.T) {
 	for _, tt := range []struct {
 		in                   string
 		size, advance, grace int64
+		unknown              bool
 	}{
-		{"    window: {size: 1m}\n", 60_000, 60_000, 0},
-		{"    window: {size: 1m, advance: 30s, grace: 10s}\n", 60_000, 30_000, 10_000},
-		{"    window: {size: 60000, grace: 500}\n", 60_000, 60_000, 500},
-		{"    window: {size: 1h30m, advance: 1h30m}\n", 5_400_000, 5_400_000, 0},
+		{"    window: {size: 1m}\n", 60_000, 60_000, 0, false},
+		{"    window: {size: 1m, advance: 30s, grace: 10s}\n", 60_000, 30_000, 10_000, false},
+		{"    window: {size: 60000, grace: 500}\n", 60_000, 60_000, 500, false},
+		{"    window: {size: 1h30m, advance: 1h30m}\n", 5_400_000, 5_400_000, 0, false},
+		// an inferred spec's: the grace is not in the evidence
+		{"    window: {size: 1m, grace: unknown}\n", 60_000, 60_000, 0, true},
 	} {
 		s, err := ParseSpec("k.yaml", []byte(table+tt.in))
 		if err != nil {
 			t.Fatalf("%q: %v", tt.in, err)
 		}
 		w := s.Tables[0].Window
-		if w.Size != tt.size || w.Advance != tt.advance || w.Grace != tt.grace {
+		if w.Size != tt.size || w.Advance != tt.advance || w.Grace != tt.grace || w.GraceUnknown != tt.unknown {
 			t.Errorf("%q: got %+v", tt.in, *w)
 		}
 	}
@@ -41,6 +44,8 @@ func TestWindowErrors(t *testing.T) {
 		{"    window: {size: 0}\n", `k.yaml:7: tables[0].window.size: want a positive size`},
 		{"    suppress: until-window-closes\n", `k.yaml:7: tables[0].suppress: suppress: until-window-closes needs a window`},
 		{"    window: {size: 1m}\n    suppress: until-window-closes\n", `k.yaml:8: tables[0].suppress: suppress needs output`},
+		{"    window: {size: 1m, grace: unknown}\n    output: o\n    suppress: until-window-closes\n", `k.yaml:7: tables[0].window.grace: suppress: until-window-closes needs the window's grace`},
+		{"    window: {size: 1m, grace: soon}\n", `k.yaml:7: tables[0].window.grace: bad duration "soon"`},
 		{"    window: {size: 1m}\n    output: o\n    suppress: later\n", `k.yaml:9: tables[0].suppress: unknown suppress "later"`},
 		{"    window: {size: 1m}\njoins:\n  - {output: o, left: x, right: x}\n", `k.yaml:9: joins[0]: table "x" is windowed`},
 	} {

@@ -142,9 +142,15 @@ func TestRealAppsInferred(t *testing.T) {
 	for _, tc := range []struct {
 		bundle, appID string
 		code          int
+		missing       string // the missing evidence that makes it incomplete
 	}{
-		{"orders", "kaudit-steps-orders", exitClean}, {"words", "kaudit-steps-words", exitClean}, {"windows", "kaudit-steps-windows", exitIncomplete}, {"routes", "kaudit-steps-routes", exitClean},
-		{"enrich", "kaudit-z-enrich", exitClean}, {"regroup", "kaudit-z-regroup", exitClean}, {"cogroup", "kaudit-z-cogroup", exitClean}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete},
+		{"orders", "kaudit-steps-orders", exitClean, ""}, {"words", "kaudit-steps-words", exitClean, ""},
+		// the window's size and count are inferred, its grace is not: the
+		// three inputs Streams skipped as late (the hand-written spec's
+		// late findings) are named, the rest judged
+		{"windows", "kaudit-steps-windows", exitIncomplete, "3 inputs (sc-clicks/0@206, sc-clicks/0@207, sc-clicks/1@154) are missing from windows that had closed"},
+		{"routes", "kaudit-steps-routes", exitClean, ""},
+		{"enrich", "kaudit-z-enrich", exitClean, ""}, {"regroup", "kaudit-z-regroup", exitClean, ""}, {"cogroup", "kaudit-z-cogroup", exitClean, ""}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete, "FK"},
 	} {
 		t.Run(tc.bundle, func(t *testing.T) {
 			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID, "--format", "json")
@@ -156,6 +162,9 @@ func TestRealAppsInferred(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectNoLoss(t, &rep)
+			if tc.missing != "" && !strings.Contains(fmt.Sprint(rep.Summary.Missing), tc.missing) {
+				t.Errorf("missing evidence %q, want it to say %q", rep.Summary.Missing, tc.missing)
+			}
 			t.Logf("%s: %s; missing: %v", tc.bundle, rep.Summary.Verdict, rep.Summary.Missing)
 		})
 	}

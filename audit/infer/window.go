@@ -1,0 +1,354 @@
+package infer
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kaudit/kaudit/audit/spec"
+)
+
+// A windowed aggregation (groupByKey().windowedBy(TimeWindows…)) keeps
+// one state per key and window: its store's changelog key is the key's
+// bytes, the window start (8 bytes big-endian) and a sequence number (4
+// bytes, 0 unless the store retains duplicates, which an aggregation's
+// does not: WindowKeySchema.toStoreKeyBinary). Its record's timestamp is
+// the largest of the inputs applied to the window, so it lies in
+// [start, start+size). From that and the inputs, the window's size, its
+// advance and the reducer are inferred. The grace is not: an input
+// missing from a window that had closed may have been skipped by design
+// or lost, and only the grace tells which.
+
+// SplitWindowKey splits a window store's changelog key into the inner
+// key's bytes, the window start and the sequence number.
+func SplitWindowKey(raw []byte) (inner []byte, start int64, seq uint32, ok bool) {
+	if len(raw) < 12 {
+		return nil, 0, 0, false
+	}
+	n := len(raw) - 12
+	start = int64(binary.BigEndian.Uint64(raw[n:]))
+	seq = binary.BigEndian.Uint32(raw[n+8:])
+	return raw[:n], start, seq, start >= 0
+}
+
+// windowedRec reports whether r is a window store's changelog record: a
+// key of the shape above, sequence number 0, and a timestamp at or after
+// the window's start and less than 30 days after it.
+func windowedRec(r *Rec) bool {
+	_, start, seq, ok := SplitWindowKey(r.RawKey)
+	return ok && seq == 0 && r.Timestamp >= start && r.Timestamp-start < int64(30*24*time.Hour/time.Millisecond)
+}
+
+// WindowedChangelog reports whether at least 90 % of a changelog's
+// records (and at least 5) are a window store's (see SplitWindowKey), and
+// says so.
+func WindowedChangelog(cl *Topic) (bool, string) {
+	if cl == nil {
+		return false, ""
+	}
+	n, total := 0, 0
+	for r := range cl.each() {
+		total++
+		if windowedRec(r) {
+			n++
+		}
+	}
+	if total < MinKeys || n*10 < total*9 {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%d/%d changelog keys are a window store's: the key, the window start and a sequence number 0", n, total)
+}
+
+// WindowGuess is a windowed aggregation inferred from its inputs and its
+// store's changelog. Size is 0 when nothing was settled (Evidence says
+// why, Candidates what was left).
+type WindowGuess struct {
+	Size, Advance int64
+	Reduce        string
+	Evidence      string
+	Candidates    []string
+}
+
+// roundMillis are the window sizes and advances apps write, tried besides
+// the greatest common divisor of the starts.
+var roundMillis = []int64{1000, 2000, 5000, 10000, 15000, 20000, 30000, 60000, 120000, 300000, 600000,
+	900000, 1200000, 1800000, 3600000, 7200000, 10800000, 21600000, 43200000, 86400000, 7 * 86400000}
+
+// winInput is one input of a window: its value and how late it came,
+// the task's stream time (its largest timestamp so far, this input's
+// included) minus the window's end: at 0 or more the window had closed
+// under a grace of 0, and Streams applied it only if its grace is larger.
+type winInput struct {
+	v    any
+	late int64
+}
+
+// GuessWindow infers a windowed aggregation's size, advance and reducer
+// from its inputs (the records the window processor read: the source's
+// or the repartition copies, per partition in offset order, each a task's
+// stream) and its store's changelog. A candidate explains a window when
+// some grace (a bound on lateness: the inputs later than it skipped)
+// folds the window's inputs to its final state; it must explain at least
+// 90 % of the windows it or the changelog has (at least 5), and no other
+// candidate as many.
+func GuessWindow(inputs, changelog *Topic) WindowGuess {
+	if inputs == nil || changelog == nil {
+		return WindowGuess{Evidence: "the inputs or the changelog were not read"}
+	}
+	if inputs.KeyMod > 1 || changelog.KeyMod > 1 {
+		return WindowGuess{Evidence: "the evidence is a sample of the keys: a window key's sample is not its key's"}
+	}
+	type wkey struct {
+		inner string
+		start int64
+	}
+	final := map[wkey]val{}
+	part := map[string]int32{} // an inner key's changelog partition
+	var g, lo int64            // gcd of the starts; the smallest size the timestamps allow
+	for r := range changelog.each() {
+		if !windowedRec(r) {
+			continue
+		}
+		inner, start, _, _ := SplitWindowKey(r.RawKey)
+		k := wkey{string(inner), start}
+		final[k], part[k.inner] = valOf(r.Value), r.Partition
+		if start > 0 {
+			g = gcd(g, start)
+		}
+		lo = max(lo, r.Timestamp-start+1)
+	}
+	starts := map[int64]bool{}
+	for k := range final {
+		starts[k.start] = true
+	}
+	if len(final) < MinKeys || len(starts) < 3 || g == 0 || g > roundMillis[len(roundMillis)-1] {
+		return WindowGuess{Evidence: fmt.Sprintf("%d windows at %d starts in the changelog: too few to tell a window's size", len(final), len(starts))}
+	}
+	var values []any
+	for r := range inputs.each() {
+		if r.RawKey != nil && r.Value != nil {
+			values = append(values, r.Value)
+		}
+	}
+	reducers := Candidates(values)
+	type cand struct {
+		name           string
+		size, adv      int64
+		reduce         string
+		explained, all int
+	}
+	var cands []cand
+	advs := []int64{g}
+	for _, d := range roundMillis {
+		if d < g && g%d == 0 && d*60 >= g {
+			advs = append(advs, d)
+		}
+	}
+	for _, adv := range advs {
+		k0 := (lo + adv - 1) / adv
+		if k0 > 100 {
+			continue // a hop of more than 100 windows per input: not tried
+		}
+		for k := k0; k <= k0+3 && k <= 100; k++ {
+			w := &spec.Window{Size: k * adv, Advance: adv}
+			wins := map[wkey][]winInput{}
+			for p := int32(0); p < inputs.Partitions; p++ {
+				stream := int64(-1)
+				for _, r := range inputs.Parts[p] {
+					if r.RawKey == nil {
+						continue // Streams skips a null key before its stream time
+					}
+					stream = max(stream, r.Timestamp)
+					if r.Value == nil {
+						continue
+					}
+					for _, s := range w.Starts(r.Timestamp) {
+						wk := wkey{string(r.RawKey), s}
+						wins[wk] = append(wins[wk], winInput{r.Value, stream - (s + w.Size)})
+					}
+				}
+			}
+			for _, red := range reducers {
+				rd, err := spec.ParseReducer(red)
+				if err != nil {
+					continue
+				}
+				t := &spec.TableSpec{Reducer: rd}
+				c := cand{size: w.Size, adv: adv, reduce: red}
+				for wk, f := range final {
+					c.all++
+					if explainsWindow(t, wins[wk], f) {
+						c.explained++
+					}
+				}
+				for wk, ins := range wins {
+					if _, ok := final[wk]; ok || !slices.ContainsFunc(ins, func(x winInput) bool { return x.late < 0 }) {
+						continue
+					}
+					// a window an on-time input created, with no state: where
+					// the changelog's partition holds the windows from its
+					// start, this candidate does not explain it
+					if p, ok := part[wk.inner]; !ok || changelog.Whole[p] {
+						c.all++
+					}
+				}
+				c.name = windowText(c.size, c.adv) + ", " + red
+				cands = append(cands, c)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return WindowGuess{Evidence: "no window size fits the changelog's timestamps"}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(b.explained*a.all, a.explained*b.all), cmp.Compare(b.explained, a.explained))
+	})
+	best := cands[0]
+	score := func(c cand) string { return fmt.Sprintf("%s %d/%d", c.name, c.explained, c.all) }
+	ev := fmt.Sprintf("explains %d/%d windows", best.explained, best.all)
+	var others []string
+	for _, c := range cands[1:min(3, len(cands))] {
+		others = append(others, score(c))
+	}
+	if len(others) > 0 {
+		ev += "; " + strings.Join(others, ", ")
+	}
+	if best.explained < MinKeys || best.explained*10 < best.all*9 {
+		return WindowGuess{Evidence: ev + ": none explains 90 % of the windows", Candidates: []string{best.name}}
+	}
+	var ties []string
+	for _, c := range cands[1:] {
+		if c.explained == best.explained && c.all == best.all {
+			ties = append(ties, c.name)
+		}
+	}
+	if len(ties) > 0 {
+		return WindowGuess{Evidence: ev + ": " + strings.Join(append([]string{best.name}, ties...), ", ") + " explain the same windows", Candidates: append([]string{best.name}, ties...)}
+	}
+	return WindowGuess{Size: best.size, Advance: best.adv, Reduce: best.reduce, Evidence: ev}
+}
+
+// explainsWindow reports whether some grace folds a window's inputs to
+// its final state: the inputs on time under it applied, in order, the
+// later ones skipped.
+func explainsWindow(t *spec.TableSpec, ins []winInput, final val) bool {
+	if len(ins) == 0 {
+		return false
+	}
+	// the graces that apply a different set of inputs: 0, and one past
+	// each late input's lateness
+	graces := []int64{0}
+	for _, x := range ins {
+		if x.late >= 0 {
+			graces = append(graces, x.late+1)
+		}
+	}
+	slices.Sort(graces)
+	graces = slices.Compact(graces)
+	for _, gr := range graces {
+		var agg any
+		first := true
+		for _, x := range ins {
+			if x.late >= gr {
+				continue
+			}
+			next, err := t.Reduce(agg, x.v, first)
+			if err != nil {
+				return false
+			}
+			agg, first = next, false
+		}
+		if !first && valOf(agg).same(final) {
+			return true
+		}
+	}
+	return false
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// windowText writes a window as the spec does: {size: 1m, advance: 30s}.
+func windowText(size, adv int64) string {
+	s := "size: " + Millis(size)
+	if adv != size {
+		s += ", advance: " + Millis(adv)
+	}
+	return "{" + s + "}"
+}
+
+// Millis writes milliseconds as the spec reads them: whole hours,
+// minutes or seconds as a Go duration (1h, 5m, 30s), else a number.
+func Millis(ms int64) string {
+	switch {
+	case ms > 0 && ms%3600000 == 0:
+		return fmt.Sprintf("%dh", ms/3600000)
+	case ms > 0 && ms%60000 == 0:
+		return fmt.Sprintf("%dm", ms/60000)
+	case ms > 0 && ms%1000 == 0:
+		return fmt.Sprintf("%ds", ms/1000)
+	}
+	return fmt.Sprint(ms)
+}
+
+// GuessWindowedOutputFilter infers the filter between a windowed store
+// and its output (toStream().filter(…).to(…), the output keyed by the
+// window: WindowedSerdes.timeWindowedSerdeFrom, the key's bytes and the
+// start). The store's cache forwards each state it writes to its
+// changelog, so every changelog record reached the filter: those with an
+// output record of the same window and value passed it, the others did
+// not, and the filter is the one-field rule that tells them apart
+// (GuessFilter's, over the states' values).
+func GuessWindowedOutputFilter(changelog, output *Topic) Guess {
+	if changelog == nil || output == nil {
+		return Guess{Evidence: "the changelog or the output was not read"}
+	}
+	type wkey struct {
+		inner string
+		start int64
+	}
+	outs := map[wkey][][]byte{} // each window's output values, in order
+	for r := range output.each() {
+		if len(r.RawKey) <= 8 {
+			return Guess{Evidence: "the output's keys are not windows"}
+		}
+		n := len(r.RawKey) - 8
+		k := wkey{string(r.RawKey[:n]), int64(binary.BigEndian.Uint64(r.RawKey[n:]))}
+		outs[k] = append(outs[k], r.RawValue)
+	}
+	states := &Topic{Name: changelog.Name, Parts: map[int32][]Rec{}, Partitions: changelog.Partitions, Committed: map[int32]int64{}}
+	var pairs []Pair
+	for p := int32(0); p < changelog.Partitions; p++ {
+		for _, r := range changelog.Parts[p] {
+			inner, start, _, ok := SplitWindowKey(r.RawKey)
+			if !ok || r.Value == nil {
+				continue
+			}
+			r.Key, r.Undecodable = nil, false // the window, not the key serde's
+			states.Parts[p] = append(states.Parts[p], r)
+			k := wkey{string(inner), start}
+			if o := outs[k]; len(o) > 0 && string(o[0]) == string(r.RawValue) {
+				outs[k] = o[1:]
+				pairs = append(pairs, Pair{Src: r, Copy: r})
+			}
+		}
+		states.Committed[p] = 1<<63 - 1 // every state reached the filter
+	}
+	left := 0
+	for _, o := range outs {
+		left += len(o)
+	}
+	if left > 0 {
+		return Guess{Evidence: fmt.Sprintf("%d output records are no state of the store's changelog, in order", left)}
+	}
+	g := GuessFilter(states, pairs)
+	g.Evidence = strings.NewReplacer("source records", "states", "a copy", "an output record", "its copy", "its output record").Replace(g.Evidence)
+	return g
+}

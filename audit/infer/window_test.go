@@ -1,0 +1,165 @@
+package infer
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kaudit/kaudit/audit/spec"
+)
+
+// windowKey is a window store's changelog key: the key's bytes, the start
+// and sequence number 0.
+func windowKey(key string, start int64) []byte {
+	b := append([]byte(key), make([]byte, 12)...)
+	binary.BigEndian.PutUint64(b[len(key):], uint64(start))
+	return b
+}
+
+// simulateWindows folds inputs as Kafka Streams 3.6's KStreamWindowAggregate
+// does (one task, in order; an input skipped for a window whose end is at
+// or below stream time minus grace) and returns the store's changelog,
+// every state written (no cache), and its states as a windowed output
+// would carry them.
+func simulateWindows(t *testing.T, ins []Rec, w spec.Window, reduce string) (changelog *Topic, states []Rec) {
+	t.Helper()
+	r, err := spec.ParseReducer(reduce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &spec.TableSpec{Reducer: r}
+	type wk struct {
+		k string
+		s int64
+	}
+	agg := map[wk]any{}
+	stream := int64(-1)
+	var log []Rec
+	for _, in := range ins {
+		stream = max(stream, in.Timestamp)
+		for _, s := range w.Starts(in.Timestamp) {
+			if s+w.Size <= stream-w.Grace {
+				continue // Skipping record for expired window
+			}
+			k := wk{string(in.RawKey), s}
+			old, ok := agg[k]
+			next, err := ts.Reduce(old, in.Value, !ok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agg[k] = next
+			b, _ := json.Marshal(next)
+			dec := json.NewDecoder(strings.NewReader(string(b)))
+			dec.UseNumber()
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			log = append(log, Rec{RawKey: windowKey(string(in.RawKey), s), RawValue: b, Value: v, Timestamp: in.Timestamp})
+		}
+	}
+	return topicOf("changelog", log...), log
+}
+
+// clicks is n inputs of keys u0..u4, a second apart from t0, with an
+// amount; late inputs (timestamps far behind) at the given positions.
+func clicks(n int, t0 int64, late map[int]int64) []Rec {
+	var out []Rec
+	for i := range n {
+		ts := t0 + int64(i)*1000
+		if d, ok := late[i]; ok {
+			ts -= d
+		}
+		k := fmt.Sprintf("u%d", i%5)
+		out = append(out, Rec{RawKey: []byte(k), Key: k, Value: map[string]any{"amount": json.Number(fmt.Sprint(1 + i%7)), "one": json.Number("1")}, Timestamp: ts})
+	}
+	return out
+}
+
+// ones is the inputs with the value 1 each.
+func ones(ins []Rec) []Rec {
+	for i := range ins {
+		ins[i].Value = json.Number("1")
+	}
+	return ins
+}
+
+// TestGuessWindow: a window's size, advance and reducer from its inputs
+// and its store's changelog: tumbling, hopping, with inputs Streams
+// skipped as late (explained by some grace, never inferred), and where the
+// evidence cannot tell (too few windows; two reducers alike).
+func TestGuessWindow(t *testing.T) {
+	const t0 = 1_700_000_000_000 // a minute boundary
+	for _, tc := range []struct {
+		name   string
+		ins    []Rec
+		w      spec.Window
+		reduce string
+		want   string // size/advance/reduce, or "declines: <evidence fragment>"
+	}{
+		{"tumbling count", clicks(400, t0, nil), spec.Window{Size: 60000, Advance: 60000}, "count", "60000/60000/count"},
+		{"tumbling count, late inputs skipped under a 5 s grace", clicks(400, t0, map[int]int64{100: 70000, 200: 64000, 300: 90000}), spec.Window{Size: 60000, Advance: 60000, Grace: 5000}, "count", "60000/60000/count"},
+		{"hopping sum", clicks(400, t0, nil), spec.Window{Size: 60000, Advance: 30000}, "sum(amount)", "60000/30000/sum(amount)"},
+		{"five-minute windows by the minute", clicks(1200, t0, nil), spec.Window{Size: 300000, Advance: 60000}, "count", "300000/60000/count"},
+		{"too few windows", clicks(8, t0, nil), spec.Window{Size: 60000, Advance: 60000}, "count", "declines: too few"},
+		{"count and a sum of ones alike", ones(clicks(400, t0, nil)), spec.Window{Size: 60000, Advance: 60000}, "sum", "declines: explain the same windows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, _ := simulateWindows(t, tc.ins, tc.w, tc.reduce)
+			if ok, why := WindowedChangelog(cl); !ok && !strings.HasPrefix(tc.want, "declines: too few") {
+				t.Fatalf("changelog not taken for a window store's: %q", why)
+			}
+			g := GuessWindow(topicOf("src", tc.ins...), cl)
+			got := fmt.Sprintf("%d/%d/%s", g.Size, g.Advance, g.Reduce)
+			if g.Size == 0 {
+				got = "declines: " + g.Evidence
+			}
+			if strings.HasPrefix(tc.want, "declines: ") {
+				if g.Size != 0 || !strings.Contains(got, strings.TrimPrefix(tc.want, "declines: ")) {
+					t.Fatalf("got %s (%s), want it to decline saying %q", got, g.Evidence, strings.TrimPrefix(tc.want, "declines: "))
+				}
+				return
+			}
+			if got != tc.want {
+				t.Fatalf("got %s (%s), want %s", got, g.Evidence, tc.want)
+			}
+		})
+	}
+}
+
+// TestWindowedChangelog: a plain store's keys (text) are not a window
+// store's.
+func TestWindowedChangelog(t *testing.T) {
+	var recs []Rec
+	for i := range 20 {
+		recs = append(recs, Rec{RawKey: []byte(fmt.Sprintf("user-%012d", i)), Timestamp: 1_700_000_000_000})
+	}
+	if ok, _ := WindowedChangelog(topicOf("plain", recs...)); ok {
+		t.Fatal("text keys taken for window keys")
+	}
+}
+
+// TestGuessWindowedOutputFilter: toStream().filter((wk, n) -> n > 3): the
+// states with an output record of their window and value passed the
+// filter; the rule that tells them from the rest is the filter. An output
+// record that is no state is no filter's.
+func TestGuessWindowedOutputFilter(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	cl, states := simulateWindows(t, clicks(400, t0, nil), spec.Window{Size: 60000, Advance: 60000}, "count")
+	var out []Rec
+	for _, s := range states {
+		if n, _ := s.Value.(json.Number).Int64(); n > 3 {
+			out = append(out, Rec{RawKey: s.RawKey[:len(s.RawKey)-4], RawValue: s.RawValue, Timestamp: s.Timestamp})
+		}
+	}
+	if g := GuessWindowedOutputFilter(cl, topicOf("out", out...)); g.Value != "value >= 4" {
+		t.Fatalf("got %q (%s), want value >= 4", g.Value, g.Evidence)
+	}
+	extra := append(slices.Clone(out), Rec{RawKey: out[0].RawKey, RawValue: []byte("99"), Timestamp: t0})
+	if g := GuessWindowedOutputFilter(cl, topicOf("out", extra...)); g.Value != "" || !strings.Contains(g.Evidence, "no state") {
+		t.Fatalf("an output record no state has: got %q (%s), want none", g.Value, g.Evidence)
+	}
+}
