@@ -169,6 +169,9 @@ func TestKinds(t *testing.T) {
 			Event{Kind: TxnRolledBack, TP: none, Offset: -1, To: -1, Reason: "app-0_1"}},
 		{ts + "INFO [QuorumController id=100] Setting new leader for topicId AbCd, partition 0 to 2 using an unclean election (org.apache.kafka.controller.PartitionChangeBuilder)",
 			Event{Kind: UncleanElection, TP: none, Offset: -1, To: -1, Reason: "partition 0 to 2"}},
+		// the drill's windows app (Kafka Streams 3.6.2, logback): a 5 s grace
+		{"19:46:09.253 [kaudit-steps-windows-449e7725-StreamThread-1] WARN org.apache.kafka.streams.kstream.internals.KStreamWindowAggregate - Skipping record for expired window. topic=[sc-clicks] partition=[0] offset=[206] timestamp=[1796239810000] window=[1796239800000,1796239860000) expiration=[1796240509902] streamTime=[1796240514902]",
+			Event{Kind: ExpiredWindow, TP: tp("sc-clicks", 0), Offset: 206, To: 1796240514902, Count: 5000, Reason: "[1796239800000,1796239860000)"}},
 	} {
 		es := parse(t, tc.line, Options{})
 		if len(es) != 1 {

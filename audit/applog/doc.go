@@ -2,7 +2,7 @@
 // an audit: a Kafka Streams app's log (its consumer resetting an offset
 // that was out of range, a task found corrupted, a cache that failed to
 // flush, BufferExhaustedException, fencing and task migration, a changelog
-// restored, state transitions) and a broker's (a partition's log start
+// restored, state transitions, a record skipped for an expired window) and a broker's (a partition's log start
 // moved, and why; a segment deleted by retention; a replica truncated;
 // the log cleaner cleaning a partition; a transaction rolled back by its
 // timeout).

@@ -98,12 +98,20 @@ const (
 	TxnRolledBack Kind = "txn-rolled-back"
 	// UncleanElection: "… using an unclean election" (KRaft controller).
 	UncleanElection Kind = "unclean-election"
+	// ExpiredWindow: a windowed aggregation skipped a record for a window
+	// that had closed: "Skipping record for expired window. topic=[T]
+	// partition=[P] offset=[O] timestamp=[TS] window=[S,E)
+	// expiration=[X] streamTime=[ST]"
+	// (AbstractKStreamTimeWindowAggregateProcessor, WARN). TP and Offset
+	// are the record's, Reason the window, To the stream time and Count
+	// the grace it implies (expiration = stream time − grace).
+	ExpiredWindow Kind = "expired-window"
 )
 
 // Kinds lists every kind, in the order of the constants.
 var Kinds = []Kind{OutOfRange, OffsetReset, SeekReset, SeekCommitted, NoCommitted, TruncationDetected,
 	TaskCorrupted, FlushFailed, SendError, BufferExhausted, Fenced, TaskMigrated, Restored, StateTransition,
-	LogStartIncremented, SegmentDeleted, Truncated, Cleaned, TxnRolledBack, UncleanElection}
+	LogStartIncremented, SegmentDeleted, Truncated, Cleaned, TxnRolledBack, UncleanElection, ExpiredWindow}
 
 // tpRe matches a topic-partition as Kafka prints a TopicPartition:
 // topic, a dash, the partition number.
@@ -188,6 +196,12 @@ var patterns = []pattern{
 		func(e *Event, m []string) { e.TP, e.Offset, e.To = parseTP(m[1]), num(m[2]), num(m[3]) }},
 	{TxnRolledBack, "Completed rollback of ongoing transaction", mustRe(`Completed rollback of ongoing transaction for transactionalId (\S+) due to timeout`),
 		func(e *Event, m []string) { e.Reason = m[1] }},
+	{ExpiredWindow, "Skipping record for expired window", mustRe(`Skipping record for expired window\. topic=\[([^\]]*)\] partition=\[(\d+)\] offset=\[(\d+)\] timestamp=\[(-?\d+)\] window=(\[-?\d+,-?\d+\)) expiration=\[(-?\d+)\] streamTime=\[(-?\d+)\]`),
+		func(e *Event, m []string) {
+			e.TP = audit.TopicPartition{Topic: m[1], Partition: int32(num(m[2]))}
+			e.Offset, e.Reason, e.To = num(m[3]), m[5], num(m[7])
+			e.Count = e.To - num(m[6])
+		}},
 	{UncleanElection, "unclean election", mustRe(`partition (\d+) to (\S+) using an unclean election`),
 		func(e *Event, m []string) { e.Reason = "partition " + m[1] + " to " + m[2] }},
 }

@@ -202,6 +202,13 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 		// a threshold
 		lo, hi, ok := numRange(in, path)
 		olo, ohi, ok2 := numRange(out, path)
+		if !ok || !ok2 {
+			// numbers written as text (String values, TemperatureDemo's
+			// Integer.parseInt(value) > 20)
+			lo, hi, ok = textRange(in, path)
+			olo, ohi, ok2 = textRange(out, path)
+			name = "int(" + name + ")"
+		}
 		switch {
 		case !ok || !ok2:
 		case ohi < lo:
@@ -241,6 +248,20 @@ func numRange(rs []*Rec, path []string) (lo, hi float64, ok bool) {
 			return 0, 0, false
 		}
 		lo, hi = min(lo, f), max(hi, f)
+	}
+	return lo, hi, len(rs) > 0
+}
+
+// textRange is numRange over integers written as text.
+func textRange(rs []*Rec, path []string) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range rs {
+		s, isText := walk(r.Value, path).(string)
+		n, err := strconv.ParseInt(s, 10, 32)
+		if !isText || err != nil {
+			return 0, 0, false
+		}
+		lo, hi = min(lo, float64(n)), max(hi, float64(n))
 	}
 	return lo, hi, len(rs) > 0
 }

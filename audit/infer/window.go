@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,7 +134,7 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 			values = append(values, r.Value)
 		}
 	}
-	reducers := Candidates(values)
+	reducers := windowReducers(values)
 	type cand struct {
 		name           string
 		size, adv      int64
@@ -229,6 +230,34 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 		return WindowGuess{Evidence: ev + ": " + strings.Join(append([]string{best.name}, ties...), ", ") + " explain the same windows", Candidates: append([]string{best.name}, ties...)}
 	}
 	return WindowGuess{Size: best.size, Advance: best.adv, Reduce: best.reduce, Evidence: ev}
+}
+
+// windowReducers are the reducers a window is tried with: Candidates',
+// and the extremes of the numbers they sum (reduce((a, b) -> max), as
+// Kafka's TemperatureDemo), of numbers written as text too (its String
+// values: Integer.parseInt(v1) > Integer.parseInt(v2) ? v1 : v2).
+func windowReducers(values []any) []string {
+	out := Candidates(values)
+	for _, c := range slices.Clone(out) {
+		switch {
+		case c == "sum":
+			out = append(out, "min", "max")
+		case strings.HasPrefix(c, "sum("):
+			out = append(out, "min"+c[3:], "max"+c[3:])
+		}
+	}
+	text := len(values) > 0
+	for _, v := range values {
+		s, ok := v.(string)
+		if _, err := strconv.ParseInt(s, 10, 32); !ok || err != nil {
+			text = false
+			break
+		}
+	}
+	if text {
+		out = append(out, "expr: int(value) > int(agg) ? value : agg", "expr: int(value) < int(agg) ? value : agg")
+	}
+	return out
 }
 
 // explainsWindow reports whether some grace folds a window's inputs to

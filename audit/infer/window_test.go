@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,6 +80,17 @@ func clicks(n int, t0 int64, late map[int]int64) []Rec {
 	return out
 }
 
+// temperatures is n readings of key "temp", String values of integers,
+// a second apart.
+func temperatures(n int, t0 int64) []Rec {
+	var out []Rec
+	for i := range n {
+		v := fmt.Sprint(15 + (i*7919)%13)
+		out = append(out, Rec{RawKey: []byte("temp"), Key: "temp", Value: v, Timestamp: t0 + int64(i)*1000})
+	}
+	return out
+}
+
 // ones is the inputs with the value 1 each.
 func ones(ins []Rec) []Rec {
 	for i := range ins {
@@ -104,6 +116,10 @@ func TestGuessWindow(t *testing.T) {
 		{"tumbling count, late inputs skipped under a 5 s grace", clicks(400, t0, map[int]int64{100: 70000, 200: 64000, 300: 90000}), spec.Window{Size: 60000, Advance: 60000, Grace: 5000}, "count", "60000/60000/count"},
 		{"hopping sum", clicks(400, t0, nil), spec.Window{Size: 60000, Advance: 30000}, "sum(amount)", "60000/30000/sum(amount)"},
 		{"five-minute windows by the minute", clicks(1200, t0, nil), spec.Window{Size: 300000, Advance: 60000}, "count", "300000/60000/count"},
+		// Kafka's TemperatureDemo: selectKey "temp", 5 s windows, the
+		// highest of String temperatures, reduce((v1, v2) ->
+		// Integer.parseInt(v1) > Integer.parseInt(v2) ? v1 : v2)
+		{"TemperatureDemo", temperatures(400, t0), spec.Window{Size: 5000, Advance: 5000, Grace: 86_400_000}, "expr: int(agg) > int(value) ? agg : value", "5000/5000/expr: int(value) > int(agg) ? value : agg"},
 		{"too few windows", clicks(8, t0, nil), spec.Window{Size: 60000, Advance: 60000}, "count", "declines: too few"},
 		{"count and a sum of ones alike", ones(clicks(400, t0, nil)), spec.Window{Size: 60000, Advance: 60000}, "sum", "declines: explain the same windows"},
 	} {
@@ -157,6 +173,17 @@ func TestGuessWindowedOutputFilter(t *testing.T) {
 	}
 	if g := GuessWindowedOutputFilter(cl, topicOf("out", out...)); g.Value != "value >= 4" {
 		t.Fatalf("got %q (%s), want value >= 4", g.Value, g.Evidence)
+	}
+	// TemperatureDemo's filter((k, v) -> Integer.parseInt(v) > 20) on String values
+	cl, states = simulateWindows(t, temperatures(400, t0), spec.Window{Size: 5000, Advance: 5000}, "expr: int(agg) > int(value) ? agg : value")
+	var hot []Rec
+	for _, s := range states {
+		if n, _ := strconv.Atoi(s.Value.(string)); n > 20 {
+			hot = append(hot, Rec{RawKey: s.RawKey[:len(s.RawKey)-4], RawValue: s.RawValue, Timestamp: s.Timestamp})
+		}
+	}
+	if g := GuessWindowedOutputFilter(cl, topicOf("out", hot...)); g.Value != "int(value) >= 21" {
+		t.Fatalf("got %q (%s), want int(value) >= 21", g.Value, g.Evidence)
 	}
 	extra := append(slices.Clone(out), Rec{RawKey: out[0].RawKey, RawValue: []byte("99"), Timestamp: t0})
 	if g := GuessWindowedOutputFilter(cl, topicOf("out", extra...)); g.Value != "" || !strings.Contains(g.Evidence, "no state") {

@@ -319,7 +319,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		clWhole:   map[int32]bool{}, exact: map[int32]bool{}}
 	r.tables[t.Name] = ts
 	if t.Window != nil {
-		ts.win = newWinState(t.Window)
+		ts.win = newWinState(r.windowOf(t))
 	}
 	if r.p.Keyless {
 		return r.keyless(ctx, ts)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/codec"
 )
 
@@ -112,6 +113,54 @@ type lateInput struct {
 
 func newWinState(w *Window) *winState {
 	return &winState{w: w, inner: map[string]string{}, end: map[string]int64{}, processed: map[int32][]timeAt{}, late: map[inputRef]*lateInput{}}
+}
+
+// windowOf is a table's window, its grace read from the app's log where
+// the spec does not know it (grace: unknown): Kafka Streams logs each
+// record it skips for an expired window with the window, the expiration
+// and the stream time, and expiration = stream time − grace. The lines
+// of the window processor's input topic (the repartition topic, else the
+// sources) whose window has the table's size count; where they imply two
+// graces, the grace stays unknown.
+func (r *run) windowOf(t *Table) *Window {
+	w := t.Window
+	if !w.GraceUnknown || r.opts.History == nil {
+		return w
+	}
+	inputs := append([]string{t.Source}, t.Merged...)
+	if t.Repartition != "" {
+		inputs = []string{t.Repartition}
+	}
+	graces := map[int64]string{}
+	for _, e := range r.opts.History.Events {
+		if e.Kind != applog.ExpiredWindow || !slices.Contains(inputs, e.TP.Topic) || e.Count < 0 {
+			continue
+		}
+		var start, end int64
+		if _, err := fmt.Sscanf(e.Reason, "[%d,%d)", &start, &end); err != nil || end-start != w.Size {
+			continue
+		}
+		if _, ok := graces[e.Count]; !ok {
+			graces[e.Count] = e.Where()
+		}
+	}
+	switch len(graces) {
+	case 0:
+		return w
+	case 1:
+		for g, where := range graces {
+			r.note("table %s: the window's grace is %d ms, from the app's log (%s: \"Skipping record for expired window\", its stream time minus its expiration)", t.Name, g, where)
+			out := *w
+			out.Grace, out.GraceUnknown = g, false
+			return &out
+		}
+	}
+	var list []string
+	for _, g := range slices.Sorted(maps.Keys(graces)) {
+		list = append(list, fmt.Sprintf("%d ms (%s)", g, graces[g]))
+	}
+	r.note("table %s: the app's log implies several graces for the window (%s): it stays unknown", t.Name, strings.Join(list, ", "))
+	return w
 }
 
 // fpKey is the key of a table key's repartition copies: the inner key of

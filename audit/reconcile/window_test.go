@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/kafka"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/spec"
@@ -46,14 +49,14 @@ func windowPipeline(t *testing.T, text string) (*reconcile.Pipeline, audit.Decod
 // broker through real transactional producers, and audits it.
 func runWindow(t *testing.T, s fakeapp.WindowScenario, onKfake bool) (*audit.Report, *fakeapp.WindowTruth) {
 	t.Helper()
-	return runWindowSpec(t, s, onKfake, s.Spec())
+	return runWindowSpec(t, s, onKfake, s.Spec(), nil)
 }
 
 // runWindowSpec is runWindow audited with the spec text given.
-func runWindowSpec(t *testing.T, s fakeapp.WindowScenario, onKfake bool, text string) (*audit.Report, *fakeapp.WindowTruth) {
+func runWindowSpec(t *testing.T, s fakeapp.WindowScenario, onKfake bool, text string, hist *history.Evidence) (*audit.Report, *fakeapp.WindowTruth) {
 	t.Helper()
 	p, dec := windowPipeline(t, text)
-	opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true}
+	opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute, CrossCheck: true, History: hist}
 	var src audit.Source
 	var truth *fakeapp.WindowTruth
 	var err error
@@ -210,7 +213,7 @@ func TestWindowGraceUnknown(t *testing.T) {
 			if !strings.Contains(text, known) {
 				t.Fatalf("no %q in the scenario's spec:\n%s", known, text)
 			}
-			rep, truth := runWindowSpec(t, s, false, strings.Replace(text, known, "grace: unknown}", 1))
+			rep, truth := runWindowSpec(t, s, false, strings.Replace(text, known, "grace: unknown}", 1), nil)
 			if len(truth.Late) == 0 {
 				t.Fatal("no late input in the scenario")
 			}
@@ -238,6 +241,54 @@ func TestWindowGraceUnknown(t *testing.T) {
 			}
 			if fault && losses == 0 {
 				t.Errorf("the fault's loss was not found: truth %v", truth.Findings)
+			}
+		})
+	}
+}
+
+// TestWindowGraceFromLog: with the grace unknown, the app's log line for
+// a record skipped for an expired window gives it (its stream time minus
+// its expiration): the audit is then the one with the grace written,
+// clean with exactly the late inputs. A line of a window of another
+// size (another windowed table on the topic) is not this window's.
+func TestWindowGraceFromLog(t *testing.T) {
+	s := windowScenario("tumbling")
+	s.Hop, s.Inflight = false, 0
+	text := strings.Replace(s.Spec(), fmt.Sprintf("grace: %d}", s.Window.Grace), "grace: unknown}", 1)
+	_, truth := runWindow(t, s, false)
+	var late string
+	for k := range truth.Late {
+		late = min(cmp.Or(late, k), k)
+	}
+	var topic string
+	var part int32
+	var off int64
+	if _, err := fmt.Sscanf(strings.Replace(late, "/", " ", 1), "%s %d@%d", &topic, &part, &off); err != nil {
+		t.Fatalf("late input %q: %v", late, err)
+	}
+	line := func(size int64) applog.Event {
+		return applog.Event{Kind: applog.ExpiredWindow, File: "app.log", Line: 1, TP: audit.TopicPartition{Topic: topic, Partition: part}, Offset: off,
+			Reason: fmt.Sprintf("[%d,%d)", s.Base, s.Base+size), To: s.Base + 99_000, Count: s.Window.Grace}
+	}
+	for _, tc := range []struct {
+		name  string
+		ev    applog.Event
+		clean bool
+	}{
+		{"the window's own line", line(s.Window.Size), true},
+		{"another window size's line", line(s.Window.Size * 2), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, truth := runWindowSpec(t, s, false, text, &history.Evidence{Events: []applog.Event{tc.ev}})
+			if !tc.clean {
+				if rep.Summary.Verdict != audit.VerdictIncomplete {
+					t.Errorf("verdict %s, want incomplete: the grace stays unknown", rep.Summary.Verdict)
+				}
+				return
+			}
+			compareWindow(t, rep, truth)
+			if rep.Summary.Verdict != audit.VerdictClean {
+				t.Errorf("verdict %s (missing %v), want clean", rep.Summary.Verdict, rep.Summary.Missing)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
 		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
 		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
-		&cli.StringSliceFlag{Name: "app-log", Usage: "the Streams app's log `FILE` (plain or gzip; repeat): its offset resets explain a skip in the group's commit history", EnvVars: env("app-log")},
+		&cli.StringSliceFlag{Name: "app-log", Usage: "the Streams app's log `FILE` (plain or gzip; repeat): its offset resets explain a skip in the group's commit history, its expired-window lines give a windowed store's grace", EnvVars: env("app-log")},
 		&cli.StringSliceFlag{Name: "broker-log", Usage: "a broker's log `FILE` (server.log, log-cleaner.log; plain or gzip; repeat): its log-start moves date the deletions", EnvVars: env("broker-log")},
 		&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
 		&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},

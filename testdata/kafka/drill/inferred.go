@@ -74,17 +74,39 @@ func (r *scRun) auditInferred(ctx context.Context) error {
 // dir/kaudit-inferred.yaml), both with extra (the brokers' logs after a restart). The inferred
 // audit may decline what the evidence does not settle (incomplete, naming it), never more: each
 // of its loss and anomaly findings is one of the hand-written spec's, and its verdict is that
-// spec's or incomplete. It returns whether the two reports agree exactly (verdict and findings).
+// spec's or incomplete. Then the same again with the app's own logs (--app-log, each run's:
+// what an on-call engineer has too; a windowed store's grace is in them). It returns whether
+// the two reports agree exactly (verdict and findings) without the logs.
 func (r *scRun) appInferred(ctx context.Context, p *appProc, dir string, extra ...string) (bool, error) {
+	same, err := r.appInferredWith(ctx, p, dir, "", extra...)
+	if err != nil {
+		return false, err
+	}
+	logs, _ := filepath.Glob(filepath.Join(p.dir, "app-*.log"))
+	if len(logs) == 0 {
+		return same, nil
+	}
+	withLogs := slices.Clone(extra)
+	for _, l := range logs {
+		withLogs = append(withLogs, "--app-log", l)
+	}
+	if _, err := r.appInferredWith(ctx, p, dir, "-app-logs", withLogs...); err != nil {
+		return false, fmt.Errorf("with the app's logs: %w", err)
+	}
+	return same, nil
+}
+
+// appInferredWith is appInferred's one comparison, its reports named with suffix.
+func (r *scRun) appInferredWith(ctx context.Context, p *appProc, dir, suffix string, extra ...string) (bool, error) {
 	capture := filepath.Join(dir, "capture")
 	diff := func(name string, args ...string) (kauditReport, error) {
-		return r.d.snapshotDiff(ctx, dir, name, capture, append(args, extra...)...)
+		return r.d.snapshotDiff(ctx, dir, name+suffix, capture, append(args, extra...)...)
 	}
 	hand, err := diff("snapshot-handwritten", "--spec", filepath.Join(r.d.repo, "testdata", "apps", p.name+".kaudit.yaml"))
 	if err != nil {
 		return false, err
 	}
-	inf, err := diff("snapshot-app-id", "--app-id", p.appID, "--save-spec", filepath.Join(dir, "kaudit-inferred.yaml"))
+	inf, err := diff("snapshot-app-id", "--app-id", p.appID, "--save-spec", filepath.Join(dir, "kaudit-inferred"+suffix+".yaml"))
 	if err != nil {
 		return false, err
 	}
@@ -96,17 +118,21 @@ func (r *scRun) appInferred(ctx context.Context, p *appProc, dir string, extra .
 		}
 	}
 	if len(extraFindings) > 0 {
-		return false, fmt.Errorf("with --app-id alone kaudit finds %v, which the hand-written spec does not (draft: %s)", head(extraFindings, 5), filepath.Join(dir, "kaudit-inferred.yaml"))
+		return false, fmt.Errorf("with --app-id alone kaudit finds %v, which the hand-written spec does not (draft: %s)", head(extraFindings, 5), filepath.Join(dir, "kaudit-inferred"+suffix+".yaml"))
 	}
 	if inf.Summary.Verdict != hand.Summary.Verdict && inf.Summary.Verdict != "incomplete" {
 		return false, fmt.Errorf("with --app-id alone kaudit says %s, with the hand-written spec %s", inf.Summary.Verdict, hand.Summary.Verdict)
 	}
 	same := inf.Summary.Verdict == hand.Summary.Verdict && slices.Equal(h, i)
+	with := ""
+	if suffix != "" {
+		with = " (with the app's logs)"
+	}
 	if same {
-		logf("app %s: --app-id alone gives the hand-written spec's verdict %s and its %d findings", p.name, hand.Summary.Verdict, len(h))
+		logf("app %s%s: --app-id alone gives the hand-written spec's verdict %s and its %d findings", p.name, with, hand.Summary.Verdict, len(h))
 	} else {
-		logf("app %s: --app-id alone declines: %s (%d of the hand-written spec's %d findings), where the hand-written spec says %s; missing: %v",
-			p.name, inf.Summary.Verdict, len(i), len(h), hand.Summary.Verdict, head(inf.Summary.Missing, 2))
+		logf("app %s%s: --app-id alone declines: %s (%d of the hand-written spec's %d findings), where the hand-written spec says %s; missing: %v",
+			p.name, with, inf.Summary.Verdict, len(i), len(h), hand.Summary.Verdict, head(inf.Summary.Missing, 2))
 	}
 	return same, nil
 }
