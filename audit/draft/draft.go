@@ -316,6 +316,8 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		}
 		if topo != nil {
 			writeOutput(&b, lay, t)
+		} else if inf != nil && d != nil && t.window != nil && t.window.Size > 0 {
+			b.WriteString(inf.windowedOutputWithoutTopology(ctx, src, d, t, tables))
 		}
 	}
 	var guess func(output, left string, rights []string) *infer.JoinGuess

@@ -344,6 +344,27 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 	if t.repartition != "" {
 		in = ev.Topics[t.repartition]
 	}
+	if t.repartition != "" && (in == nil || in.Count() == 0) && !t.suppressed {
+		// the copies are purged: the source's records under the windows' key
+		cands := t.candidates
+		if t.source != "" {
+			cands = []string{cmp.Or(t.evSource, t.source)}
+		}
+		for _, c := range cands {
+			keyed, sel := infer.RekeyForWindow(ev.Topics[c], ev.Topics[t.changelog])
+			if keyed == nil {
+				if t.selectKey.Value == "" {
+					t.selectKey = sel
+				}
+				continue
+			}
+			if t.source == "" {
+				t.source, t.sourceNote = c, "its records carry the windows' keys: "+sel.Evidence
+			}
+			t.selectKey, in = sel, keyed
+			break
+		}
+	}
 	var g infer.WindowGuess
 	switch {
 	case t.suppressed:
@@ -372,21 +393,63 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 	return infer.InferJoin(pj, inf.plan, inf.ev, infer.OutputOrder(ctx, inf.ev.Topics[output], inf.dec))
 }
 
-// maxOutputCandidates bounds the topics read as possible join outputs
-// without a topology.
-const maxOutputCandidates = 50
-
-// joinsWithoutTopology finds the join outputs among the topics the app
-// neither reads nor owns: those whose keys are a table's keys (its left
-// table: the one holding 90 % of them), and drafts each one's join over
-// the tables whose fields its values hold.
-func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) string {
-	if inf == nil || inf.ev == nil || len(tables) == 0 {
+// windowedOutputWithoutTopology finds, without a topology, the output of
+// a windowed table: the topic the app neither reads nor owns whose keys
+// are its windows' (the key's bytes and the start, as
+// WindowedSerdes.timeWindowedSerdeFrom writes them) for at least 90 % of
+// its records (and at least 5), with the filter before it inferred from
+// the states that reached it. It returns the spec's lines, "" when none.
+func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+	cl := inf.ev.Topics[t.changelog]
+	if cl == nil {
 		return ""
 	}
+	windows := map[string]bool{}
+	for _, r := range cl.Records() {
+		if k, _, _, ok := infer.SplitWindowKey(r.RawKey); ok {
+			windows[string(r.RawKey[:len(k)+8])] = true // the key and the start, without the sequence number
+		}
+	}
+	cands := outputCandidates(ctx, src, d, tables)
+	if len(cands) > maxOutputCandidates {
+		return ""
+	}
+	for _, name := range cands {
+		out, err := infer.Read(ctx, src, nil, name, infer.ReadOptions{})
+		if err != nil || out.Count() < infer.MinKeys {
+			continue
+		}
+		n := 0
+		for _, r := range out.Records() {
+			if windows[string(r.RawKey)] {
+				n++
+			}
+		}
+		if n*10 < out.Count()*9 {
+			continue
+		}
+		inf.ev.Topics[name] = out
+		var b strings.Builder
+		fmt.Fprintf(&b, "    output: %s   # keyed by its windows: %d/%d records (found without a topology)\n", yamlScalar(name), n, out.Count())
+		g := infer.GuessWindowedOutputFilter(cl, out)
+		switch {
+		case g.Value == "true":
+		case g.Value != "":
+			fmt.Fprintf(&b, "    output_steps:\n      - filter: %s   # %s\n", yamlScalar(g.Value), g.Evidence)
+		default:
+			fmt.Fprintf(&b, "    output_steps:\n      - filter: %s\n", yamlScalar("TODO: "+g.Evidence))
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// outputCandidates are the topics that may be an app's outputs without a
+// topology: those it neither reads nor owns, and no internal topic.
+func outputCandidates(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) []string {
 	infos, err := src.Topics(ctx)
 	if err != nil {
-		return ""
+		return nil
 	}
 	known := map[string]bool{}
 	for _, t := range d.Topics {
@@ -405,6 +468,22 @@ func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source,
 		}
 	}
 	slices.Sort(cands)
+	return cands
+}
+
+// maxOutputCandidates bounds the topics read as possible join outputs
+// without a topology.
+const maxOutputCandidates = 50
+
+// joinsWithoutTopology finds the join outputs among the topics the app
+// neither reads nor owns: those whose keys are a table's keys (its left
+// table: the one holding 90 % of them), and drafts each one's join over
+// the tables whose fields its values hold.
+func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) string {
+	if inf == nil || inf.ev == nil || len(tables) == 0 {
+		return ""
+	}
+	cands := outputCandidates(ctx, src, d, tables)
 	if len(cands) > maxOutputCandidates {
 		return fmt.Sprintf("# joins: not inferred: %d topics could be outputs (more than %d); give --topology\n", len(cands), maxOutputCandidates)
 	}

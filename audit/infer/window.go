@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kaudit/kaudit/audit/spec"
 )
@@ -380,4 +382,93 @@ func GuessWindowedOutputFilter(changelog, output *Topic) Guess {
 	g := GuessFilter(states, pairs)
 	g.Evidence = strings.NewReplacer("source records", "states", "a copy", "an output record", "its copy", "its output record").Replace(g.Evidence)
 	return g
+}
+
+// RekeyForWindow stands in for a windowed store's repartition copies
+// when they are purged (Streams deletes them once committed): the source
+// records under the key the changelog's windows hold. That key is one
+// constant no source record has as its key (selectKey((k, v) -> "temp"),
+// Kafka's TemperatureDemo), the record key itself, or a value field, for
+// at least 90 % of the source records (and at least 5). The records come
+// in one partition per key, ordered by timestamp (the copies' order on
+// their partition, which the purge took, is about the order the source
+// tasks wrote them in). The select_key guess says which; nil when none
+// fits.
+func RekeyForWindow(source, changelog *Topic) (*Topic, Guess) {
+	if source == nil || changelog == nil {
+		return nil, Guess{Evidence: "the source or the changelog was not read"}
+	}
+	inner := map[string]bool{}
+	for r := range changelog.each() {
+		if k, _, _, ok := SplitWindowKey(r.RawKey); ok {
+			inner[string(k)] = true
+		}
+	}
+	var recs []*Rec
+	for r := range source.each() {
+		if r.Value != nil {
+			recs = append(recs, r)
+		}
+	}
+	if len(inner) == 0 || len(recs) < MinKeys {
+		return nil, Guess{Evidence: fmt.Sprintf("%d source records and %d window keys: too few", len(recs), len(inner))}
+	}
+	keyOf := map[string]func(*Rec) ([]byte, bool){}
+	if len(inner) == 1 {
+		for k := range inner {
+			if !slices.ContainsFunc(recs, func(r *Rec) bool { return string(r.RawKey) == k }) && utf8.ValidString(k) {
+				keyOf[strconv.Quote(k)] = func(*Rec) ([]byte, bool) { return []byte(k), true }
+			}
+		}
+	}
+	keyOf["key"] = func(r *Rec) ([]byte, bool) { return r.RawKey, r.RawKey != nil }
+	var paths [][]string
+	leafPaths(recs[0].Value, nil, &paths)
+	for _, p := range paths {
+		keyOf["value."+strings.Join(p, ".")] = func(r *Rec) ([]byte, bool) {
+			s, ok := walk(r.Value, p).(string)
+			return []byte(s), ok
+		}
+	}
+	best, bestN := "", 0
+	for _, sel := range slices.Sorted(maps.Keys(keyOf)) {
+		n := 0
+		for _, r := range recs {
+			if k, ok := keyOf[sel](r); ok && inner[string(k)] {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = sel, n
+		}
+	}
+	if bestN*10 < len(recs)*9 {
+		return nil, Guess{Evidence: fmt.Sprintf("no key the source records carry is a window's key for 90 %% of them (best: %s, %d/%d)", cmp.Or(best, "none"), bestN, len(recs))}
+	}
+	out := &Topic{Name: source.Name + "(rekeyed)", Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Full: map[int32]bool{}}
+	parts := map[string]int32{}
+	for _, r := range recs {
+		k, ok := keyOf[best](r)
+		if !ok {
+			continue
+		}
+		p, seen := parts[string(k)]
+		if !seen {
+			p = int32(len(parts))
+			parts[string(k)] = p
+		}
+		c := *r
+		c.RawKey = k
+		out.Parts[p] = append(out.Parts[p], c)
+	}
+	out.Partitions = int32(len(parts))
+	for p, rs := range out.Parts {
+		slices.SortStableFunc(rs, func(a, b Rec) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		out.Whole[p], out.Full[p] = true, true
+	}
+	ev := fmt.Sprintf("the repartition copies are purged; %d/%d source records carry this key, the windows' keys", bestN, len(recs))
+	if best == "key" {
+		return out, Guess{Value: "key", Evidence: ev}
+	}
+	return out, Guess{Value: best, Evidence: ev}
 }

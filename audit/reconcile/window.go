@@ -446,6 +446,30 @@ func (r *run) judgeLate(ts *tableState, key string, x *explainer, els []*elem) {
 		return
 	}
 	base := x.search(true, nil, -1)
+	// every late input applied at once: where that costs no more, a least
+	// explanation applies each of them (forcing one is a weaker demand than
+	// forcing all), and one search decides them all
+	if base != nil {
+		for _, e := range lates {
+			e.kind = elemFree
+			if slices.Contains(x.fixed, e) {
+				e.kind = elemFixed
+			}
+		}
+		alt := x.search(true, nil, -1)
+		for _, e := range lates {
+			e.kind = elemOptional
+		}
+		if alt != nil && alt.cost <= base.cost {
+			for _, e := range lates {
+				if li := ts.win.late[inputRef{part: e.in.part, offset: e.in.offset}]; li != nil {
+					li.applied[key] = true
+				}
+			}
+			x.failed = nil
+			return
+		}
+	}
 	for _, e := range lates {
 		li := ts.win.late[inputRef{part: e.in.part, offset: e.in.offset}]
 		if li == nil || base == nil {

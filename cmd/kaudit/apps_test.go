@@ -150,6 +150,10 @@ func TestRealAppsInferred(t *testing.T) {
 		// late findings) are named, the rest judged
 		{"windows", "kaudit-steps-windows", exitIncomplete, "3 inputs (sc-clicks/0@206, sc-clicks/0@207, sc-clicks/1@154) are missing from windows that had closed"},
 		{"routes", "kaudit-steps-routes", exitClean, ""},
+		// Kafka's own TemperatureDemo, unchanged, no topology: the constant key,
+		// the 5 s window, the highest of String temperatures, the output and
+		// its filter (Integer.parseInt(value) > 20), all from the evidence
+		{"temperature", "streams-temperature", exitClean, ""},
 		{"enrich", "kaudit-z-enrich", exitClean, ""}, {"regroup", "kaudit-z-regroup", exitClean, ""}, {"cogroup", "kaudit-z-cogroup", exitClean, ""}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete, "FK"},
 	} {
 		t.Run(tc.bundle, func(t *testing.T) {
@@ -170,6 +174,41 @@ func TestRealAppsInferred(t *testing.T) {
 	}
 }
 
+// TestTemperatureInferredLost: TemperatureDemo's capture with one more
+// reading (99 degrees, consumed: the group committed past it) that never
+// reached its window, as if the app had lost it. With the hand-written
+// spec and with --app-id alone (the window, its reducer and the output's
+// filter inferred, the copies purged) the same loss is found.
+func TestTemperatureInferredLost(t *testing.T) {
+	dir := copyTree(t, "../../testdata/apps/temperature")
+	next := appendConsumed(t, dir, audit.TopicPartition{Topic: "iot-temperature", Partition: 1}, 0, func(last audit.Record) ([]byte, int64) {
+		return []byte("99"), last.Timestamp - 1000 // in a window the app had folded
+	})
+	var reports [2][]string
+	for i, args := range [][]string{{"--spec", "../../testdata/apps/temperature.kaudit.yaml"}, {"--app-id", "streams-temperature"}} {
+		out, errOut, code := runCLI(t, append([]string{"diff", "--snapshot", dir, "--format", "json"}, args...)...)
+		if code != exitFindings {
+			t.Fatalf("%v: exit %d, want %d: %s\n%s", args, code, exitFindings, errOut, out)
+		}
+		var rep audit.Report
+		if err := decodeReport([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rep.Findings {
+			if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+				reports[i] = append(reports[i], fmt.Sprintf("%s %s/%d@%d", f.Cause, f.Topic, f.Partition, f.Offset))
+			}
+		}
+	}
+	if len(reports[0]) != 1 || !strings.HasSuffix(reports[0][0], fmt.Sprintf(" iot-temperature/1@%d", next)) {
+		t.Errorf("with the hand-written spec: %v, want one loss of iot-temperature/1@%d", reports[0], next)
+	}
+	if !slices.Equal(reports[1], reports[0]) {
+		t.Errorf("with --app-id alone: %v, want the hand-written spec's %v", reports[1], reports[0])
+	}
+	t.Logf("both: %v", reports[0])
+}
+
 // TestRoutesInferredDropped: the routes capture with one more source
 // record (amount 500, consumed: the group committed past it) that reached
 // no branch, as if the app had lost it. With --app-id alone the branch
@@ -178,64 +217,15 @@ func TestRealAppsInferred(t *testing.T) {
 // the big-customers branch, exactly as the hand-written spec finds it.
 func TestRoutesInferredDropped(t *testing.T) {
 	dir := copyTree(t, "../../testdata/apps/routes")
-	const rel = "sr-web-0/00000000000000000000.log"
-	seg, err := os.ReadFile(filepath.Join(dir, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := audit.TopicPartition{Topic: "sr-web", Partition: 0}
-	var last audit.Record
-	for b := seg; len(b) > 0; {
-		_, recs, n, err := segment.DecodeBatch(b, tp)
-		if err != nil {
+	next := appendConsumed(t, dir, audit.TopicPartition{Topic: "sr-web", Partition: 0}, 36, func(last audit.Record) ([]byte, int64) {
+		var v map[string]any
+		if err := json.Unmarshal(last.Value, &v); err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range recs {
-			if !r.IsControl() {
-				last = r
-			}
-		}
-		b = b[n:]
-	}
-	var v map[string]any
-	if err := json.Unmarshal(last.Value, &v); err != nil {
-		t.Fatal(err)
-	}
-	v["amount"] = 500
-	val, _ := json.Marshal(v)
-	next := int64(36)
-	if last.Offset >= next {
-		t.Fatalf("sr-web/0 ends at %d, want below %d", last.Offset, next)
-	}
-	lost := audit.Record{Topic: tp.Topic, Partition: 0, Offset: next, Key: last.Key, Value: val, Timestamp: last.Timestamp + 1,
-		Batch: audit.Batch{BaseOffset: next, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, MaxTimestamp: last.Timestamp + 1, Compression: "none"}}
-	seg, err = segment.AppendBatch(seg, []audit.Record{lost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, rel), seg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mf := filepath.Join(dir, "manifest.json")
-	m, err := os.ReadFile(mf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m = rehash(t, editManifest(t, m, func(m *snapshot.Manifest) {
-		for i := range m.Partitions {
-			if p := &m.Partitions[i]; p.Topic == tp.Topic && p.Partition == 0 {
-				p.LSO, p.HW, p.Next, p.Records, p.Bytes = next+1, next+1, next+1, p.Records+1, int64(len(seg))
-			}
-		}
-		for i := range m.Group.Offsets {
-			if o := &m.Group.Offsets[i]; o.Topic == tp.Topic && o.Partition == 0 {
-				o.Offset = next + 1
-			}
-		}
-	}), rel, seg)
-	if err := os.WriteFile(mf, m, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		v["amount"] = 500
+		val, _ := json.Marshal(v)
+		return val, last.Timestamp + 1
+	})
 	losses := func(args ...string) []string {
 		out, errOut, code := runCLI(t, append([]string{"diff", "--snapshot", dir, "--format", "json"}, args...)...)
 		if code != exitFindings {
@@ -260,4 +250,67 @@ func TestRoutesInferredDropped(t *testing.T) {
 	if got := losses("--app-id", "kaudit-steps-routes"); !slices.Equal(got, want) {
 		t.Errorf("with --app-id alone: %v, want %v", got, want)
 	}
+}
+
+// appendConsumed appends to a copied bundle's partition tp (its one
+// segment) a record at offset next (0: right after the last), beyond the last, with the key of the
+// last and the value and timestamp mk gives, and moves the group's
+// committed offset past it, as if the app had consumed it and lost it.
+func appendConsumed(t *testing.T, dir string, tp audit.TopicPartition, next int64, mk func(last audit.Record) ([]byte, int64)) int64 {
+	t.Helper()
+	rel := fmt.Sprintf("%s-%d/00000000000000000000.log", tp.Topic, tp.Partition)
+	seg, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last audit.Record
+	for b := seg; len(b) > 0; {
+		_, recs, n, err := segment.DecodeBatch(b, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if !r.IsControl() {
+				last = r
+			}
+		}
+		b = b[n:]
+	}
+	if next <= 0 {
+		next = last.Offset + 1 // right after the last
+	}
+	if last.Offset >= next {
+		t.Fatalf("%s ends at %d, want below %d", tp, last.Offset, next)
+	}
+	val, ts := mk(last)
+	lost := audit.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: next, Key: last.Key, Value: val, Timestamp: ts,
+		Batch: audit.Batch{BaseOffset: next, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, MaxTimestamp: ts, Compression: "none"}}
+	seg, err = segment.AppendBatch(seg, []audit.Record{lost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel), seg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf := filepath.Join(dir, "manifest.json")
+	m, err := os.ReadFile(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = rehash(t, editManifest(t, m, func(m *snapshot.Manifest) {
+		for i := range m.Partitions {
+			if p := &m.Partitions[i]; p.Topic == tp.Topic && p.Partition == tp.Partition {
+				p.LSO, p.HW, p.Next, p.Records, p.Bytes = next+1, next+1, next+1, p.Records+1, int64(len(seg))
+			}
+		}
+		for i := range m.Group.Offsets {
+			if o := &m.Group.Offsets[i]; o.Topic == tp.Topic && o.Partition == tp.Partition {
+				o.Offset = next + 1
+			}
+		}
+	}), rel, seg)
+	if err := os.WriteFile(mf, m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return next
 }
