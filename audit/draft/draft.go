@@ -46,7 +46,7 @@ type draftTable struct {
 	steps      []draftStep // the chain's steps, as far as the evidence tells them
 	// window is, for a store whose changelog keys are a window store's,
 	// what the evidence tells of its TimeWindows and reducer; suppressed
-	// says a suppress() follows the store (its grace must be known)
+	// says a suppress() follows the store (its output needs the grace)
 	window     *infer.WindowGuess
 	windowNote string
 	suppressed bool
@@ -764,6 +764,9 @@ func writeWindow(b *strings.Builder, t draftTable) {
 		adv = ", advance: " + infer.Millis(g.Advance)
 	}
 	fmt.Fprintf(b, "    window: {size: %s%s, grace: unknown}   # %s; the grace is not in the evidence: write the app's (TimeWindows.ofSizeAndGrace) to judge late inputs\n", infer.Millis(g.Size), adv, t.windowNote)
+	if t.suppressed {
+		b.WriteString("    # a suppress() follows the store: its output is left out (suppress: until-window-closes emits a window once stream time passes its end plus the grace), so it is not judged\n")
+	}
 }
 
 // windowedOutputFilter infers the filter of a windowed table's output

@@ -344,7 +344,7 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 	if t.repartition != "" {
 		in = ev.Topics[t.repartition]
 	}
-	if t.repartition != "" && (in == nil || in.Count() == 0) && !t.suppressed {
+	if t.repartition != "" && (in == nil || in.Count() == 0) {
 		// the copies are purged: the source's records under the windows' key
 		cands := t.candidates
 		if t.source != "" {
@@ -367,8 +367,6 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 	}
 	var g infer.WindowGuess
 	switch {
-	case t.suppressed:
-		g.Evidence = "a suppress() follows the store: it emits a window once stream time passes its end plus the grace, and the evidence does not show the grace"
 	case t.source == "":
 		g.Evidence = "its source is not known"
 	case in == nil || in.Count() == 0:

@@ -314,3 +314,29 @@ func appendConsumed(t *testing.T, dir string, tp audit.TopicPartition, next int6
 	}
 	return next
 }
+
+// TestWindowsSuppressedInferred: the windows capture audited with a
+// topology that puts a suppress() between its store and its output
+// (testdata/windows-suppress.describe.txt, made by hand from the app's).
+// With --app-id alone the window and its count are still inferred and the
+// store judged (its three late inputs named, the grace being unknown);
+// the suppressed output, which needs the grace, is left out of the spec
+// and named as not judged. Never a loss.
+func TestWindowsSuppressedInferred(t *testing.T) {
+	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/windows", "--app-id", "kaudit-steps-windows",
+		"--topology", "testdata/windows-suppress.describe.txt", "--format", "json")
+	if code != exitIncomplete {
+		t.Fatalf("exit %d, want %d: %s\n%s", code, exitIncomplete, errOut, out)
+	}
+	var rep audit.Report
+	if err := decodeReport([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	expectNoLoss(t, &rep)
+	missing := fmt.Sprint(rep.Summary.Missing)
+	for _, want := range []string{"3 inputs (sc-clicks/0@206, sc-clicks/0@207, sc-clicks/1@154)", "output sc-busy-minutes (written by KSTREAM-SINK-0000000007) is not judged"} {
+		if !strings.Contains(missing, want) {
+			t.Errorf("missing evidence %s, want it to say %q", missing, want)
+		}
+	}
+}
