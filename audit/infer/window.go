@@ -75,6 +75,9 @@ type WindowGuess struct {
 	Candidates    []string
 }
 
+// maxScored bounds the windows a candidate is scored on.
+const maxScored = 5000
+
 // roundMillis are the window sizes and advances apps write, tried besides
 // the greatest common divisor of the starts.
 var roundMillis = []int64{1000, 2000, 5000, 10000, 15000, 20000, 30000, 60000, 120000, 300000, 600000,
@@ -130,9 +133,32 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 	if len(final) < MinKeys || len(starts) < 3 || g == 0 || g > roundMillis[len(roundMillis)-1] {
 		return WindowGuess{Evidence: fmt.Sprintf("%d windows at %d starts in the changelog: too few to tell a window's size", len(final), len(starts))}
 	}
+	// the candidates are scored on the windows of the first keys (in byte
+	// order) that hold maxScored windows, so that a large app's inference
+	// costs what those cost; the stream time still counts every input
+	scored := map[string]bool{}
+	if len(final) > maxScored {
+		perKey := map[string]int{}
+		for k := range final {
+			perKey[k.inner]++
+		}
+		n := 0
+		for _, k := range slices.Sorted(maps.Keys(perKey)) {
+			if n >= maxScored {
+				break
+			}
+			scored[k], n = true, n+perKey[k]
+		}
+		for k := range final {
+			if !scored[k.inner] {
+				delete(final, k)
+			}
+		}
+	}
+	keep := func(key []byte) bool { return len(scored) == 0 || scored[string(key)] }
 	var values []any
 	for r := range inputs.each() {
-		if r.RawKey != nil && r.Value != nil {
+		if r.RawKey != nil && r.Value != nil && keep(r.RawKey) {
 			values = append(values, r.Value)
 		}
 	}
@@ -165,7 +191,7 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 						continue // Streams skips a null key before its stream time
 					}
 					stream = max(stream, r.Timestamp)
-					if r.Value == nil {
+					if r.Value == nil || !keep(r.RawKey) {
 						continue
 					}
 					for _, s := range w.Starts(r.Timestamp) {
@@ -212,6 +238,9 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 	best := cands[0]
 	score := func(c cand) string { return fmt.Sprintf("%s %d/%d", c.name, c.explained, c.all) }
 	ev := fmt.Sprintf("explains %d/%d windows", best.explained, best.all)
+	if len(scored) > 0 {
+		ev += fmt.Sprintf(" (those of the first %d keys)", len(scored))
+	}
 	var others []string
 	for _, c := range cands[1:min(3, len(cands))] {
 		others = append(others, score(c))
