@@ -181,6 +181,24 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 		if k0 > 100 {
 			continue // a hop of more than 100 windows per input: not tried
 		}
+		if adv != g {
+			// every input makes the window that starts at its timestamp
+			// rounded down to the advance: an advance whose such windows
+			// the changelog lacks for more than 10 % of the inputs is not
+			// tried further
+			n, miss := 0, 0
+			for r := range inputs.each() {
+				if r.RawKey != nil && r.Value != nil && keep(r.RawKey) {
+					n++
+					if _, ok := final[wkey{string(r.RawKey), r.Timestamp / adv * adv}]; !ok {
+						miss++
+					}
+				}
+			}
+			if miss*10 > n {
+				continue
+			}
+		}
 		for k := k0; k <= k0+3 && k <= 100; k++ {
 			w := &spec.Window{Size: k * adv, Advance: adv}
 			wins := map[wkey][]winInput{}

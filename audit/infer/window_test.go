@@ -91,6 +91,17 @@ func temperatures(n int, t0 int64) []Rec {
 	return out
 }
 
+// manyKeys is n inputs of 300 keys, 50 ms apart (each key four times a
+// minute): more windows than GuessWindow scores.
+func manyKeys(n int, t0 int64) []Rec {
+	var out []Rec
+	for i := range n {
+		k := fmt.Sprintf("k%03d", i%300)
+		out = append(out, Rec{RawKey: []byte(k), Key: k, Value: json.Number(fmt.Sprint(1 + i%7)), Timestamp: t0 + int64(i)*50})
+	}
+	return out
+}
+
 // ones is the inputs with the value 1 each.
 func ones(ins []Rec) []Rec {
 	for i := range ins {
@@ -120,6 +131,7 @@ func TestGuessWindow(t *testing.T) {
 		// highest of String temperatures, reduce((v1, v2) ->
 		// Integer.parseInt(v1) > Integer.parseInt(v2) ? v1 : v2)
 		{"TemperatureDemo", temperatures(400, t0), spec.Window{Size: 5000, Advance: 5000, Grace: 86_400_000}, "expr: int(agg) > int(value) ? agg : value", "5000/5000/expr: int(value) > int(agg) ? value : agg"},
+		{"more windows than are scored", manyKeys(24000, t0), spec.Window{Size: 60000, Advance: 60000}, "count", "60000/60000/count"},
 		{"too few windows", clicks(8, t0, nil), spec.Window{Size: 60000, Advance: 60000}, "count", "declines: too few"},
 		{"count and a sum of ones alike", ones(clicks(400, t0, nil)), spec.Window{Size: 60000, Advance: 60000}, "sum", "declines: explain the same windows"},
 	} {
