@@ -202,3 +202,20 @@ func TestGuessWindowedOutputFilter(t *testing.T) {
 		t.Fatalf("an output record no state has: got %q (%s), want none", g.Value, g.Evidence)
 	}
 }
+
+// FuzzSplitWindowKey: any bytes split without a panic, and a key made of
+// a key, a start and a sequence number splits back into them.
+func FuzzSplitWindowKey(f *testing.F) {
+	f.Add([]byte("temp"), int64(1_700_000_000_000), uint32(0))
+	f.Add([]byte{}, int64(0), uint32(7))
+	f.Fuzz(func(t *testing.T, key []byte, start int64, seq uint32) {
+		SplitWindowKey(key) // arbitrary bytes
+		b := append(append([]byte(nil), key...), make([]byte, 12)...)
+		binary.BigEndian.PutUint64(b[len(key):], uint64(start))
+		binary.BigEndian.PutUint32(b[len(key)+8:], seq)
+		inner, s, sq, ok := SplitWindowKey(b)
+		if ok != (start >= 0) || string(inner) != string(key) || s != start || sq != seq {
+			t.Fatalf("split %x: %x %d %d %v, want %x %d %d", b, inner, s, sq, ok, key, start, seq)
+		}
+	})
+}
