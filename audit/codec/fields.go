@@ -94,3 +94,72 @@ func (c *Codec) DecodeFields(ctx context.Context, topic string, data []byte, fie
 	}
 	return v, true, nil
 }
+
+// FieldTexts is DecodeFields writing text instead of building values: it
+// appends to dst the canonical JSON of each of the named top-level fields
+// of a value of topic (a Confluent-framed Avro record), the text Canonical
+// writes for the field of the value Decode returns, and sets spans[i] to
+// the start and end in the returned slice of fields[i]'s text, or {-1, -1}
+// where the record has no such field. spans must be as long as fields.
+// ok is false, and dst returned as it came, where DecodeFields declines,
+// and also where a field asked for holds a record, an array or a map (a
+// caller that converts values, as a join's expression does, can tell a
+// scalar's text is kept: see scalarNode). err is Decode's error for data,
+// with ok false. It is what a join whose value copies fields needs to
+// digest its expected value without building it.
+func (c *Codec) FieldTexts(ctx context.Context, topic string, data []byte, fields []string, dst []byte, spans [][2]int) (out []byte, ok bool, err error) {
+	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false) != sAvro || c.schemas == nil {
+		return dst, false, nil
+	}
+	id := int32(binary.BigEndian.Uint32(data[1:5]))
+	sch, err := c.schema(ctx, id)
+	if err != nil {
+		var re *RegistryError
+		if errors.As(err, &re) || ctx.Err() != nil {
+			return dst, false, err
+		}
+		return dst, false, &DecodeError{Topic: topic, SchemaID: id, Err: err}
+	}
+	n := sch.node
+	if sch.typ != typeAvro || n.kind != kRecord {
+		return dst, false, nil
+	}
+	for i, f := range n.fields {
+		if !scalarNode(f, 0) && slices.Contains(fields, n.names[i]) {
+			return dst, false, nil
+		}
+	}
+	for i := range spans[:len(fields)] {
+		spans[i] = [2]int{-1, -1}
+	}
+	body := data[5:]
+	start := len(dst)
+	d := avroDecoder{digest: true, canon: dst}
+	d.viewPayload(body)
+	d.depth = 1 // in the record, as value's record counts it
+	for i, f := range n.fields {
+		at := slices.Index(fields, n.names[i])
+		if at < 0 {
+			d.skip(f)
+			continue
+		}
+		from := len(d.canon)
+		d.text(f)
+		for j := at; j < len(fields); j++ { // a field asked for twice
+			if fields[j] == n.names[i] {
+				spans[j] = [2]int{from, len(d.canon)}
+			}
+		}
+	}
+	if d.err != nil {
+		return d.canon[:start], false, &DecodeError{Topic: topic, SchemaID: id, Err: d.err}
+	}
+	if d.i != len(body) {
+		return d.canon[:start], false, &DecodeError{Topic: topic, SchemaID: id, Reason: fmt.Sprintf("%d bytes left after the value", len(body)-d.i)}
+	}
+	return d.canon, true, nil
+}
+
+// DigestText returns the digest of canonical JSON text: DigestOf of the
+// value whose Canonical it is.
+func DigestText(text []byte) Digest { return digestOfText(text) }

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"maps"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ func checkDecodeFields(t *testing.T, c *Codec, data []byte, fields []string) {
 	ctx := context.Background()
 	v, err := c.Decode(ctx, "t", false, data)
 	fv, ok, ferr := c.DecodeFields(ctx, "t", data, fields)
+	checkFieldTexts(t, c, data, fields, fv, ok, ferr)
 	if ferr != nil {
 		if err == nil || err.Error() != ferr.Error() {
 			t.Fatalf("DecodeFields error %v, Decode error %v", ferr, err)
@@ -57,6 +59,62 @@ func checkDecodeFields(t *testing.T, c *Codec, data []byte, fields []string) {
 	}
 	if DigestOf(fv) != DigestOf(want) {
 		t.Fatalf("DecodeFields %v = %s, want %s", fields, Text(fv), Text(want))
+	}
+}
+
+// checkFieldTexts fails unless FieldTexts on data gives, for each field,
+// the canonical text of DecodeFields' value of it (fv, ok and ferr), or
+// its error; it may decline only where DecodeFields does or a field asked
+// for is a record, an array or a map, and then leaves dst as it was.
+func checkFieldTexts(t *testing.T, c *Codec, data []byte, fields []string, fv map[string]any, ok bool, ferr error) {
+	t.Helper()
+	dst := []byte("prefix")
+	spans := make([][2]int, len(fields))
+	out, tok, terr := c.FieldTexts(context.Background(), "t", data, fields, dst, spans)
+	if string(out[:min(len(out), 6)]) != "prefix" {
+		t.Fatalf("FieldTexts changed what dst held: %q", out)
+	}
+	if !tok && len(out) != len(dst) {
+		t.Fatalf("FieldTexts declined and appended %q", out[len(dst):])
+	}
+	nested := false // a field asked for is of a record, array or map type
+	if len(data) >= 5 && data[0] == 0 {
+		if sch, err := c.schema(context.Background(), int32(binary.BigEndian.Uint32(data[1:5]))); err == nil && sch.node != nil && sch.node.kind == kRecord {
+			for i, f := range sch.node.fields {
+				nested = nested || slices.Contains(fields, sch.node.names[i]) && !scalarNode(f, 0)
+			}
+		}
+	}
+	if !tok && terr == nil && nested {
+		return // declined before reading the payload
+	}
+	if (terr == nil) != (ferr == nil) || terr != nil && terr.Error() != ferr.Error() {
+		t.Fatalf("FieldTexts error %v, DecodeFields error %v", terr, ferr)
+	}
+	if !tok {
+		if ok {
+			t.Fatalf("FieldTexts declined %v, DecodeFields gave %s", fields, Text(fv))
+		}
+		return
+	}
+	if !ok {
+		t.Fatalf("FieldTexts gave %q where DecodeFields declined", out)
+	}
+	for i, f := range fields {
+		x, has := fv[f]
+		sp := spans[i]
+		if !has {
+			if sp != [2]int{-1, -1} {
+				t.Fatalf("FieldTexts gave field %s, which the record lacks, span %v", f, sp)
+			}
+			continue
+		}
+		if sp[0] < len(dst) || sp[1] > len(out) || string(out[sp[0]:sp[1]]) != Text(x) {
+			t.Fatalf("FieldTexts %s = span %v of %q, want %s", f, sp, out, Text(x))
+		}
+		if DigestText(out[sp[0]:sp[1]]) != DigestOf(x) {
+			t.Fatalf("DigestText of %s is not DigestOf its value", f)
+		}
 	}
 }
 

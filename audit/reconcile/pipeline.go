@@ -4,6 +4,7 @@ package reconcile
 
 import (
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/spec"
 )
 
 // Env is what a key selector sees of one input record.
@@ -111,6 +112,13 @@ type Join struct {
 	// only those; nil: Value needs the values whole. The join then decodes
 	// only those fields of each final state.
 	Fields [][]string
+	// Copies, where Value only copies top-level fields of the tables'
+	// values (spec.JoinSpec.Copies: each key's side and field, keys in
+	// their bytes' order), lets the join digest a key's expected value from
+	// the fields' canonical texts, without building the sides' fields or
+	// the value (join.go, expectedDigest); Value still judges every key
+	// whose digest the output's does not match.
+	Copies []spec.Copy
 	// OutputSteps, when set, runs the steps between the join chain and
 	// to(Output) on a key's joined value (none: filtered out).
 	OutputSteps func(Env) ([]Element, error)

@@ -106,6 +106,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 		if js := pj.Spec; js != nil && js.HasValue() {
 			j.Value = func(left audit.Value, rights []audit.Value) (audit.Value, error) { return js.Eval(left, rights) }
 			j.Fields = js.SideFields()
+			j.Copies = js.Copies()
 			if js.HasOutputSteps() {
 				j.OutputSteps = func(e Env) ([]Element, error) {
 					return elements(js.ApplyOutput(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))

@@ -3,6 +3,7 @@ package spec
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
@@ -153,4 +154,37 @@ func (p *projection) eval(left any, rights []any) (out any, ok bool, err error) 
 		m[p.keys[i]] = v
 	}
 	return m, true, nil
+}
+
+// Copy is one key of a flat projection's object: the key and the side
+// (0: left, i: ri) and top-level field its value copies; Optional says the
+// side is read with ?., so that an absent side gives null.
+type Copy struct {
+	Key, Field string
+	Side       int
+	Optional   bool
+}
+
+// Copies returns, where the join's value is a projection of top-level
+// fields only ({"orderId": left.orderId, "paid": r1?.amount}), what each
+// key of the object copies, in the order of the keys' UTF-8 bytes (the
+// order Canonical writes them in); nil otherwise. For sides that are
+// records, Eval's value holds under each key the side's field (null where
+// the side lacks it, or the side is absent and read with ?.), converted
+// to and from the expression's types, which leaves the canonical text of
+// a value holding no array or object (but a duration's) as it was: a
+// caller can write the value's canonical JSON from the fields' texts.
+func (j *JoinSpec) Copies() []Copy {
+	if j.proj == nil || noProjection {
+		return nil
+	}
+	out := make([]Copy, 0, len(j.proj.keys))
+	for i, fp := range j.proj.paths {
+		if len(fp.fields) != 1 {
+			return nil
+		}
+		out = append(out, Copy{Key: j.proj.keys[i], Field: fp.fields[0], Side: fp.side, Optional: fp.optional[0]})
+	}
+	slices.SortFunc(out, func(a, b Copy) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }

@@ -2,9 +2,13 @@ package spec
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
+
+	"github.com/kaudit/kaudit/audit/codec"
 )
 
 // TestProjectionIsTheProgram: a join value that only copies fields gives,
@@ -110,5 +114,110 @@ func TestProjectionIsTheProgram(t *testing.T) {
 			t.Errorf("%s: the projection answered %d of %d cases itself", e.src, fast, fast+slow)
 		}
 		t.Logf("%s: %d by the projection, %d by the program", e.src, fast, slow)
+	}
+}
+
+// TestCopiesText: where the join's value copies top-level fields (Copies),
+// the canonical text of Eval's value is the object of the copied fields'
+// own texts, keys in Copies' order, null for a field the side lacks or an
+// absent side read with ?., for every kind of value an Avro field that is
+// no record, array or map decodes to (strings, booleans, null, integers
+// to ±2^63, doubles and floats as the codec prints them, a duration):
+// what the join writes its expected values' digests from.
+func TestCopiesText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	leaf := func() any {
+		switch rng.IntN(9) {
+		case 0:
+			return nil
+		case 1:
+			return rng.IntN(2) == 0
+		case 2:
+			return []string{"s", "NaN", "Infinity", "-12.30", "1e3", "2026-11-30T10:01:02.345Z", "é\"\\\n"}[rng.IntN(7)]
+		case 3:
+			return json.Number(strconv.FormatInt(rng.Int64()-rng.Int64(), 10))
+		case 4:
+			return json.Number(strconv.FormatInt([]int64{math.MaxInt64, math.MinInt64, 0, -1, 1 << 53, 1<<53 + 1}[rng.IntN(6)], 10))
+		case 5:
+			f := []float64{1e20, 1e21, 1e-7, 123.45, -0.0, 5, 0.1, 1.0 / 3, math.MaxFloat64, math.SmallestNonzeroFloat64, 4.35, 1e300}[rng.IntN(12)]
+			return json.Number(codec.Text(f))
+		case 6:
+			return json.Number(codec.Text(math.Float64frombits(rng.Uint64()&^(0x7ff<<52) | uint64(rng.IntN(2047))<<52)))
+		case 7:
+			return json.Number(codec.Text(float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(60)-30)))))
+		default:
+			return map[string]any{"months": json.Number("1"), "days": json.Number("2"), "milliseconds": json.Number(strconv.Itoa(rng.IntN(1 << 30)))}
+		}
+	}
+	record := func() any {
+		if rng.IntN(5) == 0 {
+			return nil // an absent side
+		}
+		m := map[string]any{}
+		for _, f := range []string{"orderId", "amount", "x", "y"} {
+			if rng.IntN(4) > 0 {
+				m[f] = leaf()
+			}
+		}
+		return m
+	}
+	for _, src := range []string{
+		`{"orderId": left.orderId, "orderAmount": left.amount, "paid": r1?.amount, "shipped": r2?.amount}`,
+		`{"b": r1?.x, "a": left?.x, "é": r2?.y, "A": left?.amount, "z": r1?.orderId}`,
+		`{}`,
+	} {
+		j, err := NewJoin("out", "l", []string{"r1", "r2"}, JoinOuter, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := j.Copies()
+		if copies == nil {
+			t.Fatalf("%s: no Copies", src)
+		}
+		for i := range 5000 {
+			sides := []any{record(), record(), record()}
+			if sides[0] == nil && sides[1] == nil && sides[2] == nil {
+				continue
+			}
+			got := []byte{'{'}
+			ok := true
+			for k, c := range copies {
+				if k > 0 {
+					got = append(got, ',')
+				}
+				got = append(got, codec.Text(c.Key)+":"...)
+				side, _ := sides[c.Side].(map[string]any)
+				x, has := side[c.Field]
+				switch {
+				case side == nil && !c.Optional:
+					ok = false
+				case !has:
+					got = append(got, "null"...)
+				default:
+					got = append(got, codec.Text(x)...)
+				}
+			}
+			got = append(got, '}')
+			if !ok {
+				continue // a copy reads an absent side without ?.: the join declines
+			}
+			var want []byte
+			for _, noProj := range []bool{true, false} {
+				noProjection = noProj
+				v, err := j.Eval(sides[0], sides[1:])
+				noProjection = false
+				if err != nil {
+					t.Fatalf("%s, case %d: %v", src, i, err)
+				}
+				if noProj {
+					want = []byte(codec.Text(v))
+				} else if codec.Text(v) != string(want) {
+					t.Fatalf("%s, case %d: the projection gives %s, the program %s", src, i, codec.Text(v), want)
+				}
+			}
+			if string(got) != string(want) {
+				t.Fatalf("%s, case %d, sides %v: the copies' texts give %s, Eval %s", src, i, sides, got, want)
+			}
+		}
 	}
 }
