@@ -344,12 +344,16 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 	if t.repartition != "" {
 		in = ev.Topics[t.repartition]
 	}
-	if t.repartition != "" && (in == nil || in.Count() == 0) {
-		// the copies are purged: the source's records under the windows' key
+	if (t.repartition != "" || t.source == "") && (in == nil || in.Count() == 0) {
+		// the copies are purged, or the source is not known (no topology):
+		// the source's records under the windows' key; one source topic
+		// only, where several carry it (the app's own through() topic and
+		// the one before it), none
 		cands := t.candidates
 		if t.source != "" {
 			cands = []string{cmp.Or(t.evSource, t.source)}
 		}
+		var found []string
 		for _, c := range cands {
 			keyed, sel := infer.RekeyForWindow(ev.Topics[c], ev.Topics[t.changelog])
 			if keyed == nil {
@@ -358,11 +362,22 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 				}
 				continue
 			}
+			found = append(found, c)
+			if len(found) > 1 {
+				t.source, t.selectKey, in = "", infer.Guess{}, nil
+				t.sourceNote = "several source topics carry the windows' keys: " + strings.Join(found, ", ")
+				continue
+			}
 			if t.source == "" {
 				t.source, t.sourceNote = c, "its records carry the windows' keys: "+sel.Evidence
 			}
+			if t.repartition != "" {
+				sel.Evidence = "the repartition copies are purged; " + sel.Evidence
+			}
 			t.selectKey, in = sel, keyed
-			break
+			if t.repartition == "" {
+				in = ev.Topics[c] // the task's own partition order: its stream time
+			}
 		}
 	}
 	var g infer.WindowGuess

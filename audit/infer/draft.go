@@ -28,10 +28,11 @@ type Guess struct {
 // GuessSerde guesses the serde of a topic's keys or values from their
 // bytes: Confluent framing with a schema id known to the registry or the
 // bundle (known) is avro; text that parses as JSON objects or arrays is
-// json; 8 bytes that are not text are long; UTF-8 text is string; else
-// bytes.
+// json; 8 bytes that are not text are long, 4 bytes int (Kafka's
+// IntegerSerializer, as EosTestClient's values); UTF-8 text is string;
+// else bytes.
 func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
-	n, framed, ids, jsonObj, text, eight := 0, 0, map[int32]bool{}, 0, 0, 0
+	n, framed, ids, jsonObj, text, eight, four := 0, 0, map[int32]bool{}, 0, 0, 0, 0
 	for _, b := range raws {
 		if b == nil {
 			continue
@@ -48,8 +49,11 @@ func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
 		if utf8.Valid(b) && !bytes.ContainsAny(b, "\x00") {
 			text++
 		}
-		if len(b) == 8 {
+		switch len(b) {
+		case 8:
 			eight++
+		case 4:
+			four++
 		}
 	}
 	if n == 0 {
@@ -67,6 +71,8 @@ func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
 		return Guess{Value: "json", Evidence: fmt.Sprintf("%d/%d JSON", jsonObj, n)}
 	case eight == n && text < n:
 		return Guess{Value: "long", Evidence: fmt.Sprintf("%d/%d 8-byte binary", eight, n)}
+	case four == n && text < n:
+		return Guess{Value: "int", Evidence: fmt.Sprintf("%d/%d 4-byte binary", four, n)}
 	case text == n:
 		return Guess{Value: "string", Evidence: fmt.Sprintf("%d/%d UTF-8 text", text, n)}
 	}

@@ -513,7 +513,7 @@ func RekeyForWindow(source, changelog *Topic) (*Topic, Guess) {
 		slices.SortStableFunc(rs, func(a, b Rec) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 		out.Whole[p], out.Full[p] = true, true
 	}
-	ev := fmt.Sprintf("the repartition copies are purged; %d/%d source records carry this key, the windows' keys", bestN, len(recs))
+	ev := fmt.Sprintf("%d/%d source records carry this key, the windows' keys", bestN, len(recs))
 	if best == "key" {
 		return out, Guess{Value: "key", Evidence: ev}
 	}
