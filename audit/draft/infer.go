@@ -428,7 +428,7 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 		return ""
 	}
 	for _, name := range cands {
-		out, err := infer.Read(ctx, src, nil, name, infer.ReadOptions{})
+		out, err := infer.Read(ctx, src, nil, name, infer.ReadOptions{PerPartition: initRecords})
 		if err != nil || out.Count() < infer.MinKeys {
 			continue
 		}
