@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestInferredWindowsSurviveTheIncident(t *testing.T) {
 	for _, kind := range []string{"tumbling", "hopping"} {
 		for _, hop := range []bool{false} {
 			for _, f := range faults {
-				name := fmt.Sprintf("%s/hop=%v/%s", kind, hop, cmpOr(string(f.Kind), "clean"))
+				name := fmt.Sprintf("%s/hop=%v/%s", kind, hop, cmp.Or(string(f.Kind), "clean"))
 				t.Run(name, func(t *testing.T) {
 					s := fakeapp.WindowScenario{AppID: "win", Partitions: 3, Inputs: 240, Keys: 6, Seed: 7, Base: 1_780_000_000_000,
 						Commit: 8, Hop: hop, Lag: 2, LateEvery: 17, Output: true}
@@ -81,11 +82,4 @@ func TestInferredWindowsSurviveTheIncident(t *testing.T) {
 			}
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
