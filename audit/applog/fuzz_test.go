@@ -54,6 +54,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n"))
 	f.Add([]byte("12:00:00.123 [t] INFO x - Resetting offset for partition a-b-1 to position FetchPosition{offset=9, offsetEpoch=Optional.empty}.\n23:00:00 WARN y\r\n00:00:01.5 [t] ERROR z - Failed to flush cache of store s: "))
 	f.Add([]byte("2026-11-30T12:00:00.123+0100 Fetch position FetchPosition{offset=-1} is out of range for partition --1, resetting offset"))
+	f.Add([]byte("19:46:09.253 [t] WARN x - Skipping record for expired window. topic=[sc-clicks] partition=[99999999999] offset=[206] timestamp=[1] window=[0,60000) expiration=[2] streamTime=[7]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := Parse(strings.NewReader(string(data)), "f", Options{Day: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)})
 		if err != nil {

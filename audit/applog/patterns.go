@@ -1,6 +1,7 @@
 package applog
 
 import (
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -198,7 +199,11 @@ var patterns = []pattern{
 		func(e *Event, m []string) { e.Reason = m[1] }},
 	{ExpiredWindow, "Skipping record for expired window", mustRe(`Skipping record for expired window\. topic=\[([^\]]*)\] partition=\[(\d+)\] offset=\[(\d+)\] timestamp=\[(-?\d+)\] window=(\[-?\d+,-?\d+\)) expiration=\[(-?\d+)\] streamTime=\[(-?\d+)\]`),
 		func(e *Event, m []string) {
-			e.TP = audit.TopicPartition{Topic: m[1], Partition: int32(num(m[2]))}
+			part := num(m[2])
+			if part > math.MaxInt32 {
+				part = -1 // not a partition: the topic alone
+			}
+			e.TP = audit.TopicPartition{Topic: m[1], Partition: int32(part)}
 			e.Offset, e.Reason, e.To = num(m[3]), m[5], num(m[7])
 			e.Count = e.To - num(m[6])
 		}},
