@@ -38,10 +38,18 @@ func CheckSpec(ctx context.Context, s *Setup, src audit.RecordSource) (*SpecChec
 	c.Notes = notes
 	for _, pt := range s.Resolved.Tables {
 		if pt.Spec != nil && pt.Spec.Window != nil {
-			// the check reads the changelog's keys whole: a window store's
-			// carry the window start and a sequence number (the audit splits them)
-			v := infer.Verdict{Name: pt.Name, Note: "windowed: not checked against the evidence (the audit judges each window)"}
-			c.Keys, c.Tables = append(c.Keys, v), append(c.Tables, v)
+			// a window store's keys carry the window start and a sequence
+			// number: the window and reducer are checked on its windows
+			// (infer.CheckWindow); the key is the audit's to judge
+			k := infer.Verdict{Name: pt.Name, Note: "windowed: not checked against the evidence (the audit judges each window)"}
+			v := k
+			if pt.Unjudged == "" {
+				v = infer.CheckWindow(pt, ev)
+			}
+			c.Keys, c.Tables = append(c.Keys, k), append(c.Tables, v)
+			if v.Unjudged != "" {
+				c.Unjudged = append(c.Unjudged, v.Unjudged)
+			}
 			continue
 		}
 		if pt.Spec != nil && pt.Spec.Regroup != "" {

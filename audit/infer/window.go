@@ -107,25 +107,7 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 	if inputs.KeyMod > 1 || changelog.KeyMod > 1 {
 		return WindowGuess{Evidence: "the evidence is a sample of the keys: a window key's sample is not its key's"}
 	}
-	type wkey struct {
-		inner string
-		start int64
-	}
-	final := map[wkey]val{}
-	part := map[string]int32{} // an inner key's changelog partition
-	var g, lo int64            // gcd of the starts; the smallest size the timestamps allow
-	for r := range changelog.each() {
-		if !windowedRec(r) {
-			continue
-		}
-		inner, start, _, _ := SplitWindowKey(r.RawKey)
-		k := wkey{string(inner), start}
-		final[k], part[k.inner] = valOf(r.Value), r.Partition
-		if start > 0 {
-			g = gcd(g, start)
-		}
-		lo = max(lo, r.Timestamp-start+1)
-	}
+	final, part, g, lo := finalWindows(changelog)
 	starts := map[int64]bool{}
 	for k := range final {
 		starts[k.start] = true
@@ -190,7 +172,7 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 			for r := range inputs.each() {
 				if r.RawKey != nil && r.Value != nil && keep(r.RawKey) {
 					n++
-					if _, ok := final[wkey{string(r.RawKey), r.Timestamp / adv * adv}]; !ok {
+					if _, ok := final[winKey{string(r.RawKey), r.Timestamp / adv * adv}]; !ok {
 						miss++
 					}
 				}
@@ -201,47 +183,14 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 		}
 		for k := k0; k <= k0+3 && k <= 100; k++ {
 			w := &spec.Window{Size: k * adv, Advance: adv}
-			wins := map[wkey][]winInput{}
-			for p := int32(0); p < inputs.Partitions; p++ {
-				stream := int64(-1)
-				for _, r := range inputs.Parts[p] {
-					if r.RawKey == nil {
-						continue // Streams skips a null key before its stream time
-					}
-					stream = max(stream, r.Timestamp)
-					if r.Value == nil || !keep(r.RawKey) {
-						continue
-					}
-					for _, s := range w.Starts(r.Timestamp) {
-						wk := wkey{string(r.RawKey), s}
-						wins[wk] = append(wins[wk], winInput{r.Value, stream - (s + w.Size)})
-					}
-				}
-			}
+			wins := windowsOf(inputs, w, keep)
 			for _, red := range reducers {
 				rd, err := spec.ParseReducer(red)
 				if err != nil {
 					continue
 				}
-				t := &spec.TableSpec{Reducer: rd}
 				c := cand{size: w.Size, adv: adv, reduce: red}
-				for wk, f := range final {
-					c.all++
-					if explainsWindow(t, wins[wk], f) {
-						c.explained++
-					}
-				}
-				for wk, ins := range wins {
-					if _, ok := final[wk]; ok || !slices.ContainsFunc(ins, func(x winInput) bool { return x.late < 0 }) {
-						continue
-					}
-					// a window an on-time input created, with no state: where
-					// the changelog's partition holds the windows from its
-					// start, this candidate does not explain it
-					if p, ok := part[wk.inner]; !ok || changelog.Whole[p] {
-						c.all++
-					}
-				}
+				c.explained, c.all = scoreWindows(&spec.TableSpec{Reducer: rd}, wins, final, part, changelog.Whole)
 				c.name = windowText(c.size, c.adv) + ", " + red
 				cands = append(cands, c)
 			}
@@ -307,6 +256,79 @@ func windowReducers(values []any) []string {
 		out = append(out, "expr: int(value) > int(agg) ? value : agg", "expr: int(value) < int(agg) ? value : agg")
 	}
 	return out
+}
+
+// winKey is a window: its key's bytes and its start.
+type winKey struct {
+	inner string
+	start int64
+}
+
+// finalWindows reads a window store's changelog: each window's last
+// state, each key's partition, the greatest common divisor of the starts
+// and the smallest size the records' timestamps allow.
+func finalWindows(changelog *Topic) (final map[winKey]val, part map[string]int32, g, lo int64) {
+	final, part = map[winKey]val{}, map[string]int32{}
+	for r := range changelog.each() {
+		if !windowedRec(r) {
+			continue
+		}
+		inner, start, _, _ := SplitWindowKey(r.RawKey)
+		k := winKey{string(inner), start}
+		final[k], part[k.inner] = valOf(r.Value), r.Partition
+		if start > 0 {
+			g = gcd(g, start)
+		}
+		lo = max(lo, r.Timestamp-start+1)
+	}
+	return final, part, g, lo
+}
+
+// windowsOf applies the inputs (per partition in offset order, a task's
+// stream) to the windows w gives each, with how late each came: the
+// task's stream time (its largest timestamp so far, the input's
+// included) minus the window's end.
+func windowsOf(inputs *Topic, w *spec.Window, keep func([]byte) bool) map[winKey][]winInput {
+	wins := map[winKey][]winInput{}
+	for p := int32(0); p < inputs.Partitions; p++ {
+		stream := int64(-1)
+		for _, r := range inputs.Parts[p] {
+			if r.RawKey == nil {
+				continue // Streams skips a null key before its stream time
+			}
+			stream = max(stream, r.Timestamp)
+			if r.Value == nil || !keep(r.RawKey) {
+				continue
+			}
+			for _, s := range w.Starts(r.Timestamp) {
+				wk := winKey{string(r.RawKey), s}
+				wins[wk] = append(wins[wk], winInput{r.Value, stream - (s + w.Size)})
+			}
+		}
+	}
+	return wins
+}
+
+// scoreWindows counts the windows a reducer explains (see
+// explainsWindow) among those the changelog or the inputs have: a window
+// an on-time input created with no state counts against it where the
+// changelog's partition holds its windows from the start.
+func scoreWindows(t *spec.TableSpec, wins map[winKey][]winInput, final map[winKey]val, part map[string]int32, whole map[int32]bool) (explained, all int) {
+	for wk, f := range final {
+		all++
+		if explainsWindow(t, wins[wk], f) {
+			explained++
+		}
+	}
+	for wk, ins := range wins {
+		if _, ok := final[wk]; ok || !slices.ContainsFunc(ins, func(x winInput) bool { return x.late < 0 }) {
+			continue
+		}
+		if p, ok := part[wk.inner]; !ok || whole[p] {
+			all++
+		}
+	}
+	return explained, all
 }
 
 // explainsWindow reports whether some grace folds a window's inputs to
@@ -518,4 +540,78 @@ func RekeyForWindow(source, changelog *Topic) (*Topic, Guess) {
 		return out, Guess{Value: "key", Evidence: ev}
 	}
 	return out, Guess{Value: best, Evidence: ev}
+}
+
+// CheckWindow measures how many windows a windowed table's window and
+// reducer explain (see GuessWindow) beside the other reducers with the
+// same window and the best window GuessWindow finds: the spec is
+// contradicted by the rule of CheckTable (an alternative explains
+// MinMargin more windows, or twice as many). The windows checked are
+// those of the partitions read whole and to the end on both sides (the
+// repartition copies, else the source without steps, and the changelog,
+// partition by partition: a task's); with too few, or with inputs that
+// are not known (steps without a hop, the copies purged), the verdict's
+// Note says the window was not checked.
+func CheckWindow(pt spec.PlannedTable, ev *Evidence) Verdict {
+	v := Verdict{Name: pt.Name, Explained: map[string]int{}, of: "windows"}
+	t := pt.Spec
+	if t == nil || t.Window == nil {
+		v.Note = "windowed: no window to check"
+		return v
+	}
+	v.Spec = windowText(t.Window.Size, t.Window.Advance) + ", " + t.Reducer.String()
+	in := ev.Topics[pt.Repartition]
+	switch {
+	case pt.Repartition == "" && (t.HasSteps() || len(pt.Merged) > 0):
+		v.Note = "windowed: not checked against the evidence (its steps before the window: the audit judges each window)"
+		return v
+	case pt.Repartition == "":
+		in = ev.Topics[pt.Source]
+	}
+	cl := ev.Topics[pt.Changelog]
+	if in == nil || cl == nil || in.KeyMod > 1 || cl.KeyMod > 1 {
+		v.Note = "windowed: not checked against the evidence (its inputs or changelog were not read whole: the audit judges each window)"
+		return v
+	}
+	// the partitions read whole on both sides
+	subIn := &Topic{Name: in.Name, Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Full: map[int32]bool{}, Partitions: in.Partitions}
+	subCl := &Topic{Name: cl.Name, Parts: map[int32][]Rec{}, Whole: map[int32]bool{}, Full: map[int32]bool{}, Partitions: cl.Partitions}
+	for p, rs := range cl.Parts {
+		if ins, ok := in.Parts[p]; ok && in.Whole[p] && in.Full[p] && cl.Full[p] {
+			subIn.Parts[p], subIn.Whole[p], subIn.Full[p] = ins, true, true
+			subCl.Parts[p], subCl.Whole[p], subCl.Full[p] = rs, cl.Whole[p], true
+		}
+	}
+	final, part, _, _ := finalWindows(subCl)
+	v.Keys = len(final)
+	all := func([]byte) bool { return true }
+	wins := windowsOf(subIn, t.Window, all)
+	var values []any
+	for r := range subIn.each() {
+		if r.RawKey != nil && r.Value != nil {
+			values = append(values, r.Value)
+		}
+	}
+	score := func(ts *spec.TableSpec, w map[winKey][]winInput) int {
+		e, n := scoreWindows(ts, w, final, part, subCl.Whole)
+		v.Keys = max(v.Keys, n)
+		return e
+	}
+	v.Explained[v.Spec] = score(t, wins)
+	for _, red := range windowReducers(values) {
+		name := windowText(t.Window.Size, t.Window.Advance) + ", " + red
+		if rd, err := spec.ParseReducer(red); err == nil && name != v.Spec {
+			v.Explained[name] = score(&spec.TableSpec{Reducer: rd}, wins)
+		}
+	}
+	if g := GuessWindow(subIn, subCl); g.Size > 0 {
+		name := windowText(g.Size, g.Advance) + ", " + g.Reduce
+		if _, ok := v.Explained[name]; !ok {
+			if rd, err := spec.ParseReducer(g.Reduce); err == nil {
+				v.Explained[name] = score(&spec.TableSpec{Reducer: rd}, windowsOf(subIn, &spec.Window{Size: g.Size, Advance: g.Advance}, all))
+			}
+		}
+	}
+	v.decide("table")
+	return v
 }

@@ -340,3 +340,50 @@ func TestWindowsSuppressedInferred(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsSpecCheck: the spec check tests a windowed table's window
+// and reducer on its windows. The windows app's own spec explains all
+// 111; a wrong reducer (latest for count) or a wrong size (2m for 1m) is
+// named and exits 2, and kaudit diff with it judges nothing on the table:
+// no loss, the table named as not judged.
+func TestWindowsSpecCheck(t *testing.T) {
+	orig, err := os.ReadFile("../../testdata/apps/windows.kaudit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, from, to string
+		code           int
+		says           string
+	}{
+		{"the app's", "", "", exitIncomplete, "{size: 1m}, count explains 111 of 111 windows"},
+		{"a wrong reducer", "reduce: count", "reduce: latest", exitUsage, "{size: 1m}, latest explains 0 of 111 windows; {size: 1m}, count explains 111"},
+		{"a wrong size", "size: 1m, grace: 5s", "size: 2m, grace: 5s", exitUsage, "{size: 1m}, count explains 111"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "kaudit.yaml")
+			if err := os.WriteFile(p, []byte(strings.Replace(string(orig), tc.from, tc.to, 1)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := runCLI(t, "spec", "check", "--spec", p, "--snapshot", "../../testdata/apps/windows")
+			if code != tc.code || !strings.Contains(out, tc.says) {
+				t.Fatalf("spec check: exit %d, want %d, saying %q: %s\n%s", code, tc.code, tc.says, out, errOut)
+			}
+			if tc.code == exitIncomplete {
+				return
+			}
+			out, errOut, code = runCLI(t, "diff", "--spec", p, "--snapshot", "../../testdata/apps/windows", "--format", "json")
+			if code != exitIncomplete {
+				t.Fatalf("diff: exit %d, want %d: %s\n%s", code, exitIncomplete, errOut, out)
+			}
+			var rep audit.Report
+			if err := decodeReport([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			expectNoLoss(t, &rep)
+			if !strings.Contains(fmt.Sprint(rep.Summary.Missing), "table clicks-per-minute is not judged: the spec does not describe the app") {
+				t.Errorf("missing %v, want the table named as not judged", rep.Summary.Missing)
+			}
+		})
+	}
+}
