@@ -356,6 +356,9 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 		var found []string
 		for _, c := range cands {
 			keyed, sel := infer.RekeyForWindow(ev.Topics[c], ev.Topics[t.changelog])
+			if keyed != nil && t.repartition == "" && sel.Value != "key" {
+				keyed = nil // without a repartition the key is the record's own (a new key repartitions)
+			}
 			if keyed == nil {
 				if t.selectKey.Value == "" {
 					t.selectKey = sel
