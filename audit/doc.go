@@ -26,6 +26,8 @@
 //	CommittedReader  the broker's read_committed view             yes    -         yes      -
 //	IndexedReader    that view from the same read (LSO and        yes    -         yes      -
 //	                 aborted-transaction index)
+//	SampleReader     a partition's first records, fetched in      yes    -         -        -
+//	                 small reads that grow (a sample's read)
 //	Bounded          partitions held only from a later offset     -      yes       -        -
 //	CommitHistoryReader
 //	                 the group's commits, each as it took         yes    format 2  yes      -

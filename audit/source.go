@@ -174,6 +174,16 @@ type IndexedReader interface {
 	RecordsIndexed(ctx context.Context, tp TopicPartition, from, to int64, idx *CommittedIndex) iter.Seq2[Record, error]
 }
 
+// SampleReader is implemented by sources whose reads fetch ahead of the
+// reader, and decode what they fetch (a live cluster fetches megabytes of
+// a partition at a time). RecordsSample yields what Records yields,
+// fetching little at first and more as the reader goes on: a read that
+// stops after a partition's first records (a sample) costs little more
+// than them.
+type SampleReader interface {
+	RecordsSample(ctx context.Context, tp TopicPartition, from, to int64) iter.Seq2[Record, error]
+}
+
 // Clock returns the time the evidence describes: now for a live cluster,
 // the capture time for a snapshot. Sources that are not live implement it.
 type Clock interface {

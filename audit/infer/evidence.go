@@ -138,6 +138,12 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 			parts = append(parts, p)
 		}
 	}
+	walked := src
+	if sr, ok := src.(audit.SampleReader); ok && o.PerPartition > 0 {
+		// the walk stops at the bound: a live source's full fetches would
+		// fetch and decode records past it, the whole partition up to 8 MiB
+		walked = sampled{src, sr}
+	}
 	for _, p := range parts {
 		if p < 0 || p >= n {
 			continue
@@ -152,7 +158,7 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		var kept slab
 		full := true
 	walk:
-		for e, err := range ledger.Walk(ctx, src, tp, ledger.Options{}, &l) {
+		for e, err := range ledger.Walk(ctx, walked, tp, ledger.Options{}, &l) {
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", tp, err)
 			}
@@ -179,6 +185,16 @@ func Read(ctx context.Context, src audit.RecordSource, dec audit.Decoder, topic 
 		t.Full[p] = full
 	}
 	return t, nil
+}
+
+// sampled reads a source's records with RecordsSample.
+type sampled struct {
+	audit.RecordSource
+	sr audit.SampleReader
+}
+
+func (s sampled) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	return s.sr.RecordsSample(ctx, tp, from, to)
 }
 
 // expected is how many records Read keeps of a partition, about: its

@@ -20,10 +20,13 @@ import (
 )
 
 // Fetch sizes: generous, so that a partition reads in few round trips.
-// Brokers always return at least one whole batch, however large.
+// Brokers always return at least one whole batch, however large. A
+// sample's read (RecordsSample) fetches sampleFirstBytes first and four
+// times more each fetch after, up to partitionMaxBytes.
 var (
 	partitionMaxBytes int32 = 8 << 20
 	fetchMaxBytes     int32 = 16 << 20
+	sampleFirstBytes  int32 = 64 << 10
 )
 
 const fetchMaxWait = 250 // ms; data below the end is answered at once
@@ -61,6 +64,16 @@ func (s *Source) RecordsIndexed(ctx context.Context, tp audit.TopicPartition, fr
 	return s.read(ctx, tp, from, to, readIndexed, idx)
 }
 
+// RecordsSample yields what Records yields, fetching little at first
+// (sampleFirstBytes) and four times more each fetch after: every record
+// of a fetch is decompressed and decoded before the first is yielded, so
+// a read that stops after its first records (infer's sample of a source)
+// costs little more than them, where a full fetch (8 MiB) may hold the
+// whole partition.
+func (s *Source) RecordsSample(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	return s.read(ctx, tp, from, to, readSample, nil)
+}
+
 // ReadCommitted yields the partition's records in [from, to) the way a
 // read_committed consumer sees them: the broker stops at the last stable
 // offset and franz-go drops aborted data and control records using the
@@ -76,6 +89,7 @@ const (
 	readRaw       readMode = iota // read_uncommitted, control records kept
 	readCommitted                 // read_committed, filtered as a consumer sees it, up to the LSO
 	readIndexed                   // raw, fetched read_committed below the LSO to learn the aborted index
+	readSample                    // raw, in fetches growing from sampleFirstBytes
 )
 
 // indexer collects the broker's read_committed view from the responses of
@@ -186,7 +200,11 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			retries int
 			stalls  int
 			pool    = recordSlicesPool.Get().(*recordSlices)
+			size    = partitionMaxBytes // of the next fetch
 		)
+		if mode == readSample {
+			size = min(sampleFirstBytes, partitionMaxBytes)
+		}
 		defer func() { pool.reuse(); recordSlicesPool.Put(pool) }()
 		for {
 			if err := ctx.Err(); err != nil {
@@ -212,7 +230,7 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 					// LSO for the whole wait.
 					wait = 0
 				}
-				rp, err = s.fetch(ctx, tp, li, off, isolated, wait)
+				rp, err = s.fetchSized(ctx, tp, li, off, isolated, wait, size)
 			}
 			if err == nil {
 				err = kerr.ErrorForCode(rp.ErrorCode)
@@ -308,6 +326,9 @@ func (s *Source) read(ctx context.Context, tp audit.TopicPartition, from, to int
 			}
 			rp.RecordBatches = data
 			pool.reuse() // the last fetch's records are converted
+			if size < partitionMaxBytes {
+				size = int32(min(int64(size)*4, int64(partitionMaxBytes)))
+			}
 			opts := kgo.ProcessFetchPartitionOpts{
 				KeepControlRecords: !committed,
 				Offset:             off,
@@ -439,11 +460,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // when isolated, waiting at most wait ms for data, and returns the
 // partition's part of the response.
 func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderInfo, off int64, isolated bool, wait int32) (*kmsg.FetchResponseTopicPartition, error) {
+	return s.fetchSized(ctx, tp, li, off, isolated, wait, partitionMaxBytes)
+}
+
+// fetchSized is fetch asking for at most size bytes of the partition.
+func (s *Source) fetchSized(ctx context.Context, tp audit.TopicPartition, li leaderInfo, off int64, isolated bool, wait, size int32) (*kmsg.FetchResponseTopicPartition, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = wait
 	req.MinBytes = 1
-	req.MaxBytes = max(fetchMaxBytes, partitionMaxBytes)
+	req.MaxBytes = max(fetchMaxBytes, size)
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session: a full, stateless fetch
 	if isolated {
@@ -457,7 +483,7 @@ func (s *Source) fetch(ctx context.Context, tp audit.TopicPartition, li leaderIn
 	rpp.FetchOffset = off
 	rpp.CurrentLeaderEpoch = -1
 	rpp.LogStartOffset = -1
-	rpp.PartitionMaxBytes = partitionMaxBytes
+	rpp.PartitionMaxBytes = size
 	rt.Partitions = append(rt.Partitions, rpp)
 	req.Topics = append(req.Topics, rt)
 

@@ -62,10 +62,11 @@ var (
 	_ audit.Source          = (*Source)(nil)
 	_ audit.CommittedReader = (*Source)(nil)
 	_ audit.IndexedReader   = (*Source)(nil)
+	_ audit.SampleReader    = (*Source)(nil)
 )
 
 // Source is a read-only live cluster: it implements audit.Source,
-// audit.CommittedReader and audit.IndexedReader. It is safe for concurrent use.
+// audit.CommittedReader, audit.IndexedReader and audit.SampleReader. It is safe for concurrent use.
 type Source struct {
 	cl        *kgo.Client
 	adm       *kadm.Client
