@@ -272,6 +272,13 @@ func (r *scRun) kafka17635(ctx context.Context, bug bool) error {
 	if err != nil {
 		return err
 	}
+	if len(bad) > 0 && bug {
+		// the app's own output lost more than [C, S): another loss happened
+		// beside KAFKA-17635's (CI saw it once: 30 keys, 140 payments its
+		// state never applied, which kaudit named unapplied), so the ground
+		// truth of this attempt is not known and it proves nothing either way
+		return notInjected("the app's output lost more than [C, S) (%d keys differ from the input minus the range: %v); kaudit said %v", len(bad), head(bad, 10), errs)
+	}
 	if len(bad) > 0 {
 		errs = append(errs, fmt.Errorf("the output is not the input minus [C, S): %d keys differ %v", len(bad), head(bad, 10)))
 	}
