@@ -157,15 +157,8 @@ func TestRealAppsInferred(t *testing.T) {
 		{"enrich", "kaudit-z-enrich", exitClean, ""}, {"regroup", "kaudit-z-regroup", exitClean, ""}, {"cogroup", "kaudit-z-cogroup", exitClean, ""}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete, "FK"},
 	} {
 		t.Run(tc.bundle, func(t *testing.T) {
-			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID, "--format", "json")
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d: %s\n%s", code, tc.code, errOut, out)
-			}
-			var rep audit.Report
-			if err := decodeReport([]byte(out), &rep); err != nil {
-				t.Fatal(err)
-			}
-			expectNoLoss(t, &rep)
+			rep := diffReport(t, tc.code, "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID)
+			expectNoLoss(t, rep)
 			if tc.missing != "" && !strings.Contains(fmt.Sprint(rep.Summary.Missing), tc.missing) {
 				t.Errorf("missing evidence %q, want it to say %q", rep.Summary.Missing, tc.missing)
 			}
@@ -186,14 +179,7 @@ func TestTemperatureInferredLost(t *testing.T) {
 	})
 	var reports [2][]string
 	for i, args := range [][]string{{"--spec", "../../testdata/apps/temperature.kaudit.yaml"}, {"--app-id", "streams-temperature"}} {
-		out, errOut, code := runCLI(t, append([]string{"diff", "--snapshot", dir, "--format", "json"}, args...)...)
-		if code != exitFindings {
-			t.Fatalf("%v: exit %d, want %d: %s\n%s", args, code, exitFindings, errOut, out)
-		}
-		var rep audit.Report
-		if err := decodeReport([]byte(out), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := diffReport(t, exitFindings, append([]string{"--snapshot", dir}, args...)...)
 		for _, f := range rep.Findings {
 			if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
 				reports[i] = append(reports[i], fmt.Sprintf("%s %s/%d@%d", f.Cause, f.Topic, f.Partition, f.Offset))
@@ -227,14 +213,7 @@ func TestRoutesInferredDropped(t *testing.T) {
 		return val, last.Timestamp + 1
 	})
 	losses := func(args ...string) []string {
-		out, errOut, code := runCLI(t, append([]string{"diff", "--snapshot", dir, "--format", "json"}, args...)...)
-		if code != exitFindings {
-			t.Fatalf("%v: exit %d, want %d: %s\n%s", args, code, exitFindings, errOut, out)
-		}
-		var rep audit.Report
-		if err := decodeReport([]byte(out), &rep); err != nil {
-			t.Fatal(err)
-		}
+		rep := diffReport(t, exitFindings, append([]string{"--snapshot", dir}, args...)...)
 		var got []string
 		for _, f := range rep.Findings {
 			if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
@@ -323,16 +302,9 @@ func appendConsumed(t *testing.T, dir string, tp audit.TopicPartition, next int6
 // the suppressed output, which needs the grace, is left out of the spec
 // and named as not judged. Never a loss.
 func TestWindowsSuppressedInferred(t *testing.T) {
-	out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/windows", "--app-id", "kaudit-steps-windows",
-		"--topology", "testdata/windows-suppress.describe.txt", "--format", "json")
-	if code != exitIncomplete {
-		t.Fatalf("exit %d, want %d: %s\n%s", code, exitIncomplete, errOut, out)
-	}
-	var rep audit.Report
-	if err := decodeReport([]byte(out), &rep); err != nil {
-		t.Fatal(err)
-	}
-	expectNoLoss(t, &rep)
+	rep := diffReport(t, exitIncomplete, "--snapshot", "../../testdata/apps/windows", "--app-id", "kaudit-steps-windows",
+		"--topology", "testdata/windows-suppress.describe.txt")
+	expectNoLoss(t, rep)
 	missing := fmt.Sprint(rep.Summary.Missing)
 	for _, want := range []string{"3 inputs (sc-clicks/0@206, sc-clicks/0@207, sc-clicks/1@154)", "output sc-busy-minutes (written by KSTREAM-SINK-0000000007) is not judged"} {
 		if !strings.Contains(missing, want) {
@@ -372,15 +344,8 @@ func TestWindowsSpecCheck(t *testing.T) {
 			if tc.code == exitIncomplete {
 				return
 			}
-			out, errOut, code = runCLI(t, "diff", "--spec", p, "--snapshot", "../../testdata/apps/windows", "--format", "json")
-			if code != exitIncomplete {
-				t.Fatalf("diff: exit %d, want %d: %s\n%s", code, exitIncomplete, errOut, out)
-			}
-			var rep audit.Report
-			if err := decodeReport([]byte(out), &rep); err != nil {
-				t.Fatal(err)
-			}
-			expectNoLoss(t, &rep)
+			rep := diffReport(t, exitIncomplete, "--spec", p, "--snapshot", "../../testdata/apps/windows")
+			expectNoLoss(t, rep)
 			if !strings.Contains(fmt.Sprint(rep.Summary.Missing), "table clicks-per-minute is not judged: the spec does not describe the app") {
 				t.Errorf("missing %v, want the table named as not judged", rep.Summary.Missing)
 			}

@@ -30,3 +30,18 @@ func expectNoLoss(t *testing.T, rep *audit.Report) {
 		}
 	}
 }
+
+// diffReport runs kaudit diff with args and --format json, fails the test
+// unless it exits with code, and returns the report it printed.
+func diffReport(t *testing.T, code int, args ...string) *audit.Report {
+	t.Helper()
+	out, errOut, got := runCLI(t, append(append([]string{"diff"}, args...), "--format", "json")...)
+	if got != code {
+		t.Fatalf("kaudit diff %v: exit %d, want %d: %s\n%s", args, got, code, errOut, out)
+	}
+	var rep audit.Report
+	if err := decodeReport([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return &rep
+}
