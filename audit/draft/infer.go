@@ -96,8 +96,10 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			continue
 		}
 		read++
-		windowed, _ := infer.WindowedChangelog(t)
-		windowed = windowed && changelogs[topic]
+		windowed := false
+		if changelogs[topic] {
+			windowed, _ = infer.WindowedChangelog(t) // only a store's changelog holds window keys
+		}
 		windowedTopics[topic] = windowed
 		for _, r := range t.Records() {
 			if !slices.Contains(sources, topic) {
