@@ -142,7 +142,9 @@ func Parse(r io.Reader, name string, o Options) (Log, error) {
 			if long {
 				l.LongLines++
 			}
-			p.line(&l, l.Lines, string(line))
+			// ReadLine drops "\r\n" but keeps the "\r" of a last line
+			// that ends the file without "\n".
+			p.line(&l, l.Lines, strings.TrimSuffix(string(line), "\r"))
 			line, long = line[:0], false
 			if len(l.Events) >= maxEvents {
 				l.Truncated = true
