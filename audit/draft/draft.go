@@ -318,6 +318,8 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			writeOutput(&b, lay, t)
 		} else if inf != nil && d != nil && t.window != nil && t.window.Size > 0 {
 			b.WriteString(inf.windowedOutputWithoutTopology(ctx, src, d, t, tables))
+		} else if inf != nil && d != nil && t.window == nil && !t.tableSource && t.windowNote == "" {
+			b.WriteString(inf.tableOutputWithoutTopology(ctx, src, d, t, tables))
 		}
 	}
 	var guess func(output, left string, rights []string) *infer.JoinGuess

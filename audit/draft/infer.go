@@ -34,6 +34,25 @@ type inferred struct {
 	// storeSerde is, per changelog whose values are of another serde
 	// than the streams' (a count's Longs beside String values), its own
 	storeSerde map[string]infer.Guess
+	// raw are the candidate outputs read undecoded, by name (rawRead)
+	raw map[string]*infer.Topic
+}
+
+// rawRead reads a candidate output's first records undecoded, once for
+// every table that looks for its output.
+func (inf *inferred) rawRead(ctx context.Context, src audit.Source, name string) (*infer.Topic, error) {
+	if t, ok := inf.raw[name]; ok {
+		return t, nil
+	}
+	t, err := infer.Read(ctx, src, nil, name, infer.ReadOptions{PerPartition: initRecords})
+	if err != nil {
+		return nil, err
+	}
+	if inf.raw == nil {
+		inf.raw = map[string]*infer.Topic{}
+	}
+	inf.raw[name] = t
+	return t, nil
 }
 
 // inferTables reads the evidence of the drafted tables and fills in what
@@ -289,6 +308,9 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 		case bestSrc != "":
 			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, t.repartition)
 		}
+		if len(t.steps) == 0 && t.chain == nil && len(best)*10 < n*9 && splitCopies(t, ev, cands, copies) {
+			return // no topology, and the copies are the words of a split
+		}
 		if t.rekeyed || t.repartition != "" {
 			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
 		}
@@ -325,6 +347,8 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			// reach the store as they are, if the reducer folds them too
 			purgedIdentity = true
 			identitySteps(t, "the repartition topic is purged; the source records' "+t.selectKey.Value+" are the changelog's keys and the reducer folds them as they are", nil)
+		} else if splitSteps(t, ev, cands) {
+			return
 		}
 	}
 	if t.tableSource || t.source == "" || ev.Topics[t.changelog] == nil {
@@ -433,7 +457,7 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 		return ""
 	}
 	for _, name := range cands {
-		out, err := infer.Read(ctx, src, nil, name, infer.ReadOptions{PerPartition: initRecords})
+		out, err := inf.rawRead(ctx, src, name)
 		if err != nil || out.Count() < infer.MinKeys {
 			continue
 		}
@@ -462,8 +486,58 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 	return ""
 }
 
+// tableOutputWithoutTopology finds, without a topology, the output of a
+// table's toStream().to(): the topic whose records are, by their bytes,
+// the changelog's records (the cache forwards to both what it flushes)
+// for 90 % of its records (and at least 5). It returns the spec's lines,
+// "" when none or more than one topic is.
+func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+	cl := inf.ev.Topics[t.changelog]
+	if cl == nil || cl.Count() < infer.MinKeys {
+		return ""
+	}
+	states := map[string]bool{}
+	for _, r := range cl.Records() {
+		if r.RawValue != nil {
+			states[string(r.RawKey)+"\x00"+string(r.RawValue)] = true
+		}
+	}
+	cands := outputCandidates(ctx, src, d, tables)
+	if len(cands) > maxOutputCandidates {
+		return ""
+	}
+	var found []string
+	var notes []string
+	for _, name := range cands {
+		out, err := inf.rawRead(ctx, src, name)
+		if err != nil || out.Count() < infer.MinKeys {
+			continue
+		}
+		n := 0
+		for _, r := range out.Records() {
+			if states[string(r.RawKey)+"\x00"+string(r.RawValue)] {
+				n++
+			}
+		}
+		if n*10 >= out.Count()*9 {
+			found = append(found, name)
+			notes = append(notes, fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", n, out.Count()))
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	line := fmt.Sprintf("    output: %s%s\n", yamlScalar(found[0]), comment(notes[0]))
+	if g, ok := inf.storeSerde[t.changelog]; ok {
+		line += fmt.Sprintf("    output_serdes: {value: %s}   # the changelog's values, as its records are\n", yamlScalar(g.Value))
+	}
+	return line
+}
+
 // outputCandidates are the topics that may be an app's outputs without a
-// topology: those it neither reads nor owns, and no internal topic.
+// topology: those it neither reads nor owns (the internal topics are
+// discovery's; one named after the app that follows no internal topic's
+// convention is a user topic: WordCountDemo's streams-wordcount-output).
 func outputCandidates(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) []string {
 	infos, err := src.Topics(ctx)
 	if err != nil {
@@ -481,7 +555,7 @@ func outputCandidates(ctx context.Context, src audit.Source, d *discovery.Discov
 	}
 	var cands []string
 	for _, t := range infos {
-		if !known[t.Name] && !strings.HasPrefix(t.Name, "_") && !strings.HasPrefix(t.Name, d.AppID+"-") {
+		if !known[t.Name] && !strings.HasPrefix(t.Name, "_") {
 			cands = append(cands, t.Name)
 		}
 	}
@@ -569,4 +643,112 @@ func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source,
 		return "# joins: none found without a topology (--topology)\n"
 	}
 	return "joins:\n" + b.String()
+}
+
+// splitSteps drafts, for a store whose repartition copies are purged and
+// whose keys no field of the source carries, the word split of Kafka's
+// WordCountDemo (flatMapValues(split) → groupBy((k, word) → word)) where
+// the words of one candidate source are the changelog's keys, and the
+// reducer from the words as the store's inputs. It applies only to a
+// chain with nothing else: no topology, or the topology's flatMapValues
+// and key selection. It reports whether it drafted them.
+func splitSteps(t *draftTable, ev *infer.Evidence, cands []string) bool {
+	var kinds []spec.StepKind
+	for _, s := range t.steps {
+		kinds = append(kinds, s.kind)
+	}
+	if len(kinds) > 0 && !slices.Equal(kinds, []spec.StepKind{spec.StepFlatMapValues, spec.StepSelectKey}) &&
+		!slices.Equal(kinds, []spec.StepKind{spec.StepFlatMapValues, spec.StepGroupBy}) {
+		return false
+	}
+	var (
+		best    infer.Guess
+		words   *infer.Topic
+		bestSrc string
+	)
+	for _, c := range cands {
+		src := c
+		if c == t.source {
+			src = cmp.Or(t.evSource, c)
+		}
+		g, els := infer.GuessSplitFromStates(ev.Topics[src], ev.Topics[t.changelog])
+		switch {
+		case g.Value != "" && best.Value != "":
+			return false // two sources' words fit: which one feeds the store is not settled
+		case g.Value != "":
+			best, words, bestSrc = g, els, c
+		}
+	}
+	if best.Value == "" {
+		return false
+	}
+	if t.source == "" {
+		t.source, t.sourceNote = bestSrc, "its records' words are the changelog's keys"
+	}
+	node := func(i int) string {
+		if i < len(t.steps) {
+			return t.steps[i].node
+		}
+		return ""
+	}
+	t.steps = []draftStep{{kind: spec.StepFlatMapValues, expr: best.Value, node: node(0), note: best.Evidence}}
+	if len(kinds) == 2 {
+		t.steps = append(t.steps, draftStep{kind: kinds[1], expr: "value", node: node(1), note: "each word is its own key"})
+		t.selectKey = infer.Guess{}
+	} else {
+		t.selectKey = infer.Guess{Value: "value", Evidence: "each word is its own key: groupBy((k, word) -> word)"}
+	}
+	wordsReducer(t, ev, words)
+	return true
+}
+
+// splitCopies drafts, without a topology, the word split of a store
+// whose repartition copies are words of one candidate source's text
+// records (flatMapValues(split) → groupBy((k, word) → word)), by key,
+// value and timestamp for 90 % of them, and the reducer over the words.
+// It reports whether it drafted them.
+func splitCopies(t *draftTable, ev *infer.Evidence, cands []string, copies *infer.Topic) bool {
+	kinds := []spec.StepKind{spec.StepFlatMapValues, spec.StepSelectKey}
+	var exprs []string
+	var g infer.Guess
+	bestSrc := ""
+	for _, c := range cands {
+		src := c
+		if c == t.source {
+			src = cmp.Or(t.evSource, c)
+		}
+		e, cg := infer.GuessChain(ev.Topics[src], copies, kinds, [][]string{infer.SplitCandidates, {"value"}})
+		switch {
+		case e != nil && exprs != nil:
+			return false // two sources' words fit
+		case e != nil:
+			exprs, g, bestSrc = e, cg, c
+		}
+	}
+	if exprs == nil {
+		return false
+	}
+	src := bestSrc
+	if bestSrc == t.source {
+		src = cmp.Or(t.evSource, bestSrc) // merged sources: their union
+	}
+	words, err := infer.Words(ev.Topics[src], exprs[0])
+	if err != nil {
+		return false
+	}
+	t.source, t.sourceNote = bestSrc, "the copies on "+t.repartition+" are its records' words"
+	t.steps = []draftStep{{kind: spec.StepFlatMapValues, expr: exprs[0], note: "with the key, " + g.Evidence}}
+	t.selectKey = infer.Guess{Value: "value", Evidence: "each word is its own key: groupBy((k, word) -> word)"}
+	wordsReducer(t, ev, words)
+	return true
+}
+
+// wordsReducer guesses a word count's reducer over the words as the
+// store's inputs.
+func wordsReducer(t *draftTable, ev *infer.Evidence, words *infer.Topic) {
+	topics := maps.Clone(ev.Topics)
+	src := cmp.Or(t.evSource, t.source)
+	topics[src] = words
+	g := infer.GuessReducer(spec.PlannedTable{Name: t.name, Source: src, Repartition: t.repartition, Store: t.store, Changelog: t.changelog}, &infer.Evidence{Topics: topics}, "key")
+	t.reduce = &g
 }

@@ -317,5 +317,8 @@ func stepText(s draftStep) string {
 	case s.expr == "TODO":
 		return fmt.Sprintf("{%s: %s, node: %s}", s.kind, yamlScalar("TODO: "+s.note), yamlScalar(s.node))
 	}
+	if s.node == "" { // drafted without a topology
+		return fmt.Sprintf("{%s: %s}", s.kind, singleQuoted(s.expr))
+	}
 	return fmt.Sprintf("{%s: %s, node: %s}", s.kind, singleQuoted(s.expr), yamlScalar(s.node))
 }

@@ -464,3 +464,117 @@ func factorOf(pairs [][2]*Rec, srcPaths [][]string, f string, need int) string {
 	}
 	return ""
 }
+
+// Words is the source as flatMapValues(split) → groupBy((k, word) →
+// word) turns it into a store's inputs: each record's words, keyed by
+// themselves, with the record's place and timestamp.
+func Words(source *Topic, split string) (*Topic, error) {
+	st, err := spec.NewStep(spec.StepFlatMapValues, split, "")
+	if err != nil {
+		return nil, err
+	}
+	els, err := elementsOf(source, []*spec.Step{st})
+	if err != nil {
+		return nil, err
+	}
+	for _, rs := range els.Parts {
+		for i := range rs {
+			if !rs[i].Undecodable {
+				rs[i].Key = rs[i].Value
+			}
+		}
+	}
+	return els, nil
+}
+
+// GuessSplitFromStates guesses, where no repartition copy is left
+// (Streams purges them) and no field of the source's records is a key of
+// the changelog, a flatMapValues that splits each text value into words
+// the table groups by (Kafka's WordCountDemo: flatMapValues(split) →
+// groupBy((k, word) → word) → count()): the SplitCandidates whose words
+// are keys of the changelog for at least 90 % of the words (over MinKeys
+// or more), and, where the source was read whole, make up 90 % of the
+// changelog's keys read. It returns the guess and the source as the
+// split turns it into inputs, keyed by word (nil without a guess).
+// Candidates that split every record read alike are one guess when the
+// source was read whole (they are the same on all the evidence), else
+// the guess is left to the user among them.
+func GuessSplitFromStates(source, changelog *Topic) (Guess, *Topic) {
+	if source == nil || changelog == nil {
+		return Guess{Evidence: "no source or changelog record"}, nil
+	}
+	keys := map[string]bool{}
+	for r := range changelog.each() {
+		if r.Key != nil && !r.Undecodable {
+			keys[keyOf(r.Key)] = true
+		}
+	}
+	if len(keys) == 0 {
+		return Guess{Evidence: "no changelog record"}, nil
+	}
+	whole := source.Partitions > 0
+	for p := range source.Partitions {
+		whole = whole && source.Whole[p] && source.Full[p]
+	}
+	mod := uint64(max(changelog.KeyMod, 1))
+	type result struct {
+		expr       string
+		els        *Topic
+		hit, words int
+		sig        codec.Digest // of every word in order: candidates alike split alike
+	}
+	var fits []result
+	for _, c := range SplitCandidates {
+		els, err := Words(source, c)
+		if err != nil {
+			continue // not a text value: no split of it
+		}
+		res := result{expr: c, els: els}
+		covered := map[string]bool{}
+		var all []byte
+		for p := range els.Partitions {
+			for i := range els.Parts[p] {
+				e := &els.Parts[p][i]
+				if e.Undecodable || e.Value == nil {
+					continue
+				}
+				w := keyOf(e.Value)
+				all = append(append(all, w...), 0)
+				res.words++
+				if keys[w] {
+					res.hit++
+					covered[w] = true
+				}
+			}
+		}
+		res.sig = codec.DigestText(all)
+		if res.words < MinKeys || uint64(res.hit)*10*mod < uint64(res.words)*9 {
+			continue
+		}
+		if whole && mod == 1 && len(covered)*10 < len(keys)*9 {
+			continue // the changelog has keys no word of the source is
+		}
+		fits = append(fits, res)
+	}
+	if len(fits) == 0 {
+		return Guess{Evidence: "no split of the source's text values into words gives the changelog's keys for 90 % of the words"}, nil
+	}
+	slices.SortStableFunc(fits, func(a, b result) int { return b.hit - a.hit })
+	best := fits[0]
+	ev := fmt.Sprintf("%d/%d words of the source's records are keys of the changelog (no repartition copy left)", best.hit, best.words)
+	var ties []string
+	alike := true
+	for _, f := range fits[1:] {
+		if f.hit == best.hit {
+			ties = append(ties, f.expr)
+			alike = alike && f.sig == best.sig
+		}
+	}
+	switch {
+	case len(ties) == 0:
+		return Guess{Value: best.expr, Evidence: ev}, best.els
+	case alike && whole:
+		return Guess{Value: best.expr, Evidence: ev + "; " + strings.Join(ties, ", ") + " split every record alike"}, best.els
+	}
+	return Guess{Evidence: ev + "; so do " + strings.Join(ties, ", "), Candidates: append([]string{best.expr}, ties...)}, nil
+}

@@ -2,6 +2,9 @@ package infer
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -122,4 +125,82 @@ func TestGuessFilterKeptConstant(t *testing.T) {
 	if g := GuessFilter(s, pairs); g.Value != `value.type == "click"` {
 		t.Errorf("guess %q (%s), want value.type == \"click\"", g.Value, g.Evidence)
 	}
+}
+
+// TestGuessSplitFromStates: a word count whose repartition copies are
+// purged (WordCountDemo at-least-once): the split is found from the
+// changelog's keys alone, or declined where the words are not the keys.
+func TestGuessSplitFromStates(t *testing.T) {
+	lines := []string{"Kafka streams went down", "the app restarted, on-call typed: audit!", "(sic) Hello world", "It's fine? No it isn't", "kafka kafka streams"}
+	counts := map[string]int64{}
+	var src, states []Rec
+	for i, l := range lines {
+		src = append(src, Rec{Value: l, Timestamp: int64(1000 + i)})
+		for _, w := range splitWords(l) {
+			counts[w]++
+			states = append(states, Rec{Key: w, Value: counts[w], Timestamp: int64(1000 + i)})
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		states []Rec
+		want   string
+	}{
+		{"the changelog of the lower-cased words", states, `regexSplit(lower(value), "\\W+")`},
+		// a word lost from the store: still 90 % of the words are keys
+		{"one word's states lost", slices.DeleteFunc(slices.Clone(states), func(r Rec) bool { return r.Key == "hello" }), `regexSplit(lower(value), "\\W+")`},
+		{"keys no word is", []Rec{{Key: "x", Value: int64(1)}, {Key: "y", Value: int64(1)}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, els := GuessSplitFromStates(topicOf("lines", src...), topicOf("changelog", tc.states...))
+			if g.Value != tc.want {
+				t.Fatalf("guess %q (%s), want %q", g.Value, g.Evidence, tc.want)
+			}
+			if tc.want == "" {
+				if els != nil {
+					t.Errorf("no guess, but the words %v", els)
+				}
+				return
+			}
+			if n := els.Count(); n != len(states) {
+				t.Errorf("%d words, want %d", n, len(states))
+			}
+			for r := range els.each() {
+				if r.Key != r.Value {
+					t.Errorf("word %v keyed %v, want by itself", r.Value, r.Key)
+				}
+			}
+		})
+	}
+	// lines already lower-case and split by single spaces: every
+	// candidate splits them alike, and the source was read whole
+	var plain, plainStates []Rec
+	n := map[string]int64{}
+	for i, l := range []string{"a b c", "b c d", "c d e", "a a"} {
+		plain = append(plain, Rec{Value: l, Timestamp: int64(i)})
+		for _, w := range splitWords(l) {
+			n[w]++
+			plainStates = append(plainStates, Rec{Key: w, Value: n[w]})
+		}
+	}
+	g, _ := GuessSplitFromStates(topicOf("lines", plain...), topicOf("changelog", plainStates...))
+	if g.Value != SplitCandidates[0] {
+		t.Errorf("alike candidates: guess %q (%s), want the first, %q", g.Value, g.Evidence, SplitCandidates[0])
+	}
+	// not read whole: the candidates stay the user's to choose
+	partial := topicOf("lines", plain...)
+	partial.Whole[0] = false
+	if g, _ := GuessSplitFromStates(partial, topicOf("changelog", plainStates...)); g.Value != "" || len(g.Candidates) < 2 {
+		t.Errorf("alike candidates, the source read in part: guess %q, candidates %v, want several and no guess", g.Value, g.Candidates)
+	}
+}
+
+// splitWords is Java's value.toLowerCase().split("\\W+"): a leading empty
+// word kept, trailing ones dropped.
+func splitWords(s string) []string {
+	words := regexp.MustCompile(`\W+`).Split(strings.ToLower(s), -1)
+	for len(words) > 0 && words[len(words)-1] == "" {
+		words = words[:len(words)-1]
+	}
+	return words
 }

@@ -38,9 +38,7 @@ func (m *CogroupMember) ValueChanging() bool { return m.side.ValueChanging() }
 
 // Rekeyed reports whether the member changes the key (groupBy,
 // selectKey…): Streams repartitions it.
-func (m *CogroupMember) Rekeyed() bool {
-	return m.SelectKeyExpr != "" || slices.ContainsFunc(m.Steps, func(st *Step) bool { return st.Kind.KeyChanging() })
-}
+func (m *CogroupMember) Rekeyed() bool { return rekeyed(m.SelectKeyExpr, m.Steps) }
 
 // Add is the member's aggregator: agg after value joins it; first says
 // there is no aggregate yet (the cogroup's initializer's value is then

@@ -253,7 +253,8 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 			if t.SelectKeyExpr != "" && pt.Repartition == "" {
 				p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: table %s has select_key but the topology has no repartition topic before store %s", spec.File, t.Line, t.Name, use.Name))
 			}
-		case t.SelectKeyExpr != "":
+		case rekeyed(t.SelectKeyExpr, t.Steps):
+			// a groupBy or selectKey step repartitions as select_key does
 			pt.Repartition = topology.RepartitionTopic(appID, pt.Store+"-repartition")
 		}
 		nodes := map[*Step]string{} // each step's node in the topology

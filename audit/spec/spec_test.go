@@ -254,7 +254,11 @@ func TestResolve(t *testing.T) {
 		}
 	})
 	t.Run("without a topology, by naming convention", func(t *testing.T) {
-		s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, select_key: value.id, reduce: latest, store: st}\n  - {name: z, source: w, reduce: count, store: st2}\n"))
+		// a groupBy or selectKey step repartitions as select_key does
+		// (WordCountDemo: flatMapValues, groupBy); a filter does not
+		s, err := ParseSpec("k.yaml", []byte("app_id: a\ntables:\n  - {name: x, source: y, select_key: value.id, reduce: latest, store: st}\n  - {name: z, source: w, reduce: count, store: st2}\n"+
+			"  - {name: words, source: lines, steps: [{flatMapValues: 'split(value, \" \")'}, {groupBy: value}], reduce: count, store: st3}\n"+
+			"  - {name: f, source: v, steps: [{filter: 'value.n > 0'}], reduce: count, store: st4}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,6 +271,12 @@ func TestResolve(t *testing.T) {
 		}
 		if z := p.Tables[1]; z.Repartition != "" || z.Changelog != "a-st2-changelog" {
 			t.Errorf("z = %+v", z)
+		}
+		if w := p.Tables[2]; w.Repartition != "a-st3-repartition" {
+			t.Errorf("words = %+v, want the repartition topic a-st3-repartition", w)
+		}
+		if f := p.Tables[3]; f.Repartition != "" {
+			t.Errorf("f = %+v, want no repartition topic", f)
 		}
 	})
 	t.Run("a source feeding no store", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -48,6 +49,12 @@ func (k StepKind) KeyChanging() bool {
 		return true
 	}
 	return false
+}
+
+// rekeyed reports whether a select_key or a step changes the records'
+// keys before their grouping: Kafka Streams then repartitions them.
+func rekeyed(selectKey string, steps []*Step) bool {
+	return selectKey != "" || slices.ContainsFunc(steps, func(st *Step) bool { return st != nil && st.Kind.KeyChanging() })
 }
 
 // ValueChanging reports whether the step may change the record's value.

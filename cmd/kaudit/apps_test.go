@@ -70,6 +70,9 @@ func TestRealApps(t *testing.T) {
 		{"regroup", "regroup", exitClean, nil, ""},
 		{"cogroup", "cogroup", exitClean, map[audit.Cause][]string{audit.CauseFiltered: truth.Cogroup.Filtered}, ""},
 		{"fkjoin", "fkjoin", exitIncomplete, nil, "KTABLE-FK-JOIN-"},
+		// Kafka's own WordCountDemo, unchanged, no topology, its copies purged
+		{"wordcount", "wordcount", exitClean, nil, ""},
+		{"wordcount-eos", "wordcount", exitClean, nil, ""},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			out, errOut, code := runCLI(t, "diff", "--snapshot", "../../testdata/apps/"+tc.bundle, "--spec", "../../testdata/apps/"+tc.spec+".kaudit.yaml", "--format", "json")
@@ -155,6 +158,17 @@ func TestRealAppsInferred(t *testing.T) {
 		// its filter (Integer.parseInt(value) > 20), all from the evidence
 		{"temperature", "streams-temperature", exitClean, ""},
 		{"enrich", "kaudit-z-enrich", exitClean, ""}, {"regroup", "kaudit-z-regroup", exitClean, ""}, {"cogroup", "kaudit-z-cogroup", exitClean, ""}, {"fkjoin", "kaudit-z-fkjoin", exitIncomplete, "FK"},
+		// Kafka's own WordCountDemo, unchanged, no topology, at-least-once:
+		// its repartition topic purged, the word split, the count and the
+		// output (named after the app) from the evidence alone
+		{"wordcount", "streams-wordcount", exitClean, ""},
+		// exactly-once with a 10 MB cache: the copies kept, the changelog
+		// and the output a record per key and commit
+		{"wordcount-eos", "streams-wordcount", exitClean, ""},
+		// the same app killed -9 mid-run and restarted: at-least-once
+		// counted again what it had processed since its last commit, so no
+		// reducer folds the inputs to the states; named, never a loss
+		{"wordcount-restarted", "streams-wordcount", exitIncomplete, "the reducer"},
 	} {
 		t.Run(tc.bundle, func(t *testing.T) {
 			rep := diffReport(t, tc.code, "--snapshot", "../../testdata/apps/"+tc.bundle, "--app-id", tc.appID)
@@ -163,6 +177,45 @@ func TestRealAppsInferred(t *testing.T) {
 				t.Errorf("missing evidence %q, want it to say %q", rep.Summary.Missing, tc.missing)
 			}
 			t.Logf("%s: %s; missing: %v", tc.bundle, rep.Summary.Verdict, rep.Summary.Missing)
+		})
+	}
+}
+
+// TestWordCountInferredLost: WordCountDemo's captures (at-least-once,
+// its copies purged; exactly-once with a cache, its copies kept) with one
+// more line (consumed: the group committed past it) whose words never
+// reached the count, as if the app had lost it. The hand-written spec and
+// --app-id alone (the split, the count and the output inferred) find the
+// same four words of that line lost.
+func TestWordCountInferredLost(t *testing.T) {
+	for _, bundle := range []string{"wordcount", "wordcount-eos"} {
+		t.Run(bundle, func(t *testing.T) {
+			dir := copyTree(t, "../../testdata/apps/"+bundle)
+			next := appendConsumed(t, dir, audit.TopicPartition{Topic: "streams-plaintext-input", Partition: 0}, 0, func(last audit.Record) ([]byte, int64) {
+				return []byte("Kafka lost the words"), last.Timestamp + 1
+			})
+			var reports [2][]string
+			for i, args := range [][]string{{"--spec", "../../testdata/apps/wordcount.kaudit.yaml"}, {"--app-id", "streams-wordcount"}} {
+				rep := diffReport(t, exitFindings, append([]string{"--snapshot", dir}, args...)...)
+				for _, f := range rep.Findings {
+					if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+						reports[i] = append(reports[i], fmt.Sprintf("%s %s/%d@%d %s", f.Cause, f.Topic, f.Partition, f.Offset, f.Key))
+					}
+				}
+				slices.Sort(reports[i])
+			}
+			if len(reports[0]) != 4 {
+				t.Errorf("with the hand-written spec: %v, want the line's 4 words lost", reports[0])
+			}
+			for _, r := range reports[0] {
+				if !strings.Contains(r, fmt.Sprintf(" streams-plaintext-input/0@%d ", next)) {
+					t.Errorf("with the hand-written spec: %s, want a word of streams-plaintext-input/0@%d", r, next)
+				}
+			}
+			if !slices.Equal(reports[1], reports[0]) {
+				t.Errorf("with --app-id alone: %v, want the hand-written spec's %v", reports[1], reports[0])
+			}
+			t.Logf("both: %v", reports[0])
 		})
 	}
 }
