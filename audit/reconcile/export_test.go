@@ -21,3 +21,11 @@ func ExpectedMatched() func() int64 {
 	base := expectedMatched.Load()
 	return func() int64 { return expectedMatched.Load() - base }
 }
+
+// SetSearchBudget sets the explanation search's budget per key (maxNodes)
+// and returns a function that restores it.
+func SetSearchBudget(n int) (restore func()) {
+	saved := maxNodes
+	maxNodes = n
+	return func() { maxNodes = saved }
+}

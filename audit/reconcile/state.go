@@ -129,7 +129,7 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 			ts.t.Name, ts.deletedState, ts.partList(ts.deletedFrom))
 	}
 	if ts.bounded > 0 {
-		r.note("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
+		r.missing("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
 	}
 	return ctx.Err()
 }

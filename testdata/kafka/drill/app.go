@@ -120,7 +120,9 @@ func (d *drill) spawnJava(args []string, logPath string) (*appRun, error) {
 			a.mu.Lock()
 			a.lines = append(a.lines, line)
 			if (strings.HasPrefix(line, "STATE ") || strings.HasPrefix(line, "StateChange: ")) && strings.HasSuffix(line, "-> RUNNING") ||
-				strings.HasSuffix(line, ": SMOKE-TEST-CLIENT-STARTED") {
+				strings.HasSuffix(line, ": SMOKE-TEST-CLIENT-STARTED") ||
+				// an app that prints nothing of its own (Kafka's WordCountDemo): Streams' log line
+				strings.Contains(line, "stream-client [") && strings.Contains(line, "State transition from REBALANCING to RUNNING") {
 				a.running = true
 			}
 			a.mu.Unlock()

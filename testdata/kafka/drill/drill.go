@@ -65,7 +65,7 @@ func newDrill(ctx context.Context, o options) (*drill, error) {
 		}
 	}
 	for _, sc := range o.scenarios {
-		if s, ok := scenarioByName(sc); ok && (s.eos || s.smoke) {
+		if s, ok := scenarioByName(sc); ok && (s.eos || s.smoke || s.examples) {
 			if _, err := os.Stat(d.eosLib()); err != nil {
 				return nil, fmt.Errorf("scenario %s needs Kafka's system-test apps (%w): run mvn -B -q -f testdata/kafka/eos/pom.xml package -Dstreams.version=%s", sc, err, o.kafkaVersion)
 			}

@@ -212,6 +212,8 @@ type truth struct {
 	EOS      *eosTruth   `json:"eos,omitempty"`   // the eos scenarios (eos.go)
 	Smoke    *smokeTruth `json:"smoke,omitempty"` // the smoke scenarios (smoke.go)
 	Apps     *appsTruth  `json:"apps,omitempty"`  // the apps-* scenarios (steps.go)
+	// WordCount is the wordcount scenario's (wordcount.go)
+	WordCount *wcTruth `json:"wordcount,omitempty"`
 }
 
 func writeJSON(path string, v any) error {

@@ -31,6 +31,9 @@ type scenario struct {
 	// smoke: the scenario runs Kafka's own smoke system-test app (smoke.go): SmokeTestClient
 	// and SmokeTestDriver, application id SmokeTest, spec testdata/smoke/smoke.kaudit.yaml.
 	smoke bool
+	// examples: the scenario runs one of Kafka's own example apps (the kafka-streams-examples
+	// jar, built with the system-test apps by testdata/kafka/eos/pom.xml).
+	examples bool
 	// captured: the scenario audits its capture offline against the live audit (as the log
 	// dirs would be), so the brokers keep running and the next scenario reuses them (a
 	// 3-broker cluster costs 10 s to stop and 20-50 s to start on the shared 2 cores).
@@ -57,6 +60,7 @@ var scenarios = []scenario{
 	{name: "unclean", about: "unclean leader election on 3 brokers truncates wave 2; kaudit diff against a capture", brokers: 3, run: scenarioUnclean},
 	{name: "apps-clean", about: "eight apps, four with stateless steps (filter, mapValues, flatMapValues, windowed filter, merge, split), four with stateful shapes (stream-table joins, KTable groupBy with a subtractor, cogroup, a foreign-key join), killed -9 mid-transaction and restarted: no loss", brokers: 1, run: scenarioAppsClean, apps: true, attempts: 2},
 	{name: "apps-faults", about: "the eight apps with one fault each: source retention gaps, a swallowing flatMapValues and filter, repartition purges past the commit; declared filters filtered, never dropped; audited again after every app restarted", brokers: 1, run: scenarioAppsFaults, apps: true, attempts: 2},
+	{name: "wordcount", about: "Kafka's own WordCountDemo (kafka-streams-examples), unchanged, at-least-once: clean with the spec and with --app-id alone; killed -9 mid-input and restarted: counts again, never a loss", brokers: 1, run: scenarioWordCount, examples: true, captured: true},
 	{name: "eos-clean", about: "Kafka's EosTestClient and EosTestDriver (kafka-streams test jar): generate with kill -9 restarts of the client; ALL-RECORDS-DELIVERED and clean", brokers: 3, run: scenarioEOSClean, eos: true},
 	{name: "eos-repartition-deleted", about: "EosTestClient: records of the user topic repartition deleted past the group's committed offset while the client is down", brokers: 3, run: scenarioEOSRepartitionDeleted, eos: true, attempts: 2},
 	{name: "eos-offsets-forward", about: "EosTestClient: the group's committed offset on one data partition moved forward while the client is down", brokers: 3, run: scenarioEOSOffsetsForward, eos: true},

@@ -588,7 +588,7 @@ func expectNoLoss(rep kauditReport) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("%d loss/anomaly findings where SmokeTestDriver passed: %v", len(bad), head(bad, 5))
+		return fmt.Errorf("%d loss/anomaly findings where the app's own check found nothing lost: %v", len(bad), head(bad, 5))
 	}
 	return nil
 }
