@@ -452,24 +452,8 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 			windows[string(r.RawKey[:len(k)+8])] = true // the key and the start, without the sequence number
 		}
 	}
-	cands := outputCandidates(ctx, src, d, tables)
-	if len(cands) > maxOutputCandidates {
-		return ""
-	}
-	for _, name := range cands {
-		out, err := inf.rawRead(ctx, src, name)
-		if err != nil || out.Count() < infer.MinKeys {
-			continue
-		}
-		n := 0
-		for _, r := range out.Records() {
-			if windows[string(r.RawKey)] {
-				n++
-			}
-		}
-		if n*10 < out.Count()*9 {
-			continue
-		}
+	for _, m := range inf.outputsWhere(ctx, src, d, tables, func(r infer.Rec) bool { return windows[string(r.RawKey)] }) {
+		name, n, out := m.name, m.n, m.out
 		inf.ev.Topics[name] = out
 		var b strings.Builder
 		fmt.Fprintf(&b, "    output: %s   # keyed by its windows: %d/%d records (found without a topology)\n", yamlScalar(name), n, out.Count())
@@ -502,36 +486,50 @@ func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.S
 			states[string(r.RawKey)+"\x00"+string(r.RawValue)] = true
 		}
 	}
-	cands := outputCandidates(ctx, src, d, tables)
-	if len(cands) > maxOutputCandidates {
-		return ""
-	}
-	var found []string
-	var notes []string
-	for _, name := range cands {
-		out, err := inf.rawRead(ctx, src, name)
-		if err != nil || out.Count() < infer.MinKeys {
-			continue
-		}
-		n := 0
-		for _, r := range out.Records() {
-			if states[string(r.RawKey)+"\x00"+string(r.RawValue)] {
-				n++
-			}
-		}
-		if n*10 >= out.Count()*9 {
-			found = append(found, name)
-			notes = append(notes, fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", n, out.Count()))
-		}
-	}
+	found := inf.outputsWhere(ctx, src, d, tables, func(r infer.Rec) bool { return states[string(r.RawKey)+"\x00"+string(r.RawValue)] })
 	if len(found) != 1 {
 		return ""
 	}
-	line := fmt.Sprintf("    output: %s%s\n", yamlScalar(found[0]), comment(notes[0]))
+	note := fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, found[0].out.Count())
+	line := fmt.Sprintf("    output: %s%s\n", yamlScalar(found[0].name), comment(note))
 	if g, ok := inf.storeSerde[t.changelog]; ok {
 		line += fmt.Sprintf("    output_serdes: {value: %s}   # the changelog's values, as its records are\n", yamlScalar(g.Value))
 	}
 	return line
+}
+
+// outputMatch is a candidate output n of whose records out matched.
+type outputMatch struct {
+	name string
+	n    int
+	out  *infer.Topic
+}
+
+// outputsWhere reads the candidate outputs (none when there are more than
+// maxOutputCandidates) and returns, in name order, those with at least
+// MinKeys records read of which 90 % or more match.
+func (inf *inferred) outputsWhere(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable, match func(infer.Rec) bool) []outputMatch {
+	cands := outputCandidates(ctx, src, d, tables)
+	if len(cands) > maxOutputCandidates {
+		return nil
+	}
+	var out []outputMatch
+	for _, name := range cands {
+		t, err := inf.rawRead(ctx, src, name)
+		if err != nil || t.Count() < infer.MinKeys {
+			continue
+		}
+		n := 0
+		for _, r := range t.Records() {
+			if match(r) {
+				n++
+			}
+		}
+		if n*10 >= t.Count()*9 {
+			out = append(out, outputMatch{name: name, n: n, out: t})
+		}
+	}
+	return out
 }
 
 // outputCandidates are the topics that may be an app's outputs without a
