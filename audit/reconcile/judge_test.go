@@ -127,21 +127,22 @@ tables:
 			Batch: audit.Batch{ProducerID: 9, ProducerEpoch: 0, Transactional: true, Control: true, BaseOffset: clOff}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
 		clOff++
 	}
+	// the states in transactions, as exactly-once writes them (a
+	// changelog written outside transactions is at-least-once's): one a
+	// state uncached, else one for them all
 	base := int64(0)
 	for i, s := range states {
-		r := audit.Record{Topic: "app-S-changelog", Offset: clOff, Key: []byte("k"), Timestamp: s.ts, Batch: plain}
-		if out.uncached {
-			if !out.oneTxn || i == 0 {
-				base = clOff
-			}
-			r.Batch = audit.Batch{ProducerID: 9, ProducerEpoch: 0, Transactional: true, BaseOffset: base}
+		r := audit.Record{Topic: "app-S-changelog", Offset: clOff, Key: []byte("k"), Timestamp: s.ts}
+		if out.uncached && !out.oneTxn || i == 0 {
+			base = clOff
 		}
+		r.Batch = audit.Batch{ProducerID: 9, ProducerEpoch: 0, Transactional: true, BaseOffset: base}
 		if s.v != "" {
 			r.Value = []byte(s.v)
 		}
 		m.Append(r)
 		clOff++
-		if out.uncached && (!out.oneTxn || i == len(states)-1) {
+		if out.uncached && !out.oneTxn || i == len(states)-1 {
 			commit()
 		}
 	}

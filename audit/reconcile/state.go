@@ -128,6 +128,12 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.note("table %s: for %d keys the store holds a value that no readable input has; it may be that of an input deleted from %s by retention, so they are not judged",
 			ts.t.Name, ts.deletedState, ts.partList(ts.deletedFrom))
 	}
+	if ts.reapplied > 0 {
+		r.missing("table %s: for %d keys no order of their inputs, each applied once (or twice), gives the store's history: its changelog is written outside transactions, so the app runs at-least-once and applies again, after each restart, what it processed since its last commit; only the inputs that cannot have been applied, or that are newer than the key's state, are judged for them", ts.t.Name, ts.reapplied)
+	}
+	if ts.reappliedInputs > 0 {
+		r.note("table %s: %d inputs are applied twice in the store's history; its changelog is written outside transactions: under at-least-once an input processed again after a restart is applied again, by design (under exactly-once it would be a duplicate)", ts.t.Name, ts.reappliedInputs)
+	}
 	if ts.bounded > 0 {
 		r.missing("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
 	}
@@ -158,6 +164,7 @@ func (ts *tableState) storeSize() int {
 // spec's keys are not the store's.
 func (ts *tableState) forget() {
 	ts.diverged, ts.keyNotes, ts.deletedState, ts.undecided, ts.doubled, ts.bounded = nil, nil, 0, nil, nil, 0
+	ts.reapplied, ts.reappliedInputs = 0, 0
 	clear(ts.expected)
 	clear(ts.expIn)
 }

@@ -278,9 +278,17 @@ type tableState struct {
 	resets       map[int32]*lostRange // changelog partition → the states restarted keys lost
 	failed       int                  // keys whose inputs the reducer failed on
 	failedKeys   []string
-	bounded      int             // keys whose explanation search gave up
-	rLogStart    map[int32]int64 // repartition partition → its log start
-	keyNotes     []string        // notes on single keys, sorted before they are added
+	bounded      int // keys whose explanation search gave up
+	// atLeastOnce says that the store's changelog holds records written
+	// outside transactions: the app runs at-least-once, and after a
+	// restart it applies again what it processed since its last commit;
+	// reapplied counts the keys whose history only that explains.
+	atLeastOnce     bool
+	plainCopies     bool // repartition copies written outside transactions (at-least-once)
+	reapplied       int
+	reappliedInputs int             // inputs an explanation applies twice, by design under at-least-once
+	rLogStart       map[int32]int64 // repartition partition → its log start
+	keyNotes        []string        // notes on single keys, sorted before they are added
 	// unreadable lists partitions of the table's topics that could not be
 	// read: its state is then not judged, since any conclusion could rest
 	// on the missing part.
@@ -415,6 +423,9 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			fp := it.fp
 			if !it.hasFP {
 				fp = fingerprintOf(it.keyText, it.digest, e.Record.Timestamp)
+			}
+			if e.Txn == nil && e.Fate == audit.FateCommitted {
+				ts.plainCopies = true
 			}
 			ev := copyEvent{f: fp, partition: p, offset: e.Record.Offset, ts: e.Record.Timestamp,
 				fate: e.Fate, applied: c >= 0 && e.Record.Offset < c}
@@ -557,6 +568,8 @@ func (r *run) readChangelog(ctx context.Context, ts *tableState) {
 			txn := int64(-1)
 			if e.Txn != nil {
 				txn = e.Txn.FirstOffset
+			} else {
+				ts.atLeastOnce = true
 			}
 			ent := clEntry{offset: e.Record.Offset, ts: e.Record.Timestamp, null: e.Record.Value == nil}
 			if !ent.null {
@@ -1021,6 +1034,14 @@ func (r *run) duplicates(ctx context.Context, ts *tableState, dups []copyInfo) {
 		}
 		return dups[i].offset < dups[j].offset
 	})
+	if ts.plainCopies && ts.atLeastOnce && len(dups) > 0 {
+		n := 0
+		for _, ci := range dups {
+			n += int(ci.applied + ci.pending)
+		}
+		r.note("table %s: %d committed repartition copies more than their inputs, written outside transactions: under at-least-once an input processed again after a restart is copied again, by design (under exactly-once it would be a duplicate)", ts.t.Name, n)
+		return
+	}
 	for _, ci := range dups {
 		tp := audit.TopicPartition{Topic: ts.t.Repartition, Partition: ci.partition}
 		fd := audit.NewFinding(audit.StageRepartition, audit.CauseDuplicate, tp, ci.offset)
