@@ -490,12 +490,46 @@ func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.S
 	if len(found) != 1 {
 		return ""
 	}
-	note := fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, found[0].out.Count())
+	out := found[0].out
+	note := fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, out.Count())
 	line := fmt.Sprintf("    output: %s%s\n", yamlScalar(found[0].name), comment(note))
 	if g, ok := inf.storeSerde[t.changelog]; ok {
 		line += fmt.Sprintf("    output_serdes: {value: %s}   # the changelog's values, as its records are\n", yamlScalar(g.Value))
 	}
+	// with no step before it, every state reaches the output; a state it
+	// lacks may be a filter's (toStream().filter(…).to(…)), which is not
+	// inferred here: the output is then left unjudged, never a loss
+	if why := missingStates(cl, out); why != "" {
+		line += fmt.Sprintf("    output_steps:\n      - filter: %s\n", yamlScalar("TODO: "+why))
+	}
 	return line
+}
+
+// missingStates says why the output may not hold every state of the
+// changelog: a state read that it lacks, or either topic not read whole;
+// "" when it holds them all.
+func missingStates(cl, out *infer.Topic) string {
+	for _, t := range []*infer.Topic{cl, out} {
+		for p := range t.Partitions {
+			if !t.Whole[p] || !t.Full[p] {
+				return fmt.Sprintf("%s was read in part, so whether a filter drops some states before the output is not known", t.Name)
+			}
+		}
+	}
+	have := map[string]bool{}
+	for _, r := range out.Records() {
+		have[string(r.RawKey)+"\x00"+string(r.RawValue)] = true
+	}
+	lack := 0
+	for _, r := range cl.Records() {
+		if r.RawValue != nil && !have[string(r.RawKey)+"\x00"+string(r.RawValue)] {
+			lack++
+		}
+	}
+	if lack > 0 {
+		return fmt.Sprintf("%d states of the changelog are not on the output: a filter before it, or lost records", lack)
+	}
+	return ""
 }
 
 // outputMatch is a candidate output n of whose records out matched.
