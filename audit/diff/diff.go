@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
+	"path/filepath"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -81,6 +83,13 @@ type Options struct {
 	// RunID names the audit a shard belongs to (kaudit diff --run-id),
 	// so that kaudit merge refuses a shard of another run.
 	RunID string
+	// Exchange, with Shard and RunID, is a folder every shard of the run
+	// mounts: the shards hand each other the inputs of re-keyed tables
+	// under Exchange/RunID, each reading only its own source partitions
+	// (reconcile.Exchange), and must then all run at once; a shard waits
+	// at most ExchangeWait (0: 30 minutes) for the others.
+	Exchange     string
+	ExchangeWait time.Duration
 	// CrossCheck compares each partition's derived read_committed view
 	// with the broker's.
 	CrossCheck bool
@@ -149,16 +158,20 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	ready := sync.OnceValue(func() error { return <-checked })
 	appID := cmp.Or(o.AppID, s.Pipeline.AppID)
 	var shard *audit.Shard
+	var exchange *reconcile.Exchange
 	if o.Partitions != nil || o.Shard.Count > 0 {
 		tasks := taskPartitions(ctx, ev.Source, s.Pipeline)
 		if o.Partitions == nil {
 			o.Partitions = o.Shard.partitions(tasks)
 		}
 		shard = &audit.Shard{Index: o.Shard.Index, Count: o.Shard.Count, Partitions: slices.Clone(o.Partitions), Tasks: tasks, Run: o.RunID}
+		if o.Exchange != "" && o.Shard.Count > 0 {
+			exchange = &reconcile.Exchange{Dir: filepath.Join(o.Exchange, url.PathEscape(o.RunID)), Index: o.Shard.Index, Count: o.Shard.Count, Tasks: tasks, Wait: o.ExchangeWait}
+		}
 	}
 	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
-		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready, History: hist})
+		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready, History: hist, Exchange: exchange})
 	if err != nil {
 		cancel() // the spec check too
 	}

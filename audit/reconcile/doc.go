@@ -19,8 +19,11 @@
 //     state.go, windows by window.go, a store without a cache by
 //     uncached.go, a table's own output by output.go. A table too big for
 //     the memory budget is checked a bucket of keys at a time, spilled to
-//     files (spill.go). A KTable groupBy (regroup.go) and a cogroup
-//     (cogroup.go) are tables with checks of their own.
+//     files (spill.go). A shard of the tasks (Options.Partitions) takes a
+//     re-keyed table's inputs from every source partition, which it reads,
+//     or which the shards that own them hand it (exchange.go). A KTable
+//     groupBy (regroup.go) and a cogroup (cogroup.go) are tables with
+//     checks of their own.
 //  4. the joins: each KTable-KTable join chain's output against the
 //     tables' final states (join.go); each stream-table join's records
 //     (streamjoin.go); each copy (copies.go).

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/internal/fakeapp"
 )
@@ -83,14 +82,7 @@ func TestMissingEvidenceNeverJudged(t *testing.T) {
 		}, "latest explains 280", "payments"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
-			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
-				t.Fatal(err)
-			}
-			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, dec := generated(t, s)
 			p := pipelineOf(s)
 			if tt.mod != nil {
 				tt.mod(p)
@@ -135,14 +127,7 @@ func TestValueChangedOnTheWay(t *testing.T) {
 		}
 		return json.Marshal(v)
 	}
-	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
-	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
-		t.Fatal(err)
-	}
-	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, dec := generated(t, s)
 	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

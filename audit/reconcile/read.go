@@ -83,6 +83,10 @@ type reads struct {
 	// foreign lists partitions another shard owns (--partitions): read for
 	// the inputs of this shard's keys, their findings and cut left to the owner
 	foreign map[audit.TopicPartition]bool
+	// failed is the detail of the last partition that could not be read
+	// (its unreadable finding's), for the shards it sends inputs to
+	// (exchange.go)
+	failed  string
 	streams map[audit.TopicPartition]*stream
 	slots   chan struct{}
 	cancel  context.CancelFunc
@@ -343,6 +347,7 @@ func (r *run) walkLedger(ctx context.Context, rd *reads, tp audit.TopicPartition
 			return nil, false
 		}
 		f := audit.UnreadablePartition(tp, fmt.Sprintf("%s partition could not be read: %v", rd.role, err))
+		rd.failed = f.Detail
 		if rd.foreign[tp] {
 			r.missing("%s (read for the inputs of this shard's keys): %s", tp, f.Detail)
 		} else {

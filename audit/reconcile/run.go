@@ -37,6 +37,10 @@ type Options struct {
 	// Partitions limits the audit to these task partitions (a shard of
 	// co-partitioned tasks); nil means all.
 	Partitions []int32
+	// Exchange, for a shard (Partitions), has the shards of one run hand
+	// each other the inputs of re-keyed tables instead of each reading
+	// every source partition (exchange.go); nil: each reads them all.
+	Exchange *Exchange
 	// Concurrency is how many partitions are read and decoded at once,
 	// ahead of the audit; 0 reads one partition at a time in the audit's
 	// own goroutine. The report does not depend on it.

@@ -58,6 +58,20 @@ func scenarioPipeline(s fakeapp.Scenario, serde, joinValue string) (*reconcile.P
 }
 
 // audit generates the scenario in memory and runs the engine on it.
+// generated is s's topics in memory, and the decoder of its JSON values.
+func generated(t *testing.T, s fakeapp.Scenario) (*fakeapp.Memory, audit.Decoder) {
+	t.Helper()
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, dec
+}
+
 func runScenario(t *testing.T, s fakeapp.Scenario) (*audit.Report, *fakeapp.Truth) {
 	t.Helper()
 	m := fakeapp.NewMemory(time.UnixMilli(s.Now))

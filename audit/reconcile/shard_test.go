@@ -1,8 +1,13 @@
 package reconcile_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"iter"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,14 +105,7 @@ func TestShards(t *testing.T) {
 func TestShardJoinNotCoPartitioned(t *testing.T) {
 	s := fakeapp.SeedScenario("shop", 300)
 	s.OutputPartitions = 5
-	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
-	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
-		t.Fatal(err)
-	}
-	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, dec := generated(t, s)
 	rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, Partitions: []int32{1}})
 	if err != nil {
 		t.Fatal(err)
@@ -179,4 +177,207 @@ func TestCleanSpreadShards(t *testing.T) {
 			t.Errorf("shard %v: verdict %s, missing %q", parts, rep.Summary.Verdict, rep.Summary.Missing)
 		}
 	}
+}
+
+// TestShardsExchange: shards that hand each other the inputs of re-keyed
+// tables (Options.Exchange), each reading only its own source
+// partitions, give the reports the shards that read every source
+// partition give, byte for byte: with faults, retention past the
+// consumed records, purged copies, keys spread across partitions, tables
+// spilled to disk, and steps that filter, change values or emit several
+// elements per input.
+func TestShardsExchange(t *testing.T) {
+	steps := [][]fakeapp.Step{nil, {fakeapp.StepFilter, fakeapp.StepMapValues}, {fakeapp.StepFilter, fakeapp.StepWords, fakeapp.StepGroupByWord}, {fakeapp.StepItems}}
+	kinds := []fakeapp.FaultKind{fakeapp.FaultDrop, fakeapp.FaultStateDiverged, fakeapp.FaultRetentionGap, fakeapp.FaultAbortNotReplayed, fakeapp.FaultJoinMissing}
+	for seed := range 8 {
+		for _, count := range []int32{2, 3} {
+			t.Run(fmt.Sprintf("seed%d/shards%d", seed, count), func(t *testing.T) {
+				s := fakeapp.SeedScenario("shop", 300)
+				s.Seed = uint64(seed)
+				s.SpreadSources = seed%4 != 0
+				s.Partitions = 3
+				s.Purge = seed%2 == 0
+				s.Tables[seed%3].Steps = steps[seed%len(steps)]
+				s.Faults = []fakeapp.Fault{{Kind: kinds[seed%len(kinds)], Table: (seed + 1) % 3, Partition: int32(seed % 3)}}
+				m, dec := generated(t, s)
+				dir := t.TempDir()
+				src := &countingSource{Source: m, topics: map[string]bool{}}
+				for _, tb := range s.Tables {
+					src.topics[tb.Source] = true
+				}
+				run := func(i int32, x bool) (string, error) {
+					var parts []int32
+					for p := range s.Partitions {
+						if p%count == i {
+							parts = append(parts, p)
+						}
+					}
+					opts := reconcile.Options{Now: time.UnixMilli(s.Now), Decoder: dec, Partitions: parts, MaxTxnTimeout: 15 * time.Minute,
+						MemoryBudget: int64(seed%3/2) * 2000, SpillDir: t.TempDir(), Concurrency: seed % 2}
+					if x {
+						opts.Exchange = &reconcile.Exchange{Dir: dir, Index: i, Count: count, Tasks: s.Partitions, Wait: time.Minute}
+					}
+					rep, err := reconcile.Run(t.Context(), src, pipelineOf(s), opts)
+					if err != nil {
+						return "", err
+					}
+					b, err := json.MarshalIndent(struct {
+						F []audit.Finding
+						S audit.Summary
+					}{rep.Findings, rep.Summary}, "", " ")
+					return string(b), err
+				}
+				got := make([]string, count)
+				errs := make([]error, count)
+				var wg sync.WaitGroup
+				for i := range count {
+					wg.Go(func() { got[i], errs[i] = run(i, true) })
+				}
+				wg.Wait()
+				exchanged := src.read.Swap(0)
+				for i := range count {
+					if errs[i] != nil {
+						t.Fatalf("shard %d/%d with the exchange: %v", i, count, errs[i])
+					}
+					want, err := run(i, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got[i] != want {
+						t.Errorf("shard %d/%d: the exchange's report differs from reading every source partition:\n%s", i, count, lineDiff(want, got[i]))
+					}
+				}
+				each := src.read.Swap(0)
+				if _, err := run(0, false); err != nil { // reads the sources once
+					t.Fatal(err)
+				}
+				once := src.read.Load()
+				t.Logf("source records read: %d by the shards exchanging, %d by the shards each reading all, %d by one shard", exchanged, each, once)
+				if exchanged >= each || exchanged > once+once/10 {
+					t.Errorf("the shards exchanging read %d source records, each reading all %d, one shard %d: not about once", exchanged, each, once)
+				}
+			})
+		}
+	}
+}
+
+// TestExchangeShardMissing: a shard whose peers never send their inputs
+// fails once it has waited, naming the shard it waited for; it does not
+// judge the table without them.
+func TestExchangeShardMissing(t *testing.T) {
+	s := fakeapp.SeedScenario("shop", 100)
+	s.Partitions = 2
+	m, dec := generated(t, s)
+	_, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, Partitions: []int32{0},
+		Exchange: &reconcile.Exchange{Dir: t.TempDir(), Index: 0, Count: 2, Tasks: 2, Wait: 200 * time.Millisecond}})
+	if err == nil || !strings.Contains(err.Error(), "from shard 1/2") || !strings.Contains(err.Error(), "must all run at once") {
+		t.Fatalf("err = %v; want the wait for shard 1/2 named", err)
+	}
+}
+
+// lineDiff shows the first lines where two texts differ.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < max(len(al), len(bl)) && len(out) < 12; i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, fmt.Sprintf("line %d\n  want %s\n  got  %s", i+1, x, y))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// countingSource counts the records read of some topics.
+type countingSource struct {
+	audit.Source
+	topics map[string]bool
+	read   atomic.Int64
+}
+
+func (c *countingSource) Records(ctx context.Context, tp audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	seq := c.Source.Records(ctx, tp, from, to)
+	if !c.topics[tp.Topic] {
+		return seq
+	}
+	return func(yield func(audit.Record, error) bool) {
+		for r, err := range seq {
+			c.read.Add(1)
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestExchangeTopicUnlisted: a shard that cannot list a source topic's
+// partitions tells the others, which take its partitions as unreadable
+// (the table is then not judged) instead of waiting for them.
+func TestExchangeTopicUnlisted(t *testing.T) {
+	s := fakeapp.SeedScenario("shop", 100)
+	s.Partitions = 2
+	m, dec := generated(t, s)
+	dir := t.TempDir()
+	topic := s.Tables[0].Source
+	var reps [2]*audit.Report
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range int32(2) {
+		var src audit.Source = m
+		if i == 1 {
+			src = &unlistedSource{Source: m, topic: topic}
+		}
+		wg.Go(func() {
+			reps[i], errs[i] = reconcile.Run(t.Context(), src, pipelineOf(s), reconcile.Options{Now: time.UnixMilli(s.Now), Decoder: dec, Partitions: []int32{i},
+				MaxTxnTimeout: 15 * time.Minute, Exchange: &reconcile.Exchange{Dir: dir, Index: i, Count: 2, Tasks: 2, Wait: 20 * time.Second}})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d/2: %v", i, err)
+		}
+	}
+	said := false
+	for _, msg := range reps[0].Summary.Missing {
+		said = said || strings.Contains(msg, "shard 1/2, which reads it, could not list "+topic)
+	}
+	if !said || reps[0].Summary.Verdict != audit.VerdictIncomplete {
+		t.Errorf("shard 0/2: verdict %s, missing %q; want incomplete, naming the partitions shard 1/2 could not list", reps[0].Summary.Verdict, reps[0].Summary.Missing)
+	}
+	for _, f := range reps[0].Findings {
+		if f.Severity == audit.SeverityLoss {
+			t.Errorf("shard 0/2 reports a loss without shard 1/2's inputs: %v", f)
+		}
+	}
+}
+
+// unlistedSource cannot list one topic's partitions.
+type unlistedSource struct {
+	audit.Source
+	topic string
+}
+
+func (u *unlistedSource) Partitions(ctx context.Context, topic string) (int32, error) {
+	if topic == u.topic {
+		return 0, fmt.Errorf("%s: metadata kept failing: %w", topic, audit.ErrUnreadable)
+	}
+	return u.Source.Partitions(ctx, topic)
+}
+
+func (u *unlistedSource) Topics(ctx context.Context) ([]audit.TopicInfo, error) {
+	ts, err := u.Source.Topics(ctx)
+	out := ts[:0:0]
+	for _, t := range ts {
+		if t.Name != u.topic {
+			out = append(out, t)
+		}
+	}
+	return out, err
 }

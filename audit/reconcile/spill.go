@@ -237,7 +237,17 @@ func (s *spill) addCopy(key string, ev copyEvent) {
 // addInput writes one consumed input of key; raw is its serialized value
 // where the check folds it, else nil.
 func (s *spill) addInput(key string, x inputRec, raw []byte) {
-	b := binary.AppendUvarint(s.buf[:0], uint64(len(key)))
+	b := appendInput(s.buf[:0], key, x, raw)
+	bk := s.bucket(key)
+	s.nInputs[bk]++
+	s.write(s.inputs[bk], b)
+	s.buf = b
+}
+
+// appendInput appends one input of key, as readInputs parses it: the
+// spill's and the shards' exchange's (exchange.go) record of an input.
+func appendInput(b []byte, key string, x inputRec, raw []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.offset))
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.ts))
@@ -245,15 +255,10 @@ func (s *spill) addInput(key string, x inputRec, raw []byte) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.part))
 	b = binary.LittleEndian.AppendUint16(b, x.elem)
 	if raw == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(raw))+1) // 0: no value kept
-		b = append(b, raw...)
+		return append(b, 0)
 	}
-	bk := s.bucket(key)
-	s.nInputs[bk]++
-	s.write(s.inputs[bk], b)
-	s.buf = b
+	b = binary.AppendUvarint(b, uint64(len(raw))+1) // 0: no value kept
+	return append(b, raw...)
 }
 
 // addState writes one committed changelog record of key: its state,
@@ -684,23 +689,40 @@ func (r *run) loadInputs(ctx context.Context, ts *tableState, b int) error {
 		if ks == nil {
 			ks = ts.keyState(string(kb))
 		}
-		var v audit.Value
-		switch {
-		case raw != nil && ts.t.ValueChanging:
-			// the element's value as its steps gave it, in canonical JSON
-			var err error
-			if v, err = codec.ParseCanonical(raw); err != nil {
-				return fmt.Errorf("decode a spilled input of %s@%d: %w", ts.tpOf(x.part), x.offset, err)
-			}
-		case raw != nil:
-			var err error
-			if v, err = r.opts.Decoder.Decode(ctx, ts.tpOf(x.part).Topic, false, raw); err != nil {
-				return fmt.Errorf("decode a spilled input of %s@%d: %w", ts.tpOf(x.part), x.offset, err)
-			}
+		v, err := r.inputValue(ctx, ts, x, raw)
+		if err != nil {
+			return fmt.Errorf("decode a spilled input of %s@%d: %w", ts.tpOf(x.part), x.offset, err)
 		}
 		r.addInputTo(ts, ks, x, v, nil)
 		return nil
 	})
+}
+
+// inputRaw is what the spill and the exchange keep of an element's value
+// (appendInput): nothing for a latest table, whose check compares
+// digests; the value its steps gave in canonical JSON where they change
+// values; else the source record's serialized value.
+func inputRaw(t *Table, e *elemOf) []byte {
+	switch {
+	case t.Latest:
+		return nil
+	case t.ValueChanging:
+		return codec.Canonical(e.v) // decoded again as JSON (inputValue)
+	default:
+		return e.it.Record.Value
+	}
+}
+
+// inputValue decodes what inputRaw kept of an input's value.
+func (r *run) inputValue(ctx context.Context, ts *tableState, x inputRec, raw []byte) (audit.Value, error) {
+	switch {
+	case raw == nil:
+		return nil, nil
+	case ts.t.ValueChanging:
+		return codec.ParseCanonical(raw) // the element's value as its steps gave it
+	default:
+		return r.opts.Decoder.Decode(ctx, ts.tpOf(x.part).Topic, false, raw)
+	}
 }
 
 // startKeys sets ts.keys to the n store keys that keys yields, each with

@@ -301,6 +301,9 @@ type tableState struct {
 	// multiElem says the steps emitted several elements for some input: a
 	// finding then says which element it is
 	multiElem bool
+	// xout, while a shard reads a source partition of its own, holds its
+	// inputs for the shards that own their keys (exchange.go)
+	xout *xsend
 	// deletedOffsets counts the offsets below the source partitions' log
 	// starts (retention, DeleteRecords): their copies may still be on the
 	// repartition topic. elements and consumedWithKey count what the
@@ -612,6 +615,9 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 	t := ts.t
 	parts, ok := r.partitionsOf(ctx, topic, "source")
 	if !ok {
+		if r.opts.Partitions != nil && t.Repartition != "" && !r.p.Keyless && r.opts.Exchange != nil && ts.win == nil {
+			return r.sendGone(ts, topic) // the shards waiting for its partitions
+		}
 		return nil
 	}
 	// A shard (--partitions) is a set of the tasks that apply a re-keyed
@@ -619,8 +625,11 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 	// and only the inputs whose keys the shard's partitions hold are kept;
 	// a source partition's own findings belong to the shard of its number.
 	shardByKey := r.opts.Partitions != nil && t.Repartition != "" && !r.p.Keyless
+	// With an exchange, the shard reads its own partitions only and the
+	// shards hand each other the inputs of their keys (exchange.go).
+	exchange := shardByKey && r.exchanging(ts, topic)
 	foreign := map[audit.TopicPartition]bool{}
-	if shardByKey {
+	if shardByKey && !exchange {
 		parts = nil
 		for p := range r.topics[topic].Partitions {
 			parts = append(parts, p)
@@ -643,6 +652,9 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 		read, consumed := r.counter("read"), r.counter("consumed")
 		var nullKeys []int64
 		var nullCount int64
+		if exchange {
+			ts.xout = &xsend{bufs: make([][]byte, r.opts.Exchange.Count)}
+		}
 		l, ok := r.walkTable(ctx, ts, rd, tp, func(it *item) {
 			e := &it.Entry
 			if e.Fate != audit.FateCommitted {
@@ -725,6 +737,17 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 			}
 			r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
 		})
+		if exchange {
+			m := xmeta{Unreadable: rd.failed, MultiElem: ts.multiElem, Unplaced: ts.unplaced}
+			if ok {
+				m.Unreadable = ""
+				m.LogStart = l.Offsets.LogStart
+				m.Incomplete = r.clusterLogStart(tp, l.Offsets.LogStart) > max(c, 0) || c > l.Offsets.HW
+			}
+			if err := r.send(ts, topic, p, m); err != nil {
+				return err
+			}
+		}
 		if !ok {
 			ts.complete = false
 			continue
@@ -757,6 +780,9 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 		if r.gapFindings(tp, l, c) {
 			ts.complete = false
 		}
+	}
+	if exchange && ctx.Err() == nil {
+		return r.receive(ctx, ts, src, topic, r.topics[topic].Partitions)
 	}
 	return ctx.Err()
 }
@@ -836,6 +862,10 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	} else {
 		text = codec.Text(e.key)
 	}
+	if ts.xout != nil {
+		r.route(ts, text, inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem)}, inputRaw(t, &e))
+		return // added by the shard that receives it (exchange.go)
+	}
 	if e.shardByKey && !r.inShard(ts, text) {
 		return
 	}
@@ -846,15 +876,7 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	}
 	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem)}
 	if ts.spill != nil {
-		var raw []byte
-		switch {
-		case t.Latest:
-		case t.ValueChanging:
-			raw = codec.Canonical(e.v) // the element's value, decoded again as JSON when its bucket is checked
-		default:
-			raw = rec.Value // decoded again when its bucket is checked
-		}
-		ts.spill.addInput(text+suffix, x, raw)
+		ts.spill.addInput(text+suffix, x, inputRaw(t, &e)) // decoded again when its bucket is checked
 		return
 	}
 	if ts.win != nil {

@@ -44,14 +44,7 @@ func TestUnreadableNeverLoss(t *testing.T) {
 	s := fakeapp.SeedScenario("shop", 200)
 	for _, topic := range []string{s.Tables[1].Source, s.Repartition(s.Tables[1]), s.Changelog(s.Tables[0]), s.Output} {
 		t.Run(topic, func(t *testing.T) {
-			m := fakeapp.NewMemory(time.UnixMilli(s.Now))
-			if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
-				t.Fatal(err)
-			}
-			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, dec := generated(t, s)
 			rep, err := reconcile.Run(t.Context(), brokenSource{m, topic}, pipelineOf(s), reconcile.Options{Decoder: dec})
 			if err != nil {
 				t.Fatal(err)

@@ -44,6 +44,8 @@ type diffOptions struct {
 	Partitions       []int32
 	Shard            diff.Shard
 	RunID            string
+	Exchange         string // --exchange DIR: the shards hand each other their inputs
+	ExchangeWait     time.Duration
 	CrossCheck       bool
 	Concurrency      int
 	Wide             bool // --wide: the table unwrapped
@@ -66,7 +68,7 @@ type diffOptions struct {
 func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
 		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
-		Partitions: o.Partitions, Shard: o.Shard, RunID: o.RunID, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
+		Partitions: o.Partitions, Shard: o.Shard, RunID: o.RunID, Exchange: o.Exchange, ExchangeWait: o.ExchangeWait, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
 		SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
 
@@ -92,6 +94,8 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "partitions", Usage: "audit only these task partitions, e.g. `0-5` or 0,3 (a shard; see kaudit merge)", EnvVars: env("partitions")},
 		&cli.StringFlag{Name: "shard", Usage: "audit shard `I/N` of the task partitions (those with partition % N == I), e.g. --shard $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job; see kaudit merge", EnvVars: env("shard")},
 		&cli.StringFlag{Name: "run-id", Usage: "name the audit a shard belongs to (`ID`, e.g. the Job's uid): kaudit merge refuses a shard of another run", EnvVars: env("run-id")},
+		&cli.StringFlag{Name: "exchange", Usage: "with --shard and --run-id: a `DIR` every shard of the run mounts, through which the shards hand each other the inputs of re-keyed tables, so that together they read each source record once; the shards must then all run at once", EnvVars: env("exchange")},
+		&cli.DurationFlag{Name: "exchange-wait", Value: 30 * time.Minute, Usage: "with --exchange: how long a shard waits for another's inputs before it fails", EnvVars: env("exchange-wait")},
 		&cli.BoolFlag{Name: "no-cross-check", Usage: "skip comparing each partition's derived read_committed view with the broker's", EnvVars: env("no-cross-check")},
 		&cli.IntFlag{Name: "concurrency", Value: runtime.GOMAXPROCS(0), Usage: "read and decode up to `N` partitions at once, ahead of the audit (1: one reader)", EnvVars: env("concurrency")},
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
@@ -135,6 +139,7 @@ func diffCommand() *cli.Command {
 func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"), SaveSpec: c.String("save-spec"),
 		StateDir: c.String("state-dir"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"), RunID: c.String("run-id"),
+		Exchange: c.String("exchange"), ExchangeWait: c.Duration("exchange-wait"),
 		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"),
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
@@ -162,6 +167,9 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		if o.Shard, err = diff.ParseShard(sh); err != nil {
 			return o, usagef("--shard: %w", err)
 		}
+	}
+	if o.Exchange != "" && (o.Shard.Count == 0 || o.RunID == "") {
+		return o, usagef("--exchange needs --shard I/N and --run-id ID: the shards of one run hand each other their inputs under DIR/ID")
 	}
 	if o.Concurrency < 1 || o.Concurrency > 64 {
 		return o, usagef("--concurrency %d: want 1 to 64", o.Concurrency)

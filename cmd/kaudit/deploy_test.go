@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -268,16 +269,27 @@ func TestDeployScripts(t *testing.T) {
 
 	// the bundle's tasks are partitions 0 and 1: two shards (--shard 0/2, 1/2)
 	shard := m.jobs["kaudit-shards"].Spec.Template.Spec.Containers[0]
-	sizes := map[string]string{"REPORTS": reports, "SHARDS": "2"}
+	exchange := filepath.Join(reports, "exchange")
+	sizes := map[string]string{"REPORTS": reports, "SHARDS": "2", "KAUDIT_EXCHANGE": exchange, "EXCHANGE": exchange, "KAUDIT_EXCHANGE_WAIT": "2m"}
+	// the shards hand each other their inputs (KAUDIT_EXCHANGE): they run at once
+	var codes [2]int
+	var wg sync.WaitGroup
 	for i := range 2 {
 		// the Job's uid, as the downward API gives it
 		env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "KAUDIT_RUN_ID": "uid-tonight"}
 		for k, v := range sizes {
 			env[k] = v
 		}
-		if code := deployRun(t, bin, shard, env); code != 0 {
+		wg.Go(func() { codes[i] = deployRun(t, bin, shard, env) })
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != 0 {
 			t.Fatalf("shard %d exited %d, want 0 (its report written)", i, code)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(exchange, "uid-tonight")); err != nil {
+		t.Errorf("the shards exchanged no inputs: %v", err)
 	}
 	if code := deployRun(t, bin, shard, sizes); code == 0 {
 		t.Error("the shard script ran without JOB_COMPLETION_INDEX")
@@ -285,6 +297,9 @@ func TestDeployScripts(t *testing.T) {
 	merge := m.jobs["kaudit-merge"].Spec.Template.Spec.Containers[0]
 	if code := deployRun(t, bin, merge, sizes); code != exitFindings {
 		t.Fatalf("merge exited %d, want %d (the incident's loss)", code, exitFindings)
+	}
+	if _, err := os.Stat(exchange); err == nil {
+		t.Error("the merge left the shards' exchange behind")
 	}
 	b, err := os.ReadFile(filepath.Join(reports, "merged.json"))
 	if err != nil {
@@ -306,7 +321,7 @@ func TestDeployScripts(t *testing.T) {
 		t.Errorf("merge with a shard missing exited %d, want %d", code, exitUsage)
 	}
 	// shard 1 fails tonight; last night's report of it is still there
-	if code := deployRun(t, bin, shard, map[string]string{"REPORTS": reports, "SHARDS": "2", "JOB_COMPLETION_INDEX": "1", "KAUDIT_RUN_ID": "uid-last-night"}); code != 0 {
+	if code := deployRun(t, bin, shard, map[string]string{"REPORTS": reports, "SHARDS": "2", "JOB_COMPLETION_INDEX": "1", "KAUDIT_RUN_ID": "uid-last-night", "KAUDIT_EXCHANGE": ""}); code != 0 {
 		t.Fatalf("shard 1 of last night exited %d", code)
 	}
 	if code := deployRun(t, bin, merge, sizes); code != exitUsage {

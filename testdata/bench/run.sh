@@ -13,7 +13,9 @@
 #   c  kaudit diff, live, end to end
 #   -  kaudit capture of the app (measured, no ratio)
 #   d  kaudit diff --snapshot of that capture
-# checks that c and d say clean and name the same findings, and prints a Markdown table
+#   e0 SHARDS (default 4) shards of the live diff at once (--shard I/N), merged (not by default)
+#   e  the same, the shards handing each other their inputs (--exchange; not by default)
+# checks that c, d and the merged shards say clean and name the same findings, and prints a Markdown table
 # (also appended to testdata/bench/work/results.md).
 #
 # Environment: KAUDIT_FLAGS (extra flags for b, c, d and capture), KAUDIT_PROFILE=DIR
@@ -43,6 +45,7 @@ read -r -a KFLAGS <<<"${KAUDIT_FLAGS:-}"
 read -r -a GFLAGS <<<"${GEN_FLAGS:-}"
 KCAT=kcat
 STEPS=${STEPS:-a,a2,b,c,d}
+SHARDS=${SHARDS:-4}
 STEPS_NOTE=
 [[ $STEPS == a,a2,b,c,d ]] || STEPS_NOTE="; STEPS=$STEPS"
 # a measured command whose processes together pass this RSS is killed (the machine is shared)
@@ -226,6 +229,7 @@ for SIZE in "${sizes[@]}"; do
 	rm -rf "$RUN" "$CAP"
 	mkdir -p "$RUN"
 	ROWS=() FAIL=()
+	E_WALL=0 E_CPU=0 E0_WALL=0 E0_CPU=0
 	A_WALL=0 A_CPU=0 A_RSS=0 A2_WALL=0 A2_CPU=0 A2_RSS=0 B_WALL=0 B_CPU=0 B_RSS=0 C_WALL=0 C_CPU=0 C_RSS=0
 	LOAD=$(uptime | sed 's/.*load average/load average/')
 	log "size $SIZE: $LOAD"
@@ -289,6 +293,35 @@ for SIZE in "${sizes[@]}"; do
 		REPORTS+=("$RUN/diff-live.json")
 	fi
 
+	# e0, e: SHARDS shards of the live audit run at once (--shard I/N) and merged, each reading
+	# every source partition (e0), or handing each other their inputs (e, --exchange): the
+	# shards' CPU together against c's; the merged report must say what c says, row for row
+	for e in e0 e; do
+		step $e || continue
+		log "size $SIZE: $e. $SHARDS shards of kaudit diff (live)$([[ $e == e ]] && echo ', --exchange'), merged"
+		rm -rf "$RUN/$e" && mkdir -p "$RUN/$e"
+		XFLAGS=()
+		[[ $e == e ]] && XFLAGS=(--exchange "$RUN/$e/exchange")
+		# shellcheck disable=SC2016
+		measure "$e-shards" bash -c 'k=$1 n=$2 dir=$3 nx=$4; shift 4; x=("${@:1:nx}"); shift "$nx"
+			for ((i = 0; i < n; i++)); do "$k" diff --shard "$i/$n" --run-id bench "${x[@]}" "$@" --format json --output "$dir/shard-$i.json" >"$dir/shard-$i.out" 2>"$dir/shard-$i.err" & done
+			rc=0; for ((i = 0; i < n; i++)); do wait -n || rc=1; done
+			((rc == 0)) || { echo "a shard failed: $(tail -3 "$dir"/shard-*.err)" >&2; exit 1; }
+			"$k" merge "$dir"/shard-*.json --format json --output "$dir/merged.json"' \
+			_ "$KAUDIT" "$SHARDS" "$RUN/$e" "${#XFLAGS[@]}" "${XFLAGS[@]}" --bootstrap-server "$BS" --schema-registry-url "$REG" --spec "$SPEC" "${KFLAGS[@]}"
+		((RC == 0)) || FAIL+=("$e: the shards or their merge exited $RC (see $RUN/$e-shards.err and $RUN/$e/)")
+		printf -v "${e^^}_WALL" %s "$WALL"
+		printf -v "${e^^}_CPU" %s "$CPU"
+		row "$e. $SHARDS shards at once$([[ $e == e ]] && echo ' exchanging inputs'), merged$(exited)" "$TOTAL" ratios
+		if ((RC == 0)); then
+			REPORTS+=("$RUN/$e/merged.json")
+			if step c && ! cmp -s <("$KAUDIT" merge "$RUN/diff-live.json" --format csv) <("$KAUDIT" merge "$RUN/$e/merged.json" --format csv); then
+				FAIL+=("$e: the merged shards' findings differ from c's")
+			fi
+		fi
+		rm -rf "$RUN/$e/exchange"
+	done
+
 	if step d; then
 		log "size $SIZE: kaudit capture"
 		CAPTOPICS=()
@@ -329,6 +362,9 @@ for SIZE in "${sizes[@]}"; do
 			line=
 			step b && line+=" b/$base wall $(ratio "$B_WALL" "$(var "$base" WALL)"), CPU $(ratio "$B_CPU" "$(var "$base" CPU)"), RSS $(ratio "$B_RSS" "$(var "$base" RSS)");"
 			step c && line+=" c/$base wall $(ratio "$C_WALL" "$(var "$base" WALL)"), CPU $(ratio "$C_CPU" "$(var "$base" CPU)"), RSS $(ratio "$C_RSS" "$(var "$base" RSS)");"
+			for e in e0 e; do
+				step $e && step c && line+=" $e/c CPU $(ratio "$(var $e CPU)" "$C_CPU");"
+			done
 			[[ -n $line ]] && echo "ratios to kcat ($base):${line%;}"
 		done
 		true

@@ -444,7 +444,7 @@ func scenarioDropped(ctx context.Context, r *scRun) error {
 		return err
 	}
 	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "dropped"),
-		expectKeys("dropped", rep.byCause("dropped"), dropList), r.auditOffline(ctx, rep))
+		expectKeys("dropped", rep.byCause("dropped"), dropList), r.checkExchangeShards(ctx, 3), r.auditOffline(ctx, rep))
 }
 
 // scenarioDroppedPurged: as dropped, with Streams' default purge; kaudit runs once the

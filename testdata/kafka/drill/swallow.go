@@ -174,7 +174,7 @@ func (r *scRun) finishSwallow(ctx context.Context, chosen []*inputRec) error {
 	}
 	lost := append(rep.byCause("unapplied"), rep.byCause("dropped")...)
 	return allErrs(expectVerdict(rep, "loss"), expectOnlyLossCauses(rep, "unapplied", "dropped"),
-		expectRecords("unapplied/dropped", lost, chosen))
+		expectRecords("unapplied/dropped", lost, chosen), r.checkExchangeShards(ctx, 2))
 }
 
 // spreadN, spreadVersions: the orders of dropped-spread and their versions.
