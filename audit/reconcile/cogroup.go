@@ -196,13 +196,23 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 	if !ok {
 		return false
 	}
+	// A shard of a member that repartitions takes inputs from every
+	// source partition, as a table's (readSourceTopic): it reads them all
+	// and keeps the elements of its keys; a partition's own findings
+	// belong to the shard of its number.
+	byKey := r.opts.Partitions != nil && m.Repartition != ""
 	tps := tpsOf(m.Source, parts)
-	rd, first := r.readSourceOnce(ctx, tps, decodeAll)
+	if byKey {
+		tps = tpsOf(m.Source, allPartitions(r.topics[m.Source].Partitions))
+	}
+	rd, first, foreign := r.readSourceShard(ctx, tps, byKey)
 	defer rd.stop()
 	for _, tp := range tps {
 		c := r.committed(tp)
+		own := !foreign[tp]
 		var lag, nulls, filtered int64
 		var firstNull, firstFiltered []int64
+		var unplaced string
 		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
 			rec := &it.Record
 			if it.Fate != audit.FateCommitted {
@@ -212,15 +222,33 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 				lag++
 				return
 			}
-			if !r.inputOutsideSkips(tp, rec.Offset) || first && !r.decoded(it) || it.decErr != nil {
+			if !r.inputOutsideSkips(tp, rec.Offset) || first && own && !r.decoded(it) || it.decErr != nil {
 				return
 			}
 			els := []Element{{Key: it.key, Value: it.value}}
 			if m.Steps != nil {
 				var err error
 				if els, err = m.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp}); err != nil {
-					*failed = append(*failed, fmt.Sprintf("%s@%d: %v", tp, rec.Offset, err))
+					if own {
+						*failed = append(*failed, fmt.Sprintf("%s@%d: %v", tp, rec.Offset, err))
+					}
 					return
+				}
+			}
+			if byKey && len(els) > 0 {
+				els = slices.DeleteFunc(els, func(e Element) bool {
+					if e.Key == nil || e.Value == nil {
+						return !own // counted by the partition's own shard
+					}
+					b, ok := keyBytes(r.p.KeySerde, codec.Text(e.Key))
+					if !ok || nparts <= 0 {
+						unplaced = codec.Text(e.Key)
+						return true
+					}
+					return !containsPartition(r.opts.Partitions, audit.DefaultPartition(b, nparts))
+				})
+				if len(els) == 0 {
+					return // another shard's keys (a filtered input is its own shard's)
 				}
 			}
 			if len(els) == 0 {
@@ -264,6 +292,17 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 		if !ok || l == nil {
 			r.missing("table %s: source partition %s is unreadable, so the table is not judged", t.Name, tp)
 			return false
+		}
+		if unplaced != "" {
+			r.missing("table %s: --partitions keeps the inputs whose keys the shard's partitions hold, but the key serde %q cannot place key %s in a partition, so the table is not judged (run without --partitions)", t.Name, r.p.KeySerde, unplaced)
+			return false
+		}
+		if !own {
+			if r.clusterLogStart(tp, l.Offsets.LogStart) > 0 {
+				r.missing("table %s: %s's first records are deleted (log start %d), so its keys' aggregates cannot be rebuilt and the table is not judged", t.Name, tp, l.Offsets.LogStart)
+				return false
+			}
+			continue // its own findings are its shard's
 		}
 		if first {
 			r.lagFinding(tp, l, c, lag)

@@ -144,10 +144,40 @@ func (r *run) readAgain(ctx context.Context, tps []audit.TopicPartition, role st
 // audit reads them, readAgain after; first says which, so that the
 // source's own findings (lag, gaps) are said by its first reader only.
 func (r *run) readSourceOnce(ctx context.Context, tps []audit.TopicPartition, mode decodeMode) (rd *reads, first bool) {
-	if r.ledgers[tps[0]] == nil {
+	if len(tps) == 0 || r.ledgers[tps[0]] == nil { // (a shard may own none of them)
 		return r.read(ctx, tps, "source", mode), true
 	}
 	return r.readAgain(ctx, tps, "source", mode), false
+}
+
+// readSourceShard is readSourceOnce for a shard that reads tps, every
+// partition of a source, for the inputs of its keys (byKey): the
+// partitions it does not own are foreign (read for the inputs, their
+// findings left to their owner), and first says whether the audit reads
+// its own partitions for the first time.
+func (r *run) readSourceShard(ctx context.Context, tps []audit.TopicPartition, byKey bool) (rd *reads, first bool, foreign map[audit.TopicPartition]bool) {
+	if !byKey {
+		rd, first = r.readSourceOnce(ctx, tps, decodeAll)
+		return rd, first, nil
+	}
+	foreign = map[audit.TopicPartition]bool{}
+	first = true
+	for _, tp := range tps {
+		if !containsPartition(r.opts.Partitions, tp.Partition) {
+			foreign[tp] = true
+		} else if r.ledgers[tp] != nil {
+			first = false
+		}
+	}
+	if !first && r.opts.Progress != nil {
+		for _, tp := range tps {
+			if l := r.ledgers[tp]; l != nil {
+				r.opts.Progress.Expect("source", l.Offsets.HW-l.Offsets.LogStart)
+			}
+		}
+	}
+	rd = &reads{r: r, role: "source", decode: decodeAll, foreign: foreign, again: !first}
+	return r.startReads(ctx, rd, tps), first, foreign
 }
 
 func (r *run) startReads(ctx context.Context, rd *reads, tps []audit.TopicPartition) *reads {

@@ -140,6 +140,9 @@ func (r *run) checkRegroup(ctx context.Context, t *Table) {
 		r.missing("table %s is not judged: its select_key or group_value failed on %d rows (the first: %s)", t.Name, len(failed), failed[0])
 		return
 	}
+	if !r.shardGroups(t, groups) {
+		return
+	}
 	if why := r.foldGroups(g, groups); why != "" {
 		r.missing("table %s: %s, so its groups' aggregates are not judged", t.Name, why)
 		return
@@ -232,6 +235,11 @@ func (r *run) regroupRows(ctx context.Context, t *Table) (map[string]rowAt, bool
 	parts, ok := r.partitionsOf(ctx, t.Source, "source")
 	if !ok {
 		return nil, false
+	}
+	if r.opts.Partitions != nil {
+		// a shard's groups take rows of every partition: it reads them all
+		// and keeps its groups (shardGroups)
+		parts = allPartitions(r.topics[t.Source].Partitions)
 	}
 	rows := map[string]rowAt{}
 	tps := tpsOf(t.Source, parts)
@@ -526,6 +534,26 @@ func (r *run) purgedChanges(t *Table, text string, logStart map[int32]int64) str
 		}
 	}
 	return strings.Join(ranges, ", ")
+}
+
+// shardGroups keeps, in a shard (--partitions), the groups whose
+// repartition partition is the shard's; it reports false, the table not
+// judged, where the key serde cannot place a group.
+func (r *run) shardGroups(t *Table, groups map[string]*groupState) bool {
+	if r.opts.Partitions == nil {
+		return true
+	}
+	for text := range groups {
+		p := r.groupPartition(t, text)
+		if p < 0 {
+			r.missing("table %s: --partitions keeps the groups the shard's partitions hold, but the key serde %q cannot place group %s in a partition, so the table is not judged (run without --partitions)", t.Name, r.p.KeySerde, text)
+			return false
+		}
+		if !containsPartition(r.opts.Partitions, p) {
+			delete(groups, text)
+		}
+	}
+	return true
 }
 
 // groupPartition is the repartition partition of a group key, -1 when

@@ -355,6 +355,15 @@ func (r *run) partitionsOf(ctx context.Context, topic, role string) ([]int32, bo
 	return r.shardPartitions(t.Partitions), true
 }
 
+// allPartitions is every partition of a topic of n.
+func allPartitions(n int32) []int32 {
+	ps := make([]int32, n)
+	for p := range n {
+		ps[p] = p
+	}
+	return ps
+}
+
 // shardPartitions returns the partitions of a topic of n that the audit
 // covers: all, or the shard's (--partitions).
 func (r *run) shardPartitions(n int32) []int32 {

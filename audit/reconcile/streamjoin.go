@@ -134,8 +134,11 @@ type sjRun struct {
 	repLogStart map[int32]int64
 	// gone names the stream's source partitions whose first records the
 	// evidence lacks
-	gone  []string
-	found []audit.Finding
+	gone []string
+	// unplaced, in a shard, is a key the key serde cannot place in a
+	// repartition partition: its records are not judged
+	unplaced string
+	found    []audit.Finding
 	// what the check counted
 	joined, pending, undecided, mismatched, failures int64
 	firstUndecided, firstMismatch, firstFailure      string
@@ -253,11 +256,20 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 	if !ok {
 		return false
 	}
+	// A shard of a join through a repartition topic takes records from
+	// every source partition, as a table's inputs (readSourceTopic): it
+	// reads them all and judges the elements of its keys; a partition's
+	// own findings belong to the shard of its number.
+	byKey := r.opts.Partitions != nil && j.Repartition != ""
 	tps := tpsOf(topic, parts)
-	rd, first := r.readSourceOnce(ctx, tps, decodeAll) // first: no table reads it, its own findings are the join's to say
+	if byKey {
+		tps = tpsOf(topic, allPartitions(r.topics[topic].Partitions))
+	}
+	rd, first, foreign := r.readSourceShard(ctx, tps, byKey) // first: no table reads it, its own findings are the join's to say
 	defer rd.stop()
 	for _, tp := range tps {
 		c := r.committed(tp)
+		own := !foreign[tp]
 		var lag, nulls, filtered int64
 		var firstNull, firstFiltered []int64
 		l, ok := r.walkLedger(ctx, rd, tp, func(it *item) {
@@ -272,14 +284,16 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 			if !r.inputOutsideSkips(tp, rec.Offset) {
 				return
 			}
-			if first && !r.decoded(it) || it.decErr != nil {
+			if first && own && !r.decoded(it) || it.decErr != nil {
 				return
 			}
 			els := []Element{{Key: it.key, Value: it.value}}
 			if j.Steps != nil {
 				var err error
 				if els, err = j.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp}); err != nil {
-					sj.failed(tp, rec.Offset, err)
+					if own {
+						sj.failed(tp, rec.Offset, err)
+					}
 					return
 				}
 			}
@@ -299,6 +313,16 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 					}
 					continue
 				}
+				if byKey {
+					p := sj.partitionOf(codec.Text(e.Key))
+					if p < 0 {
+						sj.unplaced = codec.Text(e.Key)
+						continue
+					}
+					if !containsPartition(r.opts.Partitions, p) {
+						continue // another shard's key
+					}
+				}
 				dg := it.digest
 				if j.ValueChanging || j.Steps != nil && len(els) > 1 {
 					dg = codec.DigestOf(e.Value)
@@ -307,8 +331,18 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 			}
 		})
 		if !ok {
-			r.missing("%s: source partition %s is unreadable, so its records' joins are not judged", j.Name, tp)
+			if own {
+				r.missing("%s: source partition %s is unreadable, so its records' joins are not judged", j.Name, tp)
+			} else {
+				r.missing("%s: source partition %s is unreadable, so the joins of this shard's keys' records there are not judged", j.Name, tp)
+			}
 			continue
+		}
+		if !own {
+			if ls := max(l.Offsets.LogStart, r.clusterLogStart(tp, l.Offsets.LogStart)); ls > 0 {
+				sj.gone = append(sj.gone, fmt.Sprintf("%s (log start %d)", tp, ls))
+			}
+			continue // its own findings are its shard's
 		}
 		if first {
 			r.lagFinding(tp, l, c, lag)
@@ -341,6 +375,10 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 			f.Detail = fmt.Sprintf("%s: its steps emit nothing for %d consumed records, as the spec says the app does (offsets %s)", j.Name, filtered, joinOffsets(firstFiltered, filtered))
 			sj.found = append(sj.found, f)
 		}
+	}
+	if sj.unplaced != "" {
+		r.missing("%s: --partitions judges the records whose keys the shard's partitions hold, but the key serde %q cannot place key %s in a partition, so the records of such keys on %s are not judged (run without --partitions)", j.Name, r.p.KeySerde, sj.unplaced, topic)
+		sj.unplaced = ""
 	}
 	return ctx.Err() == nil
 }

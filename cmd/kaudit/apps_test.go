@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
@@ -407,5 +408,89 @@ func TestWindowsSpecCheck(t *testing.T) {
 				t.Errorf("missing %v, want the table named as not judged", rep.Summary.Missing)
 			}
 		})
+	}
+}
+
+// TestRealAppsShards: every capture of a real app, clean and with a
+// consumed record the app lost, audited in 2 and 3 shards run at once
+// (each reading every source partition it needs, and handing each other
+// their inputs: --exchange) and merged, gives the whole audit's findings
+// row for row: the stream-table join, the KTable groupBy and the cogroup,
+// whose inputs cross partitions through their repartition topics, too.
+func TestRealAppsShards(t *testing.T) {
+	last := func(l audit.Record) ([]byte, int64) { return l.Value, l.Timestamp + 1 } // the last record again
+	for _, tc := range []struct {
+		bundle, spec string
+		lose         *audit.TopicPartition // a consumed record appended there, never processed
+		appID        string                // also with --app-id alone, the spec inferred
+	}{
+		{"orders", "orders", nil, ""},
+		{"words", "words", nil, ""},
+		{"windows", "windows", nil, "kaudit-steps-windows"},
+		{"routes", "routes", nil, ""},
+		{"enrich", "enrich", nil, "kaudit-z-enrich"},
+		{"enrich", "enrich", &audit.TopicPartition{Topic: "ze-orders", Partition: 1}, ""},
+		{"regroup", "regroup", nil, "kaudit-z-regroup"},
+		{"cogroup", "cogroup", nil, "kaudit-z-cogroup"},
+		{"cogroup", "cogroup", &audit.TopicPartition{Topic: "zg-views", Partition: 0}, ""},
+		{"wordcount-eos", "wordcount", nil, ""},
+		{"wordcount-eos", "wordcount", &audit.TopicPartition{Topic: "streams-plaintext-input", Partition: 0}, "streams-wordcount"},
+	} {
+		name := tc.bundle
+		if tc.lose != nil {
+			name += "-lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := "../../testdata/apps/" + tc.bundle
+			if tc.lose != nil {
+				dir = copyTree(t, dir)
+				appendConsumed(t, dir, *tc.lose, 0, last)
+			}
+			shardsAgree(t, tc.lose != nil, "diff", "--snapshot", dir, "--spec", "../../testdata/apps/"+tc.spec+".kaudit.yaml")
+			if tc.appID != "" {
+				shardsAgree(t, tc.lose != nil, "diff", "--snapshot", dir, "--app-id", tc.appID)
+			}
+		})
+	}
+}
+
+// shardsAgree runs the audit args whole, then in 2 and 3 shards at once
+// (without and with --exchange) merged: the merged findings must be the
+// whole audit's, row for row, and name a loss when lost says so.
+func shardsAgree(t *testing.T, lost bool, args ...string) {
+	t.Helper()
+	whole, errOut, code := runCLI(t, append(slices.Clone(args), "--format", "csv")...)
+	if code != exitClean && code != exitFindings && code != exitIncomplete {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	if n := strings.Count(whole, ",loss,"); lost != (n > 0) {
+		t.Fatalf("%v: %d losses:\n%s", args, n, whole)
+	}
+	for _, n := range []int{2, 3} {
+		for _, exchange := range []bool{false, true} {
+			out := t.TempDir()
+			reports := make([]string, n)
+			errs := make([]string, n)
+			codes := make([]int, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				reports[i] = filepath.Join(out, fmt.Sprintf("shard-%d.json", i))
+				sargs := append(slices.Clone(args), "--shard", fmt.Sprintf("%d/%d", i, n), "--run-id", "r", "--format", "json", "--output", reports[i])
+				if exchange {
+					sargs = append(sargs, "--exchange", filepath.Join(out, "x"), "--exchange-wait", "1m")
+				}
+				wg.Go(func() { _, errs[i], codes[i] = runCLI(t, sargs...) })
+			}
+			wg.Wait()
+			for i, c := range codes {
+				if c != exitClean && c != exitFindings && c != exitIncomplete {
+					t.Fatalf("shard %d/%d: exit %d: %s", i, n, c, errs[i])
+				}
+			}
+			merged, errOut, mcode := runCLI(t, append(append([]string{"merge"}, reports...), "--format", "csv")...)
+			if mcode != code || merged != whole {
+				t.Errorf("%v: %d shards (exchange %v) merged: exit %d, want %d (%s)\n%s\nwhole:\n%s", args, n, exchange, mcode, code, errOut, merged, whole)
+			}
+		}
 	}
 }

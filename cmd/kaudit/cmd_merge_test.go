@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kaudit/kaudit/audit"
@@ -72,43 +70,15 @@ func TestMergeOneShardOfTwo(t *testing.T) {
 	}
 }
 
-// TestMergeExchangeShards: the shards of a run that hand each other their
-// inputs (--exchange), run at once, merge into what one whole audit
-// finds, row for row; --exchange without --shard and --run-id is a usage
-// error.
+// TestMergeExchangeShards: the embedded incident's shards, run at once,
+// with and without handing each other their inputs (--exchange), merge
+// into what one whole audit finds, row for row; --exchange without
+// --shard and --run-id is a usage error.
 func TestMergeExchangeShards(t *testing.T) {
-	dir := t.TempDir()
 	snap, spec := "../../testdata/incidents/dropped", "../../testdata/incidents/dropped.kaudit.yaml"
-	whole, errOut, code := runCLI(t, "diff", "--snapshot", snap, "--spec", spec, "--format", "csv")
-	if code != exitFindings {
-		t.Fatalf("whole: exit %d: %s", code, errOut)
-	}
-	var shards [2]string
-	var codes [2]int
-	var errs [2]string
-	var wg sync.WaitGroup
-	for i := range shards {
-		shards[i] = filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
-		wg.Go(func() {
-			_, errs[i], codes[i] = runCLI(t, "diff", "--snapshot", snap, "--spec", spec, "--shard", fmt.Sprintf("%d/2", i), "--run-id", "night-2",
-				"--exchange", filepath.Join(dir, "exchange"), "--exchange-wait", "1m", "--output", shards[i])
-		})
-	}
-	wg.Wait()
-	for i, c := range codes {
-		if c != exitFindings && c != exitClean {
-			t.Fatalf("shard %d/2: exit %d: %s", i, c, errs[i])
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "exchange", "night-2", "2")); err != nil {
-		t.Fatalf("the shards exchanged nothing: %v", err)
-	}
-	merged, errOut, code := runCLI(t, "merge", shards[0], shards[1], "--format", "csv")
-	if code != exitFindings || merged != whole {
-		t.Errorf("merged: exit %d (%s)\n%s\nwhole:\n%s", code, errOut, merged, whole)
-	}
+	shardsAgree(t, true, "diff", "--snapshot", snap, "--spec", spec)
 	for _, args := range [][]string{{"--shard", "0/2"}, {"--run-id", "x"}, {"--partitions", "0", "--run-id", "x"}} {
-		args = append([]string{"diff", "--snapshot", snap, "--spec", spec, "--exchange", dir}, args...)
+		args = append([]string{"diff", "--snapshot", snap, "--spec", spec, "--exchange", t.TempDir()}, args...)
 		if _, errOut, code := runCLI(t, args...); code != exitUsage || !strings.Contains(errOut, "--exchange needs") {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
 		}

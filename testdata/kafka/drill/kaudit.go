@@ -221,12 +221,17 @@ func lastLines(s string, n int) string {
 // other their inputs (--shard I/N --exchange), merges them, and requires the merged findings
 // to be the whole audit's (dir/kaudit.json, which runDiff wrote), row for row.
 func (r *scRun) checkExchangeShards(ctx context.Context, n int) error {
-	dir := filepath.Join(r.dir, "shards")
+	return r.d.checkExchangeShards(ctx, r.dir, r.auditApp(), r.auditSpec(), n)
+}
+
+// checkExchangeShards is scRun's for the audit of app with spec that runDiffFor wrote into dir.
+func (d *drill) checkExchangeShards(ctx context.Context, appDir, app, spec string, n int) error {
+	dir := filepath.Join(appDir, "shards")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	base := []string{"diff", "--bootstrap-server", r.d.bootstrap, "--app-id", r.auditApp(), "--spec", r.auditSpec(),
-		"--topology", filepath.Join(r.dir, "describe.txt"), "--schema-registry-url", r.d.regURL,
+	base := []string{"diff", "--bootstrap-server", d.bootstrap, "--app-id", app, "--spec", spec,
+		"--topology", filepath.Join(appDir, "describe.txt"), "--schema-registry-url", d.regURL,
 		"--run-id", "drill", "--exchange", filepath.Join(dir, "exchange"), "--exchange-wait", "2m", "--format", "json"}
 	codes, errs := make([]int, n), make([]error, n)
 	stderrs := make([]string, n)
@@ -236,7 +241,7 @@ func (r *scRun) checkExchangeShards(ctx context.Context, n int) error {
 		out := filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
 		reports = append(reports, out)
 		wg.Go(func() {
-			codes[i], stderrs[i], errs[i] = r.d.runKaudit(ctx, dir, fmt.Sprintf("shard-%d", i), append(base, "--shard", fmt.Sprintf("%d/%d", i, n), "--output", out)...)
+			codes[i], stderrs[i], errs[i] = d.runKaudit(ctx, dir, fmt.Sprintf("shard-%d", i), append(base, "--shard", fmt.Sprintf("%d/%d", i, n), "--output", out)...)
 		})
 	}
 	wg.Wait()
@@ -250,7 +255,7 @@ func (r *scRun) checkExchangeShards(ctx context.Context, n int) error {
 	}
 	csv := func(name string, files ...string) (string, error) {
 		var b bytes.Buffer
-		code, stderr, err := r.d.runKauditTo(ctx, dir, name, &b, append(append([]string{"merge"}, files...), "--format", "csv")...)
+		code, stderr, err := d.runKauditTo(ctx, dir, name, &b, append(append([]string{"merge"}, files...), "--format", "csv")...)
 		if err != nil {
 			return "", err
 		}
@@ -259,7 +264,7 @@ func (r *scRun) checkExchangeShards(ctx context.Context, n int) error {
 		}
 		return b.String(), nil
 	}
-	whole, err := csv("merge-whole", filepath.Join(r.dir, "kaudit.json"))
+	whole, err := csv("merge-whole", filepath.Join(appDir, "kaudit.json"))
 	if err != nil {
 		return err
 	}

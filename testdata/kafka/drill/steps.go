@@ -920,6 +920,12 @@ func (r *scRun) appsDiff(ctx context.Context, p *appProc, variant string) (kaudi
 		}
 		r.lives = append(r.lives, &liveDiff{report: b, dir: dir, app: p.appID, spec: spec})
 		p.truth.Kaudit = rep.summary()
+		switch p.name {
+		case "words", "enrich", "regroup", "cogroup": // their inputs cross partitions: a shard's come from every source partition
+			if err := r.d.checkExchangeShards(ctx, dir, p.appID, spec, 2); err != nil {
+				return rep, fmt.Errorf("app %s: %w", p.name, err)
+			}
+		}
 	} else {
 		p.truth.TODO = rep.summary()
 	}
