@@ -46,6 +46,8 @@ read -r -a GFLAGS <<<"${GEN_FLAGS:-}"
 KCAT=kcat
 STEPS=${STEPS:-a,a2,b,c,d}
 SHARDS=${SHARDS:-4}
+SHARE=$(($(nproc) / SHARDS))
+((SHARE >= 1)) || SHARE=1
 STEPS_NOTE=
 [[ $STEPS == a,a2,b,c,d ]] || STEPS_NOTE="; STEPS=$STEPS"
 # a measured command whose processes together pass this RSS is killed (the machine is shared)
@@ -303,7 +305,10 @@ for SIZE in "${sizes[@]}"; do
 		XFLAGS=()
 		[[ $e == e ]] && XFLAGS=(--exchange "$RUN/$e/exchange")
 		# shellcheck disable=SC2016
-		measure "$e-shards" bash -c 'k=$1 n=$2 dir=$3 nx=$4; shift 4; x=("${@:1:nx}"); shift "$nx"
+		# each shard gets its share of the cores, as SHARDS pods of their own would (GOMAXPROCS):
+		# four Go runtimes of two threads each on two cores spend a third more CPU preempting and
+		# spinning (runtime.asyncPreempt 16 % of a shard's samples against 8 %)
+		measure "$e-shards" env GOMAXPROCS=$((SHARE)) bash -c 'k=$1 n=$2 dir=$3 nx=$4; shift 4; x=("${@:1:nx}"); shift "$nx"
 			for ((i = 0; i < n; i++)); do "$k" diff --shard "$i/$n" --run-id bench "${x[@]}" "$@" --format json --output "$dir/shard-$i.json" >"$dir/shard-$i.out" 2>"$dir/shard-$i.err" & done
 			rc=0; for ((i = 0; i < n; i++)); do wait -n || rc=1; done
 			((rc == 0)) || { echo "a shard failed: $(tail -3 "$dir"/shard-*.err)" >&2; exit 1; }
@@ -312,7 +317,7 @@ for SIZE in "${sizes[@]}"; do
 		((RC == 0)) || FAIL+=("$e: the shards or their merge exited $RC (see $RUN/$e-shards.err and $RUN/$e/)")
 		printf -v "${e^^}_WALL" %s "$WALL"
 		printf -v "${e^^}_CPU" %s "$CPU"
-		row "$e. $SHARDS shards at once$([[ $e == e ]] && echo ' exchanging inputs'), merged$(exited)" "$TOTAL" ratios
+		row "$e. $SHARDS shards at once$([[ $e == e ]] && echo ' exchanging inputs'), GOMAXPROCS=$SHARE each, merged$(exited)" "$TOTAL" ratios
 		if ((RC == 0)); then
 			REPORTS+=("$RUN/$e/merged.json")
 			if step c && ! cmp -s <("$KAUDIT" merge "$RUN/diff-live.json" --format csv) <("$KAUDIT" merge "$RUN/$e/merged.json" --format csv); then
