@@ -240,12 +240,12 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 					if e.Key == nil || e.Value == nil {
 						return !own // counted by the partition's own shard
 					}
-					b, ok := keyBytes(r.p.KeySerde, codec.Text(e.Key))
-					if !ok || nparts <= 0 {
+					p := partitionOfKey(r.p.KeySerde, codec.Text(e.Key), nparts)
+					if p < 0 {
 						unplaced = codec.Text(e.Key)
 						return true
 					}
-					return !containsPartition(r.opts.Partitions, audit.DefaultPartition(b, nparts))
+					return !containsPartition(r.opts.Partitions, p)
 				})
 				if len(els) == 0 {
 					return // another shard's keys (a filtered input is its own shard's)
@@ -281,8 +281,8 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 						}
 					} else {
 						in.noCopy = true
-						if b, ok := keyBytes(r.p.KeySerde, text); ok && nparts > 0 {
-							in.whole = logStart[audit.DefaultPartition(b, nparts)] == 0
+						if p := partitionOfKey(r.p.KeySerde, text, nparts); p >= 0 {
+							in.whole = logStart[p] == 0
 						}
 					}
 				}
@@ -297,20 +297,16 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 			r.missing("table %s: --partitions keeps the inputs whose keys the shard's partitions hold, but the key serde %q cannot place key %s in a partition, so the table is not judged (run without --partitions)", t.Name, r.p.KeySerde, unplaced)
 			return false
 		}
-		if !own {
-			if r.clusterLogStart(tp, l.Offsets.LogStart) > 0 {
-				r.missing("table %s: %s's first records are deleted (log start %d), so its keys' aggregates cannot be rebuilt and the table is not judged", t.Name, tp, l.Offsets.LogStart)
-				return false
-			}
-			continue // its own findings are its shard's
-		}
-		if first {
+		if first && own {
 			r.lagFinding(tp, l, c, lag)
 			r.gapFindings(tp, l, c)
 		}
 		if r.clusterLogStart(tp, l.Offsets.LogStart) > 0 {
 			r.missing("table %s: %s's first records are deleted (log start %d), so its keys' aggregates cannot be rebuilt and the table is not judged", t.Name, tp, l.Offsets.LogStart)
 			return false
+		}
+		if !own {
+			continue // its own findings are its shard's
 		}
 		if filtered > 0 {
 			f := audit.NewFinding(audit.StageSource, audit.CauseFiltered, tp, firstFiltered[0])

@@ -5,6 +5,7 @@ package reconcile
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,37 +113,49 @@ type xsend struct {
 // element of a key no partition can be given makes the table
 // unjudgeable, as inShard says).
 func (r *run) route(ts *tableState, key string, x inputRec, raw []byte) {
-	kb, ok := keyBytes(r.p.KeySerde, key)
-	if !ok || ts.rParts <= 0 {
+	p := partitionOfKey(r.p.KeySerde, key, ts.rParts)
+	if p < 0 {
 		ts.unplaced = true
 		return
 	}
-	to := audit.DefaultPartition(kb, ts.rParts) % r.opts.Exchange.Count
+	to := p % r.opts.Exchange.Count
 	ts.xout.bufs[to] = appendInput(ts.xout.bufs[to], key, x, raw)
 }
 
-// send writes what the shard read of its source partition p for every
-// shard, itself included: the inputs first, then the partition's meta,
-// which says they are all there. A file is written whole or not at all.
-func (r *run) send(ts *tableState, topic string, p int32, m xmeta) error {
+// send writes what the shard read of its source partition p for the
+// other shards: the inputs first, then the partition's meta, which says
+// they are all there; a file is written whole or not at all. Its own
+// shard's inputs stay in memory (tableState.xself) until it receives
+// them.
+func (r *run) send(ts *tableState, topic string, p int32, m xmeta) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("send the inputs of %s-%d: %w", topic, p, err)
+		}
+	}()
 	dir := r.xdir(ts, topic)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("send the inputs of %s-%d: %w", topic, p, err)
+		return err
 	}
+	self := r.opts.Exchange.Index
 	for to, b := range ts.xout.bufs {
+		if int32(to) == self {
+			if ts.xself == nil {
+				ts.xself = map[int32][]byte{}
+			}
+			ts.xself[p] = b
+			continue
+		}
 		if err := writeWhole(xinputs(dir, p, int32(to)), b); err != nil {
-			return fmt.Errorf("send the inputs of %s-%d: %w", topic, p, err)
+			return err
 		}
 	}
 	ts.xout = nil
 	mb, err := json.Marshal(m)
 	if err != nil {
-		return fmt.Errorf("send the inputs of %s-%d: %w", topic, p, err)
+		return err
 	}
-	if err := writeWhole(xmetaFile(dir, p), mb); err != nil {
-		return fmt.Errorf("send the inputs of %s-%d: %w", topic, p, err)
-	}
-	return nil
+	return writeWhole(xmetaFile(dir, p), mb)
 }
 
 // writeWhole writes b to path through a temporary file renamed over it.
@@ -164,34 +177,55 @@ func writeWhole(path string, b []byte) error {
 }
 
 // receive adds the shard's inputs of every partition of the table's
-// src-th source topic, n partitions, from the files their owners wrote,
-// in partition order; a partition it does not own also tells it what
-// reading it would have (xmeta).
+// src-th source topic, n partitions, in partition order: from the files
+// their owners wrote, or from memory for its own (send); a partition it
+// does not own also tells it what reading it would have (xmeta).
 func (r *run) receive(ctx context.Context, ts *tableState, src int, topic string, n int32) error {
 	x := r.opts.Exchange
 	dir := r.xdir(ts, topic)
 	for p := range n {
 		tp := audit.TopicPartition{Topic: topic, Partition: p}
 		owner := p % x.Count
-		m, err := r.awaitMeta(ctx, ts, dir, tp, owner)
-		if err != nil {
-			return err
+		if owner == x.Index {
+			b := ts.xself[p]
+			delete(ts.xself, p)
+			if err := r.receiveInputs(ctx, ts, bytes.NewReader(b), uint64(len(b))); err != nil {
+				return fmt.Errorf("receive the inputs of %s: %w", tp, err)
+			}
+			continue
 		}
-		if owner != x.Index {
-			r.foreignMeta(ts, src, tp, m)
-		}
-		if owner != x.Index && m.gone {
-			continue // nothing was sent
-		}
-		if err := r.receiveInputs(ctx, ts, xinputs(dir, p, x.Index)); err != nil {
+		if err := r.receiveFrom(ctx, ts, src, dir, tp, owner); err != nil {
 			return fmt.Errorf("receive the inputs of %s from shard %d/%d: %w", tp, owner, x.Count, err)
 		}
 	}
 	return nil
 }
 
-// awaitMeta waits for the owner of tp to have sent its inputs.
-func (r *run) awaitMeta(ctx context.Context, ts *tableState, dir string, tp audit.TopicPartition, owner int32) (xmeta, error) {
+// receiveFrom adds the shard's inputs of tp, which another shard, owner,
+// reads, once it has sent them.
+func (r *run) receiveFrom(ctx context.Context, ts *tableState, src int, dir string, tp audit.TopicPartition, owner int32) error {
+	m, err := r.awaitMeta(ctx, dir, tp, owner)
+	if err != nil {
+		return err
+	}
+	r.foreignMeta(ts, src, tp, m)
+	if m.gone {
+		return nil // nothing was sent
+	}
+	f, err := os.Open(xinputs(dir, tp.Partition, r.opts.Exchange.Index))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return r.receiveInputs(ctx, ts, bufio.NewReaderSize(f, 1<<16), uint64(st.Size()))
+}
+
+// awaitMeta waits for owner to have sent its inputs of tp.
+func (r *run) awaitMeta(ctx context.Context, dir string, tp audit.TopicPartition, owner int32) (xmeta, error) {
 	x := r.opts.Exchange
 	wait := x.Wait
 	if wait <= 0 {
@@ -204,20 +238,16 @@ func (r *run) awaitMeta(ctx context.Context, ts *tableState, dir string, tp audi
 		b, err := os.ReadFile(xmetaFile(dir, tp.Partition))
 		if err == nil {
 			var m xmeta
-			if err := json.Unmarshal(b, &m); err != nil {
-				return m, fmt.Errorf("receive the inputs of %s from shard %d/%d: %w", tp, owner, x.Count, err)
-			}
-			return m, nil
+			return m, json.Unmarshal(b, &m)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return xmeta{}, fmt.Errorf("receive the inputs of %s from shard %d/%d: %w", tp, owner, x.Count, err)
+			return xmeta{}, err
 		}
 		if _, err := os.Stat(xgoneFile(dir, owner)); err == nil {
 			return xmeta{gone: true, Unreadable: fmt.Sprintf("source partition could not be read: shard %d/%d, which reads it, could not list %s's partitions", owner, x.Count, tp.Topic)}, nil
 		}
 		if time.Now().After(deadline) {
-			return xmeta{}, fmt.Errorf("receive the inputs of %s from shard %d/%d: none in %s after %s (the shards of a run that exchange inputs must all run at once: --exchange)",
-				tp, owner, x.Count, dir, wait)
+			return xmeta{}, fmt.Errorf("none in %s after %s (the shards of a run that exchange inputs must all run at once: --exchange)", dir, wait)
 		}
 		select {
 		case <-ctx.Done():
@@ -248,19 +278,11 @@ func (r *run) foreignMeta(ts *tableState, src int, tp audit.TopicPartition, m xm
 	}
 }
 
-// receiveInputs adds the inputs of one file to the table, as addElement
-// adds those of a partition it reads.
-func (r *run) receiveInputs(ctx context.Context, ts *tableState, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return readInputs(bufio.NewReaderSize(f, 1<<16), uint64(st.Size()), func(kb []byte, x inputRec, raw []byte) error {
+// receiveInputs adds the inputs rd holds, size bytes of appendInput's
+// records, to the table, as addElement adds those of a partition it
+// reads.
+func (r *run) receiveInputs(ctx context.Context, ts *tableState, rd byteReader, size uint64) error {
+	return readInputs(rd, size, func(kb []byte, x inputRec, raw []byte) error {
 		ts.elements++
 		if x.elem == 0 {
 			ts.consumedWithKey++
@@ -269,15 +291,6 @@ func (r *run) receiveInputs(ctx context.Context, ts *tableState, path string) er
 			ts.spill.addInput(string(kb), x, raw)
 			return nil
 		}
-		v, err := r.inputValue(ctx, ts, x, raw)
-		if err != nil {
-			return fmt.Errorf("decode the input at %s@%d: %w", ts.tpOf(x.part), x.offset, err)
-		}
-		ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
-		if ks == nil {
-			ks = ts.keyState(string(kb))
-		}
-		r.addInputTo(ts, ks, x, v, nil)
-		return nil
+		return r.addRecorded(ctx, ts, kb, x, raw)
 	})
 }

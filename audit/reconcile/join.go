@@ -678,10 +678,7 @@ func (r *run) outPartition(topic, key string, o outRecord, have bool) int32 {
 	if have {
 		return o.tp.Partition
 	}
-	if kb, ok := keyBytes(r.p.KeySerde, key); ok && r.topics[topic].Partitions > 0 {
-		return audit.DefaultPartition(kb, r.topics[topic].Partitions)
-	}
-	return -1
+	return partitionOfKey(r.p.KeySerde, key, r.topics[topic].Partitions)
 }
 
 // joined evaluates the join chain for one key.

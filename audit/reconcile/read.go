@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/kaudit/kaudit/audit"
@@ -160,24 +161,27 @@ func (r *run) readSourceShard(ctx context.Context, tps []audit.TopicPartition, b
 		rd, first = r.readSourceOnce(ctx, tps, decodeAll)
 		return rd, first, nil
 	}
-	foreign = map[audit.TopicPartition]bool{}
-	first = true
+	foreign = r.foreignOf(tps)
+	first = !slices.ContainsFunc(tps, func(tp audit.TopicPartition) bool { return !foreign[tp] && r.ledgers[tp] != nil })
+	if first {
+		rd = r.read(ctx, tps, "source", decodeAll)
+	} else {
+		rd = r.readAgain(ctx, tps, "source", decodeAll)
+	}
+	rd.foreign = foreign // read by walkLedger only, not by the readers
+	return rd, first, foreign
+}
+
+// foreignOf is the partitions of tps the shard (Options.Partitions) does
+// not own.
+func (r *run) foreignOf(tps []audit.TopicPartition) map[audit.TopicPartition]bool {
+	foreign := map[audit.TopicPartition]bool{}
 	for _, tp := range tps {
 		if !containsPartition(r.opts.Partitions, tp.Partition) {
 			foreign[tp] = true
-		} else if r.ledgers[tp] != nil {
-			first = false
 		}
 	}
-	if !first && r.opts.Progress != nil {
-		for _, tp := range tps {
-			if l := r.ledgers[tp]; l != nil {
-				r.opts.Progress.Expect("source", l.Offsets.HW-l.Offsets.LogStart)
-			}
-		}
-	}
-	rd = &reads{r: r, role: "source", decode: decodeAll, foreign: foreign, again: !first}
-	return r.startReads(ctx, rd, tps), first, foreign
+	return foreign
 }
 
 func (r *run) startReads(ctx context.Context, rd *reads, tps []audit.TopicPartition) *reads {

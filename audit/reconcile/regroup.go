@@ -559,12 +559,7 @@ func (r *run) shardGroups(t *Table, groups map[string]*groupState) bool {
 // groupPartition is the repartition partition of a group key, -1 when
 // the key serde cannot place it.
 func (r *run) groupPartition(t *Table, text string) int32 {
-	b, ok := keyBytes(r.p.KeySerde, text)
-	n := r.topics[t.Repartition].Partitions
-	if !ok || n <= 0 {
-		return -1
-	}
-	return audit.DefaultPartition(b, n)
+	return partitionOfKey(r.p.KeySerde, text, r.topics[t.Repartition].Partitions)
 }
 
 // finalOutput checks the table's own output: each group's last record

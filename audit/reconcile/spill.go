@@ -685,17 +685,27 @@ func (r *run) loadInputs(ctx context.Context, ts *tableState, b int) error {
 	}
 	defer func() { ts.addFound(ts.copies) }() // the bucket's keys' inputs all matched
 	return ts.spill.eachInput(b, func(kb []byte, x inputRec, raw []byte) error {
-		ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
-		if ks == nil {
-			ks = ts.keyState(string(kb))
-		}
-		v, err := r.inputValue(ctx, ts, x, raw)
-		if err != nil {
+		if err := r.addRecorded(ctx, ts, kb, x, raw); err != nil {
 			return fmt.Errorf("decode a spilled input of %s@%d: %w", ts.tpOf(x.part), x.offset, err)
 		}
-		r.addInputTo(ts, ks, x, v, nil)
 		return nil
 	})
+}
+
+// addRecorded adds an input as the spill and the exchange record it
+// (appendInput): its value decoded again from raw (inputValue), its
+// key's state looked up by the key's bytes.
+func (r *run) addRecorded(ctx context.Context, ts *tableState, kb []byte, x inputRec, raw []byte) error {
+	v, err := r.inputValue(ctx, ts, x, raw)
+	if err != nil {
+		return err
+	}
+	ks := ts.keys[string(kb)] // one string per key: its later inputs share the state's
+	if ks == nil {
+		ks = ts.keyState(string(kb))
+	}
+	r.addInputTo(ts, ks, x, v, nil)
+	return nil
 }
 
 // inputRaw is what the spill and the exchange keep of an element's value

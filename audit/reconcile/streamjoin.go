@@ -339,8 +339,8 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 			continue
 		}
 		if !own {
-			if ls := max(l.Offsets.LogStart, r.clusterLogStart(tp, l.Offsets.LogStart)); ls > 0 {
-				sj.gone = append(sj.gone, fmt.Sprintf("%s (log start %d)", tp, ls))
+			if g := r.goneOf(tp, l); g != "" {
+				sj.gone = append(sj.gone, g)
 			}
 			continue // its own findings are its shard's
 		}
@@ -471,11 +471,7 @@ func (sj *sjRun) because() string {
 // partitionOf is the repartition partition a key's copies go to, -1 when
 // the key serde cannot place it.
 func (sj *sjRun) partitionOf(key string) int32 {
-	b, ok := keyBytes(sj.r.p.KeySerde, key)
-	if !ok || sj.copyParts <= 0 {
-		return -1
-	}
-	return audit.DefaultPartition(b, sj.copyParts)
+	return partitionOfKey(sj.r.p.KeySerde, key, sj.copyParts)
 }
 
 // candidates are the values the table could have held for key when the

@@ -304,6 +304,9 @@ type tableState struct {
 	// xout, while a shard reads a source partition of its own, holds its
 	// inputs for the shards that own their keys (exchange.go)
 	xout *xsend
+	// xself holds, by source partition, the inputs the shard sent itself
+	// until it receives them (exchange.go)
+	xself map[int32][]byte
 	// deletedOffsets counts the offsets below the source partitions' log
 	// starts (retention, DeleteRecords): their copies may still be on the
 	// repartition topic. elements and consumedWithKey count what the
@@ -615,7 +618,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 	t := ts.t
 	parts, ok := r.partitionsOf(ctx, topic, "source")
 	if !ok {
-		if r.opts.Partitions != nil && t.Repartition != "" && !r.p.Keyless && r.opts.Exchange != nil && ts.win == nil {
+		if r.exchanging(ts, topic) {
 			return r.sendGone(ts, topic) // the shards waiting for its partitions
 		}
 		return nil
@@ -628,15 +631,10 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 	// With an exchange, the shard reads its own partitions only and the
 	// shards hand each other the inputs of their keys (exchange.go).
 	exchange := shardByKey && r.exchanging(ts, topic)
-	foreign := map[audit.TopicPartition]bool{}
+	var foreign map[audit.TopicPartition]bool
 	if shardByKey && !exchange {
-		parts = nil
-		for p := range r.topics[topic].Partitions {
-			parts = append(parts, p)
-			if !containsPartition(r.opts.Partitions, p) {
-				foreign[audit.TopicPartition{Topic: topic, Partition: p}] = true
-			}
-		}
+		parts = allPartitions(r.topics[topic].Partitions)
+		foreign = r.foreignOf(tpsOf(topic, parts))
 	}
 	rd := &reads{r: r, role: "source", decode: r.mode(decodeAll), foreign: foreign}
 	if t.Latest && t.SelectField != "" {
@@ -922,10 +920,7 @@ func (ts *tableState) keyState(key string) *keyState {
 // addInputTo is addInput for the key whose state is ks.
 func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value, fp *fingerprint) {
 	if ks.r == rUnset {
-		ks.r = -1
-		if kb, ok := keyBytes(r.p.KeySerde, ks.key); ok && ts.rParts > 0 {
-			ks.r = audit.DefaultPartition(kb, ts.rParts)
-		}
+		ks.r = partitionOfKey(r.p.KeySerde, ks.key, ts.rParts)
 	}
 	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem)}
 	r.match(ts, &in, fp)
@@ -947,12 +942,12 @@ func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value
 // repartition partition is one of --partitions. A key the key serde
 // cannot place makes the table unjudgeable.
 func (r *run) inShard(ts *tableState, key string) bool {
-	kb, ok := keyBytes(r.p.KeySerde, key)
-	if !ok || ts.rParts <= 0 {
+	p := partitionOfKey(r.p.KeySerde, key, ts.rParts)
+	if p < 0 {
 		ts.unplaced = true
 		return false
 	}
-	return containsPartition(r.opts.Partitions, audit.DefaultPartition(kb, ts.rParts))
+	return containsPartition(r.opts.Partitions, p)
 }
 
 // walkTable is walk for one of a table's topics; an unreadable partition
@@ -1086,6 +1081,17 @@ func keyBytes(serde, keyText string) ([]byte, bool) {
 	return codec.KeyBytes(serde, keyText)
 }
 
+// partitionOfKey is the partition of a topic of n that a table key's bytes
+// (keyBytes) hash to under Kafka's default partitioner; -1 when the key
+// serde cannot place the key or n is not known.
+func partitionOfKey(serde, keyText string, n int32) int32 {
+	b, ok := keyBytes(serde, keyText)
+	if !ok || n <= 0 {
+		return -1
+	}
+	return audit.DefaultPartition(b, n)
+}
+
 func joinOffsets(offs []int64, total int64) string {
 	var b strings.Builder
 	for i, o := range offs {
@@ -1176,12 +1182,21 @@ func (r *run) inputsGone(tps []audit.TopicPartition) []string {
 	var gone []string
 	for _, tp := range tps {
 		if l := r.ledgers[tp]; l != nil {
-			if ls := max(l.Offsets.LogStart, r.clusterLogStart(tp, l.Offsets.LogStart)); ls > 0 {
-				gone = append(gone, fmt.Sprintf("%s (log start %d)", tp, ls))
+			if g := r.goneOf(tp, l); g != "" {
+				gone = append(gone, g)
 			}
 		}
 	}
 	return gone
+}
+
+// goneOf names tp with its log start where its first records are gone
+// (from the evidence, or from the cluster), "" when it holds them all.
+func (r *run) goneOf(tp audit.TopicPartition, l *ledger.Ledger) string {
+	if ls := max(l.Offsets.LogStart, r.clusterLogStart(tp, l.Offsets.LogStart)); ls > 0 {
+		return fmt.Sprintf("%s (log start %d)", tp, ls)
+	}
+	return ""
 }
 
 // uncaptured notes, for a bounded capture, records at or above the group's
@@ -1235,9 +1250,7 @@ func (r *run) taskSuffix(ts *tableState, key string, p int32) string {
 	if ts.t.Repartition != "" {
 		return ""
 	}
-	n := r.topics[ts.t.Changelog].Partitions
-	b, ok := keyBytes(r.p.KeySerde, key)
-	if !ok || n <= 0 || audit.DefaultPartition(b, n) == p {
+	if q := partitionOfKey(r.p.KeySerde, key, r.topics[ts.t.Changelog].Partitions); q < 0 || q == p {
 		return ""
 	}
 	return fmt.Sprintf(" (partition %d)", p)

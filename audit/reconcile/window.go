@@ -230,10 +230,8 @@ func (ws *winState) windowKey(inner audit.Value, start int64) string {
 // for a window under the stream time bound is optional there.
 func (r *run) addWindowed(ts *tableState, innerText, suffix string, inner audit.Value, x inputRec, v audit.Value, fp *fingerprint) {
 	ws := ts.win
-	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: innerText, digest: x.digest, r: -1}
-	if kb, ok := keyBytes(r.p.KeySerde, innerText); ok && ts.rParts > 0 {
-		in.r = audit.DefaultPartition(kb, ts.rParts)
-	}
+	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: innerText, digest: x.digest,
+		r: partitionOfKey(r.p.KeySerde, innerText, ts.rParts)}
 	r.match(ts, &in, fp)
 	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	for _, start := range ws.w.starts(x.ts) {
