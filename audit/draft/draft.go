@@ -53,6 +53,13 @@ type draftTable struct {
 	// outputFilter is the filter between a windowed store and its output,
 	// inferred from the states that reached the output
 	outputFilter *infer.Guess
+	// unseen says, drafted without a topology, why a processor may stand
+	// between the source and the re-key ("" when the node numbers rule
+	// one out: unseenSteps); unseenExtra how many nodes more than its
+	// chain needs stand below its store (-1: not known)
+	unseen      string
+	unseenExtra int
+	unseenNote  string // what the evidence says of a filter there (unseenFilter)
 }
 
 // draftStep is one step of a drafted table's chain: its kind and
@@ -124,6 +131,17 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		lay = d.NamingLayout()
 	}
 	tables := draftTables(lay, topo != nil, d)
+	if topo == nil {
+		unseen := unseenSteps(o.AppID, lay)
+		for i := range tables {
+			if c, ok := unseen[tables[i].store]; ok || tables[i].rekeyed {
+				tables[i].unseen, tables[i].unseenExtra = c.why, c.extra
+				if !ok {
+					tables[i].unseen, tables[i].unseenExtra = "its store's name carries no number Kafka Streams generated, so nothing rules out a processor between its source and the re-key", -1
+				}
+			}
+		}
+	}
 	sjoins := draftStreamJoins(lay, tables)
 	var copies []draftTable
 	var cogroups []draftCogroup
@@ -267,9 +285,12 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			for _, m := range t.merged {
 				names = append(names, yamlScalar(m))
 			}
-			note := "merged into one stream (" + t.chain[0].Name + ")"
-			if t.sourceNote != "" {
-				note += "; " + t.sourceNote
+			note := t.sourceNote
+			if len(t.chain) > 0 {
+				note = "merged into one stream (" + t.chain[0].Name + ")"
+				if t.sourceNote != "" {
+					note += "; " + t.sourceNote
+				}
 			}
 			fmt.Fprintf(&b, "    source: [%s]%s\n", strings.Join(names, ", "), comment(note))
 		} else if t.source != "" {

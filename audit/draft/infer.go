@@ -301,7 +301,29 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			}
 		}
 		n := copies.Count()
+		if bestSrc != "" && t.source == "" && len(best) < n && len(cands) > 1 {
+			// no topology, and no one source explains every copy: the
+			// streams of several may be merged before the re-key
+			if srcs, pairs, ok := mergedSources(ev, cands, copies, len(best)); ok {
+				t.source, t.merged = srcs[0], srcs[1:]
+				t.evSource = strings.Join(srcs, "+")
+				t.sourceNote = fmt.Sprintf("%d/%d copies on %s match the records of %s by value and timestamp, merged before the re-key (%s)", len(pairs), n, t.repartition, strings.Join(srcs, ", "), strings.Join(counts, ", "))
+				best, bestSrc = pairs, ""
+			}
+		}
+		if t.source == "" && len(t.steps) == 0 && t.chain == nil && len(best)*10 < n*9 && splitCopies(t, ev, cands, copies) {
+			if t.unseenExtra > 0 && t.unseenExtra == seenNodes(t) {
+				t.unseen = "" // the split takes every number left
+			}
+			return // no topology, and the copies are the words of a split
+		}
 		switch {
+		case bestSrc != "" && t.source == "" && len(best) < n && !partial(ev.Topics[bestSrc]):
+			// a source that explains only part of the copies is no
+			// source: the table is not judged (a guess judges only what it
+			// explains)
+			t.sourceNote = fmt.Sprintf("only %d of the %d copies on %s match the records of any one source topic, and of no merge of them (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
+			return
 		case bestSrc != "" && t.source == "":
 			t.source = bestSrc
 			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
@@ -315,6 +337,13 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			t.selectKey = infer.GuessSelectKey(best, t.rekeyed)
 		}
 		inferSteps(t, ev, best)
+		if t.chain == nil && t.unseen != "" && len(t.steps) == 0 && t.source != "" && len(best) > 0 {
+			unseenFilter(t, ev, best)
+		}
+	}
+	if t.chain == nil && t.unseen != "" && t.unseenExtra > 0 && t.unseenExtra == seenNodes(t) {
+		// the steps the evidence shows take every number left
+		t.unseen = ""
 	}
 	if cl := ev.Topics[t.changelog]; cl != nil && !t.tableSource {
 		if ok, why := infer.WindowedChangelog(cl); ok {

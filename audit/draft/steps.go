@@ -290,6 +290,9 @@ func writeSteps(b *strings.Builder, t draftTable) {
 	if t.chainErr != "" {
 		fmt.Fprintf(b, "    # steps: not known: %s\n", t.chainErr)
 	}
+	if len(t.steps) == 0 && t.unseenNote != "" {
+		fmt.Fprintf(b, "    # steps: none drafted: %s\n", t.unseenNote)
+	}
 	if len(t.steps) == 0 {
 		return
 	}
@@ -297,7 +300,11 @@ func writeSteps(b *strings.Builder, t draftTable) {
 	if strings.HasPrefix(t.name, "copy ") {
 		dest = "to()"
 	}
-	b.WriteString("    steps:   # the topology's processors between the source and " + dest + ", in order\n")
+	if t.chain == nil {
+		b.WriteString("    steps:   # drafted without a topology, from the evidence: what stands between the source and the re-key\n")
+	} else {
+		b.WriteString("    steps:   # the topology's processors between the source and " + dest + ", in order\n")
+	}
 	for _, s := range t.steps {
 		note := s.note
 		if s.expr == "TODO" {
@@ -314,6 +321,8 @@ func stepText(s draftStep) string {
 		return "peek"
 	case s.kind == spec.StepProcess:
 		return fmt.Sprintf("{process: '', node: %s}", yamlScalar(s.node))
+	case s.expr == "TODO" && s.node == "": // drafted without a topology
+		return fmt.Sprintf("{%s: %s}", s.kind, yamlScalar("TODO: "+s.note))
 	case s.expr == "TODO":
 		return fmt.Sprintf("{%s: %s, node: %s}", s.kind, yamlScalar("TODO: "+s.note), yamlScalar(s.node))
 	}

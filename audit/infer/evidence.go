@@ -337,6 +337,12 @@ func Union(name string, ts ...*Topic) *Topic {
 				u.Parts[base+p] = out
 				u.Whole[base+p], u.Full[base+p] = t.Whole[p], t.Full[p]
 			}
+			if c, ok := t.Committed[p]; ok {
+				if u.Committed == nil {
+					u.Committed = map[int32]int64{}
+				}
+				u.Committed[base+p] = c
+			}
 		}
 		u.Partitions += t.Partitions
 		u.KeyMod = max(u.KeyMod, t.KeyMod)

@@ -27,15 +27,19 @@ func CheckSteps(pt spec.PlannedTable, ev *Evidence) Verdict {
 		v.Spec = pt.Spec.SelectKeyExpr // the steps are the same but for the key
 	}
 	failed, fail := 0, error(nil)
+	apply := pt.Spec.Apply
+	if pt.Unsure != "" {
+		apply = pt.Spec.ApplyUnsure // the copies tell what a TODO filter kept
+	}
 	for r := range src.each() {
 		if r.Undecodable {
 			continue
 		}
-		if _, err := pt.Spec.Apply(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}); err != nil {
+		if _, err := apply(spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}); err != nil {
 			fail, failed = err, failed+1
 		}
 	}
-	n, total := ExplainedBy(src, cps, chain)
+	n, total := explainedBy(src, cps, chain, pt.Unsure != "")
 	v.Keys, v.Explained[v.Spec] = total, n
 	if keyed {
 		// the alternative: the key the copies matched to their source records say

@@ -1,7 +1,6 @@
 package infer
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,6 +18,16 @@ import (
 // steps emit for a source record read (each copy explains one element).
 // total is the copies with a value.
 func ExplainedBy(source, copies *Topic, steps []*spec.Step) (n, total int) {
+	return explainedBy(source, copies, steps, false)
+}
+
+// explainedBy is ExplainedBy; with unsure, a filter or branch whose
+// predicate is TODO passes every record (spec.ApplyStepsUnsure).
+func explainedBy(source, copies *Topic, steps []*spec.Step, unsure bool) (n, total int) {
+	apply := spec.ApplySteps
+	if unsure {
+		apply = spec.ApplyStepsUnsure
+	}
 	type fp struct {
 		k, v codec.Digest
 		ts   int64
@@ -37,7 +46,7 @@ func ExplainedBy(source, copies *Topic, steps []*spec.Step) (n, total int) {
 		if r.Undecodable || !stamps[r.Timestamp] {
 			continue
 		}
-		els, err := spec.ApplySteps(steps, spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		els, err := apply(steps, spec.RecordEnv{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
 		if err != nil {
 			continue
 		}
@@ -341,25 +350,21 @@ func GuessMapValues(source, copies *Topic) Guess {
 	leafPaths(pairs[0][0].Value, nil, &srcPaths)
 	slices.SortFunc(srcPaths, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
 	fields := slices.Sorted(mapKeys(cm))
-	need := (len(pairs)*9 + 9) / 10
+	// a lambda that makes a copy from its source record explains every
+	// pair: an exception is a wrong guess, unless the source was not read
+	// whole (a copy may then pair with another record of its timestamp)
+	need := len(pairs)
+	if partial(source) {
+		need = (len(pairs)*9 + 9) / 10
+	}
 	var parts []string
 	for _, f := range fields {
 		found := ""
-		for _, path := range srcPaths {
-			name := strings.Join(append([]string{"value"}, path...), ".") // "value" for a scalar
-			same := 0
-			for _, p := range pairs {
-				if valOf(walk(p[0].Value, path)).same(valOf(fieldOf(p[1].Value, f))) {
-					same++
-				}
-			}
-			if same >= need {
-				found = name
+		for _, c := range fieldExprs(pairs, srcPaths, f) {
+			if fieldExplains(c, pairs, f) >= need {
+				found = c
 				break
 			}
-		}
-		if found == "" {
-			found = factorOf(pairs, srcPaths, f, need)
 		}
 		if found == "" {
 			if c := valOf(fieldOf(pairs[0][1].Value, f)); c.v == nil || constantField(pairs, f, c, need) {
@@ -367,11 +372,99 @@ func GuessMapValues(source, copies *Topic) Guess {
 			}
 		}
 		if found == "" {
-			return Guess{Evidence: fmt.Sprintf("field %s of the copies is no field of the source values, nor a constant factor of one, in 90%% of %d pairs", f, len(pairs))}
+			return Guess{Evidence: fmt.Sprintf("field %s of the copies is no field of the source values, nor a number or text made of one as Java does (a factor, Math.round, integer division, upper/lower case, trim, String.valueOf), in all of %d pairs", f, len(pairs))}
 		}
 		parts = append(parts, fmt.Sprintf("%s: %s", strconv.Quote(f), found))
 	}
-	return Guess{Value: "{" + strings.Join(parts, ", ") + "}", Evidence: fmt.Sprintf("each field of the copies' values, from %d copies paired with their source record by timestamp", len(pairs))}
+	return Guess{Value: "{" + strings.Join(parts, ", ") + "}", Evidence: fmt.Sprintf("each field of the copies' values, from %d copies paired with their source record by timestamp (%d of them explained)", len(pairs), len(pairs))}
+}
+
+// partial reports whether a topic was not read whole: a partition read
+// from after offset 0 (retention, a purge) or not to its end.
+func partial(t *Topic) bool {
+	for p := range t.Parts {
+		if !t.Whole[p] || !t.Full[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldExprs are the expressions tried for field f of the copies, each
+// over one field of the source values, in the order tried: the field as
+// it is; numbers as a Java lambda makes them (a constant factor or
+// divisor, then Math.round, a cast to long, integer division); text upper
+// or lower cased, trimmed, or a number as text (String.valueOf).
+func fieldExprs(pairs [][2]*Rec, srcPaths [][]string, f string) []string {
+	var out []string
+	for _, path := range srcPaths {
+		out = append(out, strings.Join(append([]string{"value"}, path...), "."))
+	}
+	for _, path := range srcPaths {
+		name := strings.Join(append([]string{"value"}, path...), ".")
+		if k, ok := ratioOf(pairs, path, f); ok {
+			for _, e := range []string{"%s * %s", "mathRound(%s * %s)", "int(%s * %s)"} {
+				out = append(out, fmt.Sprintf(e, name, num(k)))
+			}
+			if k != 0 && k < 1 {
+				d := math.Round(1 / k)
+				for _, e := range []string{"%s / %s", "mathRound(%s / %s)", "int(%s / %s)"} {
+					out = append(out, fmt.Sprintf(e, name, num(d)))
+				}
+			}
+		}
+		for _, e := range []string{"upper(%s)", "lower(%s)", "trim(%s)", "string(%s)", "mathRound(%s)", "int(%s)"} {
+			out = append(out, fmt.Sprintf(e, name))
+		}
+	}
+	return out
+}
+
+// ratioOf is the factor from the source field at path to the copies'
+// field f in the first pair where both are numbers and the source's is
+// not 0, rounded to a whole number or to six significant digits where it
+// is that close (100 for a ratio of 99.99999999999999).
+func ratioOf(pairs [][2]*Rec, path []string, f string) (float64, bool) {
+	for _, p := range pairs {
+		a, ok1 := toFloat(walk(p[0].Value, path))
+		b, ok2 := toFloat(fieldOf(p[1].Value, f))
+		if !ok1 || !ok2 || a == 0 || b == 0 {
+			continue
+		}
+		k := b / a
+		if r := math.Round(k); r != 0 && math.Abs(k-r) <= 1e-6*math.Abs(k) {
+			return r, r != 1
+		}
+		if k < 1 {
+			if d := math.Round(1 / k); math.Abs(1/k-d) <= 1e-6*math.Abs(1/k) {
+				return 1 / d, true
+			}
+		}
+		r, _ := strconv.ParseFloat(strconv.FormatFloat(k, 'g', 6, 64), 64)
+		return r, true
+	}
+	return 0, false
+}
+
+// fieldExplains counts the pairs whose copy's field f is exactly, as the
+// audit compares values (canonical JSON), what expression e gives on the
+// source record: the lambda is run as the audit will run it.
+func fieldExplains(e string, pairs [][2]*Rec, f string) int {
+	st, err := spec.NewStep(spec.StepMapValues, e, "")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range pairs {
+		els, err := spec.ApplySteps([]*spec.Step{st}, spec.RecordEnv{Key: p[0].Key, Value: p[0].Value, Timestamp: p[0].Timestamp})
+		if err != nil || len(els) != 1 {
+			continue
+		}
+		if valOf(els[0].Value).same(valOf(fieldOf(p[1].Value, f))) {
+			n++
+		}
+	}
+	return n
 }
 
 // maxAlikePairs bounds the comparisons of the copies and source records
@@ -437,32 +530,6 @@ func constantField(pairs [][2]*Rec, f string, c val, need int) bool {
 		}
 	}
 	return n >= need
-}
-
-// factorOf finds a numeric source field whose value times a constant is
-// the copies' field f (amount in cents: value.amount * 100).
-func factorOf(pairs [][2]*Rec, srcPaths [][]string, f string, need int) string {
-	for _, path := range srcPaths {
-		var k float64
-		n := 0
-		for _, p := range pairs {
-			a, ok1 := toFloat(walk(p[0].Value, path))
-			b, ok2 := toFloat(fieldOf(p[1].Value, f))
-			if !ok1 || !ok2 || a == 0 {
-				continue
-			}
-			if k == 0 {
-				k = b / a
-			}
-			if math.Abs(b-k*a) <= 1e-9*math.Max(1, math.Abs(b)) {
-				n++
-			}
-		}
-		if k != 0 && k != 1 && n >= need {
-			return fmt.Sprintf("value.%s * %s", strings.Join(path, "."), num(cmp.Or(k, 1)))
-		}
-	}
-	return ""
 }
 
 // Words is the source as flatMapValues(split) → groupBy((k, word) →

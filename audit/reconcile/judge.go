@@ -200,6 +200,9 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 			e.kind = elemFree
 		case in.status == copyAborted:
 			e.kind = elemBlocked
+		case in.status == copyNone && in.unsure:
+			// a filter whose predicate is not known may have removed it
+			e.kind = elemOptional
 		case in.status == copyNone && (r.positionReadable(ts, in) || ts.neverPurged(in.r)):
 			e.kind = elemBlocked
 		case hasFixed && in.offset > ff:

@@ -84,6 +84,12 @@ type Table struct {
 	// check found the spec does not describe it. The reason goes to the
 	// report's missing evidence.
 	Unjudged string
+	// Unsure names the filters (and branches) before the repartition
+	// topic whose predicate is not known: Steps passes what they would
+	// judge, marking it (Element.Unsure); a copy says the app kept the
+	// input, and an input with none may have been filtered on purpose, so
+	// it is missing evidence, never a loss.
+	Unsure string
 	// Regroup, when set, makes the table a KTable groupBy of the table
 	// whose rows Source holds (regroup.go), judged by its own check.
 	Regroup *Regroup
@@ -96,6 +102,8 @@ type Table struct {
 type Element struct {
 	Key   audit.Value
 	Value audit.Value
+	// Unsure: it passed a filter whose predicate is not known (Table.Unsure)
+	Unsure bool
 }
 
 // Join is t1.join(t2).join(t3)… written to an output topic.

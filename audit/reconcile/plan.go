@@ -19,7 +19,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 	out := &Pipeline{AppID: p.AppID, KeySerde: codec.NormalizeSerde(keySerde)}
 	for _, pt := range p.Tables {
 		t := Table{Name: pt.Name, Source: pt.Source, Merged: pt.Merged, Repartition: pt.Repartition, Store: pt.Store, Changelog: pt.Changelog, Uncached: pt.Uncached,
-			Unjudged: pt.Unjudged, OutputUnjudged: pt.OutputUnjudged}
+			Unjudged: pt.Unjudged, OutputUnjudged: pt.OutputUnjudged, Unsure: pt.Unsure}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
 			if w := pt.Spec.Window; w != nil {
@@ -42,8 +42,12 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 			}
 			t.SelectField = valueField(ts.SelectKeyExpr)
 			if ts.HasSteps() {
+				apply := ts.Apply
+				if pt.Unsure != "" {
+					apply = ts.ApplyUnsure // the copies tell what a TODO filter kept
+				}
 				t.Steps = func(e Env) ([]Element, error) {
-					return elements(ts.Apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
+					return elements(apply(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
 				}
 				t.ValueChanging, t.Flat, t.SelectField = ts.ValueChanging(), ts.Flat(), ""
 			}
@@ -125,7 +129,7 @@ func elements(els []spec.Element, err error) ([]Element, error) {
 	}
 	out := make([]Element, len(els))
 	for i, e := range els {
-		out[i] = Element{Key: e.Key, Value: e.Value}
+		out[i] = Element{Key: e.Key, Value: e.Value, Unsure: e.Unsure}
 	}
 	return out, nil
 }

@@ -253,7 +253,11 @@ func appendInput(b []byte, key string, x inputRec, raw []byte) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.ts))
 	b = append(b, x.digest[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.part))
-	b = binary.LittleEndian.AppendUint16(b, x.elem)
+	elem := x.elem
+	if x.unsure {
+		elem |= unsureBit
+	}
+	b = binary.LittleEndian.AppendUint16(b, elem)
 	if raw == nil {
 		return append(b, 0)
 	}
@@ -439,6 +443,7 @@ func readInputs(rd byteReader, size uint64, fn func(key []byte, x inputRec, raw 
 		}
 		x := inputRec{offset: int64(binary.LittleEndian.Uint64(fixed[0:])), ts: int64(binary.LittleEndian.Uint64(fixed[8:])),
 			part: int32(binary.LittleEndian.Uint32(fixed[32:])), elem: binary.LittleEndian.Uint16(fixed[36:]), r: -1}
+		x.elem, x.unsure = x.elem&^unsureBit, x.elem&unsureBit != 0
 		copy(x.digest[:], fixed[16:32])
 		var v []byte
 		if n > 0 {

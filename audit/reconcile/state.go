@@ -79,6 +79,12 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.specFree(ts)
 		return nil
 	}
+	if check == checkPresence {
+		// the inputs of a range purged before commit are not named without
+		// a state check: the range is (the keyless check runs whatever the
+		// table's judgement)
+		defer r.specFree(ts)
+	}
 	if msg := keysMismatch(ts, st); msg != "" {
 		what := "select_key does"
 		if ts.t.Steps != nil {
@@ -137,6 +143,7 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 	if ts.bounded > 0 {
 		r.missing("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
 	}
+	r.reportUnsure(ts)
 	return ctx.Err()
 }
 
@@ -274,6 +281,15 @@ func (r *run) countInputs(ts *tableState) {
 		ts.inputs += int64(len(ks.inputs))
 		for _, x := range ks.inputs {
 			r.produced[x.ts/60000*60000]++
+			if x.unsure && x.status == copyNone && r.inWindow(x.ts) {
+				// no copy behind a filter whose predicate is not known: not
+				// judged (reportUnsure)
+				ts.unsureLeft++
+				ts.unsureAt = firstOffsets(ts.unsureAt, ts.tpOf(x.part), x.offset, 5)
+				if _, purged := ts.purgedRange[x.r]; purged {
+					ts.unsurePurged[x.r] = true
+				}
+			}
 		}
 	}
 }
@@ -347,6 +363,12 @@ func (r *run) positionReadable(ts *tableState, in *input) bool {
 // and reports it.
 func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 	if in.f != nil || !r.inWindow(in.ts) {
+		return
+	}
+	if in.unsure && in.status == copyNone {
+		// a filter whose predicate is not known stands before its copy:
+		// filtered on purpose, or lost, the evidence cannot tell (counted
+		// by countInputs)
 		return
 	}
 	t := ts.t

@@ -3,6 +3,7 @@ package reconcile
 // One table end to end: its repartition copies, changelog and source inputs.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -91,6 +92,10 @@ type input struct {
 	how    lostHow  // how the key's explanation lost it
 	kind   elemKind // what the evidence allowed of it
 	late   bool     // windowed: late for its window (inputRec.late)
+	// unsure: a filter or branch whose predicate the spec leaves TODO
+	// stands before its copy (Table.Unsure): with no copy it may have
+	// been filtered on purpose, so it is never a loss
+	unsure bool
 	// elem is its index among the elements the table's steps emit for
 	// its source record (Table.Steps), 0 without steps
 	elem int
@@ -120,6 +125,7 @@ type inputRec struct {
 	part, r    int32 // part: the source partition, encoded with its topic (sourcePart)
 	status     copyStatus
 	late       bool // windowed: late for its window under the stream time bound (window.go)
+	unsure     bool // passed a filter whose predicate is not known (input.unsure)
 	elem       uint16
 	pos        int64 // the offset of its copy (copyInfo.offset), when applied or pending
 }
@@ -159,7 +165,7 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 	out := make([]*input, len(recs))
 	for i, x := range recs {
 		in := &input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts,
-			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late, elem: int(x.elem)}
+			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late, unsure: x.unsure, elem: int(x.elem)}
 		if i < len(values) {
 			in.value = values[i]
 		}
@@ -279,6 +285,13 @@ type tableState struct {
 	failed       int                  // keys whose inputs the reducer failed on
 	failedKeys   []string
 	bounded      int // keys whose explanation search gave up
+	// unsureLeft counts the consumed inputs with no copy behind a filter
+	// whose predicate is not known (Table.Unsure): not judged; unsureAt
+	// names the first; unsurePurged the repartition partitions purged
+	// before commit that would hold some of their copies
+	unsureLeft   int
+	unsureAt     []tpOffset
+	unsurePurged map[int32]bool
 	// atLeastOnce says that the store's changelog holds records written
 	// outside transactions: the app runs at-least-once, and after a
 	// restart it applies again what it processed since its last commit;
@@ -327,7 +340,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		return ctx.Err()
 	}
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
-		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
+		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, unsurePurged: map[int32]bool{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{},
 		clWhole:   map[int32]bool{}, exact: map[int32]bool{}}
@@ -707,7 +720,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 					if t.ValueChanging {
 						dg = codec.DigestOf(e.Value)
 					}
-					r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: e.Key, v: e.Value, digest: dg, elem: i, shardByKey: shardByKey}, &nullKeys, &nullCount)
+					r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: e.Key, v: e.Value, digest: dg, elem: i, unsure: e.Unsure, shardByKey: shardByKey}, &nullKeys, &nullCount)
 				}
 				return
 			}
@@ -830,7 +843,8 @@ type elemOf struct {
 	part       int32 // p with its topic (sourcePart)
 	key, v     audit.Value
 	digest     codec.Digest
-	elem       int // its index among the steps' elements
+	elem       int  // its index among the steps' elements
+	unsure     bool // it passed a filter whose predicate is not known
 	shardByKey bool
 }
 
@@ -861,7 +875,7 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 		text = codec.Text(e.key)
 	}
 	if ts.xout != nil {
-		r.route(ts, text, inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem)}, inputRaw(t, &e))
+		r.route(ts, text, inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem), unsure: e.unsure}, inputRaw(t, &e))
 		return // added by the shard that receives it (exchange.go)
 	}
 	if e.shardByKey && !r.inShard(ts, text) {
@@ -872,7 +886,7 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	if e.elem == 0 {
 		ts.consumedWithKey++
 	}
-	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem)}
+	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem), unsure: e.unsure}
 	if ts.spill != nil {
 		ts.spill.addInput(text+suffix, x, inputRaw(t, &e)) // decoded again when its bucket is checked
 		return
@@ -893,9 +907,13 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 var tombDigest = codec.Digest{0xde, 0x1e, 0x7e, 0xd0, 't', 'o', 'm', 'b', 's', 't', 'o', 'n', 'e', 0, 0, 1}
 
 // maxElem bounds the elements the steps may emit for one input: an
-// input keeps its element's index in 16 bits (a table whose steps emit
-// more is not judged).
-const maxElem = 1 << 16
+// input keeps its element's index in 15 bits, the 16th (unsureBit) saying,
+// in the spill and the exchange, that it is unsure (a table whose steps
+// emit more is not judged).
+const (
+	maxElem   = 1 << 15
+	unsureBit = 1 << 15
+)
 
 // pickedValue stands for a source value that was digested, not built
 // (item.picked): not null, and never folded.
@@ -922,7 +940,7 @@ func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value
 	if ks.r == rUnset {
 		ks.r = partitionOfKey(r.p.KeySerde, ks.key, ts.rParts)
 	}
-	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem)}
+	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem), unsure: x.unsure}
 	r.match(ts, &in, fp)
 	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	if in.status == copyPending || in.status == copyOpen {
@@ -1143,6 +1161,59 @@ func (r *run) specFree(ts *tableState) {
 			why = fmt.Sprintf("table %s is not judged, so", t.Name)
 		}
 		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; %s the inputs they held cannot be named", pr[1], pr[0], pr[0], pr[1]-1, why)
+		r.add(f)
+	}
+}
+
+// tpOffset is one record's place.
+type tpOffset struct {
+	tp     audit.TopicPartition
+	offset int64
+}
+
+// firstOffsets adds tp@offset to the n first places of list, in topic,
+// partition and offset order (the same whatever order they come in).
+func firstOffsets(list []tpOffset, tp audit.TopicPartition, offset int64, n int) []tpOffset {
+	o := tpOffset{tp, offset}
+	less := func(a, b tpOffset) int {
+		return cmp.Or(strings.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition), cmp.Compare(a.offset, b.offset))
+	}
+	i, _ := slices.BinarySearchFunc(list, o, less)
+	if i >= n {
+		return list
+	}
+	list = slices.Insert(list, i, o)
+	if len(list) > n {
+		list = list[:n]
+	}
+	return list
+}
+
+// reportUnsure says what a filter with an unknown predicate left
+// unjudged (Table.Unsure): the inputs with no copy, and, for each
+// repartition partition purged before commit that would hold some of
+// their copies, the range itself (its copies were deleted before the app
+// applied them, whichever inputs they were of).
+func (r *run) reportUnsure(ts *tableState) {
+	t := ts.t
+	if ts.unsureLeft == 0 {
+		return
+	}
+	var at []string
+	for _, o := range ts.unsureAt {
+		at = append(at, fmt.Sprintf("%s@%d", o.tp, o.offset))
+	}
+	r.missing("table %s: %d consumed inputs have no copy on %s (the first: %s); %s before the re-key may remove records on purpose and its predicate is not known, so whether they were filtered or lost is not judged: give the app's Topology#describe() (--topology) or the predicate in the spec's steps",
+		t.Name, ts.unsureLeft, t.Repartition, strings.Join(at, ", "), t.Unsure)
+	for _, p := range slices.Sorted(maps.Keys(ts.unsurePurged)) {
+		pr := ts.purgedRange[p]
+		tp := audit.TopicPartition{Topic: t.Repartition, Partition: p}
+		if slices.ContainsFunc(r.skips[tp], func(s history.Skip) bool { return s.From <= pr[0] && pr[1] <= s.To }) {
+			continue
+		}
+		f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, pr[0])
+		f.Count = pr[1] - pr[0]
+		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; which inputs they held cannot be named (a filter with an unknown predicate stands before them)", pr[1], pr[0], pr[0], pr[1]-1)
 		r.add(f)
 	}
 }

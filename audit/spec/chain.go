@@ -30,6 +30,24 @@ func outputUnmodelled(t *TableSpec, nodes map[*Step]string) string {
 	return strings.Replace(strings.TrimSuffix(why, ", so the records through it are not judged"), "its chain holds", "its output steps hold", 1)
 }
 
+// unsureSteps names the filters and branches whose predicate is TODO
+// (PlannedTable.Unsure): "filter KSTREAM-FILTER-0000000001", or "a filter
+// before the re-key" for one the draft supposes without a topology.
+func unsureSteps(steps []*Step, nodes map[*Step]string) string {
+	var names []string
+	for _, st := range steps {
+		switch {
+		case st.Node != "":
+			names = append(names, string(st.Kind)+" "+st.Node)
+		case nodes[st] != "":
+			names = append(names, string(st.Kind)+" "+nodes[st])
+		default:
+			names = append(names, "a "+string(st.Kind)+" at line "+fmt.Sprint(st.Line))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 func unmodelledSteps(t *TableSpec, steps []*Step, nodes map[*Step]string) string {
 	var names []string
 	for _, st := range steps {

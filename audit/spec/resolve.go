@@ -55,6 +55,12 @@ type PlannedTable struct {
 	Unjudged string `json:"unjudged,omitempty"`
 	// OutputUnjudged says why the table's own output cannot be judged.
 	OutputUnjudged string `json:"output_unjudged,omitempty"`
+	// Unsure names the filters and branches of the table's chain whose
+	// predicate the spec leaves TODO, on a table with a repartition topic:
+	// the table is judged, its copies telling which inputs those steps
+	// kept, and an input with no copy is not judged (it may have been
+	// filtered on purpose); "" when there are none.
+	Unsure string `json:"unsure,omitempty"`
 	// Members are a cogroup's grouped streams, resolved.
 	Members []PlannedMember `json:"members,omitempty"`
 }
@@ -262,7 +268,15 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 			judgeChain(lay, t, &pt, nodes)
 		}
 		if why := unmodelledIn(t, nodes); why != "" {
-			pt.Unjudged = why // a step not modelled says more than a chain that differs
+			switch ups := t.UnknownPredicates(); {
+			case len(ups) > 0 && pt.Repartition != "" && pt.Unjudged == "":
+				// the copies tell what the filters kept
+				pt.Unsure = unsureSteps(ups, nodes)
+			case len(ups) > 0 && pt.Unjudged != "":
+				// the chain that differs names the node the spec lacks
+			default:
+				pt.Unjudged = why // a step not modelled says more than a chain that differs
+			}
 		}
 		if why := outputUnmodelled(t, nodes); why != "" {
 			pt.OutputUnjudged = why

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -195,6 +196,10 @@ func compileStep(st *Step) error {
 type Element struct {
 	Key   any
 	Value any
+	// Unsure says the element passed a filter or branch whose predicate
+	// the spec leaves TODO (ApplyUnsure): whether the app kept it is not
+	// known from the spec; its copy, where one exists, says it did.
+	Unsure bool
 }
 
 // StepError is a step whose expression failed on a record, or that cannot
@@ -221,11 +226,21 @@ var ErrNotModelled = errors.New("not modelled")
 
 // runSteps runs a chain of steps on one record; an empty result is a
 // record the chain filters out (a filter, a branch, an empty flatMap).
-func runSteps(steps []*Step, r RecordEnv) ([]Element, error) {
+func runSteps(steps []*Step, r RecordEnv) ([]Element, error) { return runStepsUnsure(steps, r, false) }
+
+// runStepsUnsure is runSteps; with unsure, a filter or branch left TODO
+// passes every element, marked Unsure, instead of failing.
+func runStepsUnsure(steps []*Step, r RecordEnv, unsure bool) ([]Element, error) {
 	cur := []Element{{Key: r.Key, Value: r.Value}}
 	for i, st := range steps {
 		if len(cur) == 0 {
 			return nil, nil
+		}
+		if unsure && st.unknownPredicate() {
+			for j := range cur {
+				cur[j].Unsure = true
+			}
+			continue
 		}
 		if st.TODO() {
 			return nil, &StepError{Index: i, Step: st, Err: ErrNotModelled}
@@ -236,11 +251,24 @@ func runSteps(steps []*Step, r RecordEnv) ([]Element, error) {
 			if err != nil {
 				return nil, &StepError{Index: i, Step: st, Err: err}
 			}
+			for k := range out {
+				out[k].Unsure = e.Unsure
+			}
 			next = append(next, out...)
 		}
 		cur = next
 	}
 	return cur, nil
+}
+
+// unknownPredicate reports whether the step only keeps or drops records
+// (a filter, filterNot or branch) and its predicate is TODO.
+func (s *Step) unknownPredicate() bool {
+	switch s.Kind {
+	case StepFilter, StepFilterNot, StepBranch:
+		return isTODO(s.Expr)
+	}
+	return false
 }
 
 // apply runs one step on one record.
@@ -448,6 +476,33 @@ func (t *TableSpec) Apply(r RecordEnv) ([]Element, error) {
 	return runSteps(t.chain, r)
 }
 
+// UnknownPredicates lists the table's steps that only keep or drop
+// records and whose predicate is TODO, when they are all of its steps
+// that cannot be evaluated (nil otherwise): with a repartition topic, the
+// copies tell which inputs such a step kept (ApplyUnsure).
+func (t *TableSpec) UnknownPredicates() []*Step {
+	var out []*Step
+	for _, st := range t.Steps {
+		switch {
+		case st == nil:
+		case st.unknownPredicate():
+			out = append(out, st)
+		case st.TODO():
+			return nil
+		}
+	}
+	return out
+}
+
+// ApplyUnsure is Apply passing the records a filter or branch with a TODO
+// predicate would judge, each marked Unsure (UnknownPredicates).
+func (t *TableSpec) ApplyUnsure(r RecordEnv) ([]Element, error) {
+	if len(t.Steps) == 0 {
+		return t.Apply(r)
+	}
+	return runStepsUnsure(t.chain, r, true)
+}
+
 // OutputKeyChanging reports whether the output steps may change the key
 // (map, selectKey, flatMap…): the output is then not keyed by the table.
 func (t *TableSpec) OutputKeyChanging() bool {
@@ -486,6 +541,35 @@ var javaSplit = expr.Function("regexSplit", func(params ...any) (any, error) {
 	}
 	return splitJava(s, rx), nil
 }, new(func(string, string) []any))
+
+// javaRound is the expressions' mathRound(x): Java's Math.round, the
+// long nearest x with ties rounded up (floor(x + 0.5)); expr's own round
+// rounds ties away from zero, which differs for negative halves (-2.5:
+// Java -2, round -3). NaN is 0 and the infinities and what a long cannot
+// hold saturate, as in Java.
+var javaRound = expr.Function("mathRound", func(params ...any) (any, error) {
+	var f float64
+	switch x := params[0].(type) {
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case float64:
+		f = x
+	default:
+		return nil, fmt.Errorf("mathRound wants a number, got %s", describe(params[0]))
+	}
+	switch r := math.Floor(f + 0.5); {
+	case math.IsNaN(f):
+		return int64(0), nil
+	case r >= math.MaxInt64:
+		return int64(math.MaxInt64), nil
+	case r <= math.MinInt64:
+		return int64(math.MinInt64), nil
+	default:
+		return int64(r), nil
+	}
+}, new(func(any) int64))
 
 var regexCache sync.Map // regex text → *regexp.Regexp
 
@@ -544,3 +628,9 @@ func NewStep(kind StepKind, src, node string) (*Step, error) {
 // ApplySteps runs a chain of steps on one record, as a table's Apply runs
 // its own.
 func ApplySteps(steps []*Step, r RecordEnv) ([]Element, error) { return runSteps(steps, r) }
+
+// ApplyStepsUnsure is ApplySteps passing, marked Unsure, what a filter or
+// branch with a TODO predicate would judge (TableSpec.ApplyUnsure).
+func ApplyStepsUnsure(steps []*Step, r RecordEnv) ([]Element, error) {
+	return runStepsUnsure(steps, r, true)
+}

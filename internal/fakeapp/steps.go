@@ -126,8 +126,13 @@ var (
 	// rule no spec can state.
 	StepProcess = Step{Name: "process", Kind: "process",
 		app: keep(func(v map[string]any) bool { return num(v["seq"])%7 != 3 })}
-	// StepTODO is a filter whose predicate the spec leaves TODO.
-	StepTODO = Step{Name: "todo", Kind: "filter", Expr: "TODO: the predicate",
+	// StepTODO is a flatMapValues whose lambda the spec leaves TODO (the
+	// app's keeps the records that are not TEST): the table is not judged.
+	StepTODO = Step{Name: "todo", Kind: "flatMapValues", Expr: "TODO: the lambda",
+		app: keep(func(v map[string]any) bool { return v["status"] != "TEST" })}
+	// StepTODOFilter is StepFilter with its predicate left TODO: the
+	// copies tell what it kept (an input without one is not judged).
+	StepTODOFilter = Step{Name: "todoFilter", Kind: "filter", Expr: "TODO: the predicate",
 		app: keep(func(v map[string]any) bool { return v["status"] != "TEST" })}
 	// StepFailing is a filter whose expression fails on the records whose
 	// code is not a number (the app's lambda keeps them all).

@@ -129,6 +129,15 @@ func (r *scRun) wcWaitCaughtUp(ctx context.Context, a *appRun) (state, error) {
 // offline audits alone must agree, and alone must find no loss the spec does not (it may
 // decline what the evidence does not settle: incomplete). It returns both reports.
 func (r *scRun) wcAudit(ctx context.Context, name string) (spec, alone kauditReport, err error) {
+	return r.wcAuditSpec(ctx, name, filepath.Join(r.d.repo, "testdata", "apps", "wordcount.kaudit.yaml"))
+}
+
+// wcAuditSpec is wcAudit with the spec at specPath (a name alone: the drill's own, beside its
+// code) and extra arguments for every diff (the app's logs).
+func (r *scRun) wcAuditSpec(ctx context.Context, name, specPath string, extra ...string) (spec, alone kauditReport, err error) {
+	if !filepath.IsAbs(specPath) && filepath.Dir(specPath) == "." {
+		specPath = filepath.Join(r.d.root, "drill", specPath)
+	}
 	dir := filepath.Join(r.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return spec, alone, err
@@ -141,14 +150,14 @@ func (r *scRun) wcAudit(ctx context.Context, name string) (spec, alone kauditRep
 	if code != 0 {
 		return spec, alone, fmt.Errorf("kaudit capture exited %d: %s", code, lastLines(stderr, 5))
 	}
-	if spec, err = r.d.snapshotDiff(ctx, dir, "diff-spec", capture, "--spec", filepath.Join(r.d.repo, "testdata", "apps", "wordcount.kaudit.yaml")); err != nil {
+	if spec, err = r.d.snapshotDiff(ctx, dir, "diff-spec", capture, append([]string{"--spec", specPath}, extra...)...); err != nil {
 		return spec, alone, err
 	}
-	if alone, err = r.d.snapshotDiff(ctx, dir, "diff-app-id", capture, "--app-id", wcAppID, "--save-spec", filepath.Join(dir, "kaudit-inferred.yaml")); err != nil {
+	if alone, err = r.d.snapshotDiff(ctx, dir, "diff-app-id", capture, append([]string{"--app-id", wcAppID, "--save-spec", filepath.Join(dir, "kaudit-inferred.yaml")}, extra...)...); err != nil {
 		return spec, alone, err
 	}
 	live := filepath.Join(dir, "kaudit-live-app-id.json")
-	code, stderr, err = r.d.runKaudit(ctx, dir, "diff-live-app-id", "diff", "--bootstrap-server", r.d.bootstrap, "--app-id", wcAppID, "--format", "json", "--output", live)
+	code, stderr, err = r.d.runKaudit(ctx, dir, "diff-live-app-id", append([]string{"diff", "--bootstrap-server", r.d.bootstrap, "--app-id", wcAppID, "--format", "json", "--output", live}, extra...)...)
 	if err != nil {
 		return spec, alone, err
 	}
