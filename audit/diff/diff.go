@@ -144,14 +144,16 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	// the spec check reads its samples while the audit reads the topics;
 	// the audit waits for it before it judges (reconcile.Options.Ready),
 	// and a spec the evidence refutes ends the audit
-	auditCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// the first to fail cancels the other with its error as the cause:
+	// the other's cancellation is never the run's error (context.Cause)
+	auditCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	checked := make(chan error, 1)
 	go func() {
 		defer trace.StartRegion(auditCtx, "spec check").End()
 		err := s.checkSpec(auditCtx, ev.Source, log)
 		if err != nil {
-			cancel()
+			cancel(err)
 		}
 		checked <- err
 	}()
@@ -173,9 +175,9 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
 		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready, History: hist, Exchange: exchange})
 	if err != nil {
-		cancel() // the spec check too
+		cancel(err) // the spec check too
 	}
-	if specErr := ready(); specErr != nil && ctx.Err() == nil {
+	if specErr := ready(); specErr != nil && ctx.Err() == nil && !canceledBy(auditCtx, specErr) {
 		return nil, specErr
 	}
 	if err != nil {
@@ -221,6 +223,14 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// canceledBy reports whether err is only ctx's cancellation by another
+// part of the run, whose error context.Cause(ctx) holds: that error, not
+// this one, is the run's.
+func canceledBy(ctx context.Context, err error) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(err, context.Canceled) && cause != nil && !errors.Is(cause, context.Canceled)
 }
 
 // inferredNote says that the audit rests on an inferred spec, and on how
