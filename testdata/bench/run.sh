@@ -303,7 +303,8 @@ for SIZE in "${sizes[@]}"; do
 		log "size $SIZE: $e. $SHARDS shards of kaudit diff (live)$([[ $e == e ]] && echo ', --exchange'), merged"
 		rm -rf "$RUN/$e" && mkdir -p "$RUN/$e"
 		XFLAGS=()
-		[[ $e == e ]] && XFLAGS=(--exchange "$RUN/$e/exchange")
+		# the exchange's folder exists before the shards start (kaudit creates none above its run's)
+		[[ $e == e ]] && mkdir -p "$RUN/$e/exchange" && XFLAGS=(--exchange "$RUN/$e/exchange")
 		# shellcheck disable=SC2016
 		# each shard gets its share of the cores, as SHARDS pods of their own would (GOMAXPROCS):
 		# four Go runtimes of two threads each on two cores spend a third more CPU preempting and

@@ -227,7 +227,9 @@ func (r *scRun) checkExchangeShards(ctx context.Context, n int) error {
 // checkExchangeShards is scRun's for the audit of app with spec that runDiffFor wrote into dir.
 func (d *drill) checkExchangeShards(ctx context.Context, appDir, app, spec string, n int) error {
 	dir := filepath.Join(appDir, "shards")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// the exchange's folder exists before the shards start: kaudit creates
+	// only the run's folder in it
+	if err := os.MkdirAll(filepath.Join(dir, "exchange"), 0o755); err != nil {
 		return err
 	}
 	base := []string{"diff", "--bootstrap-server", d.bootstrap, "--app-id", app, "--spec", spec,
