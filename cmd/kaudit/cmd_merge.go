@@ -34,7 +34,7 @@ combines their reports into one, as if one run had audited every partition.
 			if err != nil {
 				return err
 			}
-			if err := checkWrites(outputPaths(outs), nil, c.Args().Slice()); err != nil {
+			if err := checkWrites(outputDests(outs), c.Args().Slice()); err != nil {
 				return err
 			}
 			var reps []*audit.Report

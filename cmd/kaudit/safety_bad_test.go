@@ -649,7 +649,7 @@ func TestSafetyOutputFile(t *testing.T) {
 			if err := os.WriteFile(out, []byte("the earlier report\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			res := runGuarded(t, append(tt.args, "--output", out)...)
+			res := runGuarded(t, append(tt.args, "--output", out, "--force")...) // --force: the run, not the rule, must fail
 			if res.panicked != nil || res.code != tt.code {
 				t.Errorf("exit %d, want %d; stderr %q; panic %v", res.code, tt.code, res.stderr, res.panicked)
 			}
@@ -688,7 +688,7 @@ func TestSafetyOutputFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		err := newApp(&stdout, &stderr).RunContext(ctx, []string{"kaudit", "diff", "--spec", writeSafetySpec(t), "--bootstrap-server", bs, "--output", out})
+		err := newApp(&stdout, &stderr).RunContext(ctx, []string{"kaudit", "diff", "--spec", writeSafetySpec(t), "--bootstrap-server", bs, "--output", out, "--force"})
 		if code := exitCode(ctx, err); code != exitInterrupted {
 			t.Errorf("exit %d (%v), want %d", code, err, exitInterrupted)
 		}

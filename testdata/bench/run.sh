@@ -281,10 +281,13 @@ for SIZE in "${sizes[@]}"; do
 		PROF=()
 		if [[ -n ${KAUDIT_PROFILE:-} ]]; then
 			mkdir -p "$KAUDIT_PROFILE"
+			# kaudit writes a profile only as a new file
+			rm -f "$KAUDIT_PROFILE/$SIZE-diff.cpu" "$KAUDIT_PROFILE/$SIZE-diff.mem"
 			PROF=(--cpuprofile "$KAUDIT_PROFILE/$SIZE-diff.cpu" --memprofile "$KAUDIT_PROFILE/$SIZE-diff.mem")
 		fi
 		if [[ -n ${KAUDIT_TRACE:-} ]]; then
 			mkdir -p "$KAUDIT_TRACE"
+			rm -f "$KAUDIT_TRACE/$SIZE-diff.trace"
 			PROF+=(--trace "$KAUDIT_TRACE/$SIZE-diff.trace")
 		fi
 		measure c-diff "$KAUDIT" "${PROF[@]}" diff --bootstrap-server "$BS" --schema-registry-url "$REG" --spec "$SPEC" \
