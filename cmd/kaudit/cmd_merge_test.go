@@ -88,6 +88,61 @@ func TestMergeExchangeShards(t *testing.T) {
 	}
 }
 
+// TestMergeRefusesShards: kaudit merge refuses shards of one run id that
+// read two captures, and a shard whose findings were deleted by hand
+// (they no longer add up to its summary): exit 2, naming why.
+func TestMergeRefusesShards(t *testing.T) {
+	snap, spec := "../../testdata/incidents/dropped", "../../testdata/incidents/dropped.kaudit.yaml"
+	other := otherCapture(t, snap)
+	dir := t.TempDir()
+	shard := func(bundle string, i int) string {
+		out := filepath.Join(dir, fmt.Sprintf("shard-%d-of-%s.json", i, filepath.Base(bundle)))
+		if _, errOut, code := runCLI(t, "diff", "--snapshot", bundle, "--spec", spec, "--shard", fmt.Sprintf("%d/2", i), "--run-id", "night-1", "--output", out); code != exitFindings {
+			t.Fatalf("shard %d/2 of %s: exit %d: %s", i, bundle, code, errOut)
+		}
+		return out
+	}
+	s0, s1, s1other := shard(snap, 0), shard(snap, 1), shard(other, 1)
+	if _, errOut, code := runCLI(t, "merge", s0, s1, "--format", "json"); code != exitFindings {
+		t.Fatalf("the shards of one capture: exit %d: %s", code, errOut)
+	}
+	// shard 0 with a finding deleted by hand
+	b, err := os.ReadFile(s0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	findings, _ := doc["findings"].([]any)
+	if len(findings) == 0 {
+		t.Fatal("shard 0/2 has no findings: the test proves nothing")
+	}
+	doc["findings"] = findings[1:]
+	delete(doc, "lineage") // it names findings by index
+	edited := filepath.Join(dir, "shard-0-edited.json")
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(edited, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, a, b, stderr string
+	}{
+		{"two captures", s0, s1other, "evidence"},
+		{"a finding deleted by hand", edited, s1, "summary"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, "merge", tt.a, tt.b, "--format", "json")
+			if code != exitUsage || !strings.Contains(errOut, tt.stderr) || out != "" {
+				t.Errorf("exit %d, stderr %q; want %d naming %q, and no report", code, errOut, exitUsage, tt.stderr)
+			}
+		})
+	}
+}
+
 // TestExchangeRefusesFiles: a shard of a run with --exchange never reads
 // a file that is not its run's: an empty inputs file, another table's
 // files, a file of another capture are refused and named once the wait
