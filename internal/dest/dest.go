@@ -92,12 +92,16 @@ func (e *Refused) Unwrap() error { return e.Err }
 
 // Check applies the rule to every path, against inputs (the files and
 // folders the run reads; "" is skipped, one that does not exist is
-// skipped too: its own open reports it). It returns the first refusal.
+// skipped too: its own open reports it), and refuses one file named
+// twice. It returns the first refusal.
 func Check(paths []Path, inputs []string) error {
-	seen := map[string]string{}
+	seen := map[string]string{} // the files, by their real paths
 	for _, p := range paths {
 		if err := check(p, inputs); err != nil {
 			return err
+		}
+		if p.Kind != File {
+			continue // folders may be shared: what kaudit creates in each is new
 		}
 		real, err := realPath(p.Path)
 		if err != nil {

@@ -96,6 +96,9 @@ func TestCheck(t *testing.T) {
 		if !errors.Is(err, ErrTwice) {
 			t.Errorf("err = %v, want %v", err, ErrTwice)
 		}
+		if err := Check([]Path{{Flag: "--spill-dir", Path: tr.out, Kind: Folder}, {Flag: "--exchange", Path: tr.out, Kind: Folder}}, nil); err != nil {
+			t.Errorf("one folder for the spill and the exchange: %v", err)
+		}
 	})
 	t.Run("a hard link to an input", func(t *testing.T) {
 		p := filepath.Join(tr.out, "hard.yaml")
