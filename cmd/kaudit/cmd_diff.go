@@ -81,7 +81,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
-		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE`", EnvVars: env("save-spec")},
+		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE` (a new file; --force replaces one)", EnvVars: env("save-spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
 		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
