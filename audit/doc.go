@@ -35,6 +35,8 @@
 //	TopologyHolder   the app's describe() text (TopologyOf)       -      yes       -        -
 //	SchemaHolder     the schemas the records were written with    -      yes       _schemas -
 //	                 (SchemasOf)                                                   topic
+//	Fingerprinter    the evidence named, alike for every reader   yes    yes       -        -
+//	                 (Fingerprint: else the topics' offsets)
 //
 // What opening a source finds wrong with the evidence (a file whose hash
 // does not match, a torn tail, replicas that diverge) is findings the

@@ -5,6 +5,9 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"unicode"
+
+	"github.com/xrash/smetrics"
 )
 
 // ParseProperties reads a Java .properties file (a Kafka client config such
@@ -214,18 +217,58 @@ func ApplyProperty(m map[string]string, kv string) error {
 // Redacted replaces the value of a secret property in output.
 const Redacted = "[redacted]"
 
-// IsSecretKey reports whether a client property holds a secret: passwords,
-// secrets, tokens, JAAS configs (which embed passwords), Schema Registry
-// user info, and inline private keys (ssl.keystore.key and the like).
+// IsSecretKey reports whether a client property may hold a secret, to be
+// redacted wherever kaudit prints properties (the report's command line).
+// It errs towards redacting: a key holds a secret when, in any case,
+//
+//   - it contains one of secretWords (password, secret, token, key, jaas,
+//     user.info, credential): so key.serializer, ssl.key.location and
+//     ssl.keystore.type are redacted too, whose values are no secret,
+//     because a property named for a key may hold one inline
+//     (ssl.keystore.key) and a word catches the secrets no list names;
+//   - it is within an edit distance of 2 of one of knownSecretKeys
+//     (ssl.truststore.passwrd, sasl.jass.config): a misspelt secret
+//     property is ignored by the client but still typed in clear;
+//   - one of its words is a misspelling of password or credential (edit
+//     distance 2) or of secret, passwd or token (1): my.pasword.
 func IsSecretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"password", "secret", "jaas", "user.info", "token", "credential"} {
+	k = strings.ToLower(strings.TrimSpace(k))
+	for _, s := range secretWords {
 		if strings.Contains(k, s) {
 			return true
 		}
 	}
-	return strings.HasSuffix(k, ".key") || strings.HasSuffix(k, "key.pem")
+	for _, s := range knownSecretKeys {
+		if smetrics.WagnerFischer(k, s, 1, 1, 1) <= 2 {
+			return true
+		}
+	}
+	for _, w := range strings.FieldsFunc(k, func(r rune) bool { return !unicode.IsLetter(r) }) {
+		for s, d := range misspeltWords {
+			if smetrics.WagnerFischer(w, s, 1, 1, 1) <= d {
+				return true
+			}
+		}
+	}
+	return false
 }
+
+// secretWords make any property that contains one a secret (IsSecretKey).
+var secretWords = []string{"password", "passwd", "secret", "token", "key", "jaas", "user.info", "credential"}
+
+// knownSecretKeys are the secret properties of Kafka's and the Schema
+// Registry's clients that kaudit reads; a key near one is one misspelt.
+var knownSecretKeys = []string{
+	"ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
+	"sasl.jaas.config", "sasl.password", "sasl.oauthbearer.client.secret",
+	"basic.auth.user.info", "schema.registry.basic.auth.user.info",
+	"schema.registry.ssl.key.password", "schema.registry.ssl.keystore.password", "schema.registry.ssl.truststore.password",
+}
+
+// misspeltWords are the words whose misspellings, by up to this many
+// edits, make a key a secret (a short word by fewer: token is one edit
+// from taken, two from topic).
+var misspeltWords = map[string]int{"password": 2, "credential": 2, "secret": 1, "passwd": 1, "token": 1}
 
 // RedactProperties returns a copy of m with every secret value replaced by
 // Redacted, safe to print.

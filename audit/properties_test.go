@@ -129,11 +129,28 @@ func TestRedactProperties(t *testing.T) {
 		"schema.registry.secret":   "s",
 		"ssl.ca.location":          "/etc/ca.pem",
 		"client.credentials.thing": "c",
+		// misspelt: the client ignores them, the command line still has them
+		"ssl.truststore.passwrd": "p",
+		"SSL.KEYSTORE.PASWORD":   "p",
+		"sasl.jass.config":       "j",
+		"my.pasword":             "p",
+		"api.secrt":              "s",
+		"auth.tokn":              "t",
+		// any key with a secret's word, in any case
+		"key.serializer":  "org.apache.kafka.common.serialization.StringSerializer",
+		"Custom.ApiToken": "t",
+		"x.passwd":        "p",
+		// none of the words, nor near one
+		"security.protocol.x":                   "SSL",
+		"ssl.endpoint.identification.algorithm": "",
+		"topic":                                 "t",
 	}
 	secret := map[string]bool{
 		"sasl.jaas.config": true, "sasl.password": true, "ssl.key.password": true, "ssl.keystore.key": true,
 		"basic.auth.user.info": true, "sasl.oauthbearer.token": true, "ssl.truststore.password": true,
 		"schema.registry.secret": true, "client.credentials.thing": true,
+		"ssl.key.location": true, "ssl.truststore.passwrd": true, "SSL.KEYSTORE.PASWORD": true, "sasl.jass.config": true,
+		"my.pasword": true, "api.secrt": true, "auth.tokn": true, "key.serializer": true, "Custom.ApiToken": true, "x.passwd": true,
 	}
 	got := RedactProperties(in)
 	for _, k := range slices.Sorted(maps.Keys(in)) {

@@ -117,6 +117,9 @@ type Shard struct {
 	// Run names the audit the shards belong to (--run-id), so that a
 	// report left from another run is not merged with them.
 	Run string `json:"run,omitempty"`
+	// Fingerprint names the evidence the shard read (audit.Fingerprint),
+	// so that shards of two captures, or two clusters, are not merged.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Baseline is what a report was judged against: a previous report.

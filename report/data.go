@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,7 +131,8 @@ func ReadJSON(rd io.Reader) (*audit.Report, error) {
 // characters, a null key empty, any other value as its JSON); expected and
 // actual are the values' JSON text; a number kaudit does not know (a join
 // output with no offset, a record with no producer) is an empty cell, as
-// it is null in the JSON.
+// it is null in the JSON. A cell that a spreadsheet would run as a
+// formula gets a leading single quote (csvCells).
 func CSV(w io.Writer, r *audit.Report) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(audit.FindingColumns); err != nil {
@@ -148,16 +150,37 @@ func CSV(w io.Writer, r *audit.Report) error {
 	return nil
 }
 
-// findingRow is a finding's fields in audit.FindingColumns order.
+// findingRow is a finding's fields in audit.FindingColumns order, each a
+// safe CSV cell (csvCells).
 func findingRow(f audit.Finding) []string {
-	return []string{
-		string(f.Stage), string(f.Cause), string(f.Severity), f.Topic,
+	return csvCells(string(f.Stage), string(f.Cause), string(f.Severity), f.Topic,
 		known(int64(f.Partition)), known(f.Offset),
 		strconv.FormatInt(f.Count, 10), keyText(f.Key), known(f.Timestamp),
 		f.TransactionalID, known(f.ProducerID),
-		known(int64(f.ProducerEpoch)), f.Expected, f.Actual, f.Detail,
-	}
+		known(int64(f.ProducerEpoch)), f.Expected, f.Actual, f.Detail)
 }
+
+// csvCells are cells a spreadsheet will not run: a cell that starts with
+// =, +, -, @, a tab or a carriage return (a key "=HYPERLINK(…)", a detail
+// from a record's value) is read as a formula, so it gets a leading single
+// quote, as OWASP's CSV-injection advice says; a number ("-5", the JSON of
+// a negative value) is no formula and stays as it is.
+func csvCells(cells ...string) []string {
+	for i, c := range cells {
+		cells[i] = csvCell(c)
+	}
+	return cells
+}
+
+func csvCell(s string) string {
+	if s == "" || !strings.ContainsRune("=+-@\t\r", rune(s[0])) || plainNumber.MatchString(s) {
+		return s
+	}
+	return "'" + s
+}
+
+// plainNumber is a decimal number a spreadsheet reads as one.
+var plainNumber = regexp.MustCompile(`^[-+]?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 
 // known is n as text, or "" for -1, the number kaudit does not know.
 func known(n int64) string {

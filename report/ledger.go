@@ -107,9 +107,9 @@ func LedgerCSV(w io.Writer, l *audit.TopicLedger) error {
 		}
 		for _, p := range l.Partitions {
 			for _, o := range p.Offsets {
-				if err := cw.Write([]string{l.Topic, strconv.Itoa(int(p.Partition)), num(o.Offset), o.Fate.String(),
+				if err := cw.Write(csvCells(l.Topic, strconv.Itoa(int(p.Partition)), num(o.Offset), o.Fate.String(),
 					num(o.ProducerID), strconv.Itoa(int(o.ProducerEpoch)), strconv.FormatBool(o.Transactional),
-					strconv.FormatBool(o.Control)}); err != nil {
+					strconv.FormatBool(o.Control))); err != nil {
 					return fmt.Errorf("write ledger csv: %w", err)
 				}
 			}
@@ -119,7 +119,7 @@ func LedgerCSV(w io.Writer, l *audit.TopicLedger) error {
 			return fmt.Errorf("write ledger csv: %w", err)
 		}
 		for _, p := range l.Partitions {
-			if err := cw.Write(append([]string{l.Topic}, ledgerCells(p)...)); err != nil {
+			if err := cw.Write(csvCells(append([]string{l.Topic}, ledgerCells(p)...)...)); err != nil {
 				return fmt.Errorf("write ledger csv: %w", err)
 			}
 		}

@@ -513,6 +513,53 @@ func TestCSVReadBack(t *testing.T) {
 	}
 }
 
+// TestCSVInjection: a cell a spreadsheet would run as a formula (it
+// starts with =, +, -, @, a tab or a carriage return) gets a leading
+// single quote, in every text column and in the ledger's; a number and any
+// other text stay as they are.
+func TestCSVInjection(t *testing.T) {
+	for _, tt := range []struct{ text, want string }{
+		{"=HYPERLINK(\"http://x\",\"y\")", "'=HYPERLINK(\"http://x\",\"y\")"},
+		{"+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"},
+		{"-2+3", "'-2+3"},
+		{"@SUM(A1:A9)", "'@SUM(A1:A9)"},
+		{"\t=1", "'\t=1"},
+		{"\r=1", "'\r=1"},
+		{"-5", "-5"},
+		{"+1.5e3", "+1.5e3"},
+		{"o-1", "o-1"},
+		{"'=1", "'=1"},
+		{"", ""},
+	} {
+		t.Run(tt.text, func(t *testing.T) {
+			f := audit.NewFinding(audit.StageRepartition, audit.CauseDropped, tp(tt.text, 1), 7)
+			f.Key = strconv.Quote(tt.text) // a JSON string: its text in the CSV
+			f.TransactionalID, f.Expected, f.Actual, f.Detail = tt.text, tt.text, tt.text, tt.text
+			var b bytes.Buffer
+			if err := CSV(&b, &audit.Report{AppID: "a", Findings: []audit.Finding{f}}); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := csv.NewReader(&b).ReadAll()
+			if err != nil || len(rows) != 2 {
+				t.Fatalf("%d rows, %v", len(rows), err)
+			}
+			for i, col := range audit.FindingColumns {
+				if slices.Contains([]string{"topic", "key", "transactional_id", "expected", "actual", "detail"}, col) && rows[1][i] != tt.want {
+					t.Errorf("%s: %q, want %q", col, rows[1][i], tt.want)
+				}
+			}
+			b.Reset()
+			l := &audit.TopicLedger{Topic: tt.text, Partitions: []audit.PartitionLedger{{Partition: 0}}}
+			if err := LedgerCSV(&b, l); err != nil {
+				t.Fatal(err)
+			}
+			if rows, err := csv.NewReader(&b).ReadAll(); err != nil || len(rows) != 2 || rows[1][0] != tt.want {
+				t.Errorf("ledger: %q (%v), want the topic %q", rows, err, tt.want)
+			}
+		})
+	}
+}
+
 // csvNum reads a CSV number, "" being the unknown -1.
 func csvNum(t *testing.T, s string) int64 {
 	t.Helper()

@@ -66,6 +66,9 @@ func checkShards(rs []*audit.Report) ([]string, error) {
 			return nil, fmt.Errorf("merge: report %d is shard %s, report 1 shard %s: %w", i+1, shardName(sh), shardName(first), ErrShards)
 		case sh.Count > 0 && seen[sh.Index]:
 			return nil, fmt.Errorf("merge: shard %s is given twice: %w", shardName(sh), ErrShards)
+		case sh.Fingerprint != first.Fingerprint:
+			return nil, fmt.Errorf("merge: report %d read the evidence %q, report 1 %q: shards of two captures, or of a cluster that changed, are not one audit: %w",
+				i+1, cmp.Or(sh.Fingerprint, "not named"), cmp.Or(first.Fingerprint, "not named"), ErrShards)
 		}
 		seen[sh.Index] = true
 		for _, p := range sh.Partitions {
@@ -123,6 +126,46 @@ func checkBaselines(rs []*audit.Report) (*audit.Baseline, error) {
 	return b, nil
 }
 
+// ErrSummary is returned by Merge for a report whose findings do not add
+// up to its own summary: findings removed from the file, or added, by
+// hand. Its verdict would be the merged report's, without them.
+var ErrSummary = errors.New("the report's findings do not add up to its summary")
+
+// checkSummary refuses a report whose summary (as written, before Finish)
+// says other counts than its findings give: by stage, by cause, vanished,
+// pending, and the verdict. A report with no verdict (built in memory, not
+// read from a file) is not checked.
+func checkSummary(r *audit.Report) error {
+	if r.Summary.Verdict == "" {
+		return nil
+	}
+	sum := r.Summary
+	c := &audit.Report{Findings: slices.Clone(r.Findings), Summary: audit.Summary{Missing: sum.Missing}}
+	c.Finish()
+	got := c.Summary
+	var diffs []string
+	for _, cause := range audit.Causes {
+		if got.ByCause[cause] != sum.ByCause[cause] {
+			diffs = append(diffs, fmt.Sprintf("%s: %d in its summary, %d in its findings", cause, sum.ByCause[cause], got.ByCause[cause]))
+		}
+	}
+	for _, stage := range audit.Stages {
+		if got.ByStage[stage] != sum.ByStage[stage] {
+			diffs = append(diffs, fmt.Sprintf("stage %s: %d in its summary, %d in its findings", stage, sum.ByStage[stage], got.ByStage[stage]))
+		}
+	}
+	if got.Vanished != sum.Vanished || got.Pending != sum.Pending {
+		diffs = append(diffs, fmt.Sprintf("vanished %d and pending %d in its summary, %d and %d in its findings", sum.Vanished, sum.Pending, got.Vanished, got.Pending))
+	}
+	if got.Verdict != sum.Verdict {
+		diffs = append(diffs, fmt.Sprintf("verdict %s in its summary, %s by its findings", sum.Verdict, got.Verdict))
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%s: %w", strings.Join(diffs, "; "), ErrSummary)
+	}
+	return nil
+}
+
 // identity is what makes two findings "the same" across runs.
 type identity struct {
 	stage     audit.Stage
@@ -175,7 +218,9 @@ var ErrShards = errors.New("the reports are not the shards of one audit")
 // edges and timeline minutes are added up; missing evidence, skipped checks
 // and notes are united; lineage is re-pointed at the merged findings; the
 // summary is recomputed with Finish. GeneratedAt is the latest of the
-// shards.
+// shards. A report whose findings do not add up to its own summary is
+// refused (ErrSummary), as are shards that read other evidence (their
+// Fingerprint, ErrShards).
 func Merge(reports ...*audit.Report) (*audit.Report, error) {
 	var rs []*audit.Report
 	for _, r := range reports {
@@ -185,6 +230,12 @@ func Merge(reports ...*audit.Report) (*audit.Report, error) {
 	}
 	if len(rs) == 0 {
 		return nil, errors.New("merge: no reports")
+	}
+	for i, r := range rs {
+		if err := checkSummary(r); err != nil {
+			return nil, fmt.Errorf("merge: report %d: %w", i+1, err)
+		}
+		r.Finish() // sorted, lineage and baseline bound to its findings
 	}
 	missing, err := checkShards(rs)
 	if err != nil {

@@ -211,6 +211,44 @@ func TestMergeShards(t *testing.T) {
 	}
 }
 
+// TestMergeRefusesOtherEvidence: shards of one run id that read other
+// evidence (two captures, two clusters) are not one audit, and a report
+// whose findings do not add up to its own summary (findings removed or
+// added by hand) is refused: its summary's counts and verdict name what
+// is wrong.
+func TestMergeRefusesOtherEvidence(t *testing.T) {
+	of := func(i int32, fp string) *audit.Report {
+		r := shardOf(i, 2, "r1")
+		r.Shard.Fingerprint = fp
+		return r
+	}
+	if _, err := Merge(of(0, "capture sha256:aa"), of(1, "capture sha256:aa")); err != nil {
+		t.Errorf("one capture: %v", err)
+	}
+	for name, rs := range map[string][]*audit.Report{
+		"two captures":         {of(0, "capture sha256:aa"), of(1, "capture sha256:bb")},
+		"one named, one not":   {of(0, "capture sha256:aa"), of(1, "")},
+		"a capture, a cluster": {of(0, "capture sha256:aa"), of(1, "cluster x sha256:aa")},
+	} {
+		if _, err := Merge(rs...); !errors.Is(err, ErrShards) || !strings.Contains(err.Error(), "evidence") {
+			t.Errorf("%s: err %v, want ErrShards naming the evidence", name, err)
+		}
+	}
+	for name, edit := range map[string]func(r *audit.Report){
+		"a finding removed": func(r *audit.Report) { r.Findings = r.Findings[:0] },
+		"a finding added": func(r *audit.Report) {
+			r.Findings = append(r.Findings, finding(audit.StageSource, audit.CausePending, "orders", 0, 3, ""))
+		},
+		"the verdict changed": func(r *audit.Report) { r.Summary.Verdict = audit.VerdictClean },
+	} {
+		r := shardOf(1, 2, "r1")
+		edit(r)
+		if _, err := Merge(shardOf(0, 2, "r1"), r); !errors.Is(err, ErrSummary) || !strings.Contains(err.Error(), "report 2") {
+			t.Errorf("%s: err %v, want ErrSummary naming report 2", name, err)
+		}
+	}
+}
+
 // TestSinceAndMerge: a report judged against a baseline keeps its
 // verdict through a merge of itself alone (the nightly's postmortem) and
 // of shards judged against the same baseline; the exit verdict is the new

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
-	"path/filepath"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -84,10 +82,12 @@ type Options struct {
 	// so that kaudit merge refuses a shard of another run.
 	RunID string
 	// Exchange, with Shard and RunID, is a folder every shard of the run
-	// mounts: the shards hand each other the inputs of re-keyed tables
-	// under Exchange/RunID, each reading only its own source partitions
-	// (reconcile.Exchange), and must then all run at once; a shard waits
-	// at most ExchangeWait (0: 30 minutes) for the others.
+	// mounts, which must exist: the shards hand each other the inputs of
+	// re-keyed tables under Exchange/RunID (ExchangeRunDir), each reading
+	// only its own source partitions (reconcile.Exchange), and must then
+	// all run at once; a shard waits at most ExchangeWait (0: 30 minutes)
+	// for the others, and reads only files of its run and its evidence
+	// (the report's Shard.Fingerprint).
 	Exchange     string
 	ExchangeWait time.Duration
 	// CrossCheck compares each partition's derived read_committed view
@@ -144,14 +144,16 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	// the spec check reads its samples while the audit reads the topics;
 	// the audit waits for it before it judges (reconcile.Options.Ready),
 	// and a spec the evidence refutes ends the audit
-	auditCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// the first to fail cancels the other with its error as the cause:
+	// the other's cancellation is never the run's error (context.Cause)
+	auditCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	checked := make(chan error, 1)
 	go func() {
 		defer trace.StartRegion(auditCtx, "spec check").End()
 		err := s.checkSpec(auditCtx, ev.Source, log)
 		if err != nil {
-			cancel()
+			cancel(err)
 		}
 		checked <- err
 	}()
@@ -160,22 +162,36 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	var shard *audit.Shard
 	var exchange *reconcile.Exchange
 	if o.Partitions != nil || o.Shard.Count > 0 {
-		tasks := taskPartitions(ctx, ev.Source, s.Pipeline)
+		topics := pipelineTopics(s.Pipeline)
+		tasks := taskPartitions(ctx, ev.Source, topics)
 		if o.Partitions == nil {
 			o.Partitions = o.Shard.partitions(tasks)
 		}
-		shard = &audit.Shard{Index: o.Shard.Index, Count: o.Shard.Count, Partitions: slices.Clone(o.Partitions), Tasks: tasks, Run: o.RunID}
+		// the evidence the shard reads, named alike by every shard of the
+		// run: its exchange files and its report carry it, and a file or
+		// a report of other evidence is refused
+		fp, err := audit.Fingerprint(ctx, ev.Source, topics)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, audit.NotRunError{Err: fmt.Errorf("fingerprint the evidence: %w", err)}
+		}
+		shard = &audit.Shard{Index: o.Shard.Index, Count: o.Shard.Count, Partitions: slices.Clone(o.Partitions), Tasks: tasks, Run: o.RunID, Fingerprint: fp}
 		if o.Exchange != "" && o.Shard.Count > 0 {
-			exchange = &reconcile.Exchange{Dir: filepath.Join(o.Exchange, url.PathEscape(o.RunID)), Index: o.Shard.Index, Count: o.Shard.Count, Tasks: tasks, Wait: o.ExchangeWait}
+			if _, err := ExchangeRunDir(o.Exchange, o.RunID); err != nil {
+				return nil, audit.UsageError{Err: fmt.Errorf("--run-id: %w", err)}
+			}
+			exchange = &reconcile.Exchange{Dir: o.Exchange, Run: o.RunID, Fingerprint: fp, Index: o.Shard.Index, Count: o.Shard.Count, Tasks: tasks, Wait: o.ExchangeWait}
 		}
 	}
 	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
 		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready, History: hist, Exchange: exchange})
 	if err != nil {
-		cancel() // the spec check too
+		cancel(err) // the spec check too
 	}
-	if specErr := ready(); specErr != nil && ctx.Err() == nil {
+	if specErr := ready(); specErr != nil && ctx.Err() == nil && !canceledBy(auditCtx, specErr) {
 		return nil, specErr
 	}
 	if err != nil {
@@ -221,6 +237,14 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// canceledBy reports whether err is only ctx's cancellation by another
+// part of the run, whose error context.Cause(ctx) holds: that error, not
+// this one, is the run's.
+func canceledBy(ctx context.Context, err error) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(err, context.Canceled) && cause != nil && !errors.Is(cause, context.Canceled)
 }
 
 // inferredNote says that the audit rests on an inferred spec, and on how
@@ -277,19 +301,7 @@ func (sh Shard) partitions(tasks int32) []int32 {
 
 // taskPartitions is the largest partition count of the pipeline's
 // topics: the app's tasks of one sub-topology are 0 to it.
-func taskPartitions(ctx context.Context, src audit.Source, p *reconcile.Pipeline) int32 {
-	var topics []string
-	for _, t := range p.Tables {
-		topics = append(topics, t.Source, t.Repartition, t.Changelog, t.Output)
-	}
-	for _, j := range p.Joins {
-		topics = append(topics, j.Output)
-	}
-	for _, j := range p.StreamJoins {
-		topics = append(topics, j.Repartition, j.Output)
-		topics = append(topics, j.Sources...)
-	}
-	topics = append(topics, p.Outputs...)
+func taskPartitions(ctx context.Context, src audit.Source, topics []string) int32 {
 	var most int32
 	for _, t := range topics {
 		if t == "" {
@@ -302,6 +314,26 @@ func taskPartitions(ctx context.Context, src audit.Source, p *reconcile.Pipeline
 		most = max(most, n)
 	}
 	return most
+}
+
+// ExchangeRunDir is the folder of a run's exchange under dir (kaudit diff
+// --exchange DIR --run-id ID): the id is one name in it, never a way out.
+func ExchangeRunDir(dir, runID string) (string, error) { return reconcile.RunDir(dir, runID) }
+
+// pipelineTopics are the topics of the app's tables, joins and outputs.
+func pipelineTopics(p *reconcile.Pipeline) []string {
+	var topics []string
+	for _, t := range p.Tables {
+		topics = append(topics, t.Source, t.Repartition, t.Changelog, t.Output)
+	}
+	for _, j := range p.Joins {
+		topics = append(topics, j.Output)
+	}
+	for _, j := range p.StreamJoins {
+		topics = append(topics, j.Repartition, j.Output)
+		topics = append(topics, j.Sources...)
+	}
+	return append(topics, p.Outputs...)
 }
 
 // addUnjudged puts the reasons why tables and joins were not judged into

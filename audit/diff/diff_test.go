@@ -1,8 +1,10 @@
 package diff
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,5 +147,37 @@ func TestParseWhen(t *testing.T) {
 		if _, err := ParseWhen(in, now); err == nil {
 			t.Errorf("ParseWhen(%q): no error", in)
 		}
+	}
+}
+
+// TestDiffRealErrorWins: a run that fails (a spill folder or an exchange
+// folder it cannot write into) returns that error, could-not-run, never
+// the cancellation it caused in the spec check that runs beside it.
+func TestDiffRealErrorWins(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "incidents")
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"spill dir", Options{TableMemory: 1, SpillDir: file}, "spill"},
+		{"exchange", Options{Shard: Shard{Index: 0, Count: 2}, RunID: "r", Exchange: file, ExchangeWait: time.Minute}, "a-file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := OpenSnapshot(t.Context(), filepath.Join(root, "dropped"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.o.SpecFile = filepath.Join(root, "dropped.kaudit.yaml")
+			_, err = Diff(t.Context(), ev, tt.o)
+			var nr audit.NotRunError
+			if !errors.As(err, &nr) || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v; want could not run, naming %q, not a cancellation", err, tt.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,7 @@ var (
 	_ audit.CommittedReader = (*Source)(nil)
 	_ audit.IndexedReader   = (*Source)(nil)
 	_ audit.SampleReader    = (*Source)(nil)
+	_ audit.Fingerprinter   = (*Source)(nil)
 )
 
 // Source is a read-only live cluster: it implements audit.Source,
@@ -177,6 +179,22 @@ func (s *Source) ClusterID(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("read cluster id: %w", err)
 	}
 	return m.Cluster, nil
+}
+
+// Fingerprint names the cluster and the layout of topics: its id and
+// their partition counts (audit.Fingerprinter). Their offsets are left
+// out: they move while the shards of one run start, one after the other.
+func (s *Source) Fingerprint(ctx context.Context, topics []string) (string, error) {
+	id, err := s.ClusterID(ctx)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint the cluster: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "cluster %q\n", id)
+	if err := audit.HashTopics(ctx, h, s, topics, false); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("cluster %s sha256:%x", id, h.Sum(nil)), nil
 }
 
 // reqCtx bounds one request.

@@ -7,17 +7,24 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/internal/dest"
+	bounded "github.com/kaudit/kaudit/internal/input"
 )
 
 // Exchange has the shards of one run hand each other the inputs of
@@ -32,14 +39,38 @@ import (
 //
 // Every shard of the run must run at once: a shard waits at most Wait
 // for another's inputs of a table (0: 30 minutes), then the run fails.
-// Dir must be the run's own (kaudit diff --exchange puts it under the
-// run's id): a file left from another run would be read as this one's.
+// Each file names the run, the evidence (Fingerprint), the shard that
+// wrote it and the one it is for, the table, the topic and the source
+// partitions it holds, and its payload's length and checksum; a file that
+// does not name this run's, or whose payload does not match, is refused
+// (ErrExchangeRefused): never read, waited past, and named when the wait
+// ends.
 type Exchange struct {
+	// Dir is the folder every shard mounts: it must exist (it is never
+	// created); the run's files go under Dir/Run/Count/<table>/<topic>/.
 	Dir string
+	// Run names the run (kaudit diff --run-id): "" puts its files in Dir.
+	Run string
+	// Fingerprint names the evidence the run reads (audit.Fingerprint):
+	// every shard of one run computes the same.
+	Fingerprint string
 	// Index and Count say which shard this is: Options.Partitions are
 	// the task partitions p < Tasks with p % Count == Index.
 	Index, Count, Tasks int32
 	Wait                time.Duration
+}
+
+// ErrExchangeRefused is wrapped by the error of a shard that found only
+// files it refused where another's inputs should be.
+var ErrExchangeRefused = errors.New("refused")
+
+// RunDir is the folder of run's files under dir: run (escaped) is one
+// name in it, never a way out of it (internal/dest).
+func RunDir(dir, run string) (string, error) {
+	if run == "" {
+		return dir, nil
+	}
+	return dest.Join(dir, url.PathEscape(run))
 }
 
 // xmeta is what a shard that does not own a source partition learns of
@@ -58,8 +89,59 @@ type xmeta struct {
 	// (tableState.multiElem, unplaced)
 	MultiElem bool `json:"multi_elem,omitempty"`
 	Unplaced  bool `json:"unplaced,omitempty"`
+	// Inputs holds, by the shard they are for, the checksum of the
+	// inputs file the owner wrote with this meta
+	Inputs map[int32]string `json:"inputs"`
 	// gone: the owner sent nothing (xgoneFile)
 	gone bool
+}
+
+// xmagic starts every exchange file, before its header (xheader, one
+// line of JSON) and its payload.
+const xmagic = "kaudit-exchange 1 "
+
+// xheader is what an exchange file says it is.
+type xheader struct {
+	Run         string `json:"run"`
+	Fingerprint string `json:"fingerprint"`
+	// Shard wrote it (I/N); To is the shard it is for, "" for all
+	Shard string `json:"shard"`
+	To    string `json:"to,omitempty"`
+	Table string `json:"table"`
+	Topic string `json:"topic"`
+	// Partitions are the source partitions it holds what of; none for
+	// a gone file (all of the shard's)
+	Partitions []int32 `json:"partitions"`
+	Kind       string  `json:"kind"` // inputs, meta or gone
+	// Bytes and Checksum (XXH3-128, hex) are the payload's
+	Bytes    int64  `json:"bytes"`
+	Checksum string `json:"xxh3_128"`
+}
+
+const (
+	xkindInputs = "inputs"
+	xkindMeta   = "meta"
+	xkindGone   = "gone"
+	// xmaxHeader bounds a header line; xmaxSmall a meta or gone file
+	xmaxHeader = 64 << 10
+	xmaxSmall  = 1 << 20
+)
+
+func shardName(i, n int32) string { return fmt.Sprintf("%d/%d", i, n) }
+
+// xheaderFor is the header of a file this shard writes of ts's topic.
+func (r *run) xheaderFor(ts *tableState, topic, kind string, parts []int32, to int32) xheader {
+	x := r.opts.Exchange
+	h := xheader{Run: x.Run, Fingerprint: x.Fingerprint, Shard: shardName(x.Index, x.Count), Table: ts.t.Name, Topic: topic, Partitions: parts, Kind: kind}
+	if to >= 0 {
+		h.To = shardName(to, x.Count)
+	}
+	return h
+}
+
+func checksum(b []byte) string {
+	s := xxh3.Hash128(b).Bytes()
+	return hex.EncodeToString(s[:])
 }
 
 // exchanging says the shard takes the inputs of the table's source topic
@@ -71,10 +153,25 @@ func (r *run) exchanging(ts *tableState, topic string) bool {
 		r.topics[topic].Partitions <= x.Tasks
 }
 
-// xdir is the folder of a table's inputs from one source topic.
-func (r *run) xdir(ts *tableState, topic string) string {
+// xnames are the names of a table's folder of inputs from one source
+// topic under Exchange.Dir.
+func (r *run) xnames(ts *tableState, topic string) []string {
 	x := r.opts.Exchange
-	return filepath.Join(x.Dir, strconv.Itoa(int(x.Count)), url.PathEscape(ts.t.Name), url.PathEscape(topic))
+	var names []string
+	if x.Run != "" {
+		names = append(names, url.PathEscape(x.Run))
+	}
+	return append(names, strconv.Itoa(int(x.Count)), url.PathEscape(ts.t.Name), url.PathEscape(topic))
+}
+
+// xdir is the folder of a table's inputs from one source topic.
+func (r *run) xdir(ts *tableState, topic string) (string, error) {
+	return dest.Join(r.opts.Exchange.Dir, r.xnames(ts, topic)...)
+}
+
+// xmkdir creates xdir under Exchange.Dir, which must exist.
+func (r *run) xmkdir(ts *tableState, topic string) (string, error) {
+	return dest.Mkdir(r.opts.Exchange.Dir, r.xnames(ts, topic)...)
 }
 
 func xinputs(dir string, p, to int32) string {
@@ -93,11 +190,12 @@ func xgoneFile(dir string, from int32) string {
 // partitions of topic (it could not list them): to them, they are
 // unreadable, as a partition a shard cannot read is.
 func (r *run) sendGone(ts *tableState, topic string) error {
-	dir := r.xdir(ts, topic)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := r.xmkdir(ts, topic)
+	if err != nil {
 		return fmt.Errorf("send the inputs of %s: %w", topic, err)
 	}
-	if err := writeWhole(xgoneFile(dir, r.opts.Exchange.Index), []byte("its partitions could not be listed\n")); err != nil {
+	h := r.xheaderFor(ts, topic, xkindGone, nil, -1)
+	if err := writeWhole(xgoneFile(dir, r.opts.Exchange.Index), h, []byte("its partitions could not be listed\n")); err != nil {
 		return fmt.Errorf("send the inputs of %s: %w", topic, err)
 	}
 	return nil
@@ -124,20 +222,21 @@ func (r *run) route(ts *tableState, key string, x inputRec, raw []byte) {
 
 // send writes what the shard read of its source partition p for the
 // other shards: the inputs first, then the partition's meta, which says
-// they are all there; a file is written whole or not at all. Its own
-// shard's inputs stay in memory (tableState.xself) until it receives
-// them.
+// they are all there and names their checksums; a file is written whole
+// or not at all. Its own shard's inputs stay in memory (tableState.xself)
+// until it receives them.
 func (r *run) send(ts *tableState, topic string, p int32, m xmeta) (err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("send the inputs of %s-%d: %w", topic, p, err)
 		}
 	}()
-	dir := r.xdir(ts, topic)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := r.xmkdir(ts, topic)
+	if err != nil {
 		return err
 	}
 	self := r.opts.Exchange.Index
+	m.Inputs = map[int32]string{}
 	for to, b := range ts.xout.bufs {
 		if int32(to) == self {
 			if ts.xself == nil {
@@ -146,34 +245,101 @@ func (r *run) send(ts *tableState, topic string, p int32, m xmeta) (err error) {
 			ts.xself[p] = b
 			continue
 		}
-		if err := writeWhole(xinputs(dir, p, int32(to)), b); err != nil {
+		h := r.xheaderFor(ts, topic, xkindInputs, []int32{p}, int32(to))
+		if err := writeWhole(xinputs(dir, p, int32(to)), h, b); err != nil {
 			return err
 		}
+		m.Inputs[int32(to)] = checksum(b)
 	}
 	ts.xout = nil
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return writeWhole(xmetaFile(dir, p), mb)
+	return writeWhole(xmetaFile(dir, p), r.xheaderFor(ts, topic, xkindMeta, []int32{p}, -1), mb)
 }
 
-// writeWhole writes b to path through a temporary file renamed over it.
-func writeWhole(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+// writeWhole writes h, its payload's length and checksum filled in, and
+// the payload to path, through a temporary file renamed over it: a shard
+// run again replaces its own files (internal/dest).
+func writeWhole(path string, h xheader, payload []byte) error {
+	h.Bytes, h.Checksum = int64(len(payload)), checksum(payload)
+	hb, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+	return dest.Write(path, true, func(w io.Writer) error {
+		if _, err := io.WriteString(w, xmagic); err != nil {
+			return err
+		}
+		if _, err := w.Write(append(hb, '\n')); err != nil {
+			return err
+		}
+		_, err := w.Write(payload)
 		return err
+	})
+}
+
+// xrefusal is why a file was refused, naming it.
+func xrefusal(path, format string, args ...any) error {
+	return fmt.Errorf("%w %s: %s", ErrExchangeRefused, path, fmt.Sprintf(format, args...))
+}
+
+// readHeader reads an exchange file's header from rd and checks it
+// against want (all but the payload's length and checksum).
+func readHeader(rd *bufio.Reader, path string, want xheader) (xheader, int, error) {
+	line, err := rd.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return xheader{}, 0, xrefusal(path, "its header is longer than %d bytes", rd.Size())
+	case errors.Is(err, io.EOF):
+		return xheader{}, 0, xrefusal(path, "it has no header (%d bytes): not a kaudit exchange file, or cut short", len(line))
+	case err != nil:
+		return xheader{}, 0, err
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
+	n := len(line)
+	rest, ok := bytes.CutPrefix(line, []byte(xmagic))
+	var h xheader
+	if !ok || json.Unmarshal(rest, &h) != nil {
+		return xheader{}, 0, xrefusal(path, "it has no kaudit exchange header")
 	}
-	return os.Rename(f.Name(), path)
+	got, exp := h, want
+	got.Bytes, got.Checksum, exp.Bytes, exp.Checksum = 0, "", 0, ""
+	if !reflect.DeepEqual(got, exp) {
+		return xheader{}, 0, xrefusal(path, "it is %s, not %s", h.describe(), want.describe())
+	}
+	return h, n, nil
+}
+
+// describe says what a header names, for a refusal.
+func (h xheader) describe() string {
+	to := ""
+	if h.To != "" {
+		to = " for shard " + h.To
+	}
+	return fmt.Sprintf("the %s of table %s, topic %s, partitions %v, from shard %s%s, of run %q on evidence %q", h.Kind, h.Table, h.Topic, h.Partitions, h.Shard, to, h.Run, h.Fingerprint)
+}
+
+// readSmall reads a meta or gone file whole and checks it: its header is
+// want's, its payload's length and checksum the header's.
+func readSmall(path string, want xheader) ([]byte, error) {
+	b, err := bounded.Read(path, xmaxSmall)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case err != nil:
+		return nil, xrefusal(path, "%v", err)
+	}
+	rd := bufio.NewReaderSize(bytes.NewReader(b), xmaxHeader)
+	h, n, err := readHeader(rd, path, want)
+	if err != nil {
+		return nil, err
+	}
+	payload := b[n:]
+	if int64(len(payload)) != h.Bytes || checksum(payload) != h.Checksum {
+		return nil, xrefusal(path, "its payload (%d bytes) is not the %d its header names, or its checksum differs", len(payload), h.Bytes)
+	}
+	return payload, nil
 }
 
 // receive adds the shard's inputs of every partition of the table's
@@ -182,7 +348,10 @@ func writeWhole(path string, b []byte) error {
 // does not own also tells it what reading it would have (xmeta).
 func (r *run) receive(ctx context.Context, ts *tableState, src int, topic string, n int32) error {
 	x := r.opts.Exchange
-	dir := r.xdir(ts, topic)
+	dir, err := r.xdir(ts, topic)
+	if err != nil {
+		return fmt.Errorf("receive the inputs of %s: %w", topic, err)
+	}
 	for p := range n {
 		tp := audit.TopicPartition{Topic: topic, Partition: p}
 		owner := p % x.Count
@@ -202,30 +371,9 @@ func (r *run) receive(ctx context.Context, ts *tableState, src int, topic string
 }
 
 // receiveFrom adds the shard's inputs of tp, which another shard, owner,
-// reads, once it has sent them.
+// reads, once it has sent them: its meta, and the inputs file the meta
+// names by checksum.
 func (r *run) receiveFrom(ctx context.Context, ts *tableState, src int, dir string, tp audit.TopicPartition, owner int32) error {
-	m, err := r.awaitMeta(ctx, dir, tp, owner)
-	if err != nil {
-		return err
-	}
-	r.foreignMeta(ts, src, tp, m)
-	if m.gone {
-		return nil // nothing was sent
-	}
-	f, err := os.Open(xinputs(dir, tp.Partition, r.opts.Exchange.Index))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return r.receiveInputs(ctx, ts, bufio.NewReaderSize(f, 1<<16), uint64(st.Size()))
-}
-
-// awaitMeta waits for owner to have sent its inputs of tp.
-func (r *run) awaitMeta(ctx context.Context, dir string, tp audit.TopicPartition, owner int32) (xmeta, error) {
 	x := r.opts.Exchange
 	wait := x.Wait
 	if wait <= 0 {
@@ -234,27 +382,153 @@ func (r *run) awaitMeta(ctx context.Context, dir string, tp audit.TopicPartition
 	deadline := time.Now().Add(wait)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	var refused error
 	for {
-		b, err := os.ReadFile(xmetaFile(dir, tp.Partition))
-		if err == nil {
-			var m xmeta
-			return m, json.Unmarshal(b, &m)
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return xmeta{}, err
-		}
-		if _, err := os.Stat(xgoneFile(dir, owner)); err == nil {
-			return xmeta{gone: true, Unreadable: fmt.Sprintf("source partition could not be read: shard %d/%d, which reads it, could not list %s's partitions", owner, x.Count, tp.Topic)}, nil
+		m, f, err := r.sent(ts, dir, tp, owner)
+		switch {
+		case err == nil && m.gone:
+			r.foreignMeta(ts, src, tp, m)
+			return nil // nothing was sent
+		case err == nil:
+			defer f.Close()
+			r.foreignMeta(ts, src, tp, m)
+			return r.receiveFile(ctx, ts, f)
+		case errors.Is(err, ErrExchangeRefused):
+			refused = err // another run's, or damaged: its owner may still write its own
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
 		}
 		if time.Now().After(deadline) {
-			return xmeta{}, fmt.Errorf("none in %s after %s (the shards of a run that exchange inputs must all run at once: --exchange)", dir, wait)
+			if refused != nil {
+				return fmt.Errorf("%w; none acceptable in %s after %s (the shards of a run that exchange inputs must all run at once: --exchange)", refused, dir, wait)
+			}
+			return fmt.Errorf("none in %s after %s (the shards of a run that exchange inputs must all run at once: --exchange)", dir, wait)
 		}
 		select {
 		case <-ctx.Done():
-			return xmeta{}, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}
+}
+
+// sent returns what owner sent of tp when it is all there and this run's:
+// the meta and the inputs file for this shard, opened, its header
+// checked; or a meta that says owner sent nothing (gone). An error
+// wrapping fs.ErrNotExist says it is not there yet, one wrapping
+// ErrExchangeRefused names a file that is not this run's.
+func (r *run) sent(ts *tableState, dir string, tp audit.TopicPartition, owner int32) (xmeta, *xfile, error) {
+	x := r.opts.Exchange
+	b, err := readSmall(xmetaFile(dir, tp.Partition), r.xheaderFrom(ts, tp, xkindMeta, owner, -1))
+	if errors.Is(err, fs.ErrNotExist) {
+		// a shard that could not list the topic's partitions sends none
+		path := xgoneFile(dir, owner)
+		if _, gerr := readSmall(path, r.xheaderFrom(ts, audit.TopicPartition{Topic: tp.Topic, Partition: -1}, xkindGone, owner, -1)); gerr != nil {
+			if errors.Is(gerr, fs.ErrNotExist) {
+				return xmeta{}, nil, err
+			}
+			return xmeta{}, nil, gerr
+		}
+		return xmeta{gone: true, Unreadable: fmt.Sprintf("source partition could not be read: shard %d/%d, which reads it, could not list %s's partitions", owner, x.Count, tp.Topic)}, nil, nil
+	}
+	if err != nil {
+		return xmeta{}, nil, err
+	}
+	var m xmeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return xmeta{}, nil, xrefusal(xmetaFile(dir, tp.Partition), "its meta does not decode: %v", err)
+	}
+	sum, ok := m.Inputs[x.Index]
+	if !ok {
+		return xmeta{}, nil, xrefusal(xmetaFile(dir, tp.Partition), "it names no inputs for shard %s", shardName(x.Index, x.Count))
+	}
+	f, err := openInputs(xinputs(dir, tp.Partition, x.Index), r.xheaderFrom(ts, tp, xkindInputs, owner, x.Index), sum)
+	if err != nil {
+		return xmeta{}, nil, err
+	}
+	return m, f, nil
+}
+
+// xheaderFrom is the header owner's file of tp must have (tp.Partition
+// -1: a gone file, of no partition).
+func (r *run) xheaderFrom(ts *tableState, tp audit.TopicPartition, kind string, owner, to int32) xheader {
+	x := r.opts.Exchange
+	h := xheader{Run: x.Run, Fingerprint: x.Fingerprint, Shard: shardName(owner, x.Count), Table: ts.t.Name, Topic: tp.Topic, Kind: kind}
+	if tp.Partition >= 0 {
+		h.Partitions = []int32{tp.Partition}
+	}
+	if to >= 0 {
+		h.To = shardName(to, x.Count)
+	}
+	return h
+}
+
+// xfile is an inputs file opened at its payload, which matches its
+// checksum.
+type xfile struct {
+	path string
+	f    *os.File
+	h    xheader
+}
+
+func (f *xfile) Close() error { return f.f.Close() }
+
+// openInputs opens an inputs file and checks its header against want,
+// and its payload's length and checksum against the header's and the
+// meta's (sum), reading it once.
+func openInputs(path string, want xheader, sum string) (*xfile, error) {
+	f, err := bounded.OpenNonblock(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, xrefusal(path, "it is missing, though its partition's meta names it")
+	case err != nil:
+		return nil, xrefusal(path, "%v", err)
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, xrefusal(path, "it is not a regular file")
+	}
+	rd := bufio.NewReaderSize(f, xmaxHeader)
+	h, n, err := readHeader(rd, path, want)
+	switch {
+	case err != nil:
+		f.Close()
+		return nil, err
+	case h.Checksum != sum:
+		f.Close()
+		return nil, xrefusal(path, "its checksum is not the one its partition's meta names (written by another run of the shard?)")
+	case st.Size()-int64(n) != h.Bytes:
+		f.Close()
+		return nil, xrefusal(path, "it holds %d bytes after its header, not the %d it names (cut short, or still written?)", st.Size()-int64(n), h.Bytes)
+	}
+	// the payload's checksum, before a byte of it is taken: a damaged
+	// file is refused whole, as a missing one is waited for
+	hash := xxh3.New()
+	if _, err := io.Copy(hash, rd); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if got := hash.Sum128().Bytes(); hex.EncodeToString(got[:]) != sum {
+		f.Close()
+		return nil, xrefusal(path, "its payload's checksum is not the one its header names: the file is damaged")
+	}
+	if _, err := f.Seek(int64(n), io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &xfile{path: path, f: f, h: h}, nil
+}
+
+// receiveFile adds the inputs f holds to the table.
+func (r *run) receiveFile(ctx context.Context, ts *tableState, f *xfile) error {
+	if err := r.receiveInputs(ctx, ts, bufio.NewReaderSize(f.f, 1<<16), uint64(f.h.Bytes)); err != nil {
+		return fmt.Errorf("read %s: %w", f.path, err)
+	}
+	return nil
 }
 
 // foreignMeta does what reading a partition the shard does not own would

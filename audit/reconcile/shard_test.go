@@ -3,8 +3,11 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,4 +383,132 @@ func (u *unlistedSource) Topics(ctx context.Context) ([]audit.TopicInfo, error) 
 		}
 	}
 	return out, err
+}
+
+// TestExchangeRefuses: a shard reads only the files of its own run: an
+// empty file, another partition's or another table's file, a file of
+// another run or of other evidence, a damaged one, is refused, never
+// read: the shard waits past it, then fails naming it, and judges nothing
+// with it; the same files of its own run give its report.
+func TestExchangeRefuses(t *testing.T) {
+	s := fakeapp.SeedScenario("shop", 200)
+	s.Partitions = 4
+	s.SpreadSources = true // each shard's sources hold inputs of the other's keys
+	m, dec := generated(t, s)
+	opts := func(dir, run, fp string, i int32, wait time.Duration) reconcile.Options {
+		return reconcile.Options{Now: time.UnixMilli(s.Now), Decoder: dec, Partitions: []int32{i, i + 2}, MaxTxnTimeout: 15 * time.Minute,
+			Exchange: &reconcile.Exchange{Dir: dir, Run: run, Fingerprint: fp, Index: i, Count: 2, Tasks: 4, Wait: wait}}
+	}
+	digest := func(rep *audit.Report) string {
+		b, err := json.Marshal(struct {
+			F []audit.Finding
+			S audit.Summary
+		}{rep.Findings, rep.Summary})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	good := t.TempDir()
+	var reps [2]*audit.Report
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range int32(2) {
+		wg.Go(func() {
+			reps[i], errs[i] = reconcile.Run(t.Context(), m, pipelineOf(s), opts(good, "r1", "fp1", i, time.Minute))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d/2: %v", i, err)
+		}
+	}
+	want := digest(reps[0])
+	// the folders of the tables' inputs, of one source topic each
+	tables, _ := filepath.Glob(filepath.Join(good, "r1", "2", "*", "*"))
+	if len(tables) < 2 {
+		t.Fatalf("the shards exchanged the inputs of %d tables: %v", len(tables), tables)
+	}
+	rel := func(dir string) string { r, _ := filepath.Rel(filepath.Join(good, "r1"), dir); return r }
+	at := func(root, name string) string { return filepath.Join(root, "r1", rel(tables[0]), name) }
+	cp := func(t *testing.T, from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flip := func(t *testing.T, path string, back int) {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) < back {
+			t.Fatalf("%s: %d bytes, %v", path, len(b), err)
+		}
+		b[len(b)-back] ^= 0x55
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the largest file of inputs for shard 0: its payload is damaged below
+	big, size := "", int64(0)
+	ins, _ := filepath.Glob(filepath.Join(good, "r1", "2", "*", "*", "p*.to0"))
+	for _, p := range ins {
+		if st, err := os.Stat(p); err == nil && st.Size() > size {
+			big, size = p, st.Size()
+		}
+	}
+	if size < 1000 {
+		t.Fatalf("no inputs file of 1000 bytes: %s, %d", big, size)
+	}
+	for _, tt := range []struct {
+		name    string
+		run, fp string
+		mutate  func(t *testing.T, root string)
+		file    string // the file refused; "" for none
+	}{
+		{"its own run's files", "r1", "fp1", nil, ""},
+		{"an empty inputs file", "r1", "fp1", func(t *testing.T, root string) { os.Truncate(at(root, "p1.to0"), 0) }, "p1.to0"},
+		{"an empty meta", "r1", "fp1", func(t *testing.T, root string) { os.Truncate(at(root, "p1.meta"), 0) }, "p1.meta"},
+		{"another partition's files", "r1", "fp1", func(t *testing.T, root string) {
+			cp(t, at(root, "p3.meta"), at(root, "p1.meta"))
+			cp(t, at(root, "p3.to0"), at(root, "p1.to0"))
+		}, "p1.meta"},
+		{"another partition's inputs", "r1", "fp1", func(t *testing.T, root string) { cp(t, at(root, "p3.to0"), at(root, "p1.to0")) }, "p1.to0"},
+		{"another table's files", "r1", "fp1", func(t *testing.T, root string) {
+			other := filepath.Join(root, "r1", rel(tables[1]))
+			cp(t, filepath.Join(other, "p1.meta"), at(root, "p1.meta"))
+			cp(t, filepath.Join(other, "p1.to0"), at(root, "p1.to0"))
+		}, "p1.meta"},
+		{"another run's files", "r2", "fp1", func(t *testing.T, root string) {
+			if err := os.Rename(filepath.Join(root, "r1"), filepath.Join(root, "r2")); err != nil {
+				t.Fatal(err)
+			}
+		}, "p1.meta"},
+		{"other evidence", "r1", "fp2", nil, "p1.meta"},
+		{"a damaged meta", "r1", "fp1", func(t *testing.T, root string) { flip(t, at(root, "p1.meta"), 3) }, "p1.meta"},
+		{"a damaged payload", "r1", "fp1", func(t *testing.T, root string) { flip(t, filepath.Join(root, "r1", rel(big)), 1) }, rel(big)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.CopyFS(root, os.DirFS(good)); err != nil {
+				t.Fatal(err)
+			}
+			if tt.mutate != nil {
+				tt.mutate(t, root)
+			}
+			rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), opts(root, tt.run, tt.fp, 0, 300*time.Millisecond))
+			switch {
+			case tt.file == "" && err != nil:
+				t.Fatalf("refused its own run's files: %v", err)
+			case tt.file == "" && digest(rep) != want:
+				t.Errorf("the report differs from the shard's own:\n%s", lineDiff(want, digest(rep)))
+			case tt.file != "" && (!errors.Is(err, reconcile.ErrExchangeRefused) || !strings.Contains(err.Error(), tt.file)):
+				t.Errorf("err = %v; want %s refused and named", err, tt.file)
+			case tt.file != "" && rep != nil:
+				t.Errorf("a report with a refused file: %s", rep.Summary.Verdict)
+			}
+		})
+	}
 }

@@ -19,11 +19,13 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/offsetslog"
 	"github.com/kaudit/kaudit/audit/segment"
+	"github.com/kaudit/kaudit/internal/dest"
 )
 
 // CaptureOptions configure Capture.
 type CaptureOptions struct {
-	// Dir is the bundle directory; created when missing. A bundle already
+	// Dir is the bundle directory; created when missing (its parent is
+	// never created: internal/dest). A bundle already
 	// there (a manifest) is resumed.
 	Dir string
 	// AppID is the application.id: the group and the prefix of the
@@ -76,7 +78,8 @@ func Capture(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	if err := checkOutDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	// the folder named, never its parents (internal/dest)
+	if err := os.Mkdir(opts.Dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	m, err := ReadManifest(opts.Dir)
@@ -461,8 +464,8 @@ func saveManifest(dir string, m *Manifest) error {
 // records are no Confluent-framed data: their schema ids are not asked.
 func copyPartition(ctx context.Context, src audit.Source, opts CaptureOptions, m *Manifest, p *PartitionState, committed int64, hasCommitted bool, budget int64, ids map[int32]bool, log bool) (int64, bool, error) {
 	tp := p.TP()
-	dir := filepath.Join(opts.Dir, partitionDir(tp))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := dest.Mkdir(opts.Dir, partitionDir(tp))
+	if err != nil {
 		return 0, false, fmt.Errorf("capture %s: %w", tp, err)
 	}
 	if err := removeUnlisted(opts.Dir, dir, m); err != nil {

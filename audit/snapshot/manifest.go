@@ -62,6 +62,8 @@ type Manifest struct {
 	Missing []string `json:"missing,omitempty"`
 	// Notes say where the bundle differs from what the source served.
 	Notes []string `json:"notes,omitempty"`
+	// sum is the sha256 of manifest.json as ReadManifest read it
+	sum [sha256.Size]byte
 }
 
 // PartitionState is one partition's offsets at the cut and the capture's
@@ -191,7 +193,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	var m Manifest
+	m := Manifest{sum: sha256.Sum256(b)}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode %s: %v: %w", filepath.Join(dir, ManifestFile), err, audit.ErrCorrupt)
 	}

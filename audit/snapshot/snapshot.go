@@ -27,6 +27,7 @@ var (
 	_ audit.Source         = (*Snapshot)(nil)
 	_ audit.Clock          = (*Snapshot)(nil)
 	_ audit.Bounded        = (*Snapshot)(nil)
+	_ audit.Fingerprinter  = (*Snapshot)(nil)
 	_ audit.TopologyHolder = (*Snapshot)(nil)
 	_ audit.SchemaHolder   = (*Snapshot)(nil)
 )
@@ -243,6 +244,12 @@ func (s *Snapshot) addProblem(tp audit.TopicPartition, offset, count int64, deta
 // Problems lists the bundle's integrity problems as unreadable findings, so
 // that a run over it is incomplete rather than clean.
 func (s *Snapshot) Problems() []audit.Finding { return slices.Clone(s.problems) }
+
+// Fingerprint names the capture: the sha256 of its manifest, which holds
+// the cut and the sha256 of every file (audit.Fingerprinter).
+func (s *Snapshot) Fingerprint(context.Context, []string) (string, error) {
+	return fmt.Sprintf("capture sha256:%x", s.m.sum), nil
+}
 
 // Manifest returns the bundle's manifest.
 func (s *Snapshot) Manifest() *Manifest { return s.m }

@@ -478,6 +478,9 @@ func shardsAgree(t *testing.T, lost bool, args ...string) {
 	for _, n := range []int{2, 3} {
 		for _, exchange := range []bool{false, true} {
 			out := t.TempDir()
+			if err := os.Mkdir(filepath.Join(out, "x"), 0o755); err != nil { // --exchange is a folder that exists
+				t.Fatal(err)
+			}
 			reports := make([]string, n)
 			errs := make([]string, n)
 			codes := make([]int, n)

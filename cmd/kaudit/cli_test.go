@@ -318,7 +318,8 @@ func TestProvenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, stderr, code := runCLI(t, "diff", "--snapshot", "../../testdata/incidents/dropped", "--spec", spec, "-q", "--format", "md",
-		"--command-property", "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"hunter2\";")
+		"--command-property", "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"hunter2\";",
+		"--command-property=ssl.truststore.passwrd=hunter3") // misspelt, still a secret
 	if code != exitFindings {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -326,12 +327,12 @@ func TestProvenance(t *testing.T) {
 	if !ok {
 		t.Fatalf("no provenance:\n%s", md)
 	}
-	for _, want := range []string{"| kaudit | `", "--command-property 'sasl.jaas.config=[redacted]'", fmt.Sprintf("%x", sha256.Sum256(b)), "snapshot ../../testdata/incidents/dropped"} {
+	for _, want := range []string{"| kaudit | `", "--command-property 'sasl.jaas.config=[redacted]'", "'--command-property=ssl.truststore.passwrd=[redacted]'", fmt.Sprintf("%x", sha256.Sum256(b)), "snapshot ../../testdata/incidents/dropped"} {
 		if !strings.Contains(prov, want) {
 			t.Errorf("provenance lacks %q:\n%s", want, prov)
 		}
 	}
-	if strings.Contains(md, "hunter2") {
+	if strings.Contains(md, "hunter2") || strings.Contains(md, "hunter3") {
 		t.Error("a secret reached the report")
 	}
 	if got := redactValue("schema-registry-url", "https://user:pw@sr:8081/x"); got != "https://[redacted]@sr:8081/x" {

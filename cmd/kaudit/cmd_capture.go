@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/kaudit/kaudit/audit/diff"
 	"github.com/kaudit/kaudit/audit/snapshot"
 	"github.com/kaudit/kaudit/audit/topology"
+	"github.com/kaudit/kaudit/internal/dest"
 )
 
 // captureOptions are kaudit capture's flags.
@@ -62,7 +62,8 @@ func captureCommand() *cli.Command {
 				return err
 			}
 			so := readSourceOptions(c)
-			if err := checkNotInput(o.Out, append([]string{so.Snapshot}, so.LogDirs...)); err != nil {
+			if err := checkWrites([]dest.Path{{Flag: "kaudit capture --out", Path: o.Out, Kind: dest.NewFolder}},
+				append(sourceInputs(so), o.Topology, o.SchemasDir)); err != nil {
 				return err
 			}
 			props, err := properties(so)
@@ -204,51 +205,4 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 	}
 	fmt.Fprintf(stdout, "bundle %s is complete: audit it with --snapshot %s\n", o.Out, o.Out)
 	return nil
-}
-
-// checkNotInput refuses an --out that is one of the inputs, inside one, or
-// holds one: kaudit never writes where it reads.
-func checkNotInput(out string, inputs []string) error {
-	o, err := realPath(out)
-	if err != nil {
-		return usagef("kaudit capture --out %s: %w", out, err)
-	}
-	for _, in := range inputs {
-		if in == "" {
-			continue
-		}
-		i, err := realPath(in)
-		if err != nil {
-			continue // the source's own open reports it
-		}
-		if within(o, i) || within(i, o) {
-			return usagef("kaudit capture --out %s: it overlaps the input %s, and kaudit never writes where it reads", out, in)
-		}
-	}
-	return nil
-}
-
-// realPath is path made absolute with its symlinks resolved, as far as it
-// exists.
-func realPath(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	var rest []string
-	for p := abs; ; p = filepath.Dir(p) {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...), nil
-		}
-		if filepath.Dir(p) == p {
-			return abs, nil
-		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-	}
-}
-
-// within reports whether path is dir or under it.
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -45,6 +45,9 @@ then runs kaudit diff on it with the embedded spec and topology.
 			if err != nil {
 				return err
 			}
+			if err := checkWrites(outputDests(outs), nil); err != nil {
+				return err
+			}
 			d := demoOptions{Outputs: outs, Records: c.Int("records"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer),
 				Args: provenanceArgs(c), Quiet: c.Bool("quiet")}
 			return runDemo(c.Context, d, c.App.Writer, c.App.ErrWriter)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/internal/dest"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -31,6 +31,7 @@ type diffOptions struct {
 	TopologyFile     string
 	SpecFile         string
 	SaveSpec         string // --save-spec: where the inferred spec goes
+	Force            bool   // --force: the reports and the spec may replace files
 	StateDir         string
 	Outputs          []output
 	Since, Until     string // as given: resolved against the source's clock
@@ -80,7 +81,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
-		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE`", EnvVars: env("save-spec")},
+		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE` (a new file; --force replaces one)", EnvVars: env("save-spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
 		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
@@ -180,16 +181,39 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	if o.AppID == "" && o.SpecFile == "" {
 		return o, usagef("kaudit diff needs --app-id ID (or a --spec that names app_id)")
 	}
-	outs := outputPaths(o.Outputs)
-	if o.SpillDir != "" {
-		outs = append(outs, filepath.Join(o.SpillDir, "spill"))
+	o.Force = c.Bool("force")
+	paths, inputs, err := o.writes()
+	if err != nil {
+		return o, usageError{Err: err}
 	}
-	dirs := append([]string{o.source.Snapshot, o.StateDir, o.BaselineSnapshot}, o.source.LogDirs...)
-	reads := append([]string{o.SpecFile, o.TopologyFile, o.Baseline}, o.AppLogs...)
-	if err := checkWrites(outs, dirs, append(reads, o.BrokerLogs...)); err != nil {
+	if err := checkWrites(paths, inputs); err != nil {
 		return o, err
 	}
 	return o, nil
+}
+
+// writes are the paths kaudit diff writes, and the inputs it reads, for
+// checkWrites: its reports, the inferred spec, the spill's folder and the
+// exchange's folder with the run's folder in it.
+func (o diffOptions) writes() ([]dest.Path, []string, error) {
+	paths := outputDests(o.Outputs)
+	if o.SaveSpec != "" {
+		paths = append(paths, dest.Path{Flag: "--save-spec", Path: o.SaveSpec, Force: o.Force})
+	}
+	if o.SpillDir != "" {
+		paths = append(paths, dest.Path{Flag: "--spill-dir", Path: o.SpillDir, Kind: dest.Folder})
+	}
+	if o.Exchange != "" {
+		paths = append(paths, dest.Path{Flag: "--exchange", Path: o.Exchange, Kind: dest.Folder})
+		run, err := diff.ExchangeRunDir(o.Exchange, o.RunID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--run-id: %w", err)
+		}
+		paths = append(paths, dest.Path{Flag: "--exchange", Path: run, Kind: dest.NewFolder})
+	}
+	ins := append(sourceInputs(o.source), o.StateDir, o.BaselineSnapshot, o.SpecFile, o.TopologyFile, o.Baseline)
+	ins = append(ins, o.AppLogs...)
+	return paths, append(ins, o.BrokerLogs...), nil
 }
 
 // tableShare is the part of --memory-budget one table's per-record
@@ -264,7 +288,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		if rep.InferredSpec == "" {
 			// the audit ran (what needs no spec): its report and verdict stand
 			fmt.Fprintf(cmp.Or[io.Writer](o.stderr, io.Discard), "kaudit: --save-spec: no spec could be inferred from the evidence, %s not written (the report's missing evidence says why)\n", o.SaveSpec)
-		} else if err := os.WriteFile(o.SaveSpec, []byte(rep.InferredSpec), 0o666); err != nil {
+		} else if err := writeAtomic(o.SaveSpec, o.Force, func(w io.Writer) error { _, err := io.WriteString(w, rep.InferredSpec); return err }); err != nil {
 			return fmt.Errorf("write the inferred spec: %w", err)
 		}
 	}

@@ -18,7 +18,10 @@ func mergeCommand() *cli.Command {
 		ArgsUsage: "REPORT.json …",
 		Description: `Shards of a large app run as parallel jobs, each auditing a subset of the
 co-partitioned tasks with kaudit diff --partitions 0-5 --format json; kaudit merge
-combines their reports into one, as if one run had audited every partition.
+combines their reports into one, as if one run had audited every partition. It
+refuses reports that are not the shards of one audit (a shard twice, another run,
+another shard count, other evidence) and a report whose findings do not add up to
+its own summary (edited by hand).
 
 ` + exitStatusHelp,
 		Flags: append(outputFlags("json"),
@@ -34,7 +37,7 @@ combines their reports into one, as if one run had audited every partition.
 			if err != nil {
 				return err
 			}
-			if err := checkWrites(outputPaths(outs), nil, c.Args().Slice()); err != nil {
+			if err := checkWrites(outputDests(outs), c.Args().Slice()); err != nil {
 				return err
 			}
 			var reps []*audit.Report
@@ -48,8 +51,7 @@ combines their reports into one, as if one run had audited every partition.
 				if err != nil {
 					return usagef("read %s: %w", path, err)
 				}
-				r.Finish() // the verdict follows the findings, whatever the file says
-				reps = append(reps, r)
+				reps = append(reps, r) // Merge refuses one whose findings do not add up to its summary
 			}
 			merged, err := combine.Merge(reps...)
 			if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/xrash/smetrics"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/internal/dest"
 )
 
 // Exit codes, decided in exitCode only.
@@ -346,11 +347,11 @@ func exitCode(ctx context.Context, err error) int {
 	return exitUsage
 }
 
-// startProfiles and stopProfiles serve the hidden --cpuprofile and
-// --memprofile flags (the bench harness uses them).
+// startProfiles and stopProfiles serve the hidden --cpuprofile,
+// --memprofile and --trace flags (the bench harness uses them).
 func startProfiles(c *cli.Context) error {
 	if path := c.String("cpuprofile"); path != "" {
-		f, err := os.Create(path)
+		f, err := createProfile(path)
 		if err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
@@ -359,8 +360,13 @@ func startProfiles(c *cli.Context) error {
 			return usagef("--cpuprofile: %w", err)
 		}
 	}
+	if path := c.String("memprofile"); path != "" {
+		if err := dest.Check([]dest.Path{{Path: path}}, nil); err != nil {
+			return usagef("--memprofile: %w", err) // before the work, not after it
+		}
+	}
 	if path := c.String("trace"); path != "" {
-		f, err := os.Create(path)
+		f, err := createProfile(path)
 		if err != nil {
 			return usagef("--trace: %w", err)
 		}
@@ -380,7 +386,7 @@ func stopProfiles(c *cli.Context) error {
 		trace.Stop()
 	}
 	if path := c.String("memprofile"); path != "" {
-		f, err := os.Create(path)
+		f, err := createProfile(path)
 		if err != nil {
 			return usagef("--memprofile: %w", err)
 		}
@@ -390,4 +396,15 @@ func stopProfiles(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// createProfile creates a hidden profile flag's file by kaudit's write
+// rule: a new file (they are written as they go, not renamed into place),
+// never through a symlink. They are set before the command's flags are
+// read, so the command's inputs are not known to check them against.
+func createProfile(path string) (*os.File, error) {
+	if err := dest.Check([]dest.Path{{Path: path}}, nil); err != nil {
+		return nil, err
+	}
+	return dest.Create(path)
 }

@@ -10,15 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/internal/dest"
 	"github.com/kaudit/kaudit/report"
 )
 
@@ -38,8 +36,11 @@ func provenance(args []string, specFile string) report.Provenance {
 }
 
 // output is one report to write: a file, or stdout (Path "" or "-"), in
-// a format.
-type output struct{ Path, Format string }
+// a format; Force (--force) lets it replace a file that exists.
+type output struct {
+	Path, Format string
+	Force        bool
+}
 
 func (o output) stdout() bool { return o.Path == "" || o.Path == "-" }
 
@@ -54,7 +55,14 @@ func outputFlags(def string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "format", Usage: "md, html, table, json, csv or prom (default: " + def + ", or the format --output's name ends in)", EnvVars: env("format")},
 		&cli.GenericFlag{Name: "output", Value: &listValue{}, Usage: "write the report to `FILE` (written whole or not at all); repeat it to write several formats of one run, each named by its extension (.md, .html, .json, .csv, .prom, .txt)", EnvVars: env("output")},
+		forceFlag(),
 	}
+}
+
+// forceFlag is --force: the files a command writes may replace files that
+// exist (never an input, a symlink or anything but a regular file).
+func forceFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "force", Usage: "replace the files --output (and --save-spec) name when they exist: a report run again (each night) overwrites the last; without it an existing file is refused", EnvVars: env("force")}
 }
 
 // listValue is a repeatable flag's values, one per occurrence, whole: a
@@ -77,8 +85,8 @@ func outputsOf(c *cli.Context) []string {
 	return nil
 }
 
-// readOutputs reads --output and --format, and checks them before any
-// work is done: a format kaudit knows, a folder that exists. With one
+// readOutputs reads --output, --format and --force, and checks the
+// formats before any work is done (the paths are checkWrites'). With one
 // output (or none: stdout) --format, else the name's extension, else def
 // gives the format; with several, each name's extension does.
 func readOutputs(c *cli.Context, def string) ([]output, error) {
@@ -96,7 +104,7 @@ func readOutputs(c *cli.Context, def string) ([]output, error) {
 	var outs []output
 	stdout := 0
 	for _, p := range paths {
-		o := output{Path: p, Format: report.FormatFor(p, explicit)}
+		o := output{Path: p, Format: report.FormatFor(p, explicit), Force: c.Bool("force")}
 		if explicit == "" && (p == "" || p == "-") {
 			o.Format = def
 		}
@@ -110,39 +118,23 @@ func readOutputs(c *cli.Context, def string) ([]output, error) {
 			if stdout++; stdout > 1 {
 				return nil, usagef("--output -: stdout is given twice")
 			}
-		} else if err := checkOutputDir(p); err != nil {
-			return nil, err
 		}
 		outs = append(outs, o)
 	}
 	return outs, nil
 }
 
-// checkOutputDir refuses, before the work, an output whose folder does
-// not exist or is no folder.
-func checkOutputDir(path string) error {
-	dir := filepath.Dir(path)
-	info, err := os.Stat(dir)
-	switch {
-	case err != nil:
-		return usagef("--output %s: the folder %s does not exist", path, dir)
-	case !info.IsDir():
-		return usagef("--output %s: %s is not a folder", path, dir)
-	}
-	return nil
-}
-
-// outputPaths are the files the outputs write: each, and a Markdown
-// report's timeline picture.
-func outputPaths(outs []output) []string {
-	var paths []string
+// outputDests are the files the outputs write, for checkWrites: each, and
+// a Markdown report's timeline picture.
+func outputDests(outs []output) []dest.Path {
+	var paths []dest.Path
 	for _, o := range outs {
 		if o.stdout() {
 			continue
 		}
-		paths = append(paths, o.Path)
+		paths = append(paths, dest.Path{Flag: "--output", Path: o.Path, Force: o.Force})
 		if o.Format == "md" {
-			paths = append(paths, o.svg())
+			paths = append(paths, dest.Path{Flag: "--output", Path: o.svg(), Force: o.Force})
 		}
 	}
 	return paths
@@ -159,7 +151,7 @@ func notRunMetrics(o diffOptions, err error) error {
 		if out.Format != "prom" || out.stdout() {
 			continue
 		}
-		if werr := writeAtomic(out.Path, func(w io.Writer) error { return report.PromNotRun(w, o.AppID, time.Now(), time.Since(o.started)) }); werr != nil {
+		if werr := writeAtomic(out.Path, out.Force, func(w io.Writer) error { return report.PromNotRun(w, o.AppID, time.Now(), time.Since(o.started)) }); werr != nil {
 			return fmt.Errorf("%w (and %w)", err, werr)
 		}
 	}
@@ -196,12 +188,12 @@ func writeReport(outs []output, rep *audit.Report, ropts report.Options, stdout 
 		}
 		opts.Plain = true
 		if o.Format == "md" && len(rep.Timeline) > 0 {
-			if err := writeAtomic(o.svg(), func(w io.Writer) error { return report.TimelineSVG(w, rep) }); err != nil {
+			if err := writeAtomic(o.svg(), o.Force, func(w io.Writer) error { return report.TimelineSVG(w, rep) }); err != nil {
 				return err
 			}
 			opts.SVGPath = filepath.Base(o.svg())
 		}
-		if err := writeAtomic(o.Path, func(w io.Writer) error { return report.Render(w, o.Format, rep, opts) }); err != nil {
+		if err := writeAtomic(o.Path, o.Force, func(w io.Writer) error { return report.Render(w, o.Format, rep, opts) }); err != nil {
 			return err
 		}
 	}
@@ -214,36 +206,16 @@ func isTerminal(w io.Writer) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := createTemp(path)
-	if err != nil {
-		return usagef("write %s: %w", path, errors.Unwrap(err))
+// writeAtomic writes path whole or not at all, by kaudit's write rule
+// (dest.Write): a file that exists only with force.
+func writeAtomic(path string, force bool, write func(io.Writer) error) error {
+	err := dest.Write(path, force, write)
+	var refused *dest.Refused
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return usageError{Err: err}
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, errors.Unwrap(err))
-	}
-	return nil
-}
-
-// createTemp creates a new file beside path, with mode 0666 less the
-// umask as any file a command writes (os.CreateTemp's is 0600).
-func createTemp(path string) (*os.File, error) {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	for range 100 {
-		name := filepath.Join(dir, "."+base+".tmp-"+strconv.FormatUint(rand.Uint64(), 36))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
-	}
-	return nil, fmt.Errorf("create a temporary file beside %s: %w", path, fs.ErrExist)
+	return fmt.Errorf("write %s: %w", path, err)
 }

@@ -22,6 +22,7 @@ read -r _ bootstrap registry < "$work/ready"
 cat "$work/serve.log" >&2
 echo "kaudit diff on 3 x $records records (bootstrap $bootstrap):" >&2
 set +e
+[[ -n ${KAUDIT_PROFILE:-} ]] && rm -f "$KAUDIT_PROFILE.mem" "$KAUDIT_PROFILE.cpu" # written only as new files
 /usr/bin/time -v "$work/kaudit" ${KAUDIT_PROFILE:+--memprofile "$KAUDIT_PROFILE.mem" --cpuprofile "$KAUDIT_PROFILE.cpu"} diff --bootstrap-server "$bootstrap" --schema-registry-url "$registry" \
 	--spec "$work/kaudit.yaml" --format json --output "$work/report.json" "${@:2}" 2> "$work/time.txt"
 rc=$?

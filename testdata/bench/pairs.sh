@@ -79,6 +79,8 @@ echo "# step commit wall-s cpu-s rss-mib ($SIZE source records, $(nproc) cores, 
 : >"$P/runs.txt"
 for _ in $(seq 1 "$N"); do
 	for c in "$OLDC" "$NEWC"; do
+		# the last round's reports: kaudit replaces a file only with --force, which an old commit lacks
+		rm -f "$P/c-$c.json" "$P/d-$c.json"
 		measure "c $c" "$P/kaudit-$c" diff --bootstrap-server "$BS" --schema-registry-url "http://$REGISTRY_ADDR" \
 			--spec "$P/kaudit.yaml" --format json --output "$P/c-$c.json"
 		measure "d $c" "$P/kaudit-$c" diff --snapshot "$P/capture" --spec "$P/kaudit.yaml" --format json --output "$P/d-$c.json"

@@ -281,10 +281,13 @@ for SIZE in "${sizes[@]}"; do
 		PROF=()
 		if [[ -n ${KAUDIT_PROFILE:-} ]]; then
 			mkdir -p "$KAUDIT_PROFILE"
+			# kaudit writes a profile only as a new file
+			rm -f "$KAUDIT_PROFILE/$SIZE-diff.cpu" "$KAUDIT_PROFILE/$SIZE-diff.mem"
 			PROF=(--cpuprofile "$KAUDIT_PROFILE/$SIZE-diff.cpu" --memprofile "$KAUDIT_PROFILE/$SIZE-diff.mem")
 		fi
 		if [[ -n ${KAUDIT_TRACE:-} ]]; then
 			mkdir -p "$KAUDIT_TRACE"
+			rm -f "$KAUDIT_TRACE/$SIZE-diff.trace"
 			PROF+=(--trace "$KAUDIT_TRACE/$SIZE-diff.trace")
 		fi
 		measure c-diff "$KAUDIT" "${PROF[@]}" diff --bootstrap-server "$BS" --schema-registry-url "$REG" --spec "$SPEC" \
@@ -303,7 +306,8 @@ for SIZE in "${sizes[@]}"; do
 		log "size $SIZE: $e. $SHARDS shards of kaudit diff (live)$([[ $e == e ]] && echo ', --exchange'), merged"
 		rm -rf "$RUN/$e" && mkdir -p "$RUN/$e"
 		XFLAGS=()
-		[[ $e == e ]] && XFLAGS=(--exchange "$RUN/$e/exchange")
+		# the exchange's folder exists before the shards start (kaudit creates none above its run's)
+		[[ $e == e ]] && mkdir -p "$RUN/$e/exchange" && XFLAGS=(--exchange "$RUN/$e/exchange")
 		# shellcheck disable=SC2016
 		# each shard gets its share of the cores, as SHARDS pods of their own would (GOMAXPROCS):
 		# four Go runtimes of two threads each on two cores spend a third more CPU preempting and

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -156,7 +157,7 @@ func (d *drill) runKaudit(ctx context.Context, dir, name string, args ...string)
 func (d *drill) runKauditTo(ctx context.Context, dir, name string, w io.Writer, args ...string) (int, string, error) {
 	c, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(c, d.kaudit, args...)
+	cmd := exec.CommandContext(c, d.kaudit, replacing(args)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = w
@@ -177,6 +178,22 @@ func (d *drill) runKauditTo(ctx context.Context, dir, name string, w io.Writer, 
 	default:
 		return -1, stderr.String(), fmt.Errorf("run kaudit %s: %w", name, err)
 	}
+}
+
+// replacing is args with --force where they write a report or a spec:
+// the drill's files are its own scratch, and a step run again (a retried
+// attempt) replaces what it wrote before, which kaudit does only when
+// asked.
+func replacing(args []string) []string {
+	if len(args) == 0 || args[0] != "diff" && args[0] != "merge" {
+		return args
+	}
+	for _, a := range args {
+		if a == "--output" || a == "--save-spec" {
+			return append(slices.Clone(args), "--force")
+		}
+	}
+	return args
 }
 
 // ledgerAborted runs kaudit ledger on topic and returns the aborted transactions it counted.
@@ -227,7 +244,9 @@ func (r *scRun) checkExchangeShards(ctx context.Context, n int) error {
 // checkExchangeShards is scRun's for the audit of app with spec that runDiffFor wrote into dir.
 func (d *drill) checkExchangeShards(ctx context.Context, appDir, app, spec string, n int) error {
 	dir := filepath.Join(appDir, "shards")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// the exchange's folder exists before the shards start: kaudit creates
+	// only the run's folder in it
+	if err := os.MkdirAll(filepath.Join(dir, "exchange"), 0o755); err != nil {
 		return err
 	}
 	base := []string{"diff", "--bootstrap-server", d.bootstrap, "--app-id", app, "--spec", spec,
