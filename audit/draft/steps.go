@@ -106,7 +106,7 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	if src == nil || copies == nil || copies.Count() == 0 {
 		return
 	}
-	if len(pairs)*10 >= copies.Count()*9 {
+	if n, of := infer.PairedOrTwin(pairs, copies); n == of || partial(src) && n*10 >= of*9 {
 		identitySteps(t, fmt.Sprintf("%d/%d copies on %s equal their source record", len(pairs), copies.Count(), t.repartition), func() infer.Guess { return infer.GuessFilter(src, pairs) })
 		return
 	}

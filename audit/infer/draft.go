@@ -180,12 +180,14 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 		return a < b
 	})
 	n := len(pairs)
-	if len(cands) == 0 || counts[cands[0]]*10 < n*9 {
+	// a copy paired with its source record carries the key the lambda
+	// gave it: a field that gives fewer than all of them is not the key
+	if len(cands) == 0 || counts[cands[0]] < n {
 		if k, ok := constantKey(pairs); ok && n >= 5 {
 			// selectKey((k, v) -> "temp"), as Kafka's TemperatureDemo does
 			return Guess{Value: k, Evidence: fmt.Sprintf("every one of %d copies matched to source records has this key, which no source key or field holds", n)}
 		}
-		g := Guess{Evidence: fmt.Sprintf("no field equals the copies' keys for 90%% of %d copies", n)}
+		g := Guess{Evidence: fmt.Sprintf("no field equals the keys of all %d copies matched to source records", n)}
 		for _, c := range cands[:min(3, len(cands))] {
 			g.Candidates = append(g.Candidates, fmt.Sprintf("%s %d/%d", c, counts[c], n))
 		}
@@ -351,4 +353,29 @@ func constantKey(pairs []Pair) (string, bool) {
 		return fmt.Sprint(k), true
 	}
 	return "", false
+}
+
+// PairedOrTwin counts the copies that pairs pair with a source record,
+// and those that repeat a paired copy's value and timestamp (a second
+// copy of one input, a duplicate the audit names, is evidence of the same
+// lambda, not against it), of the copies with a value decoded.
+func PairedOrTwin(pairs []Pair, copies *Topic) (n, of int) {
+	type fp struct {
+		d  codec.Digest
+		ts int64
+	}
+	paired := make(map[fp]bool, len(pairs))
+	for _, p := range pairs {
+		paired[fp{p.Copy.value().d, p.Copy.Timestamp}] = true
+	}
+	for r := range copies.each() {
+		if r.Value == nil || r.Undecodable {
+			continue
+		}
+		of++
+		if paired[fp{r.value().d, r.Timestamp}] {
+			n++
+		}
+	}
+	return n, of
 }

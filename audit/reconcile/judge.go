@@ -173,6 +173,12 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 		return i
 	}
 	handled := map[fingerprint]bool{}
+	taken := map[fingerprint]int{} // copies of a fingerprint taken by the inputs alike so far
+	type extra struct {
+		e  *elem
+		fp fingerprint
+	}
+	var extras []extra // copies no input accounts for: at the places the inputs alike left
 	for _, in := range ins {
 		e := &elem{in: in, digest: in.digest, ts: in.ts, value: in.value}
 		ff, hasFixed := firstFixed[in.part]
@@ -184,6 +190,15 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 					e.kind = elemOptional // late for its window: applied only after a restart lowered stream time
 				}
 				e.pos = ci.offset
+				if offs := ts.copyOffs[fingerprintOf(ts.fpKey(in.key), in.digest, in.ts)]; len(offs) > 1 {
+					// inputs alike (one key, value and timestamp) take one
+					// copy each, in order: which input a copy is of is not
+					// known, and they fold alike; each is applied at its
+					// copy's own place
+					fp := fingerprintOf(ts.fpKey(in.key), in.digest, in.ts)
+					e.pos = offs[min(taken[fp], len(offs)-1)]
+					taken[fp]++
+				}
 				add(e)
 				x.fixed = append(x.fixed, e)
 				// copies beyond those the inputs account for: applied again
@@ -193,6 +208,7 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 						d := &elem{in: in, kind: elemOptional, digest: in.digest, ts: in.ts, value: in.value, pos: ci.offset}
 						add(d)
 						x.fixed = append(x.fixed, d)
+						extras = append(extras, extra{d, fp})
 					}
 				}
 				continue
@@ -221,6 +237,12 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 		}
 		i := seq(in.part)
 		x.seqs[i] = append(x.seqs[i], e)
+	}
+	for _, ex := range extras {
+		if offs := ts.copyOffs[ex.fp]; taken[ex.fp] < len(offs) {
+			ex.e.pos = offs[taken[ex.fp]]
+			taken[ex.fp]++
+		}
 	}
 	// in flight, yet maybe applied through an earlier copy that is purged now
 	for _, in := range pend {

@@ -758,7 +758,7 @@ func (ts *tableState) startKeys(n, size int, keys iter.Seq2[string, *clState]) {
 
 // loadCopies sets ts.copies to bucket b's repartition copies.
 func (ts *tableState) loadCopies(b int) error {
-	ts.copies = make(map[fingerprint]copyInfo, ts.spill.nCopies[b])
+	ts.copies, ts.copyOffs = make(map[fingerprint]copyInfo, ts.spill.nCopies[b]), nil
 	return ts.spill.eachCopy(b, ts.addCopy)
 }
 
@@ -783,7 +783,7 @@ func (ts *tableState) storeByBucket() [][]storeKey {
 // one (ts.found): the inputs are matched as addInput matches them, and
 // nothing else of them is kept.
 func (r *run) matchBuckets(ctx context.Context, ts *tableState) error {
-	defer func() { ts.copies = nil }()
+	defer func() { ts.copies, ts.copyOffs = nil, nil }()
 	for b := range ts.spill.buckets() {
 		if err := ts.loadCopies(b); err != nil {
 			return err

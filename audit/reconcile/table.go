@@ -237,6 +237,9 @@ type tableState struct {
 	keys      map[string]*keyState
 	keysKnown bool
 	copies    map[fingerprint]copyInfo
+	// copyOffs holds, for a fingerprint with several committed copies
+	// below the cut, their offsets in order (copyInfo keeps the first)
+	copyOffs map[fingerprint][]int64
 	leftover  map[fingerprint]bool // while the keys are checked: copies no input matched (cleanLatest)
 	spill     *spill
 	pass      checkPass // which keys checkKeys judges (a spilled table's)
@@ -484,7 +487,12 @@ func (r *run) readRepartition(ctx context.Context, ts *tableState) bool {
 			}
 			r.add(f)
 			if c < 0 && !r.p.Keyless && len(r.group.Offsets) > 0 {
-				r.missing("%s: the group has no committed offset for this partition, which holds %d records: whether the app applied them cannot be judged", tp, inFlight+inFlightOpen)
+				// Kafka Streams gives an internal topic no reset policy of its
+				// own (InternalTopologyBuilder.offsetResetStrategy: NONE), so
+				// the app-wide auto.offset.reset applies, whose Streams
+				// default is earliest: the app reads these records from the
+				// log start, they are in flight
+				r.note("%s: the group has no committed offset for this partition, which holds %d records: taken as in flight (pending), as Kafka Streams resets an internal topic by the app's auto.offset.reset, earliest unless the app overrides it (its log's ConsumerConfig values show it)", tp, inFlight+inFlightOpen)
 			}
 		}
 		logStart := r.clusterLogStart(tp, l.Offsets.LogStart)
@@ -537,6 +545,16 @@ func (ts *tableState) addCopy(ev copyEvent) {
 	case audit.FateCommitted:
 		if ci.applied+ci.pending == 0 {
 			ci.offset, ci.partition = ev.offset, ev.partition
+		} else if ev.applied && ci.applied > 0 {
+			// a second committed copy of the fingerprint: inputs alike take
+			// one copy each, each at its own place (elements)
+			if ts.copyOffs == nil {
+				ts.copyOffs = map[fingerprint][]int64{}
+			}
+			if len(ts.copyOffs[ev.f]) == 0 {
+				ts.copyOffs[ev.f] = []int64{ci.offset}
+			}
+			ts.copyOffs[ev.f] = append(ts.copyOffs[ev.f], ev.offset)
 		}
 		if ev.applied {
 			ci.applied++
@@ -1075,6 +1093,18 @@ func (r *run) duplicates(ctx context.Context, ts *tableState, dups []copyInfo) {
 			n += int(ci.applied + ci.pending)
 		}
 		r.note("table %s: %d committed repartition copies more than their inputs, written outside transactions: under at-least-once an input processed again after a restart is copied again, by design (under exactly-once it would be a duplicate)", ts.t.Name, n)
+		return
+	}
+	if len(ts.deletedFrom) > 0 && len(dups) > 0 {
+		// the inputs the app consumed before their records were deleted
+		// (retention, DeleteRecords) still have their copies, which match
+		// any readable input alike (one key, value and timestamp): a copy
+		// more than the readable inputs is then no proof of a duplicate
+		n := 0
+		for _, ci := range dups {
+			n += int(ci.applied + ci.pending)
+		}
+		r.note("table %s: %d committed repartition copies more than the readable inputs alike (one key, value and timestamp) that account for them; the records of %s before their log start are deleted, and the inputs the app consumed there may have been theirs, so they are not judged duplicates", ts.t.Name, n, ts.partList(ts.deletedFrom))
 		return
 	}
 	for _, ci := range dups {
