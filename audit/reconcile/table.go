@@ -239,7 +239,7 @@ type tableState struct {
 	copies    map[fingerprint]copyInfo
 	// copyOffs holds, for a fingerprint with several committed copies
 	// below the cut, their offsets in order (copyInfo keeps the first)
-	copyOffs map[fingerprint][]int64
+	copyOffs  map[fingerprint][]int64
 	leftover  map[fingerprint]bool // while the keys are checked: copies no input matched (cleanLatest)
 	spill     *spill
 	pass      checkPass // which keys checkKeys judges (a spilled table's)
