@@ -94,6 +94,10 @@ type Report struct {
 	// want of one (kaudit.yaml, each guess with its evidence as a
 	// comment); empty when the user gave the spec.
 	InferredSpec string `json:"inferred_spec,omitempty"`
+	// Inferred says what the inferred spec rests on and what it judged,
+	// table by table (nil when the user gave the spec or none was
+	// inferred): what a reader, or the next night's audit, compares.
+	Inferred *Inferred `json:"inferred,omitempty"`
 	// Shard says which task partitions the report audited when it is one
 	// shard of an app (kaudit diff --shard or --partitions); nil for a
 	// whole audit.

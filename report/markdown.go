@@ -77,9 +77,12 @@ func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
 	if p.CommandLine != "" {
 		md.row("command line (secrets redacted)", code(p.CommandLine))
 	}
+	in := r.Inferred
 	switch {
 	case p.SpecFile != "":
 		md.row("spec", code(p.SpecFile)+" sha256 "+code(first(p.SpecSHA256, "unknown")))
+	case in != nil:
+		md.row("spec", text(fmt.Sprintf("inferred from the evidence, no --spec (the topology read: %s): %d tables, %d joins, %d guesses, %d left unsettled; the JSON report holds it whole (inferred_spec), --save-spec FILE writes it with each guess's evidence", in.Topology, len(in.Tables), len(in.Joins), in.Guesses, in.Unsettled))+" sha256 "+code(in.SHA256))
 	default:
 		md.row("spec", "none: the checks that need no key only")
 	}
@@ -89,6 +92,45 @@ func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
 	md.row("Kafka version (brokers)", text(first(o.KafkaVersion, "not given")))
 	md.row("Kafka Streams version (the app's client)", text(first(o.StreamsVersion, "not given")))
 	md.s("\n")
+	if in != nil && p.SpecFile == "" {
+		writeInferred(md, in)
+	}
+}
+
+// writeInferred summarises the spec the audit inferred: each table and
+// join with what the evidence settled and whether it was judged.
+func writeInferred(md *mdWriter, in *audit.Inferred) {
+	md.s("### The inferred spec\n\n")
+	if len(in.Tables) > 0 {
+		md.header("table", "source", "steps", "select_key", "reduce", "judged")
+		for _, t := range in.Tables {
+			judged := "yes"
+			switch {
+			case t.Unjudged != "":
+				judged = "no: " + t.Unjudged
+			case t.Unsure != "":
+				judged = "yes, but not its inputs without a copy (" + t.Unsure + ": its predicate is not known)"
+			}
+			md.row(text(first(t.Name, "-")), text(first(t.Source, "-")), text(first(strings.Join(t.Steps, "; "), "-")), text(first(t.SelectKey, "-")),
+				text(first(t.Reduce, "-")), cell(judged, 300))
+		}
+		md.s("\n")
+	}
+	if len(in.Joins) > 0 {
+		md.header("join into", "left", "right", "type", "judged")
+		for _, j := range in.Joins {
+			md.row(text(j.Output), text(j.Left), text(strings.Join(j.Right, ", ")), text(first(j.Type, "-")), cell(first(prefixed("no: ", j.Unjudged), "yes"), 300))
+		}
+		md.s("\n")
+	}
+}
+
+// prefixed is p+s, "" for an empty s.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }
 
 // issueVersion is the version a known issue is judged against: the

@@ -3,6 +3,8 @@ package diff
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -205,6 +207,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	addUnjudged(rep, s.unjudged)
 	if s.Inferred != "" {
 		rep.InferredSpec = s.Inferred
+		rep.Inferred = inferredSummary(s)
 		rep.Summary.Notes = append(rep.Summary.Notes, inferredNote(s))
 	}
 	if s.notInferred != "" {
@@ -247,10 +250,46 @@ func canceledBy(ctx context.Context, err error) bool {
 	return errors.Is(err, context.Canceled) && cause != nil && !errors.Is(cause, context.Canceled)
 }
 
-// inferredNote says that the audit rests on an inferred spec, and on how
-// many guesses.
-func inferredNote(s *Setup) string {
-	guesses, unsettled := 0, 0
+// inferredSummary is what the inferred spec rests on and judged, table by
+// table, for the report (audit.Inferred).
+func inferredSummary(s *Setup) *audit.Inferred {
+	sum := sha256.Sum256([]byte(s.Inferred))
+	in := &audit.Inferred{SHA256: hex.EncodeToString(sum[:]), Topology: cmp.Or(s.topoFrom, "none")}
+	in.Guesses, in.Unsettled = inferredCounts(s)
+	for _, t := range s.Spec.Tables {
+		it := audit.InferredTable{Name: t.Name, Source: strings.Join(t.SourceList, ", "), SelectKey: t.SelectKeyExpr, Reduce: t.Reducer.String(), Output: t.Output}
+		for _, st := range t.Steps {
+			it.Steps = append(it.Steps, st.String())
+		}
+		if w := t.Window; w != nil && w.Size > 0 {
+			it.Window = fmt.Sprintf("size %s, advance %s", time.Duration(w.Size)*time.Millisecond, time.Duration(w.Advance)*time.Millisecond)
+		}
+		if pt := s.Resolved.Table(t.Name); pt != nil {
+			it.Unjudged, it.Unsure = pt.Unjudged, pt.Unsure
+		}
+		for _, pt := range s.Pipeline.Tables {
+			if pt.Name == t.Name && it.Unjudged == "" {
+				it.Unjudged = pt.Unjudged // the spec check's
+			}
+		}
+		in.Tables = append(in.Tables, it)
+	}
+	for _, d := range s.Spec.Dropped {
+		in.Tables = append(in.Tables, audit.InferredTable{Unjudged: d})
+	}
+	for i, j := range s.Spec.Joins {
+		ij := audit.InferredJoin{Output: j.Output, Left: j.Left, Right: j.Right, Type: string(j.Type), Value: j.Value}
+		if i < len(s.Pipeline.Joins) {
+			ij.Unjudged = s.Pipeline.Joins[i].Unjudged
+		}
+		in.Joins = append(in.Joins, ij)
+	}
+	return in
+}
+
+// inferredCounts counts an inferred spec's guesses and those the evidence
+// left unsettled.
+func inferredCounts(s *Setup) (guesses, unsettled int) {
 	todo := func(steps []*spec.Step) int {
 		n := 0
 		for _, st := range steps {
@@ -272,8 +311,15 @@ func inferredNote(s *Setup) string {
 		guesses += 2 // type and value
 		unsettled += len(j.Unsettled)
 	}
+	return guesses, unsettled + len(s.Spec.Dropped)
+}
+
+// inferredNote says that the audit rests on an inferred spec, and on how
+// many guesses.
+func inferredNote(s *Setup) string {
+	guesses, unsettled := inferredCounts(s)
 	return fmt.Sprintf("no --spec: the spec was inferred from the evidence, as kaudit init drafts it (%d tables, %d joins, %d guesses, %d left unsettled; --save-spec FILE writes it, with each guess's evidence, for review)",
-		len(s.Spec.Tables), len(s.Spec.Joins), guesses, unsettled+len(s.Spec.Dropped))
+		len(s.Spec.Tables), len(s.Spec.Joins), guesses, unsettled)
 }
 
 // Shard is one of Count shards of an app's task partitions.

@@ -38,6 +38,9 @@ type Setup struct {
 	// notInferred says why none could be drafted.
 	Inferred    string
 	notInferred string
+	// topoFrom says which describe() text the spec was resolved on: the
+	// --topology file, the capture's, or "" for none
+	topoFrom string
 }
 
 // prepareKeyless is Prepare's end without a spec: the checks that need
@@ -97,6 +100,12 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		return nil, audit.NotRunError{Err: fmt.Errorf("discover app %s: %w", o.AppID, err)}
 	}
 	s := &Setup{Discovery: d}
+	switch {
+	case o.TopologyFile != "":
+		s.topoFrom = "--topology " + o.TopologyFile
+	case topo != nil:
+		s.topoFrom = "the capture's describe() text"
+	}
 	if sp == nil && o.AppID != "" && !o.Keyless {
 		// no spec: the one kaudit init would draft, from the same evidence
 		if sp, s.Inferred, err = inferSpec(ctx, ev.Source, o); err != nil {

@@ -220,6 +220,17 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 			olo, ohi, ok2 = textRange(out, path)
 			name = "int(" + name + ")"
 		}
+		// a parity (filter((k, v) -> v % 2 != 0))
+		if kOdd, ok := parityOf(in, path); ok {
+			if rOdd, ok := parityOf(out, path); ok && kOdd != rOdd {
+				name := strings.Join(append([]string{"value"}, path...), ".")
+				op, kept, rejected := "!=", "odd", "even"
+				if !kOdd {
+					op, kept, rejected = "==", "even", "odd"
+				}
+				return Guess{Value: fmt.Sprintf("%s %% 2 %s 0", name, op), Evidence: fmt.Sprintf("the %d source records without a copy all have %s %s, the %d with one %s", len(out), name, rejected, len(in), kept)}
+			}
+		}
 		switch {
 		case !ok || !ok2:
 		case ohi < lo:
@@ -229,6 +240,24 @@ func guessFilter(source *Topic, pairs []Pair, skip func(*Rec) bool) Guess {
 		}
 	}
 	return Guess{Evidence: fmt.Sprintf("%d source records have no copy and no comparison on one field tells them from the %d that have one: a filter, or a loss", len(out), len(in))}
+}
+
+// parityOf says whether every number at path is odd (true) or every one
+// even (false); ok is false when they are not all whole numbers of one
+// parity.
+func parityOf(rs []*Rec, path []string) (odd, ok bool) {
+	for i, r := range rs {
+		f, isNum := toFloat(walk(r.Value, path))
+		if !isNum || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return false, false
+		}
+		o := int64(f)%2 != 0
+		if i > 0 && o != odd {
+			return false, false
+		}
+		odd = o
+	}
+	return odd, len(rs) > 0
 }
 
 func allSame(rs []*Rec, path []string, c val) bool {

@@ -1,0 +1,44 @@
+package audit
+
+// Inferred summarises a spec kaudit inferred from the evidence (kaudit
+// diff without --spec): its hash, the topology it was drawn on, and each
+// table and join with what the evidence settled and whether it was
+// judged. The spec itself, each guess with its evidence, is
+// Report.InferredSpec.
+type Inferred struct {
+	SHA256 string `json:"sha256"`
+	// Topology says which describe() text the inference read: "--topology
+	// FILE", "the capture's", or "none" (the node numbers, the topics and
+	// their records only).
+	Topology  string          `json:"topology"`
+	Guesses   int             `json:"guesses"`
+	Unsettled int             `json:"unsettled"`
+	Tables    []InferredTable `json:"tables,omitempty"`
+	Joins     []InferredJoin  `json:"joins,omitempty"`
+}
+
+// InferredTable is one table of an inferred spec.
+type InferredTable struct {
+	Name      string   `json:"name"`
+	Source    string   `json:"source,omitempty"`
+	Steps     []string `json:"steps,omitempty"`
+	SelectKey string   `json:"select_key,omitempty"`
+	Reduce    string   `json:"reduce,omitempty"`
+	Window    string   `json:"window,omitempty"`
+	Output    string   `json:"output,omitempty"`
+	// Unjudged says why the table was not judged, "" when it was; Unsure
+	// names the filters whose predicate the evidence did not settle (the
+	// table judged, its inputs without a copy not).
+	Unjudged string `json:"unjudged,omitempty"`
+	Unsure   string `json:"unsure,omitempty"`
+}
+
+// InferredJoin is one join of an inferred spec.
+type InferredJoin struct {
+	Output   string   `json:"output"`
+	Left     string   `json:"left"`
+	Right    []string `json:"right,omitempty"`
+	Type     string   `json:"type,omitempty"`
+	Value    string   `json:"value,omitempty"`
+	Unjudged string   `json:"unjudged,omitempty"`
+}

@@ -1,0 +1,132 @@
+package kaudit.drill;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+
+/**
+ * The drill's guess-apps scenario (guess.go): three small apps whose shapes an audit with
+ * {@code --app-id} alone must guess without their describe() text, written as their teams would
+ * (issue AA):
+ *
+ * <pre>
+ *   seed:   gs-orders    -> filter(type != "TEST") -> selectKey(orderId) -> groupByKey -> reduce(latest)      = O
+ *           gs-payments  -> mapValues(amount = Math.round(amount * 100)) -> selectKey(orderId) -> groupByKey
+ *                           -> reduce(sum amount)                                                           = P
+ *           gs-shipments -> selectKey(orderId) -> groupByKey -> reduce(latest)                                = S
+ *           O.leftJoin(P).leftJoin(S).toStream().to(gs-status)                             (JSON values)
+ *   parity: gp-ints (null keys, Integer values) -> filter(v % 2 != 0) -> selectKey(1) -> groupByKey
+ *           -> reduce(Integer::sum) -> toStream() -> to(gp-sums)                           (Integer keys and values)
+ *   named:  gn-orders -> filter(status != "TEST") -> selectKey(orderId) -> groupByKey
+ *           -> reduce(latest, Materialized.as("gn-orders-store"))                          (a named store: no node numbers)
+ * </pre>
+ *
+ * Args: APP BOOTSTRAP STATE_DIR REGISTRY_URL (the registry is not used). System properties: those
+ * of {@link DrillApp#config} (app.id: kaudit-guess-APP), {@code describe.file}.
+ */
+public final class GuessApps {
+    public static void main(String[] args) throws Exception {
+        if (args.length < 3) {
+            System.err.println("usage: GuessApps seed|parity|named BOOTSTRAP STATE_DIR [REGISTRY_URL]");
+            System.exit(2);
+        }
+        JsonSerde json = new JsonSerde();
+        Topology topology = switch (args[0]) {
+            case "seed" -> seed(json);
+            case "parity" -> parity();
+            case "named" -> named(json);
+            default -> {
+                System.err.println("unknown app " + args[0]);
+                System.exit(2);
+                yield null;
+            }
+        };
+        if (System.getProperty("app.id") == null) {
+            System.setProperty("app.id", "kaudit-guess-" + args[0]);
+        }
+        DrillApp.describe(topology);
+        if (Boolean.getBoolean("describe.only")) {
+            return;
+        }
+        DrillApp.runStreams(topology, DrillApp.config(args[1], args[2]));
+    }
+
+    static Topology seed(JsonSerde json) {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, JsonNode> orders = b.stream("gs-orders", Consumed.with(Serdes.String(), json))
+                .filter((k, v) -> !"TEST".equals(v.path("type").asText()))
+                .selectKey((k, v) -> v.get("orderId").asText())
+                .groupByKey(Grouped.with(Serdes.String(), json))
+                .reduce((agg, v) -> v);
+        KTable<String, JsonNode> payments = b.stream("gs-payments", Consumed.with(Serdes.String(), json))
+                .mapValues(v -> {
+                    ObjectNode cents = v.deepCopy();
+                    cents.put("amount", Math.round(v.get("amount").asDouble() * 100));
+                    return (JsonNode) cents;
+                })
+                .selectKey((k, v) -> v.get("orderId").asText())
+                .groupByKey(Grouped.with(Serdes.String(), json))
+                .reduce((agg, v) -> {
+                    ObjectNode sum = agg.deepCopy();
+                    sum.put("amount", agg.get("amount").asLong() + v.get("amount").asLong());
+                    return sum;
+                });
+        KTable<String, JsonNode> shipments = b.stream("gs-shipments", Consumed.with(Serdes.String(), json))
+                .selectKey((k, v) -> v.get("orderId").asText())
+                .groupByKey(Grouped.with(Serdes.String(), json))
+                .reduce((agg, v) -> v);
+        orders.leftJoin(payments, (o, p) -> {
+                    ObjectNode s = JsonSerde.JSON.createObjectNode();
+                    s.put("orderId", o.get("orderId").asText());
+                    s.put("customer", o.get("customer").asText());
+                    s.put("type", o.get("type").asText());
+                    if (p == null) {
+                        s.putNull("paid");
+                    } else {
+                        s.put("paid", p.get("amount").asLong());
+                    }
+                    return (JsonNode) s;
+                })
+                .leftJoin(shipments, (s, sh) -> {
+                    ObjectNode out = s.deepCopy();
+                    if (sh == null) {
+                        out.putNull("carrier");
+                    } else {
+                        out.put("carrier", sh.get("carrier").asText());
+                    }
+                    return (JsonNode) out;
+                })
+                .toStream()
+                .to("gs-status", Produced.with(Serdes.String(), json));
+        return b.build();
+    }
+
+    static Topology parity() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("gp-ints", Consumed.with(Serdes.Integer(), Serdes.Integer()))
+                .filter((k, v) -> v % 2 != 0)
+                .selectKey((k, v) -> 1)
+                .groupByKey(Grouped.with(Serdes.Integer(), Serdes.Integer()))
+                .reduce(Integer::sum)
+                .toStream()
+                .to("gp-sums", Produced.with(Serdes.Integer(), Serdes.Integer()));
+        return b.build();
+    }
+
+    static Topology named(JsonSerde json) {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("gn-orders", Consumed.with(Serdes.String(), json))
+                .filter((k, v) -> !"TEST".equals(v.path("status").asText()))
+                .selectKey((k, v) -> v.get("orderId").asText())
+                .groupByKey(Grouped.with(Serdes.String(), json))
+                .reduce((agg, v) -> v, Materialized.as("gn-orders-store"));
+        return b.build();
+    }
+}
