@@ -7,13 +7,26 @@
 // the log cleaner cleaning a partition; a transaction rolled back by its
 // timeout).
 //
-// ReadFile reads one file, plain or gzip, bounded (MaxBytes, MaxLineBytes,
-// MaxEvents), and Parse a stream; each returns the Events it found, each
-// with its file and line number, time, level, kind, task, topic-partition,
-// offsets and the raw line. A log entry's continuation lines (an
-// exception's message and stack, indented or not headed by a timestamp or
-// level) belong to the entry: a pattern found on one of them is an event
-// with the entry's time and level and its own line number.
+// ReadFile reads one file, plain or gzip, and Parse a stream; each returns
+// the Events it found, each with its file and line number, time, level,
+// kind, task, topic-partition, offsets and the raw line. A log entry's
+// continuation lines (an exception's message and stack, indented or not
+// headed by a timestamp or level) belong to the entry: a pattern found on
+// one of them is an event with the entry's time and level and its own
+// line number.
+//
+// Reading is bounded: a line at MaxLineBytes, a file at Options.MaxBytes
+// (inflated), a gzip file at MaxInflate times its size, the events kept at
+// Options.MaxKept bytes of memory and MaxEvents; Options.Keep chooses the
+// events kept as they are read, the others are only counted. A run of
+// empty lines is counted, not parsed line by line. A last line without its
+// newline may have been cut mid-write (its numbers with it): no event is
+// read from it. Damage is no error: a gzip stream that ends early, fails
+// its checksum or does not inflate makes the Log damaged (Log.Cut says
+// where), and only the events of the gzip members whose checksum matched
+// are kept: a damaged deflate stream can inflate into plausible lines with
+// wrong numbers before the damage shows, and a stream cut short cannot be
+// told from one corrupted.
 //
 // Timestamps come in the common log4j and logback layouts: Kafka's
 // "[2026-11-30 12:00:00,123]", ISO-8601 with a T and a zone

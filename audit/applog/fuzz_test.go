@@ -1,6 +1,8 @@
 package applog
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +72,36 @@ func FuzzParse(f *testing.F) {
 			}
 			if e.TP.Partition < -1 || e.Kind == "" {
 				t.Fatalf("event %+v", e)
+			}
+		}
+	})
+}
+
+// FuzzReadGzip: any bytes, gzip or not, read without panic or error
+// within their bounds: what is damaged says so, and the events kept of a
+// gzip stream are those of the members whose checksum matched.
+func FuzzReadGzip(f *testing.F) {
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write([]byte("[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n"))
+	w.Close()
+	f.Add(z.Bytes())
+	f.Add(append(bytes.Clone(z.Bytes()), z.Bytes()[:z.Len()/2]...))
+	f.Add(z.Bytes()[:10])
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		defer func(lb int) { maxLineBytes = lb }(maxLineBytes)
+		maxLineBytes = 1 << 10
+		l := readFrom(bytes.NewReader(data), int64(len(data)), "f", Options{})
+		if l.Damaged && l.Cut == "" {
+			t.Fatalf("damaged without saying why: %+v", l)
+		}
+		if bound := int64(max(len(data), maxLineBytes)) * MaxInflate; l.Bytes > bound+int64(maxLineBytes)+64<<10 {
+			t.Fatalf("%d bytes read of %d (bound %d)", l.Bytes, len(data), bound)
+		}
+		for _, e := range l.Events {
+			if e.Line < 1 || e.Line > l.Lines || e.Kind == "" {
+				t.Fatalf("event %+v of %d lines", e, l.Lines)
 			}
 		}
 	})

@@ -18,7 +18,6 @@ import (
 	"github.com/kaudit/kaudit/audit/discovery"
 
 	"github.com/kaudit/kaudit/audit"
-	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/reconcile"
@@ -65,9 +64,12 @@ type Options struct {
 	// AppLogs and BrokerLogs are the app's and the brokers' log files
 	// (plain or gzip; audit/applog reads them): optional evidence of
 	// offset resets and log-start moves for the commit history's
-	// analysis (audit/history). Parsed from --app-log and --broker-log;
-	// not read by Diff yet.
+	// analysis (audit/history), and a windowed store's grace. Parsed from
+	// --app-log and --broker-log.
 	AppLogs, BrokerLogs []string
+	// MemoryBudget is --memory-budget (0: no bound): what the logs may
+	// make kaudit read and keep is bound by it (history.Logs).
+	MemoryBudget int64
 	// Outage is how long the brokers were down: topics whose retention is
 	// shorter are a config risk.
 	Outage time.Duration
@@ -133,7 +135,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		log = func(msg string) { mu.Lock(); defer mu.Unlock(); o.Log(msg) }
 	}
 	// the group's commit history and the logs: what survives a restart
-	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), o.AppLogs, o.BrokerLogs, applog.Options{})
+	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), history.Logs{App: o.AppLogs, Broker: o.BrokerLogs, Budget: o.MemoryBudget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -202,6 +204,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, ev.Notes...)
 	rep.Summary.Notes = append(rep.Summary.Notes, hist.Notes...)
+	rep.Summary.Missing = append(rep.Summary.Missing, hist.Missing...)
 	switch {
 	case hist.Failed:
 		rep.Summary.Missing = append(rep.Summary.Missing, hist.Unknown) // a check that did not run

@@ -89,12 +89,15 @@
 //
 // # Calling it from the engine
 //
-//	ev, err := history.Gather(ctx, src, group, appLogs, brokerLogs, applog.Options{})
+//	ev, err := history.Gather(ctx, src, group, history.Logs{App: appLogs, Broker: brokerLogs, Budget: memoryBudget})
 //	// per source or repartition partition, once its log start is known:
 //	res := ev.Analyze(history.Partition{TP: tp, Role: history.Source, LogStart: logStart, Now: clock})
 //	findings, missing, notes := res.Findings(), res.Missing(), res.Notes
 //
 // A history that cannot be read (a source that does not hold it, an ACL,
 // a bundle captured before kaudit kept it) is a note, not missing
-// evidence: the audit is then what it was before this package.
+// evidence: the audit is then what it was before this package. A log that
+// cannot be read whole (damaged, or past the bounds the memory budget sets:
+// Logs) is missing evidence (Evidence.Missing), its lines read before the
+// damage used where applog vouches for them.
 package history

@@ -92,6 +92,9 @@ type Evidence struct {
 	StreamsPurgeFixed bool
 	// Notes say what was read (logs, their events, the history's extent).
 	Notes []string
+	// Missing names the logs not read whole (damaged, or past their
+	// bounds): missing evidence, as what they hold might prove a loss.
+	Missing []string
 
 	txnOnce  sync.Once
 	eos      bool  // the group commits in transactions
@@ -115,13 +118,41 @@ func (ev *Evidence) transactional() (bool, int64) {
 	return ev.eos, ev.firstTxn
 }
 
+// Logs are the log files an audit reads as evidence, and how.
+type Logs struct {
+	// App and Broker are the app's and the brokers' log files
+	// (--app-log, --broker-log): plain or gzip.
+	App, Broker []string
+	// Options say how to read their timestamps.
+	Options applog.Options
+	// Budget is the audit's memory budget (--memory-budget; 0: no
+	// bound): the events kept of the logs take at most a KeptShare of it,
+	// and the logs are read, together, up to ReadFactor times it in bytes
+	// (inflated).
+	Budget int64
+}
+
+// The logs' share of the memory budget, and how many times it they may
+// make kaudit read.
+const (
+	KeptShare  = 8
+	ReadFactor = 4
+)
+
+// ruleKinds are the events an audit reads: this package's rules, and a
+// windowed table's grace (audit/reconcile). The others are counted, not
+// kept.
+var ruleKinds = map[applog.Kind]bool{applog.LogStartIncremented: true, applog.OutOfRange: true, applog.OffsetReset: true,
+	applog.SegmentDeleted: true, applog.Truncated: true, applog.SeekReset: true, applog.SeekCommitted: true, applog.ExpiredWindow: true}
+
 // Gather reads group's commit history from src (audit.CommitHistoryOf)
 // and the events of the app's and brokers' log files. A history src
 // cannot give (not supported, unreadable, no record of the group) is
 // Evidence.Unknown, not an error, and so is one whose read failed
-// (Evidence.Failed); a log file that cannot be read is an error (the
-// user named it).
-func Gather(ctx context.Context, src audit.Source, group string, appLogs, brokerLogs []string, o applog.Options) (*Evidence, error) {
+// (Evidence.Failed); a log file that cannot be opened is an error (the
+// user named it), one not read whole (damaged, or past its bounds) is
+// missing evidence (Evidence.Missing).
+func Gather(ctx context.Context, src audit.Source, group string, logs Logs) (*Evidence, error) {
 	ev := &Evidence{Group: group}
 	h, err := audit.CommitHistoryOf(ctx, src, group)
 	switch {
@@ -138,22 +169,65 @@ func Gather(ctx context.Context, src audit.Source, group string, appLogs, broker
 		// audit still runs, with this check named as not run
 		ev.Unknown, ev.Failed = fmt.Sprintf("the group's commit history could not be read, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err), true
 	}
-	for _, f := range append(slices.Clip(appLogs), brokerLogs...) {
+	if err := ev.readLogs(ctx, logs); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// readLogs reads the log files into ev.Events, within the bounds.
+func (ev *Evidence) readLogs(ctx context.Context, logs Logs) error {
+	read, kept := int64(-1), int64(-1) // what is left of each bound; -1: none
+	if logs.Budget > 0 {
+		read, kept = ReadFactor*logs.Budget, logs.Budget/KeptShare
+	}
+	for _, f := range append(slices.Clip(logs.App), logs.Broker...) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if read == 0 {
+			ev.Missing = append(ev.Missing, fmt.Sprintf("log %s was not read: the logs before it reached the bound of what kaudit reads of them (%d bytes: %d times --memory-budget)", f, ReadFactor*logs.Budget, ReadFactor))
+			continue
+		}
+		o := logs.Options
+		other := 0
+		o.Keep = func(e *applog.Event) bool {
+			if !ruleKinds[e.Kind] {
+				other++
+				return false
+			}
+			return true
+		}
+		if read > 0 {
+			o.MaxBytes, o.MaxKept = read, max(kept, 1)
+		}
 		l, err := applog.ReadFile(f, o)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if read > 0 {
+			read = max(read-l.Bytes, 0)
+			for i := range l.Events {
+				kept -= l.Events[i].Size()
+			}
 		}
 		ev.Events = append(ev.Events, l.Events...)
-		note := fmt.Sprintf("log %s: %d lines, %d events", f, l.Lines, len(l.Events))
-		if l.Truncated {
-			note += fmt.Sprintf(" (read up to its bound: %d bytes, %d events)", applog.MaxBytes, applog.MaxEvents)
+		note := fmt.Sprintf("log %s: %d lines, %d events kept as evidence", f, l.Lines, len(l.Events))
+		if other > 0 {
+			note += fmt.Sprintf(" (and %d of kinds no check reads)", other)
 		}
 		if l.LongLines > 0 {
 			note += fmt.Sprintf("; %d lines longer than %d bytes cut", l.LongLines, applog.MaxLineBytes)
 		}
+		if l.Unended {
+			note += "; its last line has no newline (cut mid-write?): no event is read from it"
+		}
 		ev.Notes = append(ev.Notes, note)
+		if l.Cut != "" {
+			ev.Missing = append(ev.Missing, fmt.Sprintf("log %s was not read whole: %s; what its other lines would show is not known", f, l.Cut))
+		}
 	}
-	return ev, nil
+	return nil
 }
 
 // describe says how much of the history was read.

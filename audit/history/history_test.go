@@ -155,7 +155,7 @@ func appReset(tp audit.TopicPartition, from, to int64, t int64) string {
 
 func events(t *testing.T, lines ...string) []applog.Event {
 	t.Helper()
-	l, err := applog.Parse(strings.NewReader(strings.Join(lines, "\n")), "server.log", applog.Options{})
+	l, err := applog.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "server.log", applog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
 		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
 		Partitions: o.Partitions, Shard: o.Shard, RunID: o.RunID, Exchange: o.Exchange, ExchangeWait: o.ExchangeWait, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
-		SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
+		MemoryBudget: o.MemoryBudget, SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
 
 func diffFlags() []cli.Flag {

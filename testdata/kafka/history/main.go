@@ -123,7 +123,7 @@ func main() {
 		po, err := s.Offsets(ctx, tp)
 		must(err)
 		for _, logs := range [][]string{nil, {filepath.Join(work(), "logs", "server.log")}} {
-			ev, err := history.Gather(ctx, s, group, nil, logs, applog.Options{})
+			ev, err := history.Gather(ctx, s, group, history.Logs{Broker: logs})
 			must(err)
 			if len(os.Args) > 2 {
 				since, _ := time.Parse(time.RFC3339, os.Args[2])
