@@ -30,8 +30,9 @@ const (
 	// MaxEvents bounds the events kept of one file.
 	MaxEvents = 1 << 20
 	// MaxInflate bounds what a gzip file may inflate to, in times its own
-	// size (at least MaxLineBytes): Kafka's logs compress 10 to 40 times,
-	// deflate at most about 1,030 (a file of newlines).
+	// size (at least MaxLineBytes): a real Streams app's log compresses
+	// about 14 times (testdata), deflate at most about 1,030 (a file of
+	// newlines).
 	MaxInflate = 256
 	// MaxRaw bounds the text an event keeps of its line (Event.Raw).
 	MaxRaw = 4 << 10
@@ -47,11 +48,12 @@ var (
 type Event struct {
 	File string `json:"file"`
 	Line int    `json:"line"` // 1-based
-	// Time is the entry's timestamp; zero when the line has none (or only
-	// a time of day and Options.Day was not given).
-	Time  time.Time `json:"time,omitzero"`
-	Level string    `json:"level,omitempty"` // ERROR, WARN, INFO, DEBUG, TRACE, FATAL
-	Kind  Kind      `json:"kind"`
+	// Time is the entry's timestamp: a point, or an interval where its
+	// zone is not known (Stamp); zero when the line has none (or only a
+	// time of day and Options.Day was not given).
+	Time  Stamp  `json:"time,omitzero"`
+	Level string `json:"level,omitempty"` // ERROR, WARN, INFO, DEBUG, TRACE, FATAL
+	Kind  Kind   `json:"kind"`
 	// Task is the Streams task ("1_3", or a list "0_1, 1_3") the entry
 	// names.
 	Task string `json:"task,omitempty"`
@@ -83,7 +85,12 @@ func (e *Event) Size() int64 {
 // Options say how to read a log and what to keep of it.
 type Options struct {
 	// Location is the zone of timestamps that carry none (Kafka's own
-	// "[2026-11-30 12:00:00,123]"); nil means UTC.
+	// "[2026-11-30 12:00:00,123]": the writer's local time), as
+	// --log-timezone gives it. Nil: the UTC offset the file's own start-up
+	// lines show (each client and broker logs "Kafka startTimeMs: N" as it
+	// starts), else not known, and each such time is an interval of
+	// ±UnknownZone (see Stamp). A start-up line that contradicts Location
+	// wins over it.
 	Location *time.Location
 	// Day dates the lines that carry only a time of day (logback's and
 	// slf4j-simple's "HH:mm:ss.SSS"): the first such line is on Day, and
@@ -119,6 +126,10 @@ type Log struct {
 	// a bound (Options.MaxBytes, MaxInflate, MaxEvents, Options.MaxKept)
 	// or damage (Damaged).
 	Cut string `json:"cut,omitempty"`
+	// Unzoned counts the events kept whose time was written without a
+	// zone; Zone says how they were read.
+	Unzoned int    `json:"unzoned,omitempty"`
+	Zone    string `json:"zone,omitempty"`
 	// Damaged says the file is damaged (a gzip stream that ends early, fails
 	// its checksum or does not inflate; a read that failed). A gzip
 	// stream's lines are kept only from the members whose checksum matched:
@@ -224,10 +235,7 @@ func read(r io.Reader, name string, o Options, why string) Log {
 	}
 	gz, _ := r.(*gzipStream)
 	br := bufio.NewReaderSize(r, 64<<10)
-	p := parser{o: o, loc: o.Location, log: &l}
-	if p.loc == nil {
-		p.loc = time.UTC
-	}
+	p := parser{o: o, log: &l}
 	var line []byte
 	long := false
 	var ends []int64 // with gz: the inflated byte each kept event's line ends at
@@ -302,6 +310,7 @@ func read(r io.Reader, name string, o Options, why string) Log {
 			l.Bytes += int64(i)
 		}
 	}
+	p.resolve()
 	if gz != nil && l.Damaged {
 		// only what verified members hold is sound
 		n := 0
@@ -319,13 +328,16 @@ func read(r io.Reader, name string, o Options, why string) Log {
 // parser holds the entry being read.
 type parser struct {
 	o   Options
-	loc *time.Location
 	log *Log
+	// the kept events whose time has no zone, and the start-up lines
+	// that show the file's UTC offset
+	pend     []pending
+	readings []reading
 	// kept is the memory the kept events take; full says a bound was met
 	kept int64
 	full bool
 	// the current entry's head
-	t      time.Time
+	t      headTime
 	level  string
 	head   []byte // its line
 	task   string
@@ -346,8 +358,13 @@ func (p *parser) line(n int, s []byte) {
 		p.t, p.level, p.inside = t, level, true
 		p.head = append(p.head[:0], s...)
 		p.task, p.tasked = "", false
+		if t.unzoned {
+			if off, at, ok := startReading(s, t.wall); ok {
+				p.readings = append(p.readings, reading{line: n, at: at, off: off})
+			}
+		}
 	} else if !p.inside {
-		p.t, p.level, p.task, p.tasked = time.Time{}, "", "", true
+		p.t, p.level, p.task, p.tasked = headTime{}, "", "", true
 		p.head = p.head[:0]
 	}
 	if len(s) < minNeedle {
@@ -374,7 +391,7 @@ func (p *parser) line(n int, s []byte) {
 			}
 			p.tasked = true
 		}
-		e := Event{File: p.log.File, Line: n, Time: p.t, Level: p.level, Kind: pt.kind, Task: p.task,
+		e := Event{File: p.log.File, Line: n, Time: p.t.at, Level: p.level, Kind: pt.kind, Task: p.task,
 			TP: audit.TopicPartition{Partition: -1}, Offset: -1, To: -1, Raw: text}
 		pt.fill(&e, m)
 		if len(text) > MaxRaw {
@@ -382,38 +399,51 @@ func (p *parser) line(n int, s []byte) {
 			e.Raw = strings.Clone(text[:MaxRaw])
 			e.Reason, e.Store, e.TP.Topic = strings.Clone(e.Reason), strings.Clone(e.Store), strings.Clone(e.TP.Topic)
 		}
-		p.keep(&e)
+		if p.keep(&e) && p.t.unzoned {
+			p.pend = append(p.pend, pending{event: len(p.log.Events) - 1, line: n, wall: p.t.wall})
+		}
 		if p.full {
 			return
 		}
 	}
 }
 
-// keep keeps e unless Options.Keep refuses it, or a bound is met.
-func (p *parser) keep(e *Event) {
+// keep keeps e unless Options.Keep refuses it, or a bound is met, and
+// says whether it did.
+func (p *parser) keep(e *Event) bool {
 	l := p.log
 	if p.o.Keep != nil && !p.o.Keep(e) {
 		l.Dropped++
-		return
+		return false
 	}
-	if sz := e.Size(); p.o.MaxKept > 0 && p.kept+sz > p.o.MaxKept {
+	sz := e.Size()
+	if p.o.MaxKept > 0 && p.kept+sz > p.o.MaxKept {
 		p.full = true
 		l.Cut = fmt.Sprintf("read up to line %d: the events kept of the logs reached their share of the memory budget (%d bytes)", e.Line, p.o.MaxKept)
-		return
-	} else {
-		p.kept += sz
+		return false
 	}
+	p.kept += sz
 	l.Events = append(l.Events, *e)
 	if len(l.Events) >= maxEvents {
 		p.full = true
 		l.Cut = fmt.Sprintf("read up to line %d: %d events kept, the bound of one file", e.Line, maxEvents)
 	}
+	return true
+}
+
+// headTime is an entry's time: a point or none (at), or a wall-clock
+// time without a zone (unzoned), its stamp resolved once the file is
+// read.
+type headTime struct {
+	at      Stamp
+	wall    time.Time
+	unzoned bool
 }
 
 // readHead reads the timestamp and level that begin an entry's first
 // line. ok is false for a continuation line (an exception's message, a
 // stack frame): one that begins with neither.
-func (p *parser) readHead(s []byte) (t time.Time, level string, ok bool) {
+func (p *parser) readHead(s []byte) (t headTime, level string, ok bool) {
 	rest := s
 	bracketed := len(rest) > 0 && rest[0] == '['
 	if bracketed {
@@ -594,28 +624,30 @@ func daysIn(y, m int) int {
 	return time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
-// dateTime is a date and time; without a zone, in the parser's location.
-func (p *parser) dateTime(st stamp) time.Time {
+// dateTime is a date and time: a point with its zone, a wall-clock time
+// without.
+func (p *parser) dateTime(st stamp) headTime {
 	if st.zoned {
-		return time.Date(st.y, time.Month(st.mo), st.d, st.h, st.mi, st.s, st.ns, time.FixedZone("", st.zone)).UTC()
+		return headTime{at: At(time.Date(st.y, time.Month(st.mo), st.d, st.h, st.mi, st.s, st.ns, time.FixedZone("", st.zone)).UTC())}
 	}
-	return time.Date(st.y, time.Month(st.mo), st.d, st.h, st.mi, st.s, st.ns, p.loc)
+	return headTime{wall: time.Date(st.y, time.Month(st.mo), st.d, st.h, st.mi, st.s, st.ns, time.UTC), unzoned: true}
 }
 
 // timeOfDay dates a time of day with Options.Day, moving to the next day
-// when the clock goes back more than 12 hours; zero without a Day.
-func (p *parser) timeOfDay(st stamp) time.Time {
+// when the clock goes back more than 12 hours: a wall-clock time without
+// a zone; none without a Day.
+func (p *parser) timeOfDay(st stamp) headTime {
 	if p.o.Day.IsZero() {
-		return time.Time{}
+		return headTime{}
 	}
 	if st.h > 23 || st.mi > 59 || st.s > 60 {
-		return time.Time{}
+		return headTime{}
 	}
 	d := time.Duration(st.h)*time.Hour + time.Duration(st.mi)*time.Minute + time.Duration(st.s)*time.Second + time.Duration(st.ns)
 	if p.sawTOD && d < p.lastTOD-12*time.Hour {
 		p.days++
 	}
 	p.sawTOD, p.lastTOD = true, d
-	y, mo, day := p.o.Day.In(p.loc).Date()
-	return time.Date(y, mo, day+p.days, 0, 0, 0, 0, p.loc).Add(d)
+	y, mo, day := p.o.Day.Date()
+	return headTime{wall: time.Date(y, mo, day+p.days, 0, 0, 0, 0, time.UTC).Add(d), unzoned: true}
 }

@@ -64,55 +64,64 @@ func TestIncidentLines(t *testing.T) {
 }
 
 // TestTimestampLayouts: each common log4j and logback layout gives its
-// entry's time and level (a timestamp without zone in Options.Location;
-// a time of day on Options.Day, or no time without one).
+// entry's time and level: a point where the line carries its zone or
+// Options.Location gives it; an interval of ±UnknownZone where neither
+// does; a time of day on Options.Day, or no time without one.
 func TestTimestampLayouts(t *testing.T) {
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
-		t.Skip("no tzdata:", err)
+		t.Fatal(err)
 	}
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	noon := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	unknown := Stamp{Earliest: noon.Add(-UnknownZone), Latest: noon.Add(UnknownZone)}
 	const reset = "Resetting offset for partition orders-v1-2 to position FetchPosition{offset=196, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[127.0.0.1:19192 (id: 1 rack: null)], epoch=0}}."
 	for _, tc := range []struct {
 		name  string
 		line  string
 		o     Options
-		want  time.Time
+		want  Stamp
 		level string
 	}{
-		{"kafka broker [%d] %p", "[2026-11-30 12:00:00,123] INFO [Consumer clientId=c, groupId=app] " + reset + " (org.apache.kafka.clients.consumer.internals.SubscriptionState)",
-			Options{}, time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "INFO"},
-		{"kafka broker, local zone", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: paris}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+		{"kafka broker [%d] %p, zone not known", "[2026-11-30 12:00:00,123] INFO [Consumer clientId=c, groupId=app] " + reset + " (org.apache.kafka.clients.consumer.internals.SubscriptionState)",
+			Options{}, unknown, "INFO"},
+		{"kafka broker, UTC given", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: time.UTC}, At(noon), "INFO"},
+		{"kafka broker, local zone", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: paris}, At(noon.Add(-time.Hour)), "INFO"},
 		{"ISO-8601 with offset", "2026-11-30T12:00:00.123+01:00 INFO [app-StreamThread-1] o.a.k.c.c.i.SubscriptionState - " + reset,
-			Options{}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
-		{"ISO-8601 Z, microseconds", "2026-11-30T12:00:00.123456Z [INFO] " + reset, Options{}, time.Date(2026, 11, 30, 12, 0, 0, 123456e3, time.UTC), "INFO"},
-		{"ISO-8601 +0100", "2026-11-30T12:00:00,5+0100 WARNING " + reset, Options{}, time.Date(2026, 11, 30, 11, 0, 0, 5e8, time.UTC), "WARN"},
+			Options{}, At(noon.Add(-time.Hour)), "INFO"},
+		{"ISO-8601 with offset, another zone given", "2026-11-30T12:00:00.123+01:00 INFO " + reset, Options{Location: time.UTC}, At(noon.Add(-time.Hour)), "INFO"},
+		{"ISO-8601 Z, microseconds", "2026-11-30T12:00:00.123456Z [INFO] " + reset, Options{}, At(time.Date(2026, 11, 30, 12, 0, 0, 123456e3, time.UTC)), "INFO"},
+		{"ISO-8601 +0100", "2026-11-30T12:00:00,5+0100 WARNING " + reset, Options{}, At(time.Date(2026, 11, 30, 11, 0, 0, 5e8, time.UTC)), "WARN"},
 		{"log4j2 / Spring Boot", "2026-11-30 12:00:00.123  INFO 4242 --- [StreamThread-1] o.a.k.c.c.i.SubscriptionState : " + reset,
-			Options{Location: paris}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+			Options{Location: paris}, At(noon.Add(-time.Hour)), "INFO"},
 		{"logback default, dated", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset,
-			Options{Day: day}, time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "INFO"},
-		{"logback default, no day", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset, Options{}, time.Time{}, "INFO"},
-		{"thread with spaces", "12:00:00.123 [kafka-producer-network-thread | app-producer] WARN  o.a.k.c.p.i.Sender - " + reset, Options{Day: day},
-			time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "WARN"},
-		{"slf4j-simple without time", "[main] INFO org.apache.kafka.clients.consumer.internals.SubscriptionState - " + reset, Options{Day: day}, time.Time{}, "INFO"},
+			Options{Day: day, Location: time.UTC}, At(noon), "INFO"},
+		{"logback default, dated, zone not known", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset,
+			Options{Day: day}, unknown, "INFO"},
+		{"logback default, no day", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset, Options{}, Stamp{}, "INFO"},
+		{"thread with spaces", "12:00:00.123 [kafka-producer-network-thread | app-producer] WARN  o.a.k.c.p.i.Sender - " + reset, Options{Day: day, Location: time.UTC},
+			At(noon), "WARN"},
+		{"slf4j-simple without time", "[main] INFO org.apache.kafka.clients.consumer.internals.SubscriptionState - " + reset, Options{Day: day}, Stamp{}, "INFO"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := parse(t, tc.line, tc.o)
 			if len(es) != 1 || es[0].Kind != OffsetReset || es[0].To != 196 || es[0].TP != (audit.TopicPartition{Topic: "orders-v1", Partition: 2}) {
 				t.Fatalf("events %+v", es)
 			}
-			if !es[0].Time.Equal(tc.want) || es[0].Level != tc.level {
+			if !sameStamp(es[0].Time, tc.want) || es[0].Level != tc.level {
 				t.Errorf("time %v level %q, want %v %q", es[0].Time, es[0].Level, tc.want, tc.level)
 			}
 		})
 	}
 	t.Run("a time of day past midnight is the next day", func(t *testing.T) {
-		es := parse(t, "23:59:59.900 [t] INFO x - State transition from RUNNING to REBALANCING\n00:00:00.100 [t] INFO x - State transition from REBALANCING to RUNNING\n", Options{Day: day})
-		if len(es) != 2 || !es[1].Time.Equal(time.Date(2026, 12, 1, 0, 0, 0, 1e8, time.UTC)) || es[0].Time.Day() != 30 {
+		es := parse(t, "23:59:59.900 [t] INFO x - State transition from RUNNING to REBALANCING\n00:00:00.100 [t] INFO x - State transition from REBALANCING to RUNNING\n", Options{Day: day, Location: time.UTC})
+		if len(es) != 2 || !sameStamp(es[1].Time, At(time.Date(2026, 12, 1, 0, 0, 0, 1e8, time.UTC))) || es[0].Time.Earliest.Day() != 30 {
 			t.Fatalf("events %+v", es)
 		}
 	})
 }
+
+func sameStamp(a, b Stamp) bool { return a.Earliest.Equal(b.Earliest) && a.Latest.Equal(b.Latest) }
 
 // TestKinds: every line kaudit reads gives its kind and fields, as Kafka
 // 3.6 writes it (the exact texts of the Kafka classes named in
@@ -181,7 +190,7 @@ func TestKinds(t *testing.T) {
 			continue
 		}
 		g := es[0]
-		g.File, g.Line, g.Time, g.Level, g.Raw = "", 0, time.Time{}, "", ""
+		g.File, g.Line, g.Time, g.Level, g.Raw = "", 0, Stamp{}, "", ""
 		if g != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.line, g, tc.want)
 		}
@@ -250,18 +259,19 @@ func gzipped(t testing.TB, text string) []byte {
 // continuation line names the dirty section) and DeleteRecords moving a
 // partition's log start.
 func TestRealBrokerLog(t *testing.T) {
-	l, err := ReadFile(filepath.Join("testdata", "kafka-3.6.2-server.log"), Options{})
+	// the drill's brokers log in UTC
+	l, err := ReadFile(filepath.Join("testdata", "kafka-3.6.2-server.log"), Options{Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	co := audit.TopicPartition{Topic: "__consumer_offsets", Partition: 0}
 	in := audit.TopicPartition{Topic: "m.in", Partition: 0}
-	at := func(s string) time.Time {
+	at := func(s string) Stamp {
 		tt, err := time.Parse("2006-01-02 15:04:05.000", s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tt
+		return At(tt)
 	}
 	want := []Event{
 		{Line: 6, Kind: Cleaned, TP: co, Offset: -1, To: -1, Time: at("2026-12-02 07:54:40.158")},
@@ -274,7 +284,7 @@ func TestRealBrokerLog(t *testing.T) {
 	}
 	for i, w := range want {
 		g := l.Events[i]
-		if g.Line != w.Line || g.Kind != w.Kind || g.TP != w.TP || g.Offset != w.Offset || g.To != w.To || g.Reason != w.Reason || !g.Time.Equal(w.Time) || g.Level != "INFO" {
+		if g.Line != w.Line || g.Kind != w.Kind || g.TP != w.TP || g.Offset != w.Offset || g.To != w.To || g.Reason != w.Reason || !sameStamp(g.Time, w.Time) || g.Level != "INFO" {
 			t.Errorf("event %d: %+v\nwant %+v", i, g, w)
 		}
 	}

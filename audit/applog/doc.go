@@ -31,11 +31,22 @@
 // Timestamps come in the common log4j and logback layouts: Kafka's
 // "[2026-11-30 12:00:00,123]", ISO-8601 with a T and a zone
 // ("2026-11-30T12:00:00.123+01:00", "…Z"), a date and time without zone
-// ("2026-11-30 12:00:00.123", read in Options.Location), and logback's and
-// slf4j-simple's time of day ("12:00:00.123 [thread] INFO …"), dated with
-// Options.Day when given (else the event has no time). A line with no
-// timestamp at all (a layout without %d, as in "[ERROR] [thread] [class]:
-// …") still gives its events, without a time.
+// ("2026-11-30 12:00:00.123"), and logback's and slf4j-simple's time of
+// day ("12:00:00.123 [thread] INFO …"), dated with Options.Day when given
+// (else the event has no time). A line with no timestamp at all (a layout
+// without %d, as in "[ERROR] [thread] [class]: …") still gives its events,
+// without a time.
+//
+// An event's time is a Stamp: a point where its zone is known, an interval
+// where it is not. Kafka's layout writes the writer's local time without a
+// zone, so such a time is read in Options.Location (--log-timezone: an IANA
+// zone, whose daylight saving time makes the hour a clock sets back an
+// interval of an hour), else by the file's own start-up lines (every broker
+// and client logs "Kafka startTimeMs: N" as it starts, from
+// AppInfoParser: the line's time minus N is the writer's UTC offset then,
+// exact between two such lines less than SameOffsetFor apart that agree,
+// DSTShift either side elsewhere), else it is not known: an interval of
+// ±UnknownZone (14 h).
 //
 // Logs are optional evidence: an audit never reads the absence of a line
 // as proof of anything (a log is rotated, filtered by level, or of another

@@ -36,7 +36,7 @@ func TestContinuation(t *testing.T) {
 		{Fenced, 5, "WARN", "", at.Add(877 * time.Millisecond)},
 	} {
 		e := es[i]
-		if e.Kind != want.kind || e.Line != want.line || e.Level != want.level || e.Task != want.task || !e.Time.Equal(want.at) {
+		if e.Kind != want.kind || e.Line != want.line || e.Level != want.level || e.Task != want.task || !sameStamp(e.Time, At(want.at)) {
 			t.Errorf("event %d: %+v, want %+v", i, e, want)
 		}
 	}
@@ -46,7 +46,7 @@ func TestContinuation(t *testing.T) {
 // the input (its raw text, cut at the line bound) and a partition number
 // that is -1 or more.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log"} {
+	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log", "streams-3.6.2-new-york.log"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -70,7 +70,7 @@ func FuzzParse(f *testing.F) {
 			if raw := strings.TrimSuffix(lines[e.Line-1], "\r"); !strings.HasPrefix(raw, e.Raw) {
 				t.Fatalf("event raw %q is not line %d %q", e.Raw, e.Line, raw)
 			}
-			if e.TP.Partition < -1 || e.Kind == "" {
+			if e.TP.Partition < -1 || e.Kind == "" || e.Time.Latest.Before(e.Time.Earliest) {
 				t.Fatalf("event %+v", e)
 			}
 		}
@@ -103,6 +103,32 @@ func FuzzReadGzip(f *testing.F) {
 			if e.Line < 1 || e.Line > l.Lines || e.Kind == "" {
 				t.Fatalf("event %+v of %d lines", e, l.Lines)
 			}
+		}
+	})
+}
+
+// FuzzParseZone: any text gives a zone or an error, never a panic; an
+// offset is within ±UnknownZone, and a zone's name reads back as itself.
+func FuzzParseZone(f *testing.F) {
+	for _, s := range []string{"America/New_York", "-05:00", "+0530", "UTC+14", "GMT-3", "Local", "", "+5:45", "Etc/GMT+12"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		loc, err := ParseZone(s)
+		if err != nil || loc == nil {
+			return
+		}
+		if loc == time.Local {
+			t.Fatalf("%q: the host's zone", s)
+		}
+		for _, at := range []time.Time{time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC), time.Date(2026, 7, 15, 0, 0, 0, 0, time.UTC)} {
+			if _, off := at.In(loc).Zone(); time.Duration(off)*time.Second > UnknownZone || time.Duration(-off)*time.Second > UnknownZone {
+				t.Fatalf("%q: offset %d s", s, off)
+			}
+		}
+		again, err := ParseZone(loc.String())
+		if err != nil || again.String() != loc.String() {
+			t.Fatalf("%q: %s reads back as %v, %v", s, loc, again, err)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kaudit/kaudit/audit/discovery"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/reconcile"
@@ -67,6 +68,11 @@ type Options struct {
 	// analysis (audit/history), and a windowed store's grace. Parsed from
 	// --app-log and --broker-log.
 	AppLogs, BrokerLogs []string
+	// LogTimezone is the zone the logs' times without a zone were written
+	// in (--log-timezone: an IANA name or an offset, applog.ParseZone);
+	// "": the zone each file's start-up lines show, else not known (each
+	// such time an interval of ±14 h).
+	LogTimezone string
 	// MemoryBudget is --memory-budget (0: no bound): what the logs may
 	// make kaudit read and keep is bound by it (history.Logs).
 	MemoryBudget int64
@@ -135,7 +141,12 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		log = func(msg string) { mu.Lock(); defer mu.Unlock(); o.Log(msg) }
 	}
 	// the group's commit history and the logs: what survives a restart
-	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), history.Logs{App: o.AppLogs, Broker: o.BrokerLogs, Budget: o.MemoryBudget})
+	zone, err := applog.ParseZone(o.LogTimezone)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("--log-timezone: %w", err)}
+	}
+	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), history.Logs{App: o.AppLogs, Broker: o.BrokerLogs,
+		Options: applog.Options{Location: zone}, Budget: o.MemoryBudget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

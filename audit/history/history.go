@@ -60,9 +60,12 @@ type Partition struct {
 	Now      time.Time
 }
 
-// LogStartAt is a partition's log start observed at a time.
+// LogStartAt is a partition's log start observed at a time: at Time, or
+// at some instant in [Time, Until] when Until is set (a log line whose
+// zone is not known exactly: applog.Stamp).
 type LogStartAt struct {
 	Time   time.Time
+	Until  time.Time
 	Offset int64
 	Why    string        // what observed it
 	Event  *applog.Event // the log line, when a log says so
@@ -222,6 +225,12 @@ func (ev *Evidence) readLogs(ctx context.Context, logs Logs) error {
 		if l.Unended {
 			note += "; its last line has no newline (cut mid-write?): no event is read from it"
 		}
+		if l.Unzoned > 0 {
+			note += "; the times of its events, written without a zone, read " + l.Zone
+			if logs.Options.Location == nil && !strings.HasPrefix(l.Zone, "UTC offset") {
+				note += " (--log-timezone gives it)"
+			}
+		}
 		ev.Notes = append(ev.Notes, note)
 		if l.Cut != "" {
 			ev.Missing = append(ev.Missing, fmt.Sprintf("log %s was not read whole: %s; what its other lines would show is not known", f, l.Cut))
@@ -322,9 +331,10 @@ type analysis struct {
 	res  *Result
 	cs   []audit.Commit
 
-	obs      []LogStartAt // by time
+	obs      []LogStartAt // by their earliest time
 	sufMin   []int        // sufMin[i]: the index of the smallest observation in obs[i:]
-	preMax   []int        // preMax[i]: the index of the largest observation in obs[:i+1]
+	byLatest []LogStartAt // the same by their latest time
+	preMax   []int        // preMax[i]: the index of the largest observation in byLatest[:i+1]
 	resets   []reset
 	eos      bool  // the group commits in transactions
 	firstTxn int64 // the position of its first transactional commit
@@ -335,7 +345,7 @@ type analysis struct {
 // range at From (-1 when the line is missing) and reset to To.
 type reset struct {
 	from, to int64
-	at       time.Time
+	at       applog.Stamp
 	lines    []applog.Event
 }
 
@@ -348,14 +358,18 @@ func (a *analysis) prepare() {
 		if e.TP != a.p.TP {
 			continue
 		}
-		if !e.Time.IsZero() && e.Time.UnixMilli() < a.born {
+		if e.Time.Before(time.UnixMilli(a.born)) {
 			continue // an earlier incarnation's (a topic deleted and made again with the group)
 		}
 		switch e.Kind {
 		case applog.LogStartIncremented:
 			if !e.Time.IsZero() {
-				a.obs = append(a.obs, LogStartAt{Time: e.Time, Offset: e.Offset, Event: e,
-					Why: fmt.Sprintf("the broker's log at %s: %q", e.Where(), strings.TrimSpace(e.Raw))})
+				o := LogStartAt{Time: e.Time.Earliest, Offset: e.Offset, Event: e,
+					Why: fmt.Sprintf("the broker's log at %s: %q", e.Where(), strings.TrimSpace(e.Raw))}
+				if !e.Time.IsPoint() {
+					o.Until = e.Time.Latest
+				}
+				a.obs = append(a.obs, o)
 			} else {
 				a.explains = append(a.explains, *e)
 			}
@@ -380,7 +394,13 @@ func (a *analysis) prepare() {
 	if !a.p.Now.IsZero() {
 		a.obs = append(a.obs, LogStartAt{Time: a.p.Now, Offset: a.p.LogStart, Why: "the partition's log start when the audit read it"})
 	}
+	// an observation bounds the log start from above at the times surely
+	// before it (its earliest time on), from below at those surely after
+	// it (its latest time on): a time whose zone is not known settles
+	// fewer comparisons, never a wrong one
 	slices.SortStableFunc(a.obs, func(x, y LogStartAt) int { return x.Time.Compare(y.Time) })
+	a.byLatest = slices.Clone(a.obs)
+	slices.SortStableFunc(a.byLatest, func(x, y LogStartAt) int { return x.latest().Compare(y.latest()) })
 	n := len(a.obs)
 	a.sufMin, a.preMax = make([]int, n), make([]int, n)
 	for i := n - 1; i >= 0; i-- {
@@ -391,14 +411,30 @@ func (a *analysis) prepare() {
 	}
 	for i := range n {
 		a.preMax[i] = i
-		if i > 0 && a.obs[a.preMax[i-1]].Offset >= a.obs[i].Offset {
+		if i > 0 && a.byLatest[a.preMax[i-1]].Offset >= a.byLatest[i].Offset {
 			a.preMax[i] = a.preMax[i-1]
 		}
 	}
 }
 
-// upper bounds the log start at time t (ms): the smallest observation at
-// or after t, or -1 (no bound).
+// latest is the last instant the observation may have been made at.
+func (o *LogStartAt) latest() time.Time {
+	if o.Until.IsZero() {
+		return o.Time
+	}
+	return o.Until
+}
+
+// when says when the observation was made.
+func (o *LogStartAt) when() string {
+	if o.Until.IsZero() || o.Until.Equal(o.Time) {
+		return ms(o.Time.UnixMilli())
+	}
+	return "between " + ms(o.Time.UnixMilli()) + " and " + ms(o.Until.UnixMilli())
+}
+
+// upper bounds the log start at time t (ms): the smallest observation
+// surely made at or after t, or -1 (no bound).
 func (a *analysis) upper(t int64) (int64, *LogStartAt) {
 	i, _ := slices.BinarySearchFunc(a.obs, t, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
 	if i == len(a.obs) {
@@ -408,13 +444,14 @@ func (a *analysis) upper(t int64) (int64, *LogStartAt) {
 	return o.Offset, o
 }
 
-// lowerBy is the highest log start observed at or before t (ms), or -1.
+// lowerBy is the highest log start surely observed at or before t (ms),
+// or -1.
 func (a *analysis) lowerBy(t int64) (int64, *LogStartAt) {
-	i, _ := slices.BinarySearchFunc(a.obs, t+1, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
+	i, _ := slices.BinarySearchFunc(a.byLatest, t+1, func(o LogStartAt, t int64) int { return cmp.Compare(o.latest().UnixMilli(), t) })
 	if i == 0 {
 		return -1, nil
 	}
-	o := &a.obs[a.preMax[i-1]]
+	o := &a.byLatest[a.preMax[i-1]]
 	return o.Offset, o
 }
 
@@ -505,14 +542,14 @@ func (a *analysis) judge(t transition) {
 	if n > m {
 		n = min(n, c.Offset)
 		var why string
-		if nAt.Time.UnixMilli() <= t.before.LastTime {
-			why = fmt.Sprintf("the log start was %d at %s (%s), before the commit of %d took effect at %s, which covers everything the app had processed", nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, t.before.Offset, ms(t.before.LastTime))
+		if nAt.latest().UnixMilli() <= t.before.LastTime {
+			why = fmt.Sprintf("the log start was %d at %s (%s), before the commit of %d took effect at %s, which covers everything the app had processed", nAt.Offset, nAt.when(), nAt.Why, t.before.Offset, ms(t.before.LastTime))
 		} else {
 			how := "while the group had no member; generation %d came back at %s and its consumer resumed from the committed offset %d"
 			if gen.Fresh {
 				how = "before the app restarted: generation %d, none of whose members was in the group before, formed at %s and its consumer resumed from the committed offset %d"
 			}
-			why = fmt.Sprintf("the log start was %d at %s (%s), "+how, nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
+			why = fmt.Sprintf("the log start was %d at %s (%s), "+how, nAt.Offset, nAt.when(), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
 			if !a.eos {
 				why += " (the group commits without transactions: what an instance processed and did not commit before it stopped took effect even so)"
 			}
@@ -693,14 +730,13 @@ func (a *analysis) abortedAbove(m, from, to int64) *audit.Commit {
 }
 
 // between reports whether a log line's time fits between two commits,
-// within a minute (the app's and the brokers' clocks differ); a line with
-// no time fits by its offsets alone.
-func (a *analysis) between(at time.Time, before, c audit.Commit) bool {
-	if at.IsZero() {
-		return true
-	}
-	t := at.UnixMilli()
-	return t >= before.Time-60_000 && t <= c.Time+60_000
+// within a minute (the app's and the brokers' clocks differ). Its
+// offsets tie a reset line to the commits; its time only rules it out,
+// where it is surely outside them: a line with no time, or one whose
+// interval (a zone not known exactly) does not settle it, fits by its
+// offsets alone.
+func (a *analysis) between(at applog.Stamp, before, c audit.Commit) bool {
+	return !at.Before(time.UnixMilli(before.Time-60_000)) && !at.After(time.UnixMilli(c.Time+60_000))
 }
 
 func (a *analysis) skip(t transition, from, to int64, cause audit.Cause, why string, lines ...applog.Event) {
@@ -748,7 +784,7 @@ func upWhy(o *LogStartAt) string {
 	if o == nil {
 		return "no observation bounds it"
 	}
-	return fmt.Sprintf("%d at %s: %s", o.Offset, ms(o.Time.UnixMilli()), o.Why)
+	return fmt.Sprintf("%d at %s: %s", o.Offset, o.when(), o.Why)
 }
 
 // ms prints a time in milliseconds since the epoch as UTC RFC 3339.

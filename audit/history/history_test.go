@@ -137,10 +137,16 @@ func (l *glog) compact(upTo int64) {
 	}
 }
 
-// brokerLine is a broker's "Incremented log start offset" line at time t.
+// brokerLine is a broker's "Incremented log start offset" line at time t,
+// the broker logging in UTC (Kafka's layout: its local time, no zone).
 func brokerLine(tp audit.TopicPartition, n int64, reason string, t int64) string {
+	return brokerLineIn(time.UTC, tp, n, reason, t)
+}
+
+// brokerLineIn is brokerLine of a broker logging in loc.
+func brokerLineIn(loc *time.Location, tp audit.TopicPartition, n int64, reason string, t int64) string {
 	return fmt.Sprintf("[%s] INFO [UnifiedLog partition=%s-%d, dir=/var/lib/kafka/data] Incremented log start offset to %d due to %s (kafka.log.UnifiedLog)",
-		time.UnixMilli(t).UTC().Format("2006-01-02 15:04:05,000"), tp.Topic, tp.Partition, n, reason)
+		time.UnixMilli(t).In(loc).Format("2006-01-02 15:04:05,000"), tp.Topic, tp.Partition, n, reason)
 }
 
 // appReset is the app consumer's out-of-range and reset lines at time t.
@@ -153,9 +159,16 @@ func appReset(tp audit.TopicPartition, from, to int64, t int64) string {
 		fmt.Sprintf("%s INFO [app-StreamThread-1] o.a.k.c.c.i.SubscriptionState - [Consumer clientId=app-StreamThread-1-consumer, groupId=app] Resetting offset for partition %s-%d to position %s.", ts, tp.Topic, tp.Partition, pos(to))
 }
 
+// events are the lines' events, their times without a zone read in UTC
+// (the brokers and apps of these tests log in UTC).
 func events(t *testing.T, lines ...string) []applog.Event {
 	t.Helper()
-	l, err := applog.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "server.log", applog.Options{})
+	return eventsWith(t, applog.Options{Location: time.UTC}, lines...)
+}
+
+func eventsWith(t *testing.T, o applog.Options, lines ...string) []applog.Event {
+	t.Helper()
+	l, err := applog.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "server.log", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,4 +563,45 @@ func TestConsumedThenDeleted(t *testing.T) {
 		{Time: time.UnixMilli(at(20)), Offset: 100}, {Time: time.UnixMilli(at(30)), Offset: 200}, {Time: time.UnixMilli(at(40)), Offset: 300},
 	}}
 	check(t, ev.Analyze(Partition{TP: src, LogStart: 350, Now: now}), want{})
+}
+
+// TestLogTimeZones: a broker in New York logs in its local time without a
+// zone (Kafka's "[%d] %p %m (%c)%n"). Its line of a retention deletion
+// made after the app restarted and committed past offsets it had read,
+// read as UTC, came five hours earlier, before the commits, and proved a
+// false retention-gap (149 records in the issue). Read in its zone, or
+// with its zone not known (an interval of ±14 h, which settles no
+// comparison with these commits), it proves nothing: missing evidence. A
+// line with its offset (ISO 8601) still proves what it proves, and so does
+// the New York line of a deletion before the restart, read in its zone.
+func TestLogTimeZones(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, before := at(180), at(90) // the deletion: after the restart's commits (121, 122 s), or while the app was down
+	iso := func(ts int64) string {
+		return fmt.Sprintf("%s INFO [UnifiedLog partition=%s-%d, dir=/d] Incremented log start offset to 60 due to segment deletion (kafka.log.UnifiedLog)",
+			time.UnixMilli(ts).In(ny).Format("2006-01-02T15:04:05.000-07:00"), src.Topic, src.Partition)
+	}
+	for _, tc := range []struct {
+		name string
+		line string
+		o    applog.Options
+		want want
+	}{
+		{"New York, after the restart, its zone not known", brokerLineIn(ny, src, 60, "segment deletion", after), applog.Options{}, want{unknown: []string{"30-59"}}},
+		{"New York, after the restart, read in its zone", brokerLineIn(ny, src, 60, "segment deletion", after), applog.Options{Location: ny}, want{unknown: []string{"30-59"}}},
+		{"New York, after the restart, with its offset", iso(after), applog.Options{}, want{unknown: []string{"30-59"}}},
+		{"New York, while the app was down, its zone not known", brokerLineIn(ny, src, 60, "segment deletion", before), applog.Options{}, want{unknown: []string{"30-59"}}},
+		{"New York, while the app was down, read in its zone", brokerLineIn(ny, src, 60, "segment deletion", before), applog.Options{Location: ny}, want{skips: []string{"retention-gap 30-59"}}},
+		{"New York, while the app was down, with its offset", iso(before), applog.Options{}, want{skips: []string{"retention-gap 30-59"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &glog{}
+			restartApp(l, src, 30, 70, 80)
+			ev := &Evidence{Group: group, History: l.history(t), Since: time.UnixMilli(at(31)), Events: eventsWith(t, tc.o, tc.line)}
+			check(t, ev.Analyze(Partition{TP: src, LogStart: 60, Now: t0.Add(time.Hour)}), tc.want)
+		})
+	}
 }

@@ -20,7 +20,8 @@ import (
 
 // TestDiffLogFlags: --app-log and --broker-log are repeatable and reach
 // the library's options (diff.Options.AppLogs, BrokerLogs), as do their
-// KAUDIT_ variables; a report written over one of them is refused.
+// KAUDIT_ variables; a report written over one of them is refused;
+// --log-timezone takes an IANA zone or an offset, never the host's zone.
 func TestDiffLogFlags(t *testing.T) {
 	dir := t.TempDir()
 	app1, app2, broker := filepath.Join(dir, "app-1.log"), filepath.Join(dir, "app-2.log.gz"), filepath.Join(dir, "server.log")
@@ -53,6 +54,14 @@ func TestDiffLogFlags(t *testing.T) {
 	var ue audit.UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("a report over the app log: %v; want a usage error", err)
+	}
+	if o, err = parse("--log-timezone", "America/New_York"); err != nil || o.auditOptions(nil).LogTimezone != "America/New_York" {
+		t.Errorf("--log-timezone: %q, %v", o.LogTimezone, err)
+	}
+	for _, z := range []string{"Mars/Olympus", "Local", "+15:00"} {
+		if _, err = parse("--log-timezone", z); !errors.As(err, &ue) {
+			t.Errorf("--log-timezone %s: %v; want a usage error", z, err)
+		}
 	}
 }
 

@@ -145,7 +145,7 @@ func main() {
 				if e.Kind == applog.LogStartIncremented || e.Kind == applog.Cleaned {
 					n++
 					if n <= 6 {
-						fmt.Println("EVENT", e.Kind, e.TP, e.Offset, e.To, e.Reason, e.Time.Format("15:04:05.000"))
+						fmt.Println("EVENT", e.Kind, e.TP, e.Offset, e.To, e.Reason, e.Time)
 					}
 				}
 			}
