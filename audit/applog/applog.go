@@ -67,6 +67,12 @@ type Event struct {
 	Store  string `json:"store,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Count  int64  `json:"count,omitempty"`
+	// Group and Clients are who wrote the entry, as its head line names
+	// them: its consumer's group id, the Streams client ids
+	// ("<application.id>-<UUID>") of its client, thread or thread name
+	// (see Tie).
+	Group   string   `json:"group,omitempty"`
+	Clients []string `json:"clients,omitempty"`
 	// Raw is the line, its first MaxRaw bytes.
 	Raw string `json:"raw"`
 }
@@ -79,7 +85,11 @@ func (e Event) String() string { return e.Where() + ": " + strings.TrimSpace(e.R
 
 // Size is about what the event takes in memory.
 func (e *Event) Size() int64 {
-	return int64(unsafe.Sizeof(*e)) + int64(len(e.Raw)+len(e.Reason)+len(e.Store)+len(e.Task)+len(e.TP.Topic))
+	n := int64(unsafe.Sizeof(*e)) + int64(len(e.Raw)+len(e.Reason)+len(e.Store)+len(e.Task)+len(e.TP.Topic)+len(e.Group))
+	for _, c := range e.Clients {
+		n += int64(len(c)) + 16
+	}
+	return n
 }
 
 // Options say how to read a log and what to keep of it.
@@ -337,12 +347,14 @@ type parser struct {
 	kept int64
 	full bool
 	// the current entry's head
-	t      headTime
-	level  string
-	head   []byte // its line
-	task   string
-	tasked bool // task was read from head
-	inside bool // an entry has begun
+	t       headTime
+	level   string
+	head    []byte // its line
+	task    string
+	tasked  bool // task, group and clients were read from head
+	group   string
+	clients []string
+	inside  bool // an entry has begun
 	// time-of-day stamps
 	lastTOD time.Duration
 	days    int
@@ -365,6 +377,7 @@ func (p *parser) line(n int, s []byte) {
 		}
 	} else if !p.inside {
 		p.t, p.level, p.task, p.tasked = headTime{}, "", "", true
+		p.group, p.clients = "", nil
 		p.head = p.head[:0]
 	}
 	if len(s) < minNeedle {
@@ -389,10 +402,11 @@ func (p *parser) line(n int, s []byte) {
 			if m := taskRe.FindSubmatch(p.head); m != nil {
 				p.task = string(m[1])
 			}
+			p.group, p.clients = identify(p.head)
 			p.tasked = true
 		}
 		e := Event{File: p.log.File, Line: n, Time: p.t.at, Level: p.level, Kind: pt.kind, Task: p.task,
-			TP: audit.TopicPartition{Partition: -1}, Offset: -1, To: -1, Raw: text}
+			TP: audit.TopicPartition{Partition: -1}, Offset: -1, To: -1, Group: p.group, Clients: p.clients, Raw: text}
 		pt.fill(&e, m)
 		if len(text) > MaxRaw {
 			// the line's fields are substrings of it: keep none of it but them

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestContinuation(t *testing.T) {
 // the input (its raw text, cut at the line bound) and a partition number
 // that is -1 or more.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log", "streams-3.6.2-new-york.log"} {
+	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log", "streams-3.6.2-new-york.log", "streams-3.6.2-two-apps.log"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -72,6 +73,17 @@ func FuzzParse(f *testing.F) {
 			}
 			if e.TP.Partition < -1 || e.Kind == "" || e.Time.Latest.Before(e.Time.Earliest) {
 				t.Fatalf("event %+v", e)
+			}
+			for _, c := range e.Clients {
+				if len(c) <= uuidLen+1 || !isUUID([]byte(c[len(c)-uuidLen:])) || c[len(c)-uuidLen-1] != '-' || !strings.Contains(string(data), c) {
+					t.Fatalf("client %q of %+v", c, e)
+				}
+			}
+			if strings.ContainsAny(e.Group, ", ]") || e.Group == "null" {
+				t.Fatalf("group %q of %+v", e.Group, e)
+			}
+			if tie := e.Tie("app"); tie == Tied && e.Group != "app" && !slices.ContainsFunc(e.Clients, func(c string) bool { return strings.HasPrefix(c, "app-") }) {
+				t.Fatalf("%+v tied to app", e)
 			}
 		}
 	})

@@ -146,7 +146,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		return nil, audit.UsageError{Err: fmt.Errorf("--log-timezone: %w", err)}
 	}
 	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), history.Logs{App: o.AppLogs, Broker: o.BrokerLogs,
-		Options: applog.Options{Location: zone}, Budget: o.MemoryBudget})
+		Options: applog.Options{Location: zone}, Topics: logTopics(s.Pipeline), Budget: o.MemoryBudget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -235,6 +235,40 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// logTopics are the topics the audit reads: a broker's log line about
+// another topic is no evidence of this app's.
+func logTopics(p *reconcile.Pipeline) map[string]bool {
+	m := map[string]bool{}
+	add := func(ts ...string) {
+		for _, t := range ts {
+			if t != "" {
+				m[t] = true
+			}
+		}
+	}
+	for _, t := range p.Tables {
+		add(t.Source, t.Repartition, t.Changelog, t.Output)
+		add(t.Merged...)
+		if t.Cogroup != nil {
+			for _, mb := range t.Cogroup.Members {
+				add(mb.Source, mb.Repartition)
+			}
+		}
+	}
+	for _, j := range p.Joins {
+		add(j.Output)
+	}
+	for _, c := range p.Copies {
+		add(c.Source, c.Output)
+	}
+	for _, j := range p.StreamJoins {
+		add(j.Sources...)
+		add(j.Output, j.Repartition)
+	}
+	add(p.Outputs...)
+	return m
 }
 
 // inferredNote says that the audit rests on an inferred spec, and on how

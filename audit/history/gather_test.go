@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +129,44 @@ func TestGatherBounds(t *testing.T) {
 	ev, err = Gather(t.Context(), fakeapp.NewMemory(t0), "app", Logs{Broker: []string{cut}})
 	if err != nil || len(ev.Missing) != 1 || !strings.Contains(ev.Missing[0], cut) || !strings.Contains(ev.Missing[0], "ends early") || len(ev.Events) != 0 {
 		t.Errorf("a gzip log cut short: %d events, missing %q, %v", len(ev.Events), ev.Missing, err)
+	}
+}
+
+// TestGatherTies: of several apps' lines interleaved in one file (and a
+// plain consumer's), only the lines tied to the app are kept: its own
+// consumer's reset, not another group's or another Streams app's on the
+// same partition, nor a line that names no app; of a broker's, only those
+// about the topics the audit reads. The note counts what was ignored.
+func TestGatherTies(t *testing.T) {
+	const uuid = "ac6c0587-9be6-4293-a38e-21e59e33d1be"
+	lines := strings.Join([]string{
+		consumerReset("consumer-audit-tool-1", "audit-tool", src, 30, 60, at(120.5)),
+		consumerReset("app-"+uuid+"-StreamThread-1-consumer", "app", src, 30, 60, at(120.6)),
+		consumerReset("app-v2-"+uuid+"-StreamThread-1-consumer", "app-v2", src, 30, 60, at(120.7)),
+		"[2026-11-30 12:00:00,123] WARN Skipping record for expired window. topic=[orders] partition=[0] offset=[7] timestamp=[1] window=[0,60000) expiration=[2] streamTime=[7] (org.apache.kafka.streams.kstream.internals.KStreamWindowAggregate)",
+		brokerLine(src, 60, "segment deletion", at(90)),
+		brokerLine(audit.TopicPartition{Topic: "payments", Partition: 0}, 60, "segment deletion", at(90)),
+	}, "\n") + "\n"
+	f := filepath.Join(t.TempDir(), "mixed.log")
+	if err := os.WriteFile(f, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Gather(t.Context(), fakeapp.NewMemory(t0), group, Logs{App: []string{f}, Topics: map[string]bool{"orders": true}, Options: applog.Options{Location: time.UTC}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ev.Events {
+		got = append(got, fmt.Sprintf("%d %s", e.Line, e.Kind))
+	}
+	want := []string{"3 offset-out-of-range", "4 offset-reset", "8 log-start-incremented"}
+	if !slices.Equal(got, want) {
+		t.Errorf("kept %q, want %q", got, want)
+	}
+	note := ev.Notes[len(ev.Notes)-1]
+	for _, w := range []string{"3 events kept", "1 lines of an app that name no group", "4 lines of another consumer group or Streams app", "1 broker lines about topics the audit does not read"} {
+		if !strings.Contains(note, w) {
+			t.Errorf("note %q lacks %q", note, w)
+		}
 	}
 }

@@ -128,6 +128,9 @@ type Logs struct {
 	App, Broker []string
 	// Options say how to read their timestamps.
 	Options applog.Options
+	// Topics are the topics the audit reads (nil: any): a broker's line
+	// about another topic is not kept.
+	Topics map[string]bool
 	// Budget is the audit's memory budget (--memory-budget; 0: no
 	// bound): the events kept of the logs take at most a KeptShare of it,
 	// and the logs are read, together, up to ReadFactor times it in bytes
@@ -149,7 +152,11 @@ var ruleKinds = map[applog.Kind]bool{applog.LogStartIncremented: true, applog.Ou
 	applog.SegmentDeleted: true, applog.Truncated: true, applog.SeekReset: true, applog.SeekCommitted: true, applog.ExpiredWindow: true}
 
 // Gather reads group's commit history from src (audit.CommitHistoryOf)
-// and the events of the app's and brokers' log files. A history src
+// and the events of the app's and brokers' log files: an app's line
+// (a consumer's, a Streams thread's) only where it is tied to the app,
+// group (its application.id: applog.Event.Tie), a broker's only where it
+// names a topic the audit reads; the others are counted in a note, never
+// kept. A history src
 // cannot give (not supported, unreadable, no record of the group) is
 // Evidence.Unknown, not an error, and so is one whose read failed
 // (Evidence.Failed); a log file that cannot be opened is an error (the
@@ -193,13 +200,27 @@ func (ev *Evidence) readLogs(ctx context.Context, logs Logs) error {
 			continue
 		}
 		o := logs.Options
-		other := 0
+		var kinds, others, untied, topics int
 		o.Keep = func(e *applog.Event) bool {
-			if !ruleKinds[e.Kind] {
-				other++
-				return false
+			switch {
+			case !ruleKinds[e.Kind]:
+				kinds++
+			case e.Kind.Broker():
+				if logs.Topics == nil || logs.Topics[e.TP.Topic] {
+					return true
+				}
+				topics++
+			default:
+				switch e.Tie(ev.Group) {
+				case applog.Tied:
+					return true
+				case applog.Other:
+					others++
+				default:
+					untied++
+				}
 			}
-			return true
+			return false
 		}
 		if read > 0 {
 			o.MaxBytes, o.MaxKept = read, max(kept, 1)
@@ -216,8 +237,21 @@ func (ev *Evidence) readLogs(ctx context.Context, logs Logs) error {
 		}
 		ev.Events = append(ev.Events, l.Events...)
 		note := fmt.Sprintf("log %s: %d lines, %d events kept as evidence", f, l.Lines, len(l.Events))
-		if other > 0 {
-			note += fmt.Sprintf(" (and %d of kinds no check reads)", other)
+		var ignored []string
+		if untied > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d lines of an app that name no group, Streams client or thread of %s (nor of another app: whose they are is not known)", untied, ev.Group))
+		}
+		if others > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d lines of another consumer group or Streams app", others))
+		}
+		if topics > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d broker lines about topics the audit does not read", topics))
+		}
+		if kinds > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d of kinds no check reads", kinds))
+		}
+		if len(ignored) > 0 {
+			note += "; ignored: " + strings.Join(ignored, ", ")
 		}
 		if l.LongLines > 0 {
 			note += fmt.Sprintf("; %d lines longer than %d bytes cut", l.LongLines, applog.MaxLineBytes)
@@ -355,8 +389,8 @@ func (a *analysis) prepare() {
 	var pending *reset
 	for i := range a.ev.Events {
 		e := &a.ev.Events[i]
-		if e.TP != a.p.TP {
-			continue
+		if e.TP != a.p.TP || (!e.Kind.Broker() && e.Tie(a.ev.Group) != applog.Tied) {
+			continue // another partition's, or a line not tied to the app (another group's reset)
 		}
 		if e.Time.Before(time.UnixMilli(a.born)) {
 			continue // an earlier incarnation's (a topic deleted and made again with the group)

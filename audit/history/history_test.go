@@ -151,12 +151,18 @@ func brokerLineIn(loc *time.Location, tp audit.TopicPartition, n int64, reason s
 
 // appReset is the app consumer's out-of-range and reset lines at time t.
 func appReset(tp audit.TopicPartition, from, to int64, t int64) string {
+	return consumerReset("app-StreamThread-1-consumer", group, tp, from, to, t)
+}
+
+// consumerReset is a consumer's out-of-range and reset lines at time t,
+// with its client id and group id in their prefix.
+func consumerReset(clientID, groupID string, tp audit.TopicPartition, from, to int64, t int64) string {
 	ts := time.UnixMilli(t).UTC().Format("2006-01-02T15:04:05.000Z")
 	pos := func(o int64) string {
 		return fmt.Sprintf("FetchPosition{offset=%d, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[127.0.0.1:19192 (id: 1 rack: null)], epoch=0}}", o)
 	}
-	return fmt.Sprintf("%s INFO [app-StreamThread-1] o.a.k.c.c.i.AbstractFetch - [Consumer clientId=app-StreamThread-1-consumer, groupId=app] Fetch position %s is out of range for partition %s-%d, resetting offset\n", ts, pos(from), tp.Topic, tp.Partition) +
-		fmt.Sprintf("%s INFO [app-StreamThread-1] o.a.k.c.c.i.SubscriptionState - [Consumer clientId=app-StreamThread-1-consumer, groupId=app] Resetting offset for partition %s-%d to position %s.", ts, tp.Topic, tp.Partition, pos(to))
+	return fmt.Sprintf("%s INFO [main] o.a.k.c.c.i.AbstractFetch - [Consumer clientId=%s, groupId=%s] Fetch position %s is out of range for partition %s-%d, resetting offset\n", ts, clientID, groupID, pos(from), tp.Topic, tp.Partition) +
+		fmt.Sprintf("%s INFO [main] o.a.k.c.c.i.SubscriptionState - [Consumer clientId=%s, groupId=%s] Resetting offset for partition %s-%d to position %s.", ts, clientID, groupID, tp.Topic, tp.Partition, pos(to))
 }
 
 // events are the lines' events, their times without a zone read in UTC
@@ -312,6 +318,33 @@ func TestRules(t *testing.T) {
 			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
 			tp:    src, ls: 60,
 			lines: []string{appReset(src, 30, 60, at(120.5))},
+			ev:    window,
+			want:  want{skips: []string{"retention-gap 30-59"}},
+		},
+		{
+			// the issue: another consumer group reading the source topic
+			// fell behind retention and reset; matched by topic-partition
+			// alone, its lines made a false retention-gap
+			name:  "another consumer group's reset on the same partition is not the app's: missing evidence",
+			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{consumerReset("consumer-audit-tool-1", "audit-tool", src, 30, 60, at(120.5))},
+			ev:    window,
+			want:  want{unknown: []string{"30-59"}},
+		},
+		{
+			name:  "another Streams app's reset (its client id app-v2-<uuid>…) is not the app's: missing evidence",
+			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{consumerReset("app-v2-ac6c0587-9be6-4293-a38e-21e59e33d1be-StreamThread-1-consumer", "app-v2", src, 30, 60, at(120.5))},
+			ev:    window,
+			want:  want{unknown: []string{"30-59"}},
+		},
+		{
+			name:  "the app's own reset, tied by its Streams client id",
+			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{consumerReset("app-ac6c0587-9be6-4293-a38e-21e59e33d1be-StreamThread-1-consumer", "app", src, 30, 60, at(120.5))},
 			ev:    window,
 			want:  want{skips: []string{"retention-gap 30-59"}},
 		},
