@@ -58,6 +58,10 @@ type Partition struct {
 	// capture bounded with --since), read at Now (the source's clock).
 	LogStart int64
 	Now      time.Time
+	// Committed is the group's committed offset at the cut (0 or less:
+	// none): where the history cannot be read to its end, the offsets up
+	// to it are what its unread commits may have moved past.
+	Committed int64
 }
 
 // LogStartAt is a partition's log start observed at a time: at Time, or
@@ -169,14 +173,25 @@ func Gather(ctx context.Context, src audit.Source, group string, logs Logs) (*Ev
 	case err == nil:
 		ev.History = &h
 		ev.Notes = append(ev.Notes, describe(&h))
+		if len(h.Unread) > 0 {
+			// evidence like the topics: damage is never clean, even where
+			// no partition's judgement turns on it (each that does says so)
+			u := h.Unread[0]
+			more := ""
+			if len(h.Unread) > 1 {
+				more = fmt.Sprintf(", and %d more ranges", len(h.Unread)-1)
+			}
+			ev.Missing = append(ev.Missing, fmt.Sprintf("the group's commit history %s is damaged: offsets %d-%d could not be read (%s)%s; the commits there are not known",
+				h.Log, u.From, u.To-1, u.Why, more))
+		}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(err, audit.ErrNotSupported), errors.Is(err, audit.ErrUnreadable), errors.Is(err, audit.ErrGroupNotFound),
-		errors.Is(err, audit.ErrCorrupt):
+	case errors.Is(err, audit.ErrNotSupported), errors.Is(err, audit.ErrUnreadable), errors.Is(err, audit.ErrGroupNotFound):
 		ev.Unknown = fmt.Sprintf("the group's commit history is not known, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err)
 	default:
-		// a read that failed (a broker lost mid-read): the rest of the
-		// audit still runs, with this check named as not run
+		// a read that failed (a broker lost mid-read) or evidence that is
+		// damaged (audit.ErrCorrupt): the rest of the audit still runs,
+		// with this check named as not run
 		ev.Unknown, ev.Failed = fmt.Sprintf("the group's commit history could not be read, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err), true
 	}
 	if err := ev.readLogs(ctx, logs); err != nil {
@@ -276,12 +291,23 @@ func (ev *Evidence) readLogs(ctx context.Context, logs Logs) error {
 // describe says how much of the history was read.
 func describe(h *audit.CommitHistory) string {
 	s := fmt.Sprintf("commit history of group %s: %s, offsets %d-%d, %d records", h.Group, h.Log, h.LogStart, h.End-1, h.Records)
-	if h.HoleOffsets > 0 {
+	for i, u := range h.Unread {
+		if i == 3 {
+			s += fmt.Sprintf("; and %d more ranges could not be read", len(h.Unread)-i)
+			break
+		}
+		s += fmt.Sprintf("; offsets %d-%d could not be read (%s)", u.From, u.To-1, u.Why)
+	}
+	switch {
+	case len(h.Unread) > 0 && h.HoleOffsets > 0:
+		s += fmt.Sprintf("; compaction removed %d offsets", h.HoleOffsets)
+	case len(h.Unread) > 0:
+	case h.HoleOffsets > 0:
 		s += fmt.Sprintf("; compaction removed %d offsets, every record is there from offset %d", h.HoleOffsets, h.WholeFrom)
 		if h.WholeSince >= 0 {
 			s += " (" + ms(h.WholeSince) + ")"
 		}
-	} else {
+	default:
 		s += "; no record removed"
 	}
 	return s
@@ -345,6 +371,11 @@ func (ev *Evidence) Analyze(p Partition) Result {
 		}
 	}
 	if len(cs) == 0 {
+		if u := h.UnreadAfter(-1); u != nil && p.Committed > 0 {
+			// its commits may all be in what could not be read
+			res.Unknown = append(res.Unknown, Gap{From: -1, To: p.Committed, Why: unreadWhy(h, u, p.TP)})
+			return res
+		}
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: the group's commit history holds no commit of it", p.TP))
 		return res
 	}
@@ -505,8 +536,16 @@ func (a *analysis) run() {
 		frontier, before = c0.Offset, c0
 	}
 	deletedAt := int64(-1)
+	// the history is whole up to the first range after c0 that could not
+	// be read: a commit of the partition may be missing there, so what
+	// follows it is not judged
+	cut := a.h.UnreadAfter(c0.At)
 	for k := 1; k < len(cs); k++ {
 		c, prev := cs[k], cs[k-1]
+		if cut != nil && c.At > cut.From {
+			a.unread(cut, frontier, before, cs[k:])
+			return
+		}
 		if c.Deleted {
 			deletedAt = c.At
 			continue
@@ -518,6 +557,33 @@ func (a *analysis) run() {
 		}
 		frontier, before, deletedAt = max(frontier, c.Offset), c, -1
 	}
+	if cut != nil {
+		a.unread(cut, frontier, before, nil)
+	}
+}
+
+// unread leaves the offsets past the frontier that the partition's
+// commits after an unread range of the history may have moved past (up
+// to the committed offset now, or the highest commit read after it) as
+// missing evidence.
+func (a *analysis) unread(u *audit.UnreadRange, frontier int64, before audit.Commit, after []audit.Commit) {
+	to := a.p.Committed
+	for _, c := range after {
+		if !c.Deleted {
+			to = max(to, c.Offset)
+		}
+	}
+	if to <= frontier {
+		return
+	}
+	a.res.Unknown = append(a.res.Unknown, Gap{From: frontier, To: to, Before: before, Why: unreadWhy(a.h, u, a.p.TP) +
+		fmt.Sprintf(" (the last commit read before it: %d at %s)", before.Offset, ms(before.LastTime))})
+}
+
+// unreadWhy says why a partition's history past an unread range is not
+// known.
+func unreadWhy(h *audit.CommitHistory, u *audit.UnreadRange, tp audit.TopicPartition) string {
+	return fmt.Sprintf("offsets %d-%d of the group's commit log %s could not be read (%s): a commit of %s there may be missing, so whether its committed offset moved past these offsets without the app consuming them is not known", u.From, u.To-1, h.Log, u.Why, tp)
 }
 
 // transition is one commit moving past the frontier.
@@ -681,9 +747,13 @@ func (a *analysis) compacted(c0 audit.Commit, since int64) {
 	if up >= 0 {
 		top = min(top, up)
 	}
+	what := "compaction removed the group's commits"
+	if u := a.h.UnreadAfter(-1); u != nil && u.From < c0.At {
+		what = fmt.Sprintf("offsets %d-%d of the group's commit log could not be read (%s), and with them maybe commits", u.From, u.To-1, u.Why)
+	}
 	a.res.Unknown = append(a.res.Unknown, Gap{From: -1, To: top, Commit: c0,
-		Why: fmt.Sprintf("compaction removed the group's commits of %s from before %s (the first it kept: %d); the log start moved meanwhile (%s), so whether it passed a committed offset between %s and then is not known",
-			a.p.TP, ms(c0.Time), c0.Offset, upWhy(upAt), ms(since))})
+		Why: fmt.Sprintf("%s of %s from before %s (the first it kept: %d); the log start moved meanwhile (%s), so whether it passed a committed offset between %s and then is not known",
+			what, a.p.TP, ms(c0.Time), c0.Offset, upWhy(upAt), ms(since))})
 }
 
 // byHand reports whether c was not made by the app: a plain commit while

@@ -638,3 +638,37 @@ func TestLogTimeZones(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadHistory: records of the commit log that could not be read (a
+// batch failing its CRC and the rest after it, a record that does not
+// decode) may hold commits: each partition's history is judged up to
+// them, and the offsets its committed offset may have passed after them,
+// from the last commit read to the committed offset now, are missing
+// evidence; a partition none of whose commits was read is missing
+// evidence up to its committed offset; one whose committed offset is
+// where its last commit read left it has nothing at stake.
+func TestUnreadHistory(t *testing.T) {
+	build := func() *audit.CommitHistory {
+		l := &glog{}
+		restartApp(l, src, 30)
+		l.plain(src, 90, at(100)) // moved by hand while the group was empty
+		l.txn(7, at(121), src, 95)
+		return l.history(t)
+	}
+	h := build()
+	h.MarkUnread(h.End, h.End+2, "the read stopped: crc32c") // a transaction's commit and marker, say
+	h.End += 2
+	ev := &Evidence{Group: group, History: h}
+	res := ev.Analyze(Partition{TP: src, Now: t0.Add(time.Hour), Committed: 120})
+	check(t, res, want{skips: []string{"offsets-forward 30-89"}, unknown: []string{"95-119"}})
+	if len(res.Unknown) != 1 || !strings.Contains(res.Unknown[0].Why, "could not be read (the read stopped: crc32c)") {
+		t.Errorf("why %+v", res.Unknown)
+	}
+	check(t, ev.Analyze(Partition{TP: src, Now: t0.Add(time.Hour), Committed: 95}), want{skips: []string{"offsets-forward 30-89"}})
+
+	h = build()
+	h.MarkUnread(0, h.End, "not captured")
+	h.Commits = map[audit.TopicPartition][]audit.Commit{}
+	ev = &Evidence{Group: group, History: h}
+	check(t, ev.Analyze(Partition{TP: src, Now: t0.Add(time.Hour), Committed: 120}), want{unknown: []string{"-1-119"}})
+}
