@@ -49,6 +49,11 @@ type CommitHistory struct {
 	// CleanedTo is where the log cleaner's checkpoint says it has cleaned
 	// the partition up to (broker log dirs only; -1 when not known).
 	CleanedTo int64 `json:"cleaned_to"`
+	// Unread lists the offsets of [LogStart, End) whose records could not
+	// be read or decoded (a batch failing its CRC, and what follows it; a
+	// record no decoder reads; a log cut short): damage, not compaction.
+	// A commit or generation record may be missing there.
+	Unread []UnreadRange `json:"unread,omitempty"`
 	// Commits lists each partition's effective commits in log order;
 	// Aborted the transactional commits an ABORT discarded; Pending those
 	// whose transaction had no marker at End.
@@ -70,6 +75,50 @@ const MaxHoles = 1024
 type OffsetRange struct {
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
+}
+
+// UnreadRange is offsets [From, To) of a log that could not be read, and
+// why.
+type UnreadRange struct {
+	OffsetRange
+	Why string `json:"why"`
+}
+
+// MarkUnread records [from, to) as unread for why: records were there
+// (a capture copied them, a batch claimed them) that could not be read.
+// The holes inside it are no longer taken for compaction's.
+func (h *CommitHistory) MarkUnread(from, to int64, why string) {
+	if to <= from {
+		return
+	}
+	var kept []OffsetRange
+	for _, r := range h.Holes {
+		if r.To <= from || r.From >= to {
+			kept = append(kept, r)
+			continue
+		}
+		h.HoleOffsets -= min(r.To, to) - max(r.From, from)
+		if r.From < from {
+			kept = append(kept, OffsetRange{From: r.From, To: from})
+		}
+		if r.To > to {
+			kept = append(kept, OffsetRange{From: to, To: r.To})
+		}
+	}
+	h.Holes = kept
+	h.Unread = append(h.Unread, UnreadRange{OffsetRange: OffsetRange{From: from, To: to}, Why: why})
+}
+
+// UnreadAfter returns the first unread range that ends after offset at,
+// or nil.
+func (h *CommitHistory) UnreadAfter(at int64) *UnreadRange {
+	var first *UnreadRange
+	for i := range h.Unread {
+		if u := &h.Unread[i]; u.To > at && (first == nil || u.From < first.From) {
+			first = u
+		}
+	}
+	return first
 }
 
 // Commit is one effective offset commit of a partition.
@@ -133,6 +182,11 @@ func (g Generation) Empty() bool { return g.Deleted || g.Members == 0 }
 // offsets a and b of __consumer_offsets (a ≤ b): every commit made between
 // them is in the history.
 func (h *CommitHistory) Whole(a, b int64) bool {
+	for _, u := range h.Unread {
+		if u.To > a && u.From < b {
+			return false
+		}
+	}
 	if a >= h.WholeFrom {
 		return true
 	}

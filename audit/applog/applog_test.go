@@ -3,8 +3,10 @@ package applog
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,10 @@ import (
 	"github.com/kaudit/kaudit/audit"
 )
 
+// parse reads text as a log, a newline ending its last line.
 func parse(t *testing.T, text string, o Options) []Event {
 	t.Helper()
-	l, err := Parse(strings.NewReader(text), "app.log", o)
+	l, err := Parse(strings.NewReader(text+"\n"), "app.log", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,55 +65,64 @@ func TestIncidentLines(t *testing.T) {
 }
 
 // TestTimestampLayouts: each common log4j and logback layout gives its
-// entry's time and level (a timestamp without zone in Options.Location;
-// a time of day on Options.Day, or no time without one).
+// entry's time and level: a point where the line carries its zone or
+// Options.Location gives it; an interval of ±UnknownZone where neither
+// does; a time of day on Options.Day, or no time without one.
 func TestTimestampLayouts(t *testing.T) {
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
-		t.Skip("no tzdata:", err)
+		t.Fatal(err)
 	}
 	day := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	noon := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	unknown := Stamp{Earliest: noon.Add(-UnknownZone), Latest: noon.Add(UnknownZone)}
 	const reset = "Resetting offset for partition orders-v1-2 to position FetchPosition{offset=196, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[127.0.0.1:19192 (id: 1 rack: null)], epoch=0}}."
 	for _, tc := range []struct {
 		name  string
 		line  string
 		o     Options
-		want  time.Time
+		want  Stamp
 		level string
 	}{
-		{"kafka broker [%d] %p", "[2026-11-30 12:00:00,123] INFO [Consumer clientId=c, groupId=app] " + reset + " (org.apache.kafka.clients.consumer.internals.SubscriptionState)",
-			Options{}, time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "INFO"},
-		{"kafka broker, local zone", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: paris}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+		{"kafka broker [%d] %p, zone not known", "[2026-11-30 12:00:00,123] INFO [Consumer clientId=c, groupId=app] " + reset + " (org.apache.kafka.clients.consumer.internals.SubscriptionState)",
+			Options{}, unknown, "INFO"},
+		{"kafka broker, UTC given", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: time.UTC}, At(noon), "INFO"},
+		{"kafka broker, local zone", "[2026-11-30 12:00:00,123] INFO " + reset, Options{Location: paris}, At(noon.Add(-time.Hour)), "INFO"},
 		{"ISO-8601 with offset", "2026-11-30T12:00:00.123+01:00 INFO [app-StreamThread-1] o.a.k.c.c.i.SubscriptionState - " + reset,
-			Options{}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
-		{"ISO-8601 Z, microseconds", "2026-11-30T12:00:00.123456Z [INFO] " + reset, Options{}, time.Date(2026, 11, 30, 12, 0, 0, 123456e3, time.UTC), "INFO"},
-		{"ISO-8601 +0100", "2026-11-30T12:00:00,5+0100 WARNING " + reset, Options{}, time.Date(2026, 11, 30, 11, 0, 0, 5e8, time.UTC), "WARN"},
+			Options{}, At(noon.Add(-time.Hour)), "INFO"},
+		{"ISO-8601 with offset, another zone given", "2026-11-30T12:00:00.123+01:00 INFO " + reset, Options{Location: time.UTC}, At(noon.Add(-time.Hour)), "INFO"},
+		{"ISO-8601 Z, microseconds", "2026-11-30T12:00:00.123456Z [INFO] " + reset, Options{}, At(time.Date(2026, 11, 30, 12, 0, 0, 123456e3, time.UTC)), "INFO"},
+		{"ISO-8601 +0100", "2026-11-30T12:00:00,5+0100 WARNING " + reset, Options{}, At(time.Date(2026, 11, 30, 11, 0, 0, 5e8, time.UTC)), "WARN"},
 		{"log4j2 / Spring Boot", "2026-11-30 12:00:00.123  INFO 4242 --- [StreamThread-1] o.a.k.c.c.i.SubscriptionState : " + reset,
-			Options{Location: paris}, time.Date(2026, 11, 30, 11, 0, 0, 123e6, time.UTC), "INFO"},
+			Options{Location: paris}, At(noon.Add(-time.Hour)), "INFO"},
 		{"logback default, dated", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset,
-			Options{Day: day}, time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "INFO"},
-		{"logback default, no day", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset, Options{}, time.Time{}, "INFO"},
-		{"thread with spaces", "12:00:00.123 [kafka-producer-network-thread | app-producer] WARN  o.a.k.c.p.i.Sender - " + reset, Options{Day: day},
-			time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC), "WARN"},
-		{"slf4j-simple without time", "[main] INFO org.apache.kafka.clients.consumer.internals.SubscriptionState - " + reset, Options{Day: day}, time.Time{}, "INFO"},
+			Options{Day: day, Location: time.UTC}, At(noon), "INFO"},
+		{"logback default, dated, zone not known", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset,
+			Options{Day: day}, unknown, "INFO"},
+		{"logback default, no day", "12:00:00.123 [app-StreamThread-1] INFO  o.a.k.c.c.i.SubscriptionState - " + reset, Options{}, Stamp{}, "INFO"},
+		{"thread with spaces", "12:00:00.123 [kafka-producer-network-thread | app-producer] WARN  o.a.k.c.p.i.Sender - " + reset, Options{Day: day, Location: time.UTC},
+			At(noon), "WARN"},
+		{"slf4j-simple without time", "[main] INFO org.apache.kafka.clients.consumer.internals.SubscriptionState - " + reset, Options{Day: day}, Stamp{}, "INFO"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			es := parse(t, tc.line, tc.o)
 			if len(es) != 1 || es[0].Kind != OffsetReset || es[0].To != 196 || es[0].TP != (audit.TopicPartition{Topic: "orders-v1", Partition: 2}) {
 				t.Fatalf("events %+v", es)
 			}
-			if !es[0].Time.Equal(tc.want) || es[0].Level != tc.level {
+			if !sameStamp(es[0].Time, tc.want) || es[0].Level != tc.level {
 				t.Errorf("time %v level %q, want %v %q", es[0].Time, es[0].Level, tc.want, tc.level)
 			}
 		})
 	}
 	t.Run("a time of day past midnight is the next day", func(t *testing.T) {
-		es := parse(t, "23:59:59.900 [t] INFO x - State transition from RUNNING to REBALANCING\n00:00:00.100 [t] INFO x - State transition from REBALANCING to RUNNING\n", Options{Day: day})
-		if len(es) != 2 || !es[1].Time.Equal(time.Date(2026, 12, 1, 0, 0, 0, 1e8, time.UTC)) || es[0].Time.Day() != 30 {
+		es := parse(t, "23:59:59.900 [t] INFO x - State transition from RUNNING to REBALANCING\n00:00:00.100 [t] INFO x - State transition from REBALANCING to RUNNING\n", Options{Day: day, Location: time.UTC})
+		if len(es) != 2 || !sameStamp(es[1].Time, At(time.Date(2026, 12, 1, 0, 0, 0, 1e8, time.UTC))) || es[0].Time.Earliest.Day() != 30 {
 			t.Fatalf("events %+v", es)
 		}
 	})
 }
+
+func sameStamp(a, b Stamp) bool { return a.Earliest.Equal(b.Earliest) && a.Latest.Equal(b.Latest) }
 
 // TestKinds: every line kaudit reads gives its kind and fields, as Kafka
 // 3.6 writes it (the exact texts of the Kafka classes named in
@@ -179,8 +191,8 @@ func TestKinds(t *testing.T) {
 			continue
 		}
 		g := es[0]
-		g.File, g.Line, g.Time, g.Level, g.Raw = "", 0, time.Time{}, "", ""
-		if g != tc.want {
+		g.File, g.Line, g.Time, g.Level, g.Raw, g.Group, g.Clients = "", 0, Stamp{}, "", "", "", nil
+		if !reflect.DeepEqual(g, tc.want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.line, g, tc.want)
 		}
 	}
@@ -199,32 +211,47 @@ func TestKinds(t *testing.T) {
 }
 
 // TestReadFileBounds: gzip is read by its magic bytes; a device is
-// refused; a file past the bound is read no further than it, and a line
-// past its bound is cut, not fatal.
+// refused; a file past the bound is read no further than it, a line past
+// its bound is cut, not fatal, and a last line without its newline (a file
+// copied while it was written) gives no event: its numbers may be cut.
 func TestReadFileBounds(t *testing.T) {
 	dir := t.TempDir()
 	text := "[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n"
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	w.Write([]byte(strings.Repeat(text, 3)))
-	w.Close()
 	p := filepath.Join(dir, "server.log.1") // no .gz: the bytes say it
-	if err := os.WriteFile(p, gz.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p, gzipped(t, strings.Repeat(text, 3)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ReadFile(p, Options{})
-	if err != nil || len(l.Events) != 3 || l.Events[2].Line != 3 || l.Events[2].Offset != 7 {
+	if err != nil || len(l.Events) != 3 || l.Events[2].Line != 3 || l.Events[2].Offset != 7 || l.Cut != "" {
 		t.Fatalf("gzip: %+v, %v", l, err)
 	}
 	if _, err := ReadFile("/dev/zero", Options{}); err == nil {
 		t.Fatal("/dev/zero was read as a log")
 	}
-	defer func(b int64, lb int) { maxBytes, maxLineBytes = b, lb }(maxBytes, maxLineBytes)
-	maxBytes, maxLineBytes = int64(len(text)*2), 40
-	l, err = Parse(strings.NewReader(strings.Repeat(text, 5)), "x", Options{})
-	if err != nil || !l.Truncated || l.LongLines != 2 || l.Lines != 3 {
+	defer func(lb int) { maxLineBytes = lb }(maxLineBytes)
+	maxLineBytes = 40
+	l, err = Parse(strings.NewReader(strings.Repeat(text, 5)), "x", Options{MaxBytes: int64(len(text) * 2)})
+	if err != nil || l.Cut == "" || l.Damaged || l.LongLines != 2 || l.Lines != 2 {
 		t.Fatalf("bounded: %+v, %v", l, err)
 	}
+	maxLineBytes = MaxLineBytes
+	l, err = Parse(strings.NewReader(text+strings.TrimSuffix(text, "\n")), "x", Options{})
+	if err != nil || len(l.Events) != 1 || !l.Unended || l.Lines != 2 {
+		t.Fatalf("a last line without its newline: %+v, %v", l, err)
+	}
+}
+
+func gzipped(t testing.TB, text string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // TestRealBrokerLog: lines a real Apache Kafka 3.6.2 broker wrote (INFO
@@ -233,18 +260,19 @@ func TestReadFileBounds(t *testing.T) {
 // continuation line names the dirty section) and DeleteRecords moving a
 // partition's log start.
 func TestRealBrokerLog(t *testing.T) {
-	l, err := ReadFile(filepath.Join("testdata", "kafka-3.6.2-server.log"), Options{})
+	// the drill's brokers log in UTC
+	l, err := ReadFile(filepath.Join("testdata", "kafka-3.6.2-server.log"), Options{Location: time.UTC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	co := audit.TopicPartition{Topic: "__consumer_offsets", Partition: 0}
 	in := audit.TopicPartition{Topic: "m.in", Partition: 0}
-	at := func(s string) time.Time {
+	at := func(s string) Stamp {
 		tt, err := time.Parse("2006-01-02 15:04:05.000", s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tt
+		return At(tt)
 	}
 	want := []Event{
 		{Line: 6, Kind: Cleaned, TP: co, Offset: -1, To: -1, Time: at("2026-12-02 07:54:40.158")},
@@ -257,8 +285,106 @@ func TestRealBrokerLog(t *testing.T) {
 	}
 	for i, w := range want {
 		g := l.Events[i]
-		if g.Line != w.Line || g.Kind != w.Kind || g.TP != w.TP || g.Offset != w.Offset || g.To != w.To || g.Reason != w.Reason || !g.Time.Equal(w.Time) || g.Level != "INFO" {
+		if g.Line != w.Line || g.Kind != w.Kind || g.TP != w.TP || g.Offset != w.Offset || g.To != w.To || g.Reason != w.Reason || !sameStamp(g.Time, w.Time) || g.Level != "INFO" {
 			t.Errorf("event %d: %+v\nwant %+v", i, g, w)
 		}
+	}
+}
+
+// TestGzipDamage: a gzip log cut short or corrupted is read as far as
+// its members' checksums vouch for it: the events of a member whose
+// checksum matched are kept, those of a member that ends early, fails its
+// checksum or does not inflate are not (a damaged deflate stream can
+// inflate into plausible lines with wrong numbers before the damage shows),
+// and the log says it is damaged, never an error that stops the audit.
+func TestGzipDamage(t *testing.T) {
+	line := func(n int) string {
+		return fmt.Sprintf("[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to %d due to segment deletion (kafka.log.UnifiedLog)\n", n)
+	}
+	var a, b strings.Builder
+	for i := range 200 {
+		a.WriteString(line(i))
+		b.WriteString(line(1000 + i))
+	}
+	one, two := gzipped(t, a.String()), gzipped(t, b.String())
+	flip := func(z []byte, at int) []byte {
+		z = bytes.Clone(z)
+		z[at] ^= 0x55
+		return z
+	}
+	for _, tc := range []struct {
+		name    string
+		file    []byte
+		events  int
+		damaged string
+	}{
+		{"whole, two members", append(bytes.Clone(one), two...), 400, ""},
+		{"one member cut short", one[:len(one)/2], 0, "ends early"},
+		{"the second member cut short", append(bytes.Clone(one), two[:len(two)/2]...), 200, "ends early"},
+		{"a checksum that does not match", flip(one, len(one)-6), 0, "corrupt"},
+		{"a flipped byte in the data", flip(one, len(one)/2), 0, "corrupt"},
+		{"garbage after a whole member", append(bytes.Clone(one), "not gzip"...), 200, "do not read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "server.log.gz")
+			if err := os.WriteFile(p, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := ReadFile(p, Options{})
+			if err != nil {
+				t.Fatalf("an error: %v; want the damage in the log", err)
+			}
+			if len(l.Events) != tc.events || l.Damaged != (tc.damaged != "") || !strings.Contains(l.Cut, tc.damaged) {
+				t.Errorf("%d events, damaged %v, cut %q; want %d events and %q", len(l.Events), l.Damaged, l.Cut, tc.events, tc.damaged)
+			}
+			for i, e := range l.Events {
+				if want := int64(i%200 + 1000*(i/200)); e.Offset != want {
+					t.Fatalf("event %d: offset %d, want %d", i, e.Offset, want)
+				}
+			}
+		})
+	}
+}
+
+// TestGzipBomb: a gzip file of newlines (deflate's best ratio, about
+// 1,030 to 1) is read no further than MaxInflate times its size, and its
+// empty lines are counted, not parsed one by one (a 4.7 MB one took 143 s
+// of CPU to read whole).
+func TestGzipBomb(t *testing.T) {
+	defer func(lb int) { maxLineBytes = lb }(maxLineBytes)
+	maxLineBytes = 4 << 10
+	z := gzipped(t, strings.Repeat("\n", 64<<20))
+	p := filepath.Join(t.TempDir(), "bomb.log.gz")
+	if err := os.WriteFile(p, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadFile(p, Options{})
+	bound := int64(max(len(z), maxLineBytes)) * MaxInflate
+	if err != nil || l.Bytes > bound || int64(l.Lines) != l.Bytes || l.Damaged || !strings.Contains(l.Cut, "bound") {
+		t.Fatalf("%d lines, %d bytes read (bound %d), cut %q, damaged %v, %v", l.Lines, l.Bytes, bound, l.Cut, l.Damaged, err)
+	}
+}
+
+// TestKeep: Options.Keep chooses the events kept (the others are only
+// counted), and Options.MaxKept bounds the memory they take: past it the
+// file is read no further, and the log says where it stopped.
+func TestKeep(t *testing.T) {
+	var text strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&text, "[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-%d, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n", i%2)
+	}
+	odd := func(e *Event) bool { return e.TP.Partition == 1 }
+	l, err := Parse(strings.NewReader(text.String()), "server.log", Options{Keep: odd})
+	if err != nil || len(l.Events) != 500 || l.Dropped != 500 || l.Cut != "" {
+		t.Fatalf("kept %d, dropped %d, cut %q, %v", len(l.Events), l.Dropped, l.Cut, err)
+	}
+	const bound = 20 << 10
+	l, err = Parse(strings.NewReader(text.String()), "server.log", Options{Keep: odd, MaxKept: bound})
+	var size int64
+	for i := range l.Events {
+		size += l.Events[i].Size()
+	}
+	if err != nil || size > bound || len(l.Events) == 0 || len(l.Events) >= 500 || !strings.Contains(l.Cut, "memory budget") {
+		t.Fatalf("kept %d events of %d bytes (bound %d), cut %q, %v", len(l.Events), size, bound, l.Cut, err)
 	}
 }

@@ -1,8 +1,11 @@
 package applog
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +37,7 @@ func TestContinuation(t *testing.T) {
 		{Fenced, 5, "WARN", "", at.Add(877 * time.Millisecond)},
 	} {
 		e := es[i]
-		if e.Kind != want.kind || e.Line != want.line || e.Level != want.level || e.Task != want.task || !e.Time.Equal(want.at) {
+		if e.Kind != want.kind || e.Line != want.line || e.Level != want.level || e.Task != want.task || !sameStamp(e.Time, At(want.at)) {
 			t.Errorf("event %d: %+v, want %+v", i, e, want)
 		}
 	}
@@ -44,7 +47,7 @@ func TestContinuation(t *testing.T) {
 // the input (its raw text, cut at the line bound) and a partition number
 // that is -1 or more.
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log"} {
+	for _, name := range []string{"streams-3.6-send-error.txt", "kafka-3.6.2-server.log", "streams-3.6.2-new-york.log", "streams-3.6.2-two-apps.log"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -68,9 +71,76 @@ func FuzzParse(f *testing.F) {
 			if raw := strings.TrimSuffix(lines[e.Line-1], "\r"); !strings.HasPrefix(raw, e.Raw) {
 				t.Fatalf("event raw %q is not line %d %q", e.Raw, e.Line, raw)
 			}
-			if e.TP.Partition < -1 || e.Kind == "" {
+			if e.TP.Partition < -1 || e.Kind == "" || e.Time.Latest.Before(e.Time.Earliest) {
 				t.Fatalf("event %+v", e)
 			}
+			for _, c := range e.Clients {
+				if len(c) <= uuidLen+1 || !isUUID([]byte(c[len(c)-uuidLen:])) || c[len(c)-uuidLen-1] != '-' || !strings.Contains(string(data), c) {
+					t.Fatalf("client %q of %+v", c, e)
+				}
+			}
+			if strings.ContainsAny(e.Group, ", ]") || e.Group == "null" {
+				t.Fatalf("group %q of %+v", e.Group, e)
+			}
+			if tie := e.Tie("app"); tie == Tied && e.Group != "app" && !slices.ContainsFunc(e.Clients, func(c string) bool { return strings.HasPrefix(c, "app-") }) {
+				t.Fatalf("%+v tied to app", e)
+			}
+		}
+	})
+}
+
+// FuzzReadGzip: any bytes, gzip or not, read without panic or error
+// within their bounds: what is damaged says so, and the events kept of a
+// gzip stream are those of the members whose checksum matched.
+func FuzzReadGzip(f *testing.F) {
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write([]byte("[2026-11-30 12:00:00,123] INFO [UnifiedLog partition=t-0, dir=/d] Incremented log start offset to 7 due to segment deletion (kafka.log.UnifiedLog)\n"))
+	w.Close()
+	f.Add(z.Bytes())
+	f.Add(append(bytes.Clone(z.Bytes()), z.Bytes()[:z.Len()/2]...))
+	f.Add(z.Bytes()[:10])
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		defer func(lb int) { maxLineBytes = lb }(maxLineBytes)
+		maxLineBytes = 1 << 10
+		l := readFrom(bytes.NewReader(data), int64(len(data)), "f", Options{})
+		if l.Damaged && l.Cut == "" {
+			t.Fatalf("damaged without saying why: %+v", l)
+		}
+		if bound := int64(max(len(data), maxLineBytes)) * MaxInflate; l.Bytes > bound+int64(maxLineBytes)+64<<10 {
+			t.Fatalf("%d bytes read of %d (bound %d)", l.Bytes, len(data), bound)
+		}
+		for _, e := range l.Events {
+			if e.Line < 1 || e.Line > l.Lines || e.Kind == "" {
+				t.Fatalf("event %+v of %d lines", e, l.Lines)
+			}
+		}
+	})
+}
+
+// FuzzParseZone: any text gives a zone or an error, never a panic; an
+// offset is within ±UnknownZone, and a zone's name reads back as itself.
+func FuzzParseZone(f *testing.F) {
+	for _, s := range []string{"America/New_York", "-05:00", "+0530", "UTC+14", "GMT-3", "Local", "", "+5:45", "Etc/GMT+12"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		loc, err := ParseZone(s)
+		if err != nil || loc == nil {
+			return
+		}
+		if loc == time.Local {
+			t.Fatalf("%q: the host's zone", s)
+		}
+		for _, at := range []time.Time{time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC), time.Date(2026, 7, 15, 0, 0, 0, 0, time.UTC)} {
+			if _, off := at.In(loc).Zone(); time.Duration(off)*time.Second > UnknownZone || time.Duration(-off)*time.Second > UnknownZone {
+				t.Fatalf("%q: offset %d s", s, off)
+			}
+		}
+		again, err := ParseZone(loc.String())
+		if err != nil || again.String() != loc.String() {
+			t.Fatalf("%q: %s reads back as %v, %v", s, loc, again, err)
 		}
 	})
 }

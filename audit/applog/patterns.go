@@ -3,6 +3,7 @@ package applog
 import (
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -209,6 +210,23 @@ var patterns = []pattern{
 		}},
 	{UncleanElection, "unclean election", mustRe(`partition (\d+) to (\S+) using an unclean election`),
 		func(e *Event, m []string) { e.Reason = "partition " + m[1] + " to " + m[2] }},
+}
+
+// needles[i] is patterns[i].needle's bytes, bits[i] its kind's bit (its
+// index in Kinds), minNeedle the length of the shortest needle: a shorter
+// line holds no event.
+var (
+	needles   [][]byte
+	bits      []uint
+	minNeedle = math.MaxInt
+)
+
+func init() {
+	for _, pt := range patterns {
+		needles = append(needles, []byte(pt.needle))
+		bits = append(bits, uint(slices.Index(Kinds, pt.kind)))
+		minNeedle = min(minNeedle, len(pt.needle))
+	}
 }
 
 // loggerRe is the " (kafka.log.UnifiedLog)" Kafka's broker layout

@@ -65,9 +65,17 @@ type Options struct {
 	// AppLogs and BrokerLogs are the app's and the brokers' log files
 	// (plain or gzip; audit/applog reads them): optional evidence of
 	// offset resets and log-start moves for the commit history's
-	// analysis (audit/history). Parsed from --app-log and --broker-log;
-	// not read by Diff yet.
+	// analysis (audit/history), and a windowed store's grace. Parsed from
+	// --app-log and --broker-log.
 	AppLogs, BrokerLogs []string
+	// LogTimezone is the zone the logs' times without a zone were written
+	// in (--log-timezone: an IANA name or an offset, applog.ParseZone);
+	// "": the zone each file's start-up lines show, else not known (each
+	// such time an interval of ±14 h).
+	LogTimezone string
+	// MemoryBudget is --memory-budget (0: no bound): what the logs may
+	// make kaudit read and keep is bound by it (history.Logs).
+	MemoryBudget int64
 	// Outage is how long the brokers were down: topics whose retention is
 	// shorter are a config risk.
 	Outage time.Duration
@@ -135,7 +143,12 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		log = func(msg string) { mu.Lock(); defer mu.Unlock(); o.Log(msg) }
 	}
 	// the group's commit history and the logs: what survives a restart
-	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), o.AppLogs, o.BrokerLogs, applog.Options{})
+	zone, err := applog.ParseZone(o.LogTimezone)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("--log-timezone: %w", err)}
+	}
+	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), history.Logs{App: o.AppLogs, Broker: o.BrokerLogs,
+		Options: applog.Options{Location: zone}, Topics: logTopics(s.Pipeline), Budget: o.MemoryBudget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -221,6 +234,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, ev.Notes...)
 	rep.Summary.Notes = append(rep.Summary.Notes, hist.Notes...)
+	rep.Summary.Missing = append(rep.Summary.Missing, hist.Missing...)
 	switch {
 	case hist.Failed:
 		rep.Summary.Missing = append(rep.Summary.Missing, hist.Unknown) // a check that did not run
@@ -285,6 +299,40 @@ func inferredSummary(s *Setup) *audit.Inferred {
 		in.Joins = append(in.Joins, ij)
 	}
 	return in
+}
+
+// logTopics are the topics the audit reads: a broker's log line about
+// another topic is no evidence of this app's.
+func logTopics(p *reconcile.Pipeline) map[string]bool {
+	m := map[string]bool{}
+	add := func(ts ...string) {
+		for _, t := range ts {
+			if t != "" {
+				m[t] = true
+			}
+		}
+	}
+	for _, t := range p.Tables {
+		add(t.Source, t.Repartition, t.Changelog, t.Output)
+		add(t.Merged...)
+		if t.Cogroup != nil {
+			for _, mb := range t.Cogroup.Members {
+				add(mb.Source, mb.Repartition)
+			}
+		}
+	}
+	for _, j := range p.Joins {
+		add(j.Output)
+	}
+	for _, c := range p.Copies {
+		add(c.Source, c.Output)
+	}
+	for _, j := range p.StreamJoins {
+		add(j.Sources...)
+		add(j.Output, j.Repartition)
+	}
+	add(p.Outputs...)
+	return m
 }
 
 // inferredCounts counts an inferred spec's guesses and those the evidence

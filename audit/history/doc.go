@@ -29,6 +29,15 @@
 // time, a baseline. A log start only grows, so an observation bounds it
 // from below after it and from above before it.
 //
+// A log line's time is a point only where its zone is known (written with
+// it, --log-timezone, or its file's start-up lines: applog.Stamp); else it
+// is an interval, and an observation bounds the log start only at the
+// times it surely precedes or follows: a comparison its interval does not
+// settle proves nothing either way, and the range is left to the rules
+// below (missing evidence, where nothing else settles it). A reset line
+// is tied to two commits by its offsets; its time only rules it out, where
+// it is surely outside them.
+//
 // For each commit C that moved the partition's committed offset past the
 // highest offset M the group had committed before (the frontier: offsets
 // below it were consumed once, whatever moved back since):
@@ -89,12 +98,15 @@
 //
 // # Calling it from the engine
 //
-//	ev, err := history.Gather(ctx, src, group, appLogs, brokerLogs, applog.Options{})
+//	ev, err := history.Gather(ctx, src, group, history.Logs{App: appLogs, Broker: brokerLogs, Budget: memoryBudget})
 //	// per source or repartition partition, once its log start is known:
 //	res := ev.Analyze(history.Partition{TP: tp, Role: history.Source, LogStart: logStart, Now: clock})
 //	findings, missing, notes := res.Findings(), res.Missing(), res.Notes
 //
 // A history that cannot be read (a source that does not hold it, an ACL,
 // a bundle captured before kaudit kept it) is a note, not missing
-// evidence: the audit is then what it was before this package.
+// evidence: the audit is then what it was before this package. A log that
+// cannot be read whole (damaged, or past the bounds the memory budget sets:
+// Logs) is missing evidence (Evidence.Missing), its lines read before the
+// damage used where applog vouches for them.
 package history

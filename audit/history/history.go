@@ -58,11 +58,18 @@ type Partition struct {
 	// capture bounded with --since), read at Now (the source's clock).
 	LogStart int64
 	Now      time.Time
+	// Committed is the group's committed offset at the cut (0 or less:
+	// none): where the history cannot be read to its end, the offsets up
+	// to it are what its unread commits may have moved past.
+	Committed int64
 }
 
-// LogStartAt is a partition's log start observed at a time.
+// LogStartAt is a partition's log start observed at a time: at Time, or
+// at some instant in [Time, Until] when Until is set (a log line whose
+// zone is not known exactly: applog.Stamp).
 type LogStartAt struct {
 	Time   time.Time
+	Until  time.Time
 	Offset int64
 	Why    string        // what observed it
 	Event  *applog.Event // the log line, when a log says so
@@ -92,6 +99,9 @@ type Evidence struct {
 	StreamsPurgeFixed bool
 	// Notes say what was read (logs, their events, the history's extent).
 	Notes []string
+	// Missing names the logs not read whole (damaged, or past their
+	// bounds): missing evidence, as what they hold might prove a loss.
+	Missing []string
 
 	txnOnce  sync.Once
 	eos      bool  // the group commits in transactions
@@ -115,56 +125,189 @@ func (ev *Evidence) transactional() (bool, int64) {
 	return ev.eos, ev.firstTxn
 }
 
+// Logs are the log files an audit reads as evidence, and how.
+type Logs struct {
+	// App and Broker are the app's and the brokers' log files
+	// (--app-log, --broker-log): plain or gzip.
+	App, Broker []string
+	// Options say how to read their timestamps.
+	Options applog.Options
+	// Topics are the topics the audit reads (nil: any): a broker's line
+	// about another topic is not kept.
+	Topics map[string]bool
+	// Budget is the audit's memory budget (--memory-budget; 0: no
+	// bound): the events kept of the logs take at most a KeptShare of it,
+	// and the logs are read, together, up to ReadFactor times it in bytes
+	// (inflated).
+	Budget int64
+}
+
+// The logs' share of the memory budget, and how many times it they may
+// make kaudit read.
+const (
+	KeptShare  = 8
+	ReadFactor = 4
+)
+
+// ruleKinds are the events an audit reads: this package's rules, and a
+// windowed table's grace (audit/reconcile). The others are counted, not
+// kept.
+var ruleKinds = map[applog.Kind]bool{applog.LogStartIncremented: true, applog.OutOfRange: true, applog.OffsetReset: true,
+	applog.SegmentDeleted: true, applog.Truncated: true, applog.SeekReset: true, applog.SeekCommitted: true, applog.ExpiredWindow: true}
+
 // Gather reads group's commit history from src (audit.CommitHistoryOf)
-// and the events of the app's and brokers' log files. A history src
+// and the events of the app's and brokers' log files: an app's line
+// (a consumer's, a Streams thread's) only where it is tied to the app,
+// group (its application.id: applog.Event.Tie), a broker's only where it
+// names a topic the audit reads; the others are counted in a note, never
+// kept. A history src
 // cannot give (not supported, unreadable, no record of the group) is
 // Evidence.Unknown, not an error, and so is one whose read failed
-// (Evidence.Failed); a log file that cannot be read is an error (the
-// user named it).
-func Gather(ctx context.Context, src audit.Source, group string, appLogs, brokerLogs []string, o applog.Options) (*Evidence, error) {
+// (Evidence.Failed); a log file that cannot be opened is an error (the
+// user named it), one not read whole (damaged, or past its bounds) is
+// missing evidence (Evidence.Missing).
+func Gather(ctx context.Context, src audit.Source, group string, logs Logs) (*Evidence, error) {
 	ev := &Evidence{Group: group}
 	h, err := audit.CommitHistoryOf(ctx, src, group)
 	switch {
 	case err == nil:
 		ev.History = &h
 		ev.Notes = append(ev.Notes, describe(&h))
+		if len(h.Unread) > 0 {
+			// evidence like the topics: damage is never clean, even where
+			// no partition's judgement turns on it (each that does says so)
+			u := h.Unread[0]
+			more := ""
+			if len(h.Unread) > 1 {
+				more = fmt.Sprintf(", and %d more ranges", len(h.Unread)-1)
+			}
+			ev.Missing = append(ev.Missing, fmt.Sprintf("the group's commit history %s is damaged: offsets %d-%d could not be read (%s)%s; the commits there are not known",
+				h.Log, u.From, u.To-1, u.Why, more))
+		}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(err, audit.ErrNotSupported), errors.Is(err, audit.ErrUnreadable), errors.Is(err, audit.ErrGroupNotFound),
-		errors.Is(err, audit.ErrCorrupt):
+	case errors.Is(err, audit.ErrNotSupported), errors.Is(err, audit.ErrUnreadable), errors.Is(err, audit.ErrGroupNotFound):
 		ev.Unknown = fmt.Sprintf("the group's commit history is not known, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err)
 	default:
-		// a read that failed (a broker lost mid-read): the rest of the
-		// audit still runs, with this check named as not run
+		// a read that failed (a broker lost mid-read) or evidence that is
+		// damaged (audit.ErrCorrupt): the rest of the audit still runs,
+		// with this check named as not run
 		ev.Unknown, ev.Failed = fmt.Sprintf("the group's commit history could not be read, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err), true
 	}
-	for _, f := range append(slices.Clip(appLogs), brokerLogs...) {
+	if err := ev.readLogs(ctx, logs); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// readLogs reads the log files into ev.Events, within the bounds.
+func (ev *Evidence) readLogs(ctx context.Context, logs Logs) error {
+	read, kept := int64(-1), int64(-1) // what is left of each bound; -1: none
+	if logs.Budget > 0 {
+		read, kept = ReadFactor*logs.Budget, logs.Budget/KeptShare
+	}
+	for _, f := range append(slices.Clip(logs.App), logs.Broker...) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if read == 0 {
+			ev.Missing = append(ev.Missing, fmt.Sprintf("log %s was not read: the logs before it reached the bound of what kaudit reads of them (%d bytes: %d times --memory-budget)", f, ReadFactor*logs.Budget, ReadFactor))
+			continue
+		}
+		o := logs.Options
+		var kinds, others, untied, topics int
+		o.Keep = func(e *applog.Event) bool {
+			switch {
+			case !ruleKinds[e.Kind]:
+				kinds++
+			case e.Kind.Broker():
+				if logs.Topics == nil || logs.Topics[e.TP.Topic] {
+					return true
+				}
+				topics++
+			default:
+				switch e.Tie(ev.Group) {
+				case applog.Tied:
+					return true
+				case applog.Other:
+					others++
+				default:
+					untied++
+				}
+			}
+			return false
+		}
+		if read > 0 {
+			o.MaxBytes, o.MaxKept = read, max(kept, 1)
+		}
 		l, err := applog.ReadFile(f, o)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if read > 0 {
+			read = max(read-l.Bytes, 0)
+			for i := range l.Events {
+				kept -= l.Events[i].Size()
+			}
 		}
 		ev.Events = append(ev.Events, l.Events...)
-		note := fmt.Sprintf("log %s: %d lines, %d events", f, l.Lines, len(l.Events))
-		if l.Truncated {
-			note += fmt.Sprintf(" (read up to its bound: %d bytes, %d events)", applog.MaxBytes, applog.MaxEvents)
+		note := fmt.Sprintf("log %s: %d lines, %d events kept as evidence", f, l.Lines, len(l.Events))
+		var ignored []string
+		if untied > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d lines of an app that name no group, Streams client or thread of %s (nor of another app: whose they are is not known)", untied, ev.Group))
+		}
+		if others > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d lines of another consumer group or Streams app", others))
+		}
+		if topics > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d broker lines about topics the audit does not read", topics))
+		}
+		if kinds > 0 {
+			ignored = append(ignored, fmt.Sprintf("%d of kinds no check reads", kinds))
+		}
+		if len(ignored) > 0 {
+			note += "; ignored: " + strings.Join(ignored, ", ")
 		}
 		if l.LongLines > 0 {
 			note += fmt.Sprintf("; %d lines longer than %d bytes cut", l.LongLines, applog.MaxLineBytes)
 		}
+		if l.Unended {
+			note += "; its last line has no newline (cut mid-write?): no event is read from it"
+		}
+		if l.Unzoned > 0 {
+			note += "; the times of its events, written without a zone, read " + l.Zone
+			if logs.Options.Location == nil && !strings.HasPrefix(l.Zone, "UTC offset") {
+				note += " (--log-timezone gives it)"
+			}
+		}
 		ev.Notes = append(ev.Notes, note)
+		if l.Cut != "" {
+			ev.Missing = append(ev.Missing, fmt.Sprintf("log %s was not read whole: %s; what its other lines would show is not known", f, l.Cut))
+		}
 	}
-	return ev, nil
+	return nil
 }
 
 // describe says how much of the history was read.
 func describe(h *audit.CommitHistory) string {
 	s := fmt.Sprintf("commit history of group %s: %s, offsets %d-%d, %d records", h.Group, h.Log, h.LogStart, h.End-1, h.Records)
-	if h.HoleOffsets > 0 {
+	for i, u := range h.Unread {
+		if i == 3 {
+			s += fmt.Sprintf("; and %d more ranges could not be read", len(h.Unread)-i)
+			break
+		}
+		s += fmt.Sprintf("; offsets %d-%d could not be read (%s)", u.From, u.To-1, u.Why)
+	}
+	switch {
+	case len(h.Unread) > 0 && h.HoleOffsets > 0:
+		s += fmt.Sprintf("; compaction removed %d offsets", h.HoleOffsets)
+	case len(h.Unread) > 0:
+	case h.HoleOffsets > 0:
 		s += fmt.Sprintf("; compaction removed %d offsets, every record is there from offset %d", h.HoleOffsets, h.WholeFrom)
 		if h.WholeSince >= 0 {
 			s += " (" + ms(h.WholeSince) + ")"
 		}
-	} else {
+	default:
 		s += "; no record removed"
 	}
 	return s
@@ -228,6 +371,11 @@ func (ev *Evidence) Analyze(p Partition) Result {
 		}
 	}
 	if len(cs) == 0 {
+		if u := h.UnreadAfter(-1); u != nil && p.Committed > 0 {
+			// its commits may all be in what could not be read
+			res.Unknown = append(res.Unknown, Gap{From: -1, To: p.Committed, Why: unreadWhy(h, u, p.TP)})
+			return res
+		}
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: the group's commit history holds no commit of it", p.TP))
 		return res
 	}
@@ -248,9 +396,10 @@ type analysis struct {
 	res  *Result
 	cs   []audit.Commit
 
-	obs      []LogStartAt // by time
+	obs      []LogStartAt // by their earliest time
 	sufMin   []int        // sufMin[i]: the index of the smallest observation in obs[i:]
-	preMax   []int        // preMax[i]: the index of the largest observation in obs[:i+1]
+	byLatest []LogStartAt // the same by their latest time
+	preMax   []int        // preMax[i]: the index of the largest observation in byLatest[:i+1]
 	resets   []reset
 	eos      bool  // the group commits in transactions
 	firstTxn int64 // the position of its first transactional commit
@@ -261,7 +410,7 @@ type analysis struct {
 // range at From (-1 when the line is missing) and reset to To.
 type reset struct {
 	from, to int64
-	at       time.Time
+	at       applog.Stamp
 	lines    []applog.Event
 }
 
@@ -271,17 +420,21 @@ func (a *analysis) prepare() {
 	var pending *reset
 	for i := range a.ev.Events {
 		e := &a.ev.Events[i]
-		if e.TP != a.p.TP {
-			continue
+		if e.TP != a.p.TP || (!e.Kind.Broker() && e.Tie(a.ev.Group) != applog.Tied) {
+			continue // another partition's, or a line not tied to the app (another group's reset)
 		}
-		if !e.Time.IsZero() && e.Time.UnixMilli() < a.born {
+		if e.Time.Before(time.UnixMilli(a.born)) {
 			continue // an earlier incarnation's (a topic deleted and made again with the group)
 		}
 		switch e.Kind {
 		case applog.LogStartIncremented:
 			if !e.Time.IsZero() {
-				a.obs = append(a.obs, LogStartAt{Time: e.Time, Offset: e.Offset, Event: e,
-					Why: fmt.Sprintf("the broker's log at %s: %q", e.Where(), strings.TrimSpace(e.Raw))})
+				o := LogStartAt{Time: e.Time.Earliest, Offset: e.Offset, Event: e,
+					Why: fmt.Sprintf("the broker's log at %s: %q", e.Where(), strings.TrimSpace(e.Raw))}
+				if !e.Time.IsPoint() {
+					o.Until = e.Time.Latest
+				}
+				a.obs = append(a.obs, o)
 			} else {
 				a.explains = append(a.explains, *e)
 			}
@@ -306,7 +459,13 @@ func (a *analysis) prepare() {
 	if !a.p.Now.IsZero() {
 		a.obs = append(a.obs, LogStartAt{Time: a.p.Now, Offset: a.p.LogStart, Why: "the partition's log start when the audit read it"})
 	}
+	// an observation bounds the log start from above at the times surely
+	// before it (its earliest time on), from below at those surely after
+	// it (its latest time on): a time whose zone is not known settles
+	// fewer comparisons, never a wrong one
 	slices.SortStableFunc(a.obs, func(x, y LogStartAt) int { return x.Time.Compare(y.Time) })
+	a.byLatest = slices.Clone(a.obs)
+	slices.SortStableFunc(a.byLatest, func(x, y LogStartAt) int { return x.latest().Compare(y.latest()) })
 	n := len(a.obs)
 	a.sufMin, a.preMax = make([]int, n), make([]int, n)
 	for i := n - 1; i >= 0; i-- {
@@ -317,14 +476,30 @@ func (a *analysis) prepare() {
 	}
 	for i := range n {
 		a.preMax[i] = i
-		if i > 0 && a.obs[a.preMax[i-1]].Offset >= a.obs[i].Offset {
+		if i > 0 && a.byLatest[a.preMax[i-1]].Offset >= a.byLatest[i].Offset {
 			a.preMax[i] = a.preMax[i-1]
 		}
 	}
 }
 
-// upper bounds the log start at time t (ms): the smallest observation at
-// or after t, or -1 (no bound).
+// latest is the last instant the observation may have been made at.
+func (o *LogStartAt) latest() time.Time {
+	if o.Until.IsZero() {
+		return o.Time
+	}
+	return o.Until
+}
+
+// when says when the observation was made.
+func (o *LogStartAt) when() string {
+	if o.Until.IsZero() || o.Until.Equal(o.Time) {
+		return ms(o.Time.UnixMilli())
+	}
+	return "between " + ms(o.Time.UnixMilli()) + " and " + ms(o.Until.UnixMilli())
+}
+
+// upper bounds the log start at time t (ms): the smallest observation
+// surely made at or after t, or -1 (no bound).
 func (a *analysis) upper(t int64) (int64, *LogStartAt) {
 	i, _ := slices.BinarySearchFunc(a.obs, t, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
 	if i == len(a.obs) {
@@ -334,13 +509,14 @@ func (a *analysis) upper(t int64) (int64, *LogStartAt) {
 	return o.Offset, o
 }
 
-// lowerBy is the highest log start observed at or before t (ms), or -1.
+// lowerBy is the highest log start surely observed at or before t (ms),
+// or -1.
 func (a *analysis) lowerBy(t int64) (int64, *LogStartAt) {
-	i, _ := slices.BinarySearchFunc(a.obs, t+1, func(o LogStartAt, t int64) int { return cmp.Compare(o.Time.UnixMilli(), t) })
+	i, _ := slices.BinarySearchFunc(a.byLatest, t+1, func(o LogStartAt, t int64) int { return cmp.Compare(o.latest().UnixMilli(), t) })
 	if i == 0 {
 		return -1, nil
 	}
-	o := &a.obs[a.preMax[i-1]]
+	o := &a.byLatest[a.preMax[i-1]]
 	return o.Offset, o
 }
 
@@ -360,8 +536,16 @@ func (a *analysis) run() {
 		frontier, before = c0.Offset, c0
 	}
 	deletedAt := int64(-1)
+	// the history is whole up to the first range after c0 that could not
+	// be read: a commit of the partition may be missing there, so what
+	// follows it is not judged
+	cut := a.h.UnreadAfter(c0.At)
 	for k := 1; k < len(cs); k++ {
 		c, prev := cs[k], cs[k-1]
+		if cut != nil && c.At > cut.From {
+			a.unread(cut, frontier, before, cs[k:])
+			return
+		}
 		if c.Deleted {
 			deletedAt = c.At
 			continue
@@ -373,6 +557,33 @@ func (a *analysis) run() {
 		}
 		frontier, before, deletedAt = max(frontier, c.Offset), c, -1
 	}
+	if cut != nil {
+		a.unread(cut, frontier, before, nil)
+	}
+}
+
+// unread leaves the offsets past the frontier that the partition's
+// commits after an unread range of the history may have moved past (up
+// to the committed offset now, or the highest commit read after it) as
+// missing evidence.
+func (a *analysis) unread(u *audit.UnreadRange, frontier int64, before audit.Commit, after []audit.Commit) {
+	to := a.p.Committed
+	for _, c := range after {
+		if !c.Deleted {
+			to = max(to, c.Offset)
+		}
+	}
+	if to <= frontier {
+		return
+	}
+	a.res.Unknown = append(a.res.Unknown, Gap{From: frontier, To: to, Before: before, Why: unreadWhy(a.h, u, a.p.TP) +
+		fmt.Sprintf(" (the last commit read before it: %d at %s)", before.Offset, ms(before.LastTime))})
+}
+
+// unreadWhy says why a partition's history past an unread range is not
+// known.
+func unreadWhy(h *audit.CommitHistory, u *audit.UnreadRange, tp audit.TopicPartition) string {
+	return fmt.Sprintf("offsets %d-%d of the group's commit log %s could not be read (%s): a commit of %s there may be missing, so whether its committed offset moved past these offsets without the app consuming them is not known", u.From, u.To-1, h.Log, u.Why, tp)
 }
 
 // transition is one commit moving past the frontier.
@@ -431,14 +642,14 @@ func (a *analysis) judge(t transition) {
 	if n > m {
 		n = min(n, c.Offset)
 		var why string
-		if nAt.Time.UnixMilli() <= t.before.LastTime {
-			why = fmt.Sprintf("the log start was %d at %s (%s), before the commit of %d took effect at %s, which covers everything the app had processed", nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, t.before.Offset, ms(t.before.LastTime))
+		if nAt.latest().UnixMilli() <= t.before.LastTime {
+			why = fmt.Sprintf("the log start was %d at %s (%s), before the commit of %d took effect at %s, which covers everything the app had processed", nAt.Offset, nAt.when(), nAt.Why, t.before.Offset, ms(t.before.LastTime))
 		} else {
 			how := "while the group had no member; generation %d came back at %s and its consumer resumed from the committed offset %d"
 			if gen.Fresh {
 				how = "before the app restarted: generation %d, none of whose members was in the group before, formed at %s and its consumer resumed from the committed offset %d"
 			}
-			why = fmt.Sprintf("the log start was %d at %s (%s), "+how, nAt.Offset, ms(nAt.Time.UnixMilli()), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
+			why = fmt.Sprintf("the log start was %d at %s (%s), "+how, nAt.Offset, nAt.when(), nAt.Why, gen.Generation, ms(gen.Time), t.before.Offset)
 			if !a.eos {
 				why += " (the group commits without transactions: what an instance processed and did not commit before it stopped took effect even so)"
 			}
@@ -536,9 +747,13 @@ func (a *analysis) compacted(c0 audit.Commit, since int64) {
 	if up >= 0 {
 		top = min(top, up)
 	}
+	what := "compaction removed the group's commits"
+	if u := a.h.UnreadAfter(-1); u != nil && u.From < c0.At {
+		what = fmt.Sprintf("offsets %d-%d of the group's commit log could not be read (%s), and with them maybe commits", u.From, u.To-1, u.Why)
+	}
 	a.res.Unknown = append(a.res.Unknown, Gap{From: -1, To: top, Commit: c0,
-		Why: fmt.Sprintf("compaction removed the group's commits of %s from before %s (the first it kept: %d); the log start moved meanwhile (%s), so whether it passed a committed offset between %s and then is not known",
-			a.p.TP, ms(c0.Time), c0.Offset, upWhy(upAt), ms(since))})
+		Why: fmt.Sprintf("%s of %s from before %s (the first it kept: %d); the log start moved meanwhile (%s), so whether it passed a committed offset between %s and then is not known",
+			what, a.p.TP, ms(c0.Time), c0.Offset, upWhy(upAt), ms(since))})
 }
 
 // byHand reports whether c was not made by the app: a plain commit while
@@ -619,14 +834,13 @@ func (a *analysis) abortedAbove(m, from, to int64) *audit.Commit {
 }
 
 // between reports whether a log line's time fits between two commits,
-// within a minute (the app's and the brokers' clocks differ); a line with
-// no time fits by its offsets alone.
-func (a *analysis) between(at time.Time, before, c audit.Commit) bool {
-	if at.IsZero() {
-		return true
-	}
-	t := at.UnixMilli()
-	return t >= before.Time-60_000 && t <= c.Time+60_000
+// within a minute (the app's and the brokers' clocks differ). Its
+// offsets tie a reset line to the commits; its time only rules it out,
+// where it is surely outside them: a line with no time, or one whose
+// interval (a zone not known exactly) does not settle it, fits by its
+// offsets alone.
+func (a *analysis) between(at applog.Stamp, before, c audit.Commit) bool {
+	return !at.Before(time.UnixMilli(before.Time-60_000)) && !at.After(time.UnixMilli(c.Time+60_000))
 }
 
 func (a *analysis) skip(t transition, from, to int64, cause audit.Cause, why string, lines ...applog.Event) {
@@ -674,7 +888,7 @@ func upWhy(o *LogStartAt) string {
 	if o == nil {
 		return "no observation bounds it"
 	}
-	return fmt.Sprintf("%d at %s: %s", o.Offset, ms(o.Time.UnixMilli()), o.Why)
+	return fmt.Sprintf("%d at %s: %s", o.Offset, o.when(), o.Why)
 }
 
 // ms prints a time in milliseconds since the epoch as UTC RFC 3339.

@@ -137,25 +137,44 @@ func (l *glog) compact(upTo int64) {
 	}
 }
 
-// brokerLine is a broker's "Incremented log start offset" line at time t.
+// brokerLine is a broker's "Incremented log start offset" line at time t,
+// the broker logging in UTC (Kafka's layout: its local time, no zone).
 func brokerLine(tp audit.TopicPartition, n int64, reason string, t int64) string {
+	return brokerLineIn(time.UTC, tp, n, reason, t)
+}
+
+// brokerLineIn is brokerLine of a broker logging in loc.
+func brokerLineIn(loc *time.Location, tp audit.TopicPartition, n int64, reason string, t int64) string {
 	return fmt.Sprintf("[%s] INFO [UnifiedLog partition=%s-%d, dir=/var/lib/kafka/data] Incremented log start offset to %d due to %s (kafka.log.UnifiedLog)",
-		time.UnixMilli(t).UTC().Format("2006-01-02 15:04:05,000"), tp.Topic, tp.Partition, n, reason)
+		time.UnixMilli(t).In(loc).Format("2006-01-02 15:04:05,000"), tp.Topic, tp.Partition, n, reason)
 }
 
 // appReset is the app consumer's out-of-range and reset lines at time t.
 func appReset(tp audit.TopicPartition, from, to int64, t int64) string {
+	return consumerReset("app-StreamThread-1-consumer", group, tp, from, to, t)
+}
+
+// consumerReset is a consumer's out-of-range and reset lines at time t,
+// with its client id and group id in their prefix.
+func consumerReset(clientID, groupID string, tp audit.TopicPartition, from, to int64, t int64) string {
 	ts := time.UnixMilli(t).UTC().Format("2006-01-02T15:04:05.000Z")
 	pos := func(o int64) string {
 		return fmt.Sprintf("FetchPosition{offset=%d, offsetEpoch=Optional.empty, currentLeader=LeaderAndEpoch{leader=Optional[127.0.0.1:19192 (id: 1 rack: null)], epoch=0}}", o)
 	}
-	return fmt.Sprintf("%s INFO [app-StreamThread-1] o.a.k.c.c.i.AbstractFetch - [Consumer clientId=app-StreamThread-1-consumer, groupId=app] Fetch position %s is out of range for partition %s-%d, resetting offset\n", ts, pos(from), tp.Topic, tp.Partition) +
-		fmt.Sprintf("%s INFO [app-StreamThread-1] o.a.k.c.c.i.SubscriptionState - [Consumer clientId=app-StreamThread-1-consumer, groupId=app] Resetting offset for partition %s-%d to position %s.", ts, tp.Topic, tp.Partition, pos(to))
+	return fmt.Sprintf("%s INFO [main] o.a.k.c.c.i.AbstractFetch - [Consumer clientId=%s, groupId=%s] Fetch position %s is out of range for partition %s-%d, resetting offset\n", ts, clientID, groupID, pos(from), tp.Topic, tp.Partition) +
+		fmt.Sprintf("%s INFO [main] o.a.k.c.c.i.SubscriptionState - [Consumer clientId=%s, groupId=%s] Resetting offset for partition %s-%d to position %s.", ts, clientID, groupID, tp.Topic, tp.Partition, pos(to))
 }
 
+// events are the lines' events, their times without a zone read in UTC
+// (the brokers and apps of these tests log in UTC).
 func events(t *testing.T, lines ...string) []applog.Event {
 	t.Helper()
-	l, err := applog.Parse(strings.NewReader(strings.Join(lines, "\n")), "server.log", applog.Options{})
+	return eventsWith(t, applog.Options{Location: time.UTC}, lines...)
+}
+
+func eventsWith(t *testing.T, o applog.Options, lines ...string) []applog.Event {
+	t.Helper()
+	l, err := applog.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "server.log", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +318,33 @@ func TestRules(t *testing.T) {
 			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
 			tp:    src, ls: 60,
 			lines: []string{appReset(src, 30, 60, at(120.5))},
+			ev:    window,
+			want:  want{skips: []string{"retention-gap 30-59"}},
+		},
+		{
+			// the issue: another consumer group reading the source topic
+			// fell behind retention and reset; matched by topic-partition
+			// alone, its lines made a false retention-gap
+			name:  "another consumer group's reset on the same partition is not the app's: missing evidence",
+			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{consumerReset("consumer-audit-tool-1", "audit-tool", src, 30, 60, at(120.5))},
+			ev:    window,
+			want:  want{unknown: []string{"30-59"}},
+		},
+		{
+			name:  "another Streams app's reset (its client id app-v2-<uuid>…) is not the app's: missing evidence",
+			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{consumerReset("app-v2-ac6c0587-9be6-4293-a38e-21e59e33d1be-StreamThread-1-consumer", "app-v2", src, 30, 60, at(120.5))},
+			ev:    window,
+			want:  want{unknown: []string{"30-59"}},
+		},
+		{
+			name:  "the app's own reset, tied by its Streams client id",
+			build: func(l *glog) { restartApp(l, src, 30, 70, 80) },
+			tp:    src, ls: 60,
+			lines: []string{consumerReset("app-ac6c0587-9be6-4293-a38e-21e59e33d1be-StreamThread-1-consumer", "app", src, 30, 60, at(120.5))},
 			ev:    window,
 			want:  want{skips: []string{"retention-gap 30-59"}},
 		},
@@ -550,4 +596,79 @@ func TestConsumedThenDeleted(t *testing.T) {
 		{Time: time.UnixMilli(at(20)), Offset: 100}, {Time: time.UnixMilli(at(30)), Offset: 200}, {Time: time.UnixMilli(at(40)), Offset: 300},
 	}}
 	check(t, ev.Analyze(Partition{TP: src, LogStart: 350, Now: now}), want{})
+}
+
+// TestLogTimeZones: a broker in New York logs in its local time without a
+// zone (Kafka's "[%d] %p %m (%c)%n"). Its line of a retention deletion
+// made after the app restarted and committed past offsets it had read,
+// read as UTC, came five hours earlier, before the commits, and proved a
+// false retention-gap (149 records in the issue). Read in its zone, or
+// with its zone not known (an interval of ±14 h, which settles no
+// comparison with these commits), it proves nothing: missing evidence. A
+// line with its offset (ISO 8601) still proves what it proves, and so does
+// the New York line of a deletion before the restart, read in its zone.
+func TestLogTimeZones(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, before := at(180), at(90) // the deletion: after the restart's commits (121, 122 s), or while the app was down
+	iso := func(ts int64) string {
+		return fmt.Sprintf("%s INFO [UnifiedLog partition=%s-%d, dir=/d] Incremented log start offset to 60 due to segment deletion (kafka.log.UnifiedLog)",
+			time.UnixMilli(ts).In(ny).Format("2006-01-02T15:04:05.000-07:00"), src.Topic, src.Partition)
+	}
+	for _, tc := range []struct {
+		name string
+		line string
+		o    applog.Options
+		want want
+	}{
+		{"New York, after the restart, its zone not known", brokerLineIn(ny, src, 60, "segment deletion", after), applog.Options{}, want{unknown: []string{"30-59"}}},
+		{"New York, after the restart, read in its zone", brokerLineIn(ny, src, 60, "segment deletion", after), applog.Options{Location: ny}, want{unknown: []string{"30-59"}}},
+		{"New York, after the restart, with its offset", iso(after), applog.Options{}, want{unknown: []string{"30-59"}}},
+		{"New York, while the app was down, its zone not known", brokerLineIn(ny, src, 60, "segment deletion", before), applog.Options{}, want{unknown: []string{"30-59"}}},
+		{"New York, while the app was down, read in its zone", brokerLineIn(ny, src, 60, "segment deletion", before), applog.Options{Location: ny}, want{skips: []string{"retention-gap 30-59"}}},
+		{"New York, while the app was down, with its offset", iso(before), applog.Options{}, want{skips: []string{"retention-gap 30-59"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &glog{}
+			restartApp(l, src, 30, 70, 80)
+			ev := &Evidence{Group: group, History: l.history(t), Since: time.UnixMilli(at(31)), Events: eventsWith(t, tc.o, tc.line)}
+			check(t, ev.Analyze(Partition{TP: src, LogStart: 60, Now: t0.Add(time.Hour)}), tc.want)
+		})
+	}
+}
+
+// TestUnreadHistory: records of the commit log that could not be read (a
+// batch failing its CRC and the rest after it, a record that does not
+// decode) may hold commits: each partition's history is judged up to
+// them, and the offsets its committed offset may have passed after them,
+// from the last commit read to the committed offset now, are missing
+// evidence; a partition none of whose commits was read is missing
+// evidence up to its committed offset; one whose committed offset is
+// where its last commit read left it has nothing at stake.
+func TestUnreadHistory(t *testing.T) {
+	build := func() *audit.CommitHistory {
+		l := &glog{}
+		restartApp(l, src, 30)
+		l.plain(src, 90, at(100)) // moved by hand while the group was empty
+		l.txn(7, at(121), src, 95)
+		return l.history(t)
+	}
+	h := build()
+	h.MarkUnread(h.End, h.End+2, "the read stopped: crc32c") // a transaction's commit and marker, say
+	h.End += 2
+	ev := &Evidence{Group: group, History: h}
+	res := ev.Analyze(Partition{TP: src, Now: t0.Add(time.Hour), Committed: 120})
+	check(t, res, want{skips: []string{"offsets-forward 30-89"}, unknown: []string{"95-119"}})
+	if len(res.Unknown) != 1 || !strings.Contains(res.Unknown[0].Why, "could not be read (the read stopped: crc32c)") {
+		t.Errorf("why %+v", res.Unknown)
+	}
+	check(t, ev.Analyze(Partition{TP: src, Now: t0.Add(time.Hour), Committed: 95}), want{skips: []string{"offsets-forward 30-89"}})
+
+	h = build()
+	h.MarkUnread(0, h.End, "not captured")
+	h.Commits = map[audit.TopicPartition][]audit.Commit{}
+	ev = &Evidence{Group: group, History: h}
+	check(t, ev.Analyze(Partition{TP: src, Now: t0.Add(time.Hour), Committed: 120}), want{unknown: []string{"-1-119"}})
 }

@@ -4,8 +4,10 @@
 // holds a group (Partition, Kafka's hash of the group id), and a group's
 // replay (Replay): its committed offsets as the coordinator loads them and,
 // when asked, its whole commit history (audit.CommitHistory) with the
-// commit time of each commit, the group's generations and the holes
-// compaction left.
+// commit time of each commit, the group's generations, the holes
+// compaction left and the offsets that could not be read (Unread: a batch
+// failing its CRC and what follows it, a record no decoder reads), which
+// are damage, never taken for compaction's holes.
 //
 // Read replays a group's partition from any audit.RecordSource: the live
 // cluster (audit/kafka, a plain read_uncommitted fetch), a snapshot

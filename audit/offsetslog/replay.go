@@ -3,6 +3,7 @@ package offsetslog
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,6 +32,7 @@ type Replay struct {
 
 	h           *audit.CommitHistory // nil: no history kept
 	next        int64                // the offset the next record should have
+	stopped     string               // why the read stopped before the end (damage)
 	lastMembers int
 	// prevGen is the members of the last generation record with members
 	// (nil: none known)
@@ -72,6 +74,9 @@ func (r *Replay) Add(rec audit.Record) error {
 	}
 	or, err := Parse(rec.Key, rec.Value)
 	if err != nil {
+		if or.Group != "" && or.Group != r.group {
+			return nil // another group's record, its key read: nothing of this group
+		}
 		return err
 	}
 	if or.Group != r.group {
@@ -229,6 +234,19 @@ func (r *Replay) hole(from, to int64) {
 	h.WholeFrom, h.WholeSince = to, -1
 }
 
+// Unreadable records that the record at offset at could not be decoded
+// (an error of Add), for the history: it goes on with the next.
+func (r *Replay) Unreadable(at int64, err error) {
+	if r.h != nil {
+		r.h.MarkUnread(at, at+1, fmt.Sprintf("the record at offset %d does not decode: %v", at, err))
+	}
+}
+
+// Stop records that the read stopped before its end for err (a batch
+// failing its CRC, a log cut short): Finish makes the rest of the
+// partition unread, not a hole compaction left.
+func (r *Replay) Stop(err error) { r.stopped = err.Error() }
+
 // Finish ends the history at end (the partition's high watermark, where
 // the read stopped) and returns it; nil without KeepHistory. Commits still
 // pending are listed in its Pending, in the order of their records.
@@ -236,7 +254,9 @@ func (r *Replay) Finish(end int64) *audit.CommitHistory {
 	if r.h == nil {
 		return nil
 	}
-	if end > r.next {
+	if r.stopped != "" {
+		r.h.MarkUnread(r.next, max(end, r.next+1), fmt.Sprintf("the read stopped at offset %d: %s", r.next, r.stopped))
+	} else if end > r.next {
 		r.hole(r.next, end)
 	}
 	r.h.End = max(end, r.next)
@@ -322,23 +342,32 @@ func Read(ctx context.Context, src audit.RecordSource, group string) (audit.Comm
 }
 
 // ReadFrom is Read of the partition tp of __consumer_offsets (of n
-// partitions) whose offsets are o.
+// partitions) whose offsets are o. Damage is not an error but the
+// history's Unread: a record that does not decode is unread and the read
+// goes on; a read that fails for damage (an error wrapping
+// audit.ErrCorrupt: a batch failing its CRC, a bundle's file cut) leaves
+// the rest of the partition unread. Any other failure is an error.
 func ReadFrom(ctx context.Context, src audit.RecordSource, group string, tp audit.TopicPartition, n int32, o audit.PartitionOffsets) (audit.CommitHistory, error) {
 	r := NewReplay(group)
 	r.KeepHistory(tp, n, o.LogStart)
 	for rec, err := range src.Records(ctx, tp, o.LogStart, o.HW) {
 		if err != nil {
+			if errors.Is(err, audit.ErrCorrupt) && ctx.Err() == nil {
+				r.Stop(err)
+				break
+			}
 			return audit.CommitHistory{}, fmt.Errorf("read the commit history of group %s: %w", group, err)
 		}
 		if err := r.Add(rec); err != nil {
-			return audit.CommitHistory{}, fmt.Errorf("read the commit history of group %s: %s at offset %d: %w", group, tp, rec.Offset, err)
+			r.Unreadable(rec.Offset, err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return audit.CommitHistory{}, err
 	}
 	h := r.Finish(o.HW)
-	if !r.Known() {
+	if !r.Known() && len(h.Unread) == 0 {
+		// (with records unread, the group's may be among them)
 		return *h, fmt.Errorf("commit history of group %s: %s holds no record of it: %w", group, tp, audit.ErrGroupNotFound)
 	}
 	return *h, nil

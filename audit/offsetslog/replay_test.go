@@ -1,8 +1,12 @@
 package offsetslog
 
 import (
+	"context"
+	"fmt"
+	"iter"
 	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -182,4 +186,61 @@ func FuzzReplay(f *testing.F) {
 			t.Fatalf("%d records and %d offsets in holes, the log ends at %d", h.Records, h.HoleOffsets, h.End)
 		}
 	})
+}
+
+// damagedSource yields a partition's records, then fails for damage.
+type damagedSource struct {
+	recs []audit.Record
+	hw   int64
+	err  error
+}
+
+func (s damagedSource) Partitions(context.Context, string) (int32, error) { return 1, nil }
+func (s damagedSource) Offsets(context.Context, audit.TopicPartition) (audit.PartitionOffsets, error) {
+	return audit.PartitionOffsets{LSO: s.hw, HW: s.hw}, nil
+}
+func (s damagedSource) Records(_ context.Context, _ audit.TopicPartition, from, to int64) iter.Seq2[audit.Record, error] {
+	return func(yield func(audit.Record, error) bool) {
+		for _, r := range s.recs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+		if s.err != nil {
+			yield(audit.Record{}, s.err)
+		}
+	}
+}
+
+// TestReadFromDamage: damage in the commit log is the history's Unread,
+// never compaction's holes and never a history that passes for whole: a
+// record of the group that does not decode is one unread offset (the read
+// goes on), one of another group is nothing of this group's; a read that
+// stops for damage (a batch failing its CRC) leaves the rest of the
+// partition unread; a failure that is not damage stays an error.
+func TestReadFromDamage(t *testing.T) {
+	l := &log{}
+	l.commit("g", 0, 10, -1, 0)
+	l.rec(offsetKey(1, "g", "in", 0), []byte{0, 9, 1}, -1, false)     // this group's, value version 9
+	l.rec(offsetKey(1, "other", "in", 0), []byte{0, 9, 1}, -1, false) // another group's
+	l.commit("g", 0, 20, -1, 0)
+	tp := audit.TopicPartition{Topic: audit.ConsumerOffsetsTopic}
+	h, err := ReadFrom(t.Context(), damagedSource{recs: l.recs, hw: 10, err: fmt.Errorf("batch at byte 700: crc32c: %w", audit.ErrCorrupt)}, "g", tp, 1, audit.PartitionOffsets{HW: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Commits[audit.TopicPartition{Topic: "in", Partition: 0}]) != 2 || len(h.Unread) != 2 || h.HoleOffsets != 0 ||
+		h.Unread[0].From != 1 || h.Unread[0].To != 2 || h.Unread[1].From != 4 || h.Unread[1].To != 10 || !strings.Contains(h.Unread[1].Why, "crc32c") {
+		t.Errorf("history %+v", h)
+	}
+	if h.Whole(0, 1) != true || h.Whole(0, 2) || h.Whole(5, 6) {
+		t.Errorf("Whole: [0,1) %v, [0,2) %v, [5,6) %v", h.Whole(0, 1), h.Whole(0, 2), h.Whole(5, 6))
+	}
+	if _, err := ReadFrom(t.Context(), damagedSource{hw: 10, err: fmt.Errorf("broker closed the connection")}, "g", tp, 1, audit.PartitionOffsets{HW: 10}); err == nil {
+		t.Error("a failed read: no error")
+	}
+	h, err = ReadFrom(t.Context(), damagedSource{hw: 10, err: fmt.Errorf("not captured: %w", audit.ErrCorrupt)}, "g", tp, 1, audit.PartitionOffsets{HW: 10})
+	if err != nil || len(h.Unread) != 1 || h.Unread[0].From != 0 || h.Unread[0].To != 10 {
+		t.Errorf("nothing read: %+v, %v; want every offset unread, not the group unknown", h, err)
+	}
 }

@@ -45,7 +45,11 @@ func (r *run) judgeHistory(ctx context.Context) {
 			if err != nil {
 				continue // the table's own read says what is wrong with it
 			}
-			res := h.Analyze(history.Partition{TP: tp, Role: role, LogStart: r.clusterLogStart(tp, o.LogStart), Now: r.opts.Now})
+			committed, ok := r.group.Offsets[tp]
+			if !ok {
+				committed = -1
+			}
+			res := h.Analyze(history.Partition{TP: tp, Role: role, LogStart: r.clusterLogStart(tp, o.LogStart), Now: r.opts.Now, Committed: committed})
 			for _, f := range res.Findings() {
 				r.add(f)
 			}

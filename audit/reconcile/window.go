@@ -120,7 +120,9 @@ func newWinState(w *Window) *winState {
 // record it skips for an expired window with the window, the expiration
 // and the stream time, and expiration = stream time − grace. The lines
 // of the window processor's input topic (the repartition topic, else the
-// sources) whose window has the table's size count; where they imply two
+// sources) whose window has the table's size count, and only those tied to
+// the app (its thread, as the layout shows it: applog.Event.Tie): another
+// app reading the same source logs its own grace. Where they imply two
 // graces, the grace stays unknown.
 func (r *run) windowOf(t *Table) *Window {
 	w := t.Window
@@ -133,7 +135,7 @@ func (r *run) windowOf(t *Table) *Window {
 	}
 	graces := map[int64]string{}
 	for _, e := range r.opts.History.Events {
-		if e.Kind != applog.ExpiredWindow || !slices.Contains(inputs, e.TP.Topic) || e.Count < 0 {
+		if e.Kind != applog.ExpiredWindow || !slices.Contains(inputs, e.TP.Topic) || e.Count < 0 || e.Tie(r.p.AppID) != applog.Tied {
 			continue
 		}
 		var start, end int64

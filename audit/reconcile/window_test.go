@@ -266,17 +266,24 @@ func TestWindowGraceFromLog(t *testing.T) {
 	if _, err := fmt.Sscanf(strings.Replace(late, "/", " ", 1), "%s %d@%d", &topic, &part, &off); err != nil {
 		t.Fatalf("late input %q: %v", late, err)
 	}
-	line := func(size int64) applog.Event {
+	// the line names the thread that wrote it (slf4j-simple's and
+	// logback's layouts show it): "[<app>-<uuid>-StreamThread-1]"
+	const uuid = "ac6c0587-9be6-4293-a38e-21e59e33d1be"
+	line := func(size, grace int64, clients ...string) applog.Event {
 		return applog.Event{Kind: applog.ExpiredWindow, File: "app.log", Line: 1, TP: audit.TopicPartition{Topic: topic, Partition: part}, Offset: off,
-			Reason: fmt.Sprintf("[%d,%d)", s.Base, s.Base+size), To: s.Base + 99_000, Count: s.Window.Grace}
+			Reason: fmt.Sprintf("[%d,%d)", s.Base, s.Base+size), To: s.Base + 99_000, Count: grace, Clients: clients}
 	}
 	for _, tc := range []struct {
 		name  string
 		ev    applog.Event
 		clean bool
 	}{
-		{"the window's own line", line(s.Window.Size), true},
-		{"another window size's line", line(s.Window.Size * 2), false},
+		{"the window's own line", line(s.Window.Size, s.Window.Grace, s.AppID+"-"+uuid), true},
+		{"another window size's line", line(s.Window.Size*2, s.Window.Grace, s.AppID+"-"+uuid), false},
+		// another app reading the same source logs its own grace
+		{"another app's line", line(s.Window.Size, s.Window.Grace, s.AppID+"-v2-"+uuid), false},
+		{"another app's line implying a grace of 0", line(s.Window.Size, 0, "other-"+uuid), false},
+		{"a line that names no app (Kafka's layout shows no thread)", line(s.Window.Size, s.Window.Grace), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, truth := runWindowSpec(t, s, false, text, &history.Evidence{Events: []applog.Event{tc.ev}})

@@ -444,7 +444,24 @@ func (s *Snapshot) CommitHistory(ctx context.Context, group string) (audit.Commi
 	if err != nil {
 		return audit.CommitHistory{}, fmt.Errorf("commit history of group %s: %w", group, err)
 	}
-	return offsetslog.ReadFrom(ctx, s, group, cl.TP(), cl.TopicPartitions, o)
+	h, err := offsetslog.ReadFrom(ctx, s, group, cl.TP(), cl.TopicPartitions, o)
+	if err == nil && len(h.Unread) == 0 && h.Records < cl.Records {
+		// the capture copied whole batches: a record it counted and the
+		// bundle lacks was lost from the bundle (a file cut or edited), and
+		// no gap in the log can be taken for compaction's any more
+		why := fmt.Sprintf("the bundle's %s holds %d records, the capture copied %d: records were lost from the bundle (not captured, or cut), and where is not known", cl.TP(), h.Records, cl.Records)
+		holes := slices.Clone(h.Holes)
+		if h.HolesDropped > 0 && len(holes) > 0 {
+			h.MarkUnread(0, holes[0].From, why)
+		}
+		for _, r := range holes {
+			h.MarkUnread(r.From, r.To, why)
+		}
+		if len(h.Unread) == 0 {
+			h.MarkUnread(h.LogStart, h.End, why)
+		}
+	}
+	return h, err
 }
 
 // ClusterLogStart returns the cluster's log start for a partition whose

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +300,75 @@ func TestCaptureCommitLog(t *testing.T) {
 	}
 	if _, errOut, code = runCLI(t, "diff", "--app-id", "gen-app", "--snapshot", dir, "--format", "json", "--output", filepath.Join(t.TempDir(), "r.json")); code == exitUsage || code == exitNotRun {
 		t.Fatalf("diff of the bundle: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestDamagedCommitLog: the group's commit history is evidence like the
+// topics. A bundle of a real broker's log dirs whose commit log has a
+// batch failing its CRC (its hash in the manifest updated, as someone
+// editing a bundle would), or is cut short (its byte count too), is
+// missing evidence naming the damage, where it was a note beside a
+// verdict that could be clean; what the history proves before the damage
+// (gen.orders/0's offsets 4-5 moved past by hand) still stands, and a cut
+// is never read as compaction.
+func TestDamagedCommitLog(t *testing.T) {
+	logdir := filepath.Join("..", "..", "audit", "segment", "testdata", "real", "kafka-3.6.2-logdir")
+	for _, tc := range []struct {
+		name string
+		hurt func(b []byte, at int) []byte // at: a batch boundary in the middle of the log
+		want string
+	}{
+		{"a batch failing its CRC", func(b []byte, at int) []byte { b[at+30] ^= 0xff; return b }, "crc32c"},
+		{"cut short", func(b []byte, at int) []byte { return b[:at] }, "records were lost from the bundle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "bundle")
+			if out, errOut, code := runCLI(t, "capture", "--app-id", "gen-app", "--log-dir", logdir, "--out", dir); code != exitClean {
+				t.Fatalf("capture: exit %d\n%s\n%s", code, out, errOut)
+			}
+			seg := filepath.Join(dir, "__consumer_offsets-0", "00000000000000000000.log")
+			b, err := os.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := 0 // the batch boundary past half the file
+			for at < len(b)/2 {
+				at += 12 + int(binary.BigEndian.Uint32(b[at+8:]))
+			}
+			b = tc.hurt(b, at)
+			if err := os.WriteFile(seg, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mp := filepath.Join(dir, "manifest.json")
+			var m map[string]any
+			mb, err := os.ReadFile(mp)
+			if err != nil || json.Unmarshal(mb, &m) != nil {
+				t.Fatalf("manifest: %v", err)
+			}
+			sum := sha256.Sum256(b)
+			for _, f := range m["files"].([]any) {
+				if f := f.(map[string]any); f["path"] == "__consumer_offsets-0/00000000000000000000.log" {
+					f["size"], f["sha256"] = len(b), hex.EncodeToString(sum[:])
+				}
+			}
+			m["commit_log"].(map[string]any)["bytes"] = len(b)
+			if mb, err = json.Marshal(m); err != nil || os.WriteFile(mp, mb, 0o644) != nil {
+				t.Fatalf("manifest: %v", err)
+			}
+			rep := diffReport(t, exitFindings, "--app-id", "gen-app", "--snapshot", dir)
+			if !slices.ContainsFunc(rep.Summary.Missing, func(s string) bool {
+				return strings.Contains(s, "commit history __consumer_offsets/0 is damaged") && strings.Contains(s, tc.want)
+			}) {
+				t.Errorf("missing evidence %q: want the damaged commit history named", rep.Summary.Missing)
+			}
+			if slices.ContainsFunc(rep.Summary.Notes, func(s string) bool { return strings.Contains(s, "compaction removed") }) {
+				t.Errorf("notes %q: damage read as compaction", rep.Summary.Notes)
+			}
+			if !slices.ContainsFunc(rep.Findings, func(f audit.Finding) bool {
+				return f.Cause == audit.CauseOffsetsForward && f.Topic == "gen.orders" && f.Partition == 0 && f.Offset == 4
+			}) {
+				t.Errorf("findings %+v: want the moves the history read before the damage proves", rep.Findings)
+			}
+		})
 	}
 }

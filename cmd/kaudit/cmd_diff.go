@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/combine"
 	"github.com/kaudit/kaudit/audit/diff"
 
@@ -39,6 +40,7 @@ type diffOptions struct {
 	BaselineSnapshot string
 	AppLogs          []string // --app-log FILE, repeatable
 	BrokerLogs       []string // --broker-log FILE, repeatable
+	LogTimezone      string   // --log-timezone: the zone of the logs' times without one
 	KafkaVersion     string
 	StreamsVersion   string
 	Outage           time.Duration
@@ -68,9 +70,9 @@ type diffOptions struct {
 // auditOptions are the library's options for these flags.
 func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
-		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
+		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, LogTimezone: o.LogTimezone, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
 		Partitions: o.Partitions, Shard: o.Shard, RunID: o.RunID, Exchange: o.Exchange, ExchangeWait: o.ExchangeWait, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
-		SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
+		MemoryBudget: o.MemoryBudget, SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
 
 func diffFlags() []cli.Flag {
@@ -89,6 +91,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
 		&cli.StringSliceFlag{Name: "app-log", Usage: "the Streams app's log `FILE` (plain or gzip; repeat): its offset resets explain a skip in the group's commit history, its expired-window lines give a windowed store's grace", EnvVars: env("app-log")},
 		&cli.StringSliceFlag{Name: "broker-log", Usage: "a broker's log `FILE` (server.log, log-cleaner.log; plain or gzip; repeat): its log-start moves date the deletions", EnvVars: env("broker-log")},
+		&cli.StringFlag{Name: "log-timezone", Usage: "the `ZONE` the logs' times without a zone were written in (Kafka's \"[%d]\" is local time): an IANA name (America/New_York) or an offset (-05:00); default: the zone each log's start-up lines show, else not known (each such time is then ±14 h)", EnvVars: env("log-timezone")},
 		&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
 		&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
@@ -141,7 +144,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"), SaveSpec: c.String("save-spec"),
 		StateDir: c.String("state-dir"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"), RunID: c.String("run-id"),
 		Exchange: c.String("exchange"), ExchangeWait: c.Duration("exchange-wait"),
-		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"),
+		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"), LogTimezone: c.String("log-timezone"),
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	if o.SaveSpec != "" && o.SpecFile != "" {
@@ -174,6 +177,9 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	}
 	if o.Concurrency < 1 || o.Concurrency > 64 {
 		return o, usagef("--concurrency %d: want 1 to 64", o.Concurrency)
+	}
+	if _, err = applog.ParseZone(o.LogTimezone); err != nil {
+		return o, usagef("--log-timezone: %w", err)
 	}
 	if o.MemoryBudget, err = parseSize(c.String("memory-budget")); err != nil {
 		return o, usagef("--memory-budget: %w", err)

@@ -44,7 +44,7 @@ classpath() {
 
 java_cmd() {
 	echo java -Xms128m -Xmx"$BROKER_HEAP" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
-		-Djava.awt.headless=true -Dlog4j.configuration=file:"$HERE/log4j.properties" -cp "$(classpath)"
+		-Djava.awt.headless=true -Duser.timezone=UTC -Dlog4j.configuration=file:"$HERE/log4j.properties" -cp "$(classpath)"
 }
 
 mode() { cat "$CL/mode" 2>/dev/null || echo 1; }

@@ -252,7 +252,9 @@ func (r *scRun) afterRestart(ctx context.Context, o appOpts) (kauditReport, erro
 }
 
 // brokerLogArgs passes every broker's log to kaudit diff (--broker-log): its log-start lines
-// date the deletions an audit after a restart needs.
+// date the deletions an audit after a restart needs. The brokers log their local time without a
+// zone, and run in UTC (cluster.sh: -Duser.timezone=UTC): --log-timezone says so, as an operator
+// would (without it each time is an interval of ±14 h, which dates nothing to the second).
 func (r *scRun) brokerLogArgs() []string {
 	var logs []string
 	for id := 1; id <= 100; id++ {
@@ -260,6 +262,9 @@ func (r *scRun) brokerLogArgs() []string {
 		if _, err := os.Stat(f); err == nil {
 			logs = append(logs, "--broker-log", f)
 		}
+	}
+	if len(logs) > 0 {
+		logs = append(logs, "--log-timezone", "UTC")
 	}
 	return logs
 }

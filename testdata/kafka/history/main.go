@@ -123,7 +123,7 @@ func main() {
 		po, err := s.Offsets(ctx, tp)
 		must(err)
 		for _, logs := range [][]string{nil, {filepath.Join(work(), "logs", "server.log")}} {
-			ev, err := history.Gather(ctx, s, group, nil, logs, applog.Options{})
+			ev, err := history.Gather(ctx, s, group, history.Logs{Broker: logs})
 			must(err)
 			if len(os.Args) > 2 {
 				since, _ := time.Parse(time.RFC3339, os.Args[2])
@@ -145,7 +145,7 @@ func main() {
 				if e.Kind == applog.LogStartIncremented || e.Kind == applog.Cleaned {
 					n++
 					if n <= 6 {
-						fmt.Println("EVENT", e.Kind, e.TP, e.Offset, e.To, e.Reason, e.Time.Format("15:04:05.000"))
+						fmt.Println("EVENT", e.Kind, e.TP, e.Offset, e.To, e.Reason, e.Time)
 					}
 				}
 			}
