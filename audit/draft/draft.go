@@ -300,6 +300,9 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 			if len(t.candidates) > 0 {
 				hint += "? the group commits offsets on " + strings.Join(t.candidates, ", ")
 			}
+			if t.sourceNote != "" {
+				hint += "; " + t.sourceNote
+			}
 			fmt.Fprintf(&b, "    source: %s\n", yamlScalar("TODO: "+hint))
 		}
 		writeSteps(&b, t)

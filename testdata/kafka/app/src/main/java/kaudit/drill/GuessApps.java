@@ -2,6 +2,7 @@ package kaudit.drill;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
@@ -10,6 +11,8 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /**
  * The drill's guess-apps scenario (guess.go): three small apps whose shapes an audit with
@@ -26,6 +29,11 @@ import org.apache.kafka.streams.kstream.Produced;
  *           -> reduce(Integer::sum) -> toStream() -> to(gp-sums)                           (Integer keys and values)
  *   named:  gn-orders -> filter(status != "TEST") -> selectKey(orderId) -> groupByKey
  *           -> reduce(latest, Materialized.as("gn-orders-store"))                          (a named store: no node numbers)
+ *   temperature: Kafka's TemperatureDemo (kafka-streams-examples) as its code builds it, on gt-temperature
+ *           (null keys, String values) -> selectKey("temp") -> groupByKey -> windowedBy(5 s, grace 24 h)
+ *           -> reduce(the higher of Integer.parseInt) -> toStream() -> filter(Integer.parseInt(v) > 20)
+ *           -> to(gt-temperature-max), but under exactly_once_v2 (issue AC's run; the demo itself sets
+ *           no guarantee and a fixed bootstrap)
  * </pre>
  *
  * Args: APP BOOTSTRAP STATE_DIR REGISTRY_URL (the registry is not used). System properties: those
@@ -42,6 +50,7 @@ public final class GuessApps {
             case "seed" -> seed(json);
             case "parity" -> parity();
             case "named" -> named(json);
+            case "temperature" -> temperature();
             default -> {
                 System.err.println("unknown app " + args[0]);
                 System.exit(2);
@@ -117,6 +126,19 @@ public final class GuessApps {
                 .reduce(Integer::sum)
                 .toStream()
                 .to("gp-sums", Produced.with(Serdes.Integer(), Serdes.Integer()));
+        return b.build();
+    }
+
+    static Topology temperature() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("gt-temperature", Consumed.with(Serdes.String(), Serdes.String()))
+                .selectKey((key, value) -> "temp")
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(5), Duration.ofHours(24)))
+                .reduce((value1, value2) -> Integer.parseInt(value1) > Integer.parseInt(value2) ? value1 : value2)
+                .toStream()
+                .filter((key, value) -> Integer.parseInt(value) > 20)
+                .to("gt-temperature-max", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5), Serdes.String()));
         return b.build();
     }
 
