@@ -502,16 +502,19 @@ func fieldExplains(e string, pairs [][2]*Rec, f string) int {
 // of one timestamp that GuessMapValues makes.
 const maxAlikePairs = 1 << 16
 
-// holder is the one source record among ss whose scalar values hold each
-// of the copy's (a mapValues that keeps some fields), nil when none or
-// several do.
+// holder is the one source record among ss that shares the most scalar
+// values with the copy (a mapValues keeps some fields, an orderId among
+// them, and changes others: an amount in cents), nil when none shares one
+// or two share as many: which record it copies is then not known. A wrong
+// pair only makes the guess fail (it must explain every pair).
 func holder(c *Rec, ss []*Rec) *Rec {
 	var cp [][]string
 	leafPaths(c.Value, nil, &cp)
 	if len(cp) == 0 {
 		return nil
 	}
-	var found *Rec
+	var best *Rec
+	bestN, tie := 0, false
 	for _, s := range ss {
 		var sp [][]string
 		leafPaths(s.Value, nil, &sp)
@@ -519,23 +522,24 @@ func holder(c *Rec, ss []*Rec) *Rec {
 		for _, p := range sp {
 			have[codec.Text(walk(s.Value, p))]++
 		}
-		all := true
+		n := 0
 		for _, p := range cp {
-			k := codec.Text(walk(c.Value, p))
-			if have[k] == 0 {
-				all = false
-				break
+			if k := codec.Text(walk(c.Value, p)); have[k] > 0 {
+				have[k]--
+				n++
 			}
-			have[k]--
 		}
-		if all {
-			if found != nil {
-				return nil
-			}
-			found = s
+		switch {
+		case n > bestN:
+			best, bestN, tie = s, n, false
+		case n == bestN && n > 0:
+			tie = true
 		}
 	}
-	return found
+	if tie || bestN == 0 {
+		return nil
+	}
+	return best
 }
 
 func mapKeys(m map[string]any) func(func(string) bool) {

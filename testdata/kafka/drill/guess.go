@@ -322,6 +322,7 @@ func expectGapOnly(rep kauditReport, f fault, what string) error {
 type guessRec struct {
 	topic      string
 	key, value []byte
+	ts         time.Time // zero: the client's clock
 }
 
 // guessInput is wave w of every guess app's input, n orders each: the seed app's orders (every
@@ -330,6 +331,10 @@ type guessRec struct {
 // TEST one).
 func guessInput(rng *rand.Rand, w, n int) []guessRec {
 	var out []guessRec
+	// the temperatures are read ten a second, as the demo's readme has them produced: the
+	// windows of 5 s are then many, each with its maximum
+	t0 := time.Now().Add(-time.Duration(2*n) * 100 * time.Millisecond)
+	reading := 0
 	js := func(m map[string]any) []byte {
 		b, _ := json.Marshal(m)
 		return b
@@ -340,24 +345,25 @@ func guessInput(rng *rand.Rand, w, n int) []guessRec {
 		if i%8 == 3 {
 			typ = "TEST"
 		}
-		out = append(out, guessRec{"gs-orders", []byte(id), js(map[string]any{"orderId": id, "customer": fmt.Sprintf("c-%03d", rng.IntN(60)), "type": typ})})
+		out = append(out, guessRec{"gs-orders", []byte(id), js(map[string]any{"orderId": id, "customer": fmt.Sprintf("c-%03d", rng.IntN(60)), "type": typ}), time.Time{}})
 		if i%3 != 1 {
 			cents := 100 + rng.IntN(99900)
-			out = append(out, guessRec{"gs-payments", []byte("p-" + id), js(map[string]any{"orderId": id, "amount": float64(cents) / 100})})
+			out = append(out, guessRec{"gs-payments", []byte("p-" + id), js(map[string]any{"orderId": id, "amount": float64(cents) / 100}), time.Time{}})
 		}
 		if i%4 == 0 {
-			out = append(out, guessRec{"gs-shipments", []byte("s-" + id), js(map[string]any{"orderId": id, "carrier": []string{"ups", "dhl", "fedex"}[rng.IntN(3)]})})
+			out = append(out, guessRec{"gs-shipments", []byte("s-" + id), js(map[string]any{"orderId": id, "carrier": []string{"ups", "dhl", "fedex"}[rng.IntN(3)]}), time.Time{}})
 		}
 		v := make([]byte, 4)
 		binary.BigEndian.PutUint32(v, uint32(int32(rng.IntN(2001)-1000)))
-		out = append(out, guessRec{"gp-ints", nil, v})
+		out = append(out, guessRec{"gp-ints", nil, v, time.Time{}})
 		status := "NEW"
 		if i%7 == 2 {
 			status = "TEST"
 		}
-		out = append(out, guessRec{"gn-orders", []byte(id), js(map[string]any{"orderId": id, "status": status, "n": i})})
+		out = append(out, guessRec{"gn-orders", []byte(id), js(map[string]any{"orderId": id, "status": status, "n": i}), time.Time{}})
 		for range 2 {
-			out = append(out, guessRec{"gt-temperature", nil, []byte(fmt.Sprint(rng.IntN(31)))})
+			out = append(out, guessRec{"gt-temperature", nil, []byte(fmt.Sprint(rng.IntN(31))), t0.Add(time.Duration(reading) * 100 * time.Millisecond)})
+			reading++
 		}
 	}
 	return out
@@ -373,7 +379,7 @@ func (r *scRun) guessProduce(ctx context.Context, recs []guessRec) error {
 	for i := 0; i < len(recs); i += 50 {
 		var batch []*kgo.Record
 		for _, g := range recs[i:min(i+50, len(recs))] {
-			batch = append(batch, &kgo.Record{Topic: g.topic, Key: g.key, Value: g.value})
+			batch = append(batch, &kgo.Record{Topic: g.topic, Key: g.key, Value: g.value, Timestamp: g.ts})
 		}
 		if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
 			return fmt.Errorf("produce the guess apps' input: %w", err)
