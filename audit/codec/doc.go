@@ -82,8 +82,10 @@
 // sr.ConfluentHeader, at most 64 deep. The schema, .proto text or the
 // base64 of a FileDescriptorProto (what Confluent's clients register),
 // is compiled at run time with github.com/bufbuild/protocompile, its
-// imports from its references and the well-known google/protobuf/ files
-// from the compiler's own copies, and the message read with dynamicpb.
+// imports from its references (confluent/meta.proto and
+// confluent/type/decimal.proto, for which Confluent's Python client
+// registers none, are built in; the well-known google/protobuf/ files come
+// from the compiler's own copies), and the message read with dynamicpb.
 // Values are as Avro's, so the same record compares equal in either
 // format:
 //
@@ -102,6 +104,7 @@
 //	Duration                string, "1.5s"
 //	wrappers (Int64Value…)  the wrapped value, nil when unset
 //	Struct, Value, ListValue  the JSON they hold
+//	confluent.type.Decimal  string, as Avro's decimals ("-12.30")
 //
 // A message index past the schema's messages (ErrMessageIndex), a varint
 // cut short (ErrTruncated), bytes the message does not parse as, fields

@@ -36,6 +36,46 @@ const maxProtoIndexes = 64
 // registry schema has no file name, and its imports never name it.
 const protoMainFile = "kaudit-schema.proto"
 
+// confluentImports are the files Confluent's Python client registers no reference for (its
+// skip.known.types, true by default, skips confluent/ and google/ imports): written here from
+// the descriptors its confluent-kafka 2.16.1 package carries. The well-known google/protobuf/
+// files come from the compiler.
+var confluentImports = map[string]string{
+	"confluent/meta.proto": `syntax = "proto3";
+package confluent;
+import "google/protobuf/descriptor.proto";
+message Meta {
+  string doc = 1;
+  map<string, string> params = 2;
+  repeated string tags = 3;
+  repeated Rule rules = 4;
+}
+message Rule {
+  string name = 1;
+  string doc = 2;
+  string expr = 3;
+  string sql = 4;
+}
+extend google.protobuf.FileOptions { Meta file_meta = 1088; }
+extend google.protobuf.MessageOptions { Meta message_meta = 1088; }
+extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
+extend google.protobuf.EnumOptions { Meta enum_meta = 1088; }
+extend google.protobuf.EnumValueOptions { Meta enum_value_meta = 1088; }
+`,
+	"confluent/type/decimal.proto": `syntax = "proto3";
+package confluent.type;
+message Decimal {
+  bytes value = 1;
+  uint32 precision = 2;
+  int32 scale = 3;
+}
+`,
+}
+
+// maxDecimalScale bounds a confluent.type.Decimal's scale, which the payload carries: the
+// text of a larger one would be as long as the scale.
+const maxDecimalScale = 10000
+
 // compileProto compiles a Protobuf schema, given as .proto text or as the
 // standard base64 of a serialized FileDescriptorProto (the form
 // Confluent's clients register and the registry serves with
@@ -52,6 +92,9 @@ func compileProto(ctx context.Context, text string, deps map[string]string) (pro
 	files[protoMainFile] = text
 	resolve := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
 		t, ok := files[path]
+		if !ok {
+			t, ok = confluentImports[path]
+		}
 		if !ok {
 			return protocompile.SearchResult{}, fmt.Errorf("import %s: %w", path, protoregistry.NotFound)
 		}
@@ -315,6 +358,9 @@ func protoScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value, depth in
 func wellKnown(m protoreflect.Message, depth int) (any, bool, error) {
 	md := m.Descriptor()
 	name := md.FullName()
+	if name == "confluent.type.Decimal" {
+		return confluentDecimal(m)
+	}
 	if md.ParentFile() == nil || !strings.HasPrefix(string(name), "google.protobuf.") {
 		return nil, false, nil
 	}
@@ -383,6 +429,26 @@ func wellKnown(m protoreflect.Message, depth int) (any, bool, error) {
 		return v, true, err
 	}
 	return nil, false, nil
+}
+
+// confluentDecimal reads confluent.type.Decimal (a big-endian two's complement unscaled value,
+// its precision and scale) as Avro's decimals read: plain decimal text ("-12.30"); false when
+// the message only takes the name.
+func confluentDecimal(m protoreflect.Message) (any, bool, error) {
+	fs := m.Descriptor().Fields()
+	v, s := fs.ByNumber(1), fs.ByNumber(3)
+	if fs.Len() != 3 || v == nil || s == nil || v.Kind() != protoreflect.BytesKind || s.Kind() != protoreflect.Int32Kind || v.IsList() || s.IsList() {
+		return nil, false, nil
+	}
+	scale := m.Get(s).Int()
+	if scale > maxDecimalScale || scale < -maxDecimalScale {
+		return nil, true, fmt.Errorf("confluent.type.Decimal: scale %d out of range", scale)
+	}
+	b := m.Get(v).Bytes()
+	if len(b) == 0 {
+		b = []byte{0}
+	}
+	return decimalString(b, int(scale)), true, nil
 }
 
 // durationText is a Duration's JSON mapping: seconds with the fraction

@@ -40,6 +40,7 @@ import "google/protobuf/wrappers.proto";
 import "google/protobuf/duration.proto";
 import "google/protobuf/struct.proto";
 import "money.proto";
+import "confluent/type/decimal.proto";
 
 message Order {
   string order_id = 1;
@@ -61,6 +62,7 @@ message Order {
   google.protobuf.Struct extra = 15;
   float ratio = 16;
   sint32 delta = 17;
+  confluent.type.Decimal price = 18;
   message Line {
     string sku = 1;
     int32 qty = 2;
@@ -123,7 +125,7 @@ const fullOrder = `{"orderId": "o-1", "amount": "-1234567890123", "status": "PAI
  "placed": "2026-11-30T10:00:00.500Z", "note": "fragile", "counts": {"b": 2, "a": 1},
  "lines": [{"sku": "s-1", "qty": 3}, {"sku": "s-2"}], "cash": {"cents": "250", "currency": "EUR"},
  "discount": 0.1, "raw": "AAEC", "big": "18446744073709551615", "tip": "7", "wait": "1.500s",
- "extra": {"k": [1, "x", null, true]}, "ratio": 0.25, "delta": -3}`
+ "extra": {"k": [1, "x", null, true]}, "ratio": 0.25, "delta": -3, "price": {"value": "BNI=", "scale": 2}}`
 
 // TestProtobufDecode decodes Confluent-framed Protobuf records through a
 // registry (the schema's imports resolved through its references) and
@@ -389,7 +391,7 @@ func TestConfluentPythonRecords(t *testing.T) {
 // others decode.
 func TestSourceSchemasLenient(t *testing.T) {
 	c, err := NewWithSchemas(Config{ValueSerde: SerdeProtobuf}, map[int32]Schema{
-		1: {Schema: `syntax = "proto3"; import "confluent/meta.proto"; message M {}`, Type: "PROTOBUF"},
+		1: {Schema: `syntax = "proto3"; import "nowhere/else.proto"; message M {}`, Type: "PROTOBUF"},
 		2: {Schema: `syntax = "proto3"; message N { int32 n = 1; }`, Type: "PROTOBUF"},
 		3: {Schema: `{"type": "nope"}`},
 	})
@@ -410,5 +412,41 @@ func TestSourceSchemasLenient(t *testing.T) {
 	writeFileTB(t, dir, SchemasFile, `{"1": {"schema": "message", "schemaType": "PROTOBUF"}}`)
 	if _, err := New(Config{ValueSerde: SerdeProtobuf, SchemasDir: dir}); err == nil {
 		t.Error("a --schemas dir with a schema that does not compile was accepted")
+	}
+}
+
+// TestProtobufConfluentImports: Confluent's Python client registers no reference for
+// confluent/meta.proto and confluent/type/decimal.proto (skip.known.types): a schema that
+// imports them compiles, and a confluent.type.Decimal reads as Avro's decimals do.
+func TestProtobufConfluentImports(t *testing.T) {
+	schema := `syntax = "proto3";
+package shop;
+import "confluent/meta.proto";
+import "confluent/type/decimal.proto";
+message Price {
+  option (confluent.message_meta).doc = "a price";
+  confluent.type.Decimal amount = 1 [(confluent.field_meta).tags = "PII"];
+  string currency = 2;
+}`
+	fd, err := compileProto(t.Context(), schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		msg, want string
+	}{
+		{`{"amount": {"value": "+zk=", "precision": 5, "scale": 2}, "currency": "EUR"}`, `{"amount":"-12.23","currency":"EUR"}`}, // 0xfb39 = -1223
+		{`{"amount": {"value": "AQ==", "scale": -3}}`, `{"amount":"1000","currency":""}`},
+		{`{"amount": {}}`, `{"amount":"0","currency":""}`},
+		{`{}`, `{"amount":null,"currency":""}`},
+	} {
+		v, err := decodeProtobuf(fd, append([]byte{0}, protoEncode(t, schema, nil, []int{0}, tc.msg)...), "")
+		if err != nil || Text(v) != tc.want {
+			t.Errorf("%s: %s %v, want %s", tc.msg, Text(v), err, tc.want)
+		}
+	}
+	_, err = decodeProtobuf(fd, append([]byte{0}, protoEncode(t, schema, nil, []int{0}, `{"amount": {"value": "AQ==", "scale": -2000000000}}`)...), "")
+	if err == nil || !strings.Contains(err.Error(), "scale") {
+		t.Errorf("a scale of -2e9: %v, want an error", err)
 	}
 }
