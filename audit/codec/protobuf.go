@@ -475,24 +475,6 @@ func durationText(sec, nanos int64) string {
 	return b.String()
 }
 
-// protoMessages lists a schema's messages, top-level and nested, by full
-// name in the order of their indexes (for errors and recognition).
-func protoMessages(fd protoreflect.FileDescriptor) []string {
-	var out []string
-	var add func(ms protoreflect.MessageDescriptors)
-	add = func(ms protoreflect.MessageDescriptors) {
-		for i := 0; i < ms.Len(); i++ {
-			if ms.Get(i).IsMapEntry() {
-				continue
-			}
-			out = append(out, string(ms.Get(i).FullName()))
-			add(ms.Get(i).Messages())
-		}
-	}
-	add(fd.Messages())
-	return out
-}
-
 // decodeJSONSchema reads a JSON Schema serializer's record: magic byte 0,
 // the 4-byte schema id, then JSON text.
 func decodeJSONSchema(data []byte, derr func(string, error) error) (any, error) {
