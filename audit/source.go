@@ -211,7 +211,7 @@ type TopologyHolder interface {
 // SchemaHolder is implemented by sources that carry the schemas their
 // records were written with (a capture), by schema id.
 type SchemaHolder interface {
-	Schemas() map[int32]string
+	Schemas() map[int32]Schema
 }
 
 // TopologyOf is the describe() text src carries, or "".
@@ -223,7 +223,7 @@ func TopologyOf(src Source) string {
 }
 
 // SchemasOf is the schemas src carries, or nil.
-func SchemasOf(src Source) map[int32]string {
+func SchemasOf(src Source) map[int32]Schema {
 	if h, ok := src.(SchemaHolder); ok {
 		return h.Schemas()
 	}

@@ -36,11 +36,19 @@ const (
 	SerdeVoid   = "void"   // Kafka's VoidSerializer: always null
 	SerdeJSON   = "json"   // JSON text, plain or Confluent-framed (JSON Schema serializer)
 	SerdeAvro   = "avro"   // Confluent-framed Avro: magic 0, 4-byte schema id, Avro binary
+	// SerdeProtobuf is Confluent-framed Protobuf: magic 0, 4-byte schema
+	// id, the message indexes, the message. "protobuf:NAME" also names the
+	// message the records must hold (full or short name).
+	SerdeProtobuf = "protobuf"
+	// SerdeJSONSchema is Confluent-framed JSON (the JSON Schema
+	// serializer's): magic 0, 4-byte schema id, JSON text. The schema is
+	// not needed to read it and is not validated against.
+	SerdeJSONSchema = "json-schema"
 )
 
 // Serdes lists every serde name New accepts.
 var Serdes = []string{SerdeString, SerdeLong, SerdeInt, SerdeShort, SerdeDouble, SerdeFloat,
-	SerdeUUID, SerdeBytes, SerdeVoid, SerdeJSON, SerdeAvro}
+	SerdeUUID, SerdeBytes, SerdeVoid, SerdeJSON, SerdeAvro, SerdeProtobuf, SerdeJSONSchema}
 
 // TopicSerdes overrides the default serdes for one topic. An empty field
 // keeps the default.
@@ -77,13 +85,19 @@ type Config struct {
 	// Backoff is the delay before the first retry, doubled for each next
 	// one (default 200ms).
 	Backoff time.Duration
+
+	// lenient keeps a schema of SchemasDir's schemas.json that cannot be
+	// used as such: its records are undecodable (ErrBadSchema), the codec
+	// is built (a capture's own schemas are evidence, one bad schema
+	// leaves the others usable)
+	lenient bool
 }
 
 // Codec decodes keys and values by topic. It implements audit.Decoder and
 // is safe for concurrent use; schemas are fetched once per id.
 type Codec struct {
-	key, value serde
-	exact      map[string][2]serde
+	key, value sel
+	exact      map[string][2]sel
 	patterns   []topicPattern
 	schemas    *schemaStore
 	// hot holds the schemas found so far, read without a lock: every
@@ -118,7 +132,14 @@ func (c *Codec) schema(ctx context.Context, id int32) (*schemaEntry, error) {
 
 type topicPattern struct {
 	pattern string
-	serdes  [2]serde
+	serdes  [2]sel
+}
+
+// sel is the serde of one side of a topic: its kind and, for protobuf,
+// the message name the spec gives ("" for any).
+type sel struct {
+	s   serde
+	msg string
 }
 
 var _ audit.Decoder = (*Codec)(nil)
@@ -137,10 +158,28 @@ const (
 	sVoid
 	sJSON
 	sAvro
+	sProtobuf
+	sJSONSchema
 )
 
-func parseSerde(name string) (serde, error) {
-	switch NormalizeSerde(name) {
+// framed reports whether s reads Confluent-framed records whose schema
+// comes from a registry, a schemas dir or a capture.
+func (s serde) framed() bool { return s == sAvro || s == sProtobuf }
+
+func parseSerde(name string) (sel, error) {
+	n := NormalizeSerde(name)
+	if msg, ok := strings.CutPrefix(n, SerdeProtobuf+":"); ok {
+		if msg == "" {
+			return sel{}, fmt.Errorf("serde %q names no message (protobuf:NAME)", name)
+		}
+		return sel{sProtobuf, msg}, nil
+	}
+	s, err := parseKind(n, name)
+	return sel{s: s}, err
+}
+
+func parseKind(n, name string) (serde, error) {
+	switch n {
 	case "", SerdeBytes, "bytearray", "byte-array":
 		return sBytes, nil
 	case SerdeString:
@@ -163,6 +202,10 @@ func parseSerde(name string) (serde, error) {
 		return sJSON, nil
 	case SerdeAvro:
 		return sAvro, nil
+	case SerdeProtobuf:
+		return sProtobuf, nil
+	case SerdeJSONSchema, "jsonschema", "json_schema":
+		return sJSONSchema, nil
 	}
 	return 0, fmt.Errorf("unknown serde %q (want one of %s)", name, strings.Join(Serdes, ", "))
 }
@@ -177,7 +220,7 @@ func CheckSerde(name string) error {
 // New returns a Codec for cfg. It reads SchemasDir at once and checks the
 // registry settings, but does not contact the registry.
 func New(cfg Config) (*Codec, error) {
-	c := &Codec{exact: map[string][2]serde{}}
+	c := &Codec{exact: map[string][2]sel{}}
 	var err error
 	if c.key, err = parseSerde(cfg.KeySerde); err != nil {
 		return nil, fmt.Errorf("parse key serde: %w", err)
@@ -185,7 +228,7 @@ func New(cfg Config) (*Codec, error) {
 	if c.value, err = parseSerde(cfg.ValueSerde); err != nil {
 		return nil, fmt.Errorf("parse value serde: %w", err)
 	}
-	avro := c.key == sAvro || c.value == sAvro
+	avro := c.key.s.framed() || c.value.s.framed()
 	names := make([]string, 0, len(cfg.Topics))
 	for name := range cfg.Topics {
 		names = append(names, name)
@@ -193,7 +236,7 @@ func New(cfg Config) (*Codec, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		ts := cfg.Topics[name]
-		pair := [2]serde{c.key, c.value}
+		pair := [2]sel{c.key, c.value}
 		if ts.Key != "" {
 			if pair[0], err = parseSerde(ts.Key); err != nil {
 				return nil, fmt.Errorf("parse key serde of topic %s: %w", name, err)
@@ -204,7 +247,7 @@ func New(cfg Config) (*Codec, error) {
 				return nil, fmt.Errorf("parse value serde of topic %s: %w", name, err)
 			}
 		}
-		avro = avro || pair[0] == sAvro || pair[1] == sAvro
+		avro = avro || pair[0].s.framed() || pair[1].s.framed()
 		if strings.ContainsAny(name, "*?[") {
 			if _, err := path.Match(name, ""); err != nil {
 				return nil, fmt.Errorf("parse topic pattern %q: %w", name, err)
@@ -228,7 +271,7 @@ func New(cfg Config) (*Codec, error) {
 	return c, nil
 }
 
-func (c *Codec) serdeFor(topic string, isKey bool) serde {
+func (c *Codec) serdeFor(topic string, isKey bool) sel {
 	i := 1
 	if isKey {
 		i = 0
@@ -253,7 +296,8 @@ func (c *Codec) serdeFor(topic string, isKey bool) serde {
 // *RegistryError (errors.Is ErrRegistryUnavailable) when the registry
 // could not say what a schema id is, or ctx's error.
 func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, error) {
-	s := c.serdeFor(topic, isKey)
+	sl := c.serdeFor(topic, isKey)
+	s := sl.s
 	if data == nil {
 		return nil, nil
 	}
@@ -294,8 +338,10 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 			return nil, derr("invalid JSON", err)
 		}
 		return v, nil
-	case sAvro:
-		return c.decodeAvro(ctx, topic, isKey, data, nil, false)
+	case sJSONSchema:
+		return decodeJSONSchema(data, derr)
+	case sAvro, sProtobuf:
+		return c.decodeFramed(ctx, topic, isKey, data, sl, nil, false)
 	}
 	return nil, derr("unknown serde", nil)
 }
@@ -306,7 +352,7 @@ func (c *Codec) Decode(ctx context.Context, topic string, isKey bool, data []byt
 // of the keys of repartition topics, changelogs and outputs need only that.
 func (c *Codec) DecodeText(ctx context.Context, topic string, isKey bool, data []byte) (string, error) {
 	if data != nil {
-		if s := c.serdeFor(topic, isKey); s == sString || s == sUUID {
+		if s := c.serdeFor(topic, isKey).s; s == sString || s == sUUID {
 			if !utf8.Valid(data) {
 				return "", &DecodeError{Topic: topic, IsKey: isKey, SchemaID: -1, Reason: "invalid UTF-8"}
 			}
@@ -326,9 +372,9 @@ func (c *Codec) DecodeText(ctx context.Context, topic string, isKey bool, data [
 // in the payload's own order, so the digest costs no second walk over the
 // value's maps. On an error the digest is zero.
 func (c *Codec) DecodeDigest(ctx context.Context, topic string, isKey bool, data []byte) (audit.Value, Digest, error) {
-	if len(data) > 0 && c.serdeFor(topic, isKey) == sAvro {
+	if sl := c.serdeFor(topic, isKey); len(data) > 0 && sl.s.framed() {
 		var dg Digest
-		v, err := c.decodeAvro(ctx, topic, isKey, data, &dg, false)
+		v, err := c.decodeFramed(ctx, topic, isKey, data, sl, &dg, false)
 		if err != nil {
 			return nil, Digest{}, err
 		}
@@ -346,9 +392,9 @@ func (c *Codec) DecodeDigest(ctx context.Context, topic string, isKey bool, data
 // the canonical JSON straight from the payload and allocates nothing for
 // most types, for callers that compare records and do not look inside.
 func (c *Codec) DigestBytes(ctx context.Context, topic string, isKey bool, data []byte) (Digest, error) {
-	if len(data) > 0 && c.serdeFor(topic, isKey) == sAvro {
+	if sl := c.serdeFor(topic, isKey); len(data) > 0 && sl.s.framed() {
 		var dg Digest
-		if _, err := c.decodeAvro(ctx, topic, isKey, data, &dg, true); err != nil {
+		if _, err := c.decodeFramed(ctx, topic, isKey, data, sl, &dg, true); err != nil {
 			return Digest{}, err
 		}
 		return dg, nil
@@ -411,11 +457,12 @@ func unmarshalNumber(data []byte, v *any) error {
 	return nil
 }
 
-// decodeAvro decodes a Confluent-framed payload: magic byte 0, a 4-byte
-// big-endian schema id, then Avro binary (or JSON text for a schema of
-// type JSON). With a non-nil dg it sets *dg to the value's digest, and
-// with valueless too it returns no value (but for a JSON schema).
-func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data []byte, dg *Digest, valueless bool) (audit.Value, error) {
+// decodeFramed decodes a Confluent-framed payload: magic byte 0, a 4-byte
+// big-endian schema id, then what the schema's type says, whichever of
+// avro and protobuf the serde named: Avro binary, the message indexes and
+// a Protobuf message, or JSON text. With a non-nil dg it sets *dg to the
+// value's digest, and with valueless too it returns no value (for Avro).
+func (c *Codec) decodeFramed(ctx context.Context, topic string, isKey bool, data []byte, sl sel, dg *Digest, valueless bool) (audit.Value, error) {
 	derr := func(id int32, reason string, err error) error {
 		return &DecodeError{Topic: topic, IsKey: isKey, SchemaID: id, Reason: reason, Err: err}
 	}
@@ -437,8 +484,20 @@ func (c *Codec) decodeAvro(ctx context.Context, topic string, isKey bool, data [
 		}
 		return nil, derr(id, "", err)
 	}
+	if sch.bad != nil {
+		return nil, derr(id, "", fmt.Errorf("%w: %w", ErrBadSchema, sch.bad))
+	}
 	body := data[5:]
 	switch sch.typ {
+	case typeProtobuf:
+		v, err := decodeProtobuf(sch.proto, body, sl.msg)
+		if err != nil {
+			return nil, derr(id, "", err)
+		}
+		if dg != nil {
+			*dg = DigestOf(v)
+		}
+		return v, nil
 	case typeJSON:
 		v, err := decodeJSON(body)
 		if err != nil {
@@ -524,11 +583,8 @@ func SchemaID(data []byte) (int32, bool) {
 	return int32(binary.BigEndian.Uint32(data[1:5])), true
 }
 
-// Schema is one schema as schemas.json stores it: Confluent's shape
-// without references.
-type Schema struct {
-	Schema string `json:"schema"`
-	Type   string `json:"schemaType,omitempty"` // AVRO when empty
-}
+// Schema is one schema as schemas.json stores it: Confluent's shape, with
+// the files a Protobuf schema imports in place of its references.
+type Schema = audit.Schema
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }

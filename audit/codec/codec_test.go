@@ -151,8 +151,8 @@ func TestCheckSerde(t *testing.T) {
 			t.Errorf("CheckSerde(%q) = %v", name, err)
 		}
 	}
-	if err := CheckSerde("protobuf"); err == nil || !strings.Contains(err.Error(), "avro") {
-		t.Errorf("CheckSerde(protobuf) = %v, want an error listing the serdes", err)
+	if err := CheckSerde("thrift"); err == nil || !strings.Contains(err.Error(), "avro") || !strings.Contains(err.Error(), "json-schema") {
+		t.Errorf("CheckSerde(thrift) = %v, want an error listing the serdes", err)
 	}
 }
 
@@ -174,7 +174,8 @@ func TestNewErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"unknown serde", Config{ValueSerde: "protobuf"}, "unknown serde"},
+		{"unknown serde", Config{ValueSerde: "thrift"}, "unknown serde"},
+		{"protobuf without a message name", Config{ValueSerde: "protobuf: "}, "names no message"},
 		{"unknown topic serde", Config{Topics: map[string]TopicSerdes{"t": {Key: "xml"}}}, "topic t"},
 		{"bad pattern", Config{Topics: map[string]TopicSerdes{"t[": {Key: "string"}}}, "pattern"},
 		{"bad url", Config{ValueSerde: "avro", RegistryURL: "ftp://u:secret@h"}, "registry URL"},

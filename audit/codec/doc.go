@@ -3,13 +3,18 @@
 //
 // Codec implements audit.Decoder. Config names a key and a value serde per
 // topic: string, long, int, short, double, float, uuid, bytes, void, json,
-// or avro (Confluent framing: magic byte 0, a 4-byte big-endian schema id,
-// then Avro binary). Avro schemas come from a Confluent Schema Registry
-// (fetched once per id, references resolved) and/or an offline directory of
-// <id>.avsc files and a schemas.json map. DecodeError is a record that
-// cannot be decoded; RegistryError is a registry that could not answer.
-// Canonical, Text and DigestOf turn values into canonical JSON and a
-// Digest.
+// avro (Confluent framing: magic byte 0, a 4-byte big-endian schema id,
+// then Avro binary), protobuf (the same frame, then the message indexes,
+// then the Protobuf message; protobuf:NAME also names the message) or
+// json-schema (the same frame, then JSON text). Schemas come from a
+// Confluent Schema Registry (fetched once per id, references resolved)
+// and/or an offline directory of <id>.avsc files and a schemas.json map
+// (audit.Schema: a Protobuf schema with the files it imports). A framed
+// record is read by its schema's type, whichever of avro and protobuf the
+// serde names; json-schema needs no schema (the JSON is not validated
+// against it). DecodeError is a record that cannot be decoded;
+// RegistryError is a registry that could not answer. Canonical, Text and
+// DigestOf turn values into canonical JSON and a Digest.
 //
 // # Values
 //
@@ -67,6 +72,46 @@
 // DecodeError (ErrTruncated for the last). Nesting is limited to 500 levels
 // and arrays of zero-byte items to 2^20 items per payload.
 //
+// # Protobuf
+//
+// The message indexes after the schema id are Confluent's: a zig-zag
+// varint count, then that many zig-zag varints, the first a top-level
+// message's position in the schema, each next one a nested message's in
+// the one before (a map's entry counts, as in the descriptor); a count of
+// 0, one zero byte, stands for [0]. They are read with franz-go's
+// sr.ConfluentHeader, at most 64 deep. The schema, .proto text or the
+// base64 of a FileDescriptorProto (what Confluent's clients register),
+// is compiled at run time with github.com/bufbuild/protocompile, its
+// imports from its references (confluent/meta.proto and
+// confluent/type/decimal.proto, for which Confluent's Python client
+// registers none, are built in; the well-known google/protobuf/ files come
+// from the compiler's own copies), and the message read with dynamicpb.
+// Values are as Avro's, so the same record compares equal in either
+// format:
+//
+//	message                 map[string]any keyed by the .proto field name,
+//	                        every field: a scalar without presence at its
+//	                        default, an unset message or optional field nil,
+//	                        of a oneof only the member set
+//	int32 … sfixed64, uint* json.Number (64-bit ones too, unlike protojson)
+//	float, double           as Avro's
+//	bool, string            bool, string
+//	bytes                   string, standard base64
+//	enum                    string, the value's name (its number where the
+//	                        schema has none)
+//	repeated, map           []any, map[string]any (keys as text)
+//	Timestamp               string, as Avro's timestamps
+//	Duration                string, "1.5s"
+//	wrappers (Int64Value…)  the wrapped value, nil when unset
+//	Struct, Value, ListValue  the JSON they hold
+//	confluent.type.Decimal  string, as Avro's decimals ("-12.30")
+//
+// A message index past the schema's messages (ErrMessageIndex), a varint
+// cut short (ErrTruncated), bytes the message does not parse as, fields
+// the schema does not define, or a schema that does not compile
+// (ErrBadSchema) make a DecodeError; google.golang.org/protobuf's panics
+// on malformed input are recovered into one.
+//
 // # Canonical JSON and digests
 //
 // Canonical writes a value with object keys sorted, no space, numbers in
@@ -101,7 +146,8 @@
 // is final and means ErrUnknownSchema; 401, 403, other statuses and an
 // answer that is not JSON are final and mean ErrRegistryUnavailable.
 // Several URLs separated by commas are tried in order. Schemas of type
-// JSON decode the framed text as JSON; PROTOBUF is not supported.
+// JSON decode the framed text as JSON. A PROTOBUF schema's references
+// are fetched too, into the files it imports by import path.
 //
 // Properties honoured (each also under the "schema.registry." prefix,
 // which wins):

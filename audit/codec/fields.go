@@ -21,7 +21,7 @@ import (
 // skipped: their strings are neither copied nor boxed. On an error ok is
 // false.
 func (c *Codec) DecodeFields(ctx context.Context, topic string, data []byte, fields []string) (v map[string]any, ok bool, err error) {
-	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false) != sAvro || c.schemas == nil {
+	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false).s != sAvro || c.schemas == nil {
 		return nil, false, nil
 	}
 	id := int32(binary.BigEndian.Uint32(data[1:5]))
@@ -108,7 +108,7 @@ func (c *Codec) DecodeFields(ctx context.Context, topic string, data []byte, fie
 // with ok false. It is what a join whose value copies fields needs to
 // digest its expected value without building it.
 func (c *Codec) FieldTexts(ctx context.Context, topic string, data []byte, fields []string, dst []byte, spans [][2]int) (out []byte, ok bool, err error) {
-	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false) != sAvro || c.schemas == nil {
+	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false).s != sAvro || c.schemas == nil {
 		return dst, false, nil
 	}
 	id := int32(binary.BigEndian.Uint32(data[1:5]))

@@ -39,13 +39,24 @@ func FuzzDecode(f *testing.F) {
 	f.Add(byte(4), []byte{0, 0, 0, 1})
 	f.Add(byte(0), []byte{0, 0, 0, 0, 9, 1})
 	f.Add(byte(0), []byte{1, 2, 3})
+	// protobuf (schema id 5, orderProto) and json-schema
+	deps := map[string]string{"money.proto": moneyProto}
+	f.Add(byte(11), append(frame(5, []byte{0}), protoEncode(f, orderProto, deps, []int{0}, fullOrder)...))
+	f.Add(byte(11), append(frame(5, protoHeader([]int{0, 1})), protoEncode(f, orderProto, deps, []int{0, 1}, `{"sku":"s","qty":-1}`)...))
+	f.Add(byte(11), frame(5, []byte{4, 0x80}))
+	f.Add(byte(12), frame(9, []byte(`{"a":[1,2.5e3,"x",null,true]}`)))
 
 	dir := f.TempDir()
 	for id, s := range fuzzSchemas {
 		writeFileTB(f, dir, itoa(int32(id))+".avsc", s)
 	}
+	writeFileTB(f, dir, SchemasFile, `{"5": {"schema": `+jsonString(orderProto)+`, "schemaType": "PROTOBUF", "dependencies": {"money.proto": `+jsonString(moneyProto)+`}}}`)
+	serdes := []string{SerdeAvro, SerdeJSON, SerdeString, SerdeLong, SerdeInt, SerdeShort, SerdeDouble, SerdeFloat, SerdeUUID, SerdeBytes, SerdeVoid, SerdeProtobuf, SerdeJSONSchema}
+	if len(serdes) != len(Serdes) {
+		f.Fatalf("FuzzDecode covers %d serdes of %d", len(serdes), len(Serdes))
+	}
 	codecs := make([]*Codec, len(Serdes))
-	for i, s := range []string{SerdeAvro, SerdeJSON, SerdeString, SerdeLong, SerdeInt, SerdeShort, SerdeDouble, SerdeFloat, SerdeUUID, SerdeBytes, SerdeVoid} {
+	for i, s := range serdes {
 		c, err := New(Config{ValueSerde: s, SchemasDir: dir})
 		if err != nil {
 			f.Fatal(err)
@@ -126,6 +137,31 @@ func FuzzSplitWindowedKey(f *testing.F) {
 		_ = append(inner, 0) // the inner slice is capped: appending never writes over the start
 		if again, _, _, _ := SplitWindowedKey(b, withSeq); string(again) != string(inner) {
 			t.Fatal("append to the inner key changed the input")
+		}
+	})
+}
+
+// FuzzProtobufSchema compiles arbitrary schema text (a registry's answer
+// is not trusted), .proto or a base64 descriptor, with one import: no
+// panic, and a schema that compiles decodes a first-message record
+// without panicking either.
+func FuzzProtobufSchema(f *testing.F) {
+	f.Add(orderProto, moneyProto)
+	f.Add(`syntax = "proto2"; message M { optional int32 a = 1 [default = 5]; repeated group G = 2 { optional string s = 3; } }`, "")
+	f.Add(`syntax = "proto3"; import "money.proto"; message M { shop.Money m = 1; map<int64, shop.Money> x = 2; }`, moneyProto)
+	f.Add(`syntax = "proto3"; import "money.proto"; message M {}`, `syntax = "proto3"; import "kaudit-schema.proto"; message X {}`)
+	f.Add("CgRhLnByb3RvIgMKAU0=", "")
+	f.Add(`message`, `}`)
+	f.Fuzz(func(t *testing.T, schema, dep string) {
+		if len(schema)+len(dep) > 1<<14 {
+			return
+		}
+		fd, err := compileProto(context.Background(), schema, map[string]string{"money.proto": dep})
+		if err != nil {
+			return
+		}
+		if fd.Messages().Len() > 0 {
+			_, _ = decodeProtobuf(fd, []byte{0, 8, 1, 0x12, 0}, "")
 		}
 	})
 }

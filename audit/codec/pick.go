@@ -19,7 +19,7 @@ import (
 // another type, no such field, or a field of a record, array or map
 // type): the caller decodes the value in full. Errors are Decode's.
 func (c *Codec) DigestField(ctx context.Context, topic string, data []byte, field string) (v audit.Value, dg Digest, ok bool, err error) {
-	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false) != sAvro || c.schemas == nil {
+	if len(data) < 5 || data[0] != 0 || c.serdeFor(topic, false).s != sAvro || c.schemas == nil {
 		return nil, Digest{}, false, nil
 	}
 	id := int32(binary.BigEndian.Uint32(data[1:5]))

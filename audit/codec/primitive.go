@@ -26,6 +26,10 @@ var javaSerdes = map[string]string{
 // IntegerSerializer/IntegerDeserializer. A name it does not know is
 // returned lower-cased and trimmed (New then rejects it).
 func NormalizeSerde(name string) string {
+	if kind, msg, ok := strings.Cut(strings.TrimSpace(name), ":"); ok && strings.EqualFold(strings.TrimSpace(kind), SerdeProtobuf) {
+		// protobuf:NAME keeps the message name's case
+		return SerdeProtobuf + ":" + strings.TrimSpace(msg)
+	}
 	s := strings.ToLower(strings.TrimSpace(name))
 	for _, n := range Serdes {
 		if s == n {

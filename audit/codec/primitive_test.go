@@ -104,13 +104,14 @@ func TestNormalizeSerde(t *testing.T) {
 		"org.apache.kafka.common.serialization.IntegerSerializer":  "int",
 		"org.apache.kafka.common.serialization.UUIDDeserializer":   "uuid",
 		" json ": "json", "AVRO": "avro", "": "", "serde": "serde", "Protobuf": "protobuf",
+		"PROTOBUF:shop.Order": "protobuf:shop.Order", "Json-Schema": "json-schema", "Thrift": "thrift",
 	} {
 		if got := NormalizeSerde(in); got != want {
 			t.Errorf("NormalizeSerde(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if err := CheckSerde("Protobuf"); err == nil {
-		t.Error("CheckSerde(Protobuf) accepted it")
+	if err := CheckSerde("Thrift"); err == nil {
+		t.Error("CheckSerde(Thrift) accepted it")
 	}
 }
 

@@ -1,11 +1,12 @@
 package codec
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kaudit/kaudit/internal/input"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kaudit/kaudit/internal/input"
+
 	"github.com/hamba/avro/v2"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // SchemasFile is the file of SchemasDir that maps schema ids to schemas.
@@ -24,6 +28,7 @@ type schemaType uint8
 const (
 	typeAvro schemaType = iota
 	typeJSON
+	typeProtobuf
 	typeOther
 )
 
@@ -32,7 +37,10 @@ type schemaEntry struct {
 	typ      schemaType
 	typeName string // as the registry says it: AVRO, JSON, PROTOBUF
 	node     *node
-	text     string // self-contained schema text
+	proto    protoreflect.FileDescriptor
+	text     string            // self-contained schema text (Avro: references inlined)
+	deps     map[string]string // Protobuf: the imported files' texts by import path
+	bad      error             // why the schema cannot be used (a capture's own, kept)
 }
 
 // schemaStore finds schemas by id: offline ones first, then the registry,
@@ -60,7 +68,7 @@ type schemaCall struct {
 func newSchemaStore(cfg Config) (*schemaStore, error) {
 	s := &schemaStore{offline: map[int32]*schemaEntry{}, calls: map[int32]*schemaCall{}, refs: map[string]schemaAnswer{}}
 	if cfg.SchemasDir != "" {
-		if err := s.loadDir(cfg.SchemasDir); err != nil {
+		if err := s.loadDir(cfg.SchemasDir, cfg.lenient); err != nil {
 			return nil, err
 		}
 	}
@@ -78,7 +86,7 @@ func (s *schemaStore) get(ctx context.Context, id int32) (*schemaEntry, error) {
 		return e, nil
 	}
 	if s.none {
-		return nil, fmt.Errorf("%w: the records are Confluent-framed Avro (schema id %d) and no schemas were given: a capture's own, --schemas DIR, the broker log dirs' _schemas topic or --schema-registry-url", ErrRegistryUnavailable, id)
+		return nil, fmt.Errorf("%w: the records are Confluent-framed (schema id %d) and no schemas were given: a capture's own, --schemas DIR, the broker log dirs' _schemas topic or --schema-registry-url", ErrRegistryUnavailable, id)
 	}
 	if s.client == nil {
 		return nil, fmt.Errorf("%w: id %d is not in the schemas dir", ErrUnknownSchema, id)
@@ -136,7 +144,7 @@ func (s *schemaStore) used() map[int32]Schema {
 }
 
 func (e *schemaEntry) export() Schema {
-	sc := Schema{Schema: e.text}
+	sc := Schema{Schema: e.text, Deps: maps.Clone(e.deps)}
 	if e.typ != typeAvro {
 		sc.Type = e.typeName
 	}
@@ -154,15 +162,79 @@ func (s *schemaStore) fetch(ctx context.Context, id int32) (*schemaEntry, error)
 	if err != nil {
 		return nil, err
 	}
+	if strings.EqualFold(ans.SchemaType, "PROTOBUF") {
+		deps := map[string]string{}
+		if err := s.loadProtoRefs(ctx, ans.References, deps, map[string]bool{}, 0); err != nil {
+			return nil, err
+		}
+		e, err := buildEntry(ctx, ans.SchemaType, ans.Schema, nil, deps)
+		if err != nil {
+			return nil, fmt.Errorf("%w: schema id %d: %w", ErrBadSchema, id, err)
+		}
+		return e, nil
+	}
 	cache := &avro.SchemaCache{}
 	if err := s.loadRefs(ctx, ans.References, cache, map[string]bool{}, 0); err != nil {
 		return nil, err
 	}
-	e, err := buildEntry(ans.SchemaType, ans.Schema, cache)
+	e, err := buildEntry(ctx, ans.SchemaType, ans.Schema, cache, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema id %d: %w", ErrBadSchema, id, err)
 	}
 	return e, nil
+}
+
+// reference fetches a referenced schema: GET /subjects/{s}/versions/{v},
+// kept per subject and version for every id that refers to it.
+func (s *schemaStore) reference(ctx context.Context, ref reference) (schemaAnswer, error) {
+	key := ref.Subject + "\x00" + strconv.Itoa(ref.Version)
+	s.mu.Lock()
+	ans, ok := s.refs[key]
+	s.mu.Unlock()
+	if ok {
+		return ans, nil
+	}
+	path := "/subjects/" + url.PathEscape(ref.Subject) + "/versions/" + strconv.Itoa(ref.Version)
+	err := s.client.get(ctx, path, &ans)
+	var nf *notFoundError
+	if errors.As(err, &nf) {
+		return ans, fmt.Errorf("%w: reference %s (subject %s version %d): %w", ErrBadSchema, ref.Name, ref.Subject, ref.Version, err)
+	}
+	if err != nil {
+		return ans, err
+	}
+	s.mu.Lock()
+	s.refs[key] = ans
+	s.mu.Unlock()
+	return ans, nil
+}
+
+// loadProtoRefs fetches the files a Protobuf schema imports, and theirs,
+// into deps by import path (the reference's name). A reference met again
+// is not fetched again: a cycle ends here and the compiler names it.
+func (s *schemaStore) loadProtoRefs(ctx context.Context, refs []reference, deps map[string]string, seen map[string]bool, depth int) error {
+	if depth > maxRefDepth {
+		return fmt.Errorf("%w: references nested deeper than %d", ErrBadSchema, maxRefDepth)
+	}
+	for _, ref := range refs {
+		key := ref.Subject + "\x00" + strconv.Itoa(ref.Version)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		ans, err := s.reference(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if old, ok := deps[ref.Name]; ok && old != ans.Schema {
+			return fmt.Errorf("%w: two references named %s", ErrBadSchema, ref.Name)
+		}
+		deps[ref.Name] = ans.Schema
+		if err := s.loadProtoRefs(ctx, ans.References, deps, seen, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadRefs parses referenced schemas, their own references first, into
@@ -177,22 +249,9 @@ func (s *schemaStore) loadRefs(ctx context.Context, refs []reference, cache *avr
 			continue
 		}
 		seen[key] = true
-		s.mu.Lock()
-		ans, ok := s.refs[key]
-		s.mu.Unlock()
-		if !ok {
-			path := "/subjects/" + url.PathEscape(ref.Subject) + "/versions/" + strconv.Itoa(ref.Version)
-			err := s.client.get(ctx, path, &ans)
-			var nf *notFoundError
-			if errors.As(err, &nf) {
-				return fmt.Errorf("%w: reference %s (subject %s version %d): %w", ErrBadSchema, ref.Name, ref.Subject, ref.Version, err)
-			}
-			if err != nil {
-				return err
-			}
-			s.mu.Lock()
-			s.refs[key] = ans
-			s.mu.Unlock()
+		ans, err := s.reference(ctx, ref)
+		if err != nil {
+			return err
 		}
 		if err := s.loadRefs(ctx, ans.References, cache, seen, depth+1); err != nil {
 			return err
@@ -209,8 +268,9 @@ func (s *schemaStore) loadRefs(ctx context.Context, refs []reference, cache *avr
 
 // buildEntry parses a schema of the given registry type. Avro schemas are
 // parsed with their own name cache (never hamba's global one, so two
-// versions of one record name do not mix).
-func buildEntry(typeName, text string, cache *avro.SchemaCache) (*schemaEntry, error) {
+// versions of one record name do not mix); Protobuf schemas are compiled
+// with the files they import (deps).
+func buildEntry(ctx context.Context, typeName, text string, cache *avro.SchemaCache, deps map[string]string) (*schemaEntry, error) {
 	switch t := strings.ToUpper(typeName); t {
 	case "", "AVRO":
 		if cache == nil {
@@ -231,13 +291,22 @@ func buildEntry(typeName, text string, cache *avro.SchemaCache) (*schemaEntry, e
 		return &schemaEntry{typ: typeAvro, typeName: "AVRO", node: n, text: string(full)}, nil
 	case "JSON":
 		return &schemaEntry{typ: typeJSON, typeName: t, text: text}, nil
+	case "PROTOBUF":
+		fd, err := compileProto(ctx, text, deps)
+		if err != nil {
+			return nil, err
+		}
+		if len(deps) == 0 {
+			deps = nil
+		}
+		return &schemaEntry{typ: typeProtobuf, typeName: t, proto: fd, text: text, deps: deps}, nil
 	default:
 		return &schemaEntry{typ: typeOther, typeName: t, text: text}, nil
 	}
 }
 
 // loadDir reads <id>.avsc files and schemas.json from dir.
-func (s *schemaStore) loadDir(dir string) error {
+func (s *schemaStore) loadDir(dir string, lenient bool) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("read schemas dir: %w", err)
@@ -255,7 +324,7 @@ func (s *schemaStore) loadDir(dir string) error {
 		if err != nil {
 			return fmt.Errorf("read schemas dir: %w", err)
 		}
-		e, err := buildEntry("AVRO", string(text), nil)
+		e, err := buildEntry(context.Background(), "AVRO", string(text), nil, nil)
 		if err != nil {
 			return fmt.Errorf("parse schema %s: %w", filepath.Join(dir, name), err)
 		}
@@ -280,7 +349,11 @@ func (s *schemaStore) loadDir(dir string) error {
 		if _, dup := s.offline[id]; dup {
 			return fmt.Errorf("parse %s: schema id %d also has an .avsc file", file, id)
 		}
-		e, err := buildEntry(sc.Type, sc.Schema, nil)
+		e, err := buildEntry(context.Background(), sc.Type, sc.Schema, nil, sc.Deps)
+		if err != nil && lenient {
+			e = &schemaEntry{typ: typeOther, typeName: strings.ToUpper(cmp.Or(sc.Type, "AVRO")), text: sc.Schema, deps: sc.Deps, bad: err}
+			err = nil
+		}
 		if err != nil {
 			return fmt.Errorf("parse %s: schema id %d: %w", file, id, err)
 		}
@@ -291,7 +364,8 @@ func (s *schemaStore) loadDir(dir string) error {
 
 // parseSchemasJSON reads {"<id>": schema, …} where each schema is the
 // schema's JSON itself, a string holding it, or Confluent's
-// {"schema": "…", "schemaType": "…"} (without references).
+// {"schema": "…", "schemaType": "…"} with "dependencies" (import path:
+// text) in place of references (see audit.Schema).
 func parseSchemasJSON(data []byte) (map[int32]Schema, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -303,31 +377,11 @@ func parseSchemasJSON(data []byte) (map[int32]Schema, error) {
 		if err != nil || id < 0 {
 			return nil, fmt.Errorf("key %q is not a schema id", k)
 		}
-		var str string
-		if json.Unmarshal(v, &str) == nil {
-			out[int32(id)] = Schema{Schema: str}
-			continue
+		var sc Schema
+		if err := json.Unmarshal(v, &sc); err != nil {
+			return nil, fmt.Errorf("schema id %d: %w", id, err)
 		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(v, &obj) == nil {
-			if _, isAvro := obj["type"]; !isAvro {
-				if _, ok := obj["schema"]; ok {
-					var sc struct {
-						Schema
-						References []reference `json:"references"`
-					}
-					if err := json.Unmarshal(v, &sc); err != nil {
-						return nil, fmt.Errorf("schema id %d: %w", id, err)
-					}
-					if len(sc.References) > 0 {
-						return nil, fmt.Errorf("schema id %d: references are not supported offline: inline them", id)
-					}
-					out[int32(id)] = sc.Schema
-					continue
-				}
-			}
-		}
-		out[int32(id)] = Schema{Schema: string(v)}
+		out[int32(id)] = sc
 	}
 	return out, nil
 }

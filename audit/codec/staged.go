@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 // a temporary dir that the codec reads whole at once and that is removed
 // before it returns. An error in cfg wraps audit.UsageError; schemas that
 // cannot be used wrap audit.NotRunError (they are evidence).
-func NewWithSchemas(cfg Config, schemas map[int32]string) (*Codec, error) {
+func NewWithSchemas(cfg Config, schemas map[int32]audit.Schema) (*Codec, error) {
 	staged := false
 	if len(schemas) > 0 && cfg.RegistryURL == "" && cfg.SchemasDir == "" {
 		dir, err := os.MkdirTemp("", "kaudit-schemas-")
@@ -22,12 +23,21 @@ func NewWithSchemas(cfg Config, schemas map[int32]string) (*Codec, error) {
 			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
 		}
 		defer os.RemoveAll(dir)
+		m := make(map[string]audit.Schema, len(schemas))
 		for id, s := range schemas {
-			if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(s), 0o600); err != nil {
-				return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+			if id >= 0 { // no registry numbers a schema below 0
+				m[strconv.Itoa(int(id))] = s
 			}
 		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, SchemasFile), data, 0o600); err != nil {
+			return nil, fmt.Errorf("stage snapshot schemas: %w", err)
+		}
 		cfg.SchemasDir, staged = dir, true
+		cfg.lenient = true
 	}
 	c, err := New(cfg)
 	switch {

@@ -190,6 +190,20 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 		return nil, err
 	}
 	inf.dec = dec
+	// Avro and Protobuf look alike: their schemas' types tell them apart
+	valRaws := vals
+	if len(vals) == 0 {
+		valRaws = outVals
+		for _, v := range stateVals {
+			valRaws = append(valRaws, v...)
+		}
+	}
+	if o.KeySerde == "" {
+		inf.keySerde = infer.RefineFramed(ctx, dec, keys, inf.keySerde)
+	}
+	if o.ValueSerde == "" {
+		inf.valueSerde = infer.RefineFramed(ctx, dec, valRaws, inf.valueSerde)
+	}
 	ev, err := infer.LoadTopics(ctx, src, dec, topics, sources, initRecords, initRecords)
 	if err != nil {
 		if ctx.Err() != nil {

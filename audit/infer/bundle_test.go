@@ -36,7 +36,7 @@ func openBundle(t *testing.T) (*snapshot.Snapshot, *codec.Codec) {
 	}
 	dir := t.TempDir()
 	for id, text := range s.Schemas() {
-		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(text), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(int(id))+".avsc"), []byte(text.Schema), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package infer
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -27,7 +28,9 @@ type Guess struct {
 
 // GuessSerde guesses the serde of a topic's keys or values from their
 // bytes: Confluent framing with a schema id known to the registry or the
-// bundle (known) is avro; text that parses as JSON objects or arrays is
+// bundle (known) is json-schema when JSON text follows every schema id,
+// else avro (RefineFramed then asks the schemas' types: protobuf is told
+// from avro by its schema, not its bytes); text that parses as JSON objects or arrays is
 // json; 8 bytes that are not text are long, 4 bytes int (Kafka's
 // IntegerSerializer, as EosTestClient's values); UTF-8 text is string;
 // else bytes.
@@ -66,7 +69,7 @@ func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
 			s = append(s, fmt.Sprint(id))
 		}
 		sort.Strings(s)
-		return Guess{Value: "avro", Evidence: fmt.Sprintf("%d/%d Confluent-framed, schema ids %s", framed, n, strings.Join(s, ", "))}
+		return Guess{Value: codec.FramedFormat(raws), Evidence: fmt.Sprintf("%d/%d Confluent-framed, schema ids %s", framed, n, strings.Join(s, ", "))}
 	case jsonObj == n:
 		return Guess{Value: "json", Evidence: fmt.Sprintf("%d/%d JSON", jsonObj, n)}
 	case eight == n && text < n:
@@ -78,6 +81,20 @@ func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
 	}
 	return Guess{Value: "bytes", Evidence: fmt.Sprintf("%d records neither framed, JSON nor text", n),
 		Candidates: []string{"avro", "json", "string", "bytes"}}
+}
+
+// RefineFramed names the serde of Confluent-framed records (g guessed
+// from their bytes: avro or json-schema) from their schemas' types, which
+// dec looks up: a Protobuf schema makes them protobuf. g as it is when
+// the records are not framed or a schema is not known.
+func RefineFramed(ctx context.Context, dec *codec.Codec, raws [][]byte, g Guess) Guess {
+	if g.Value != codec.SerdeAvro && g.Value != codec.SerdeJSONSchema || dec == nil {
+		return g
+	}
+	if s, ev := dec.FramedSerde(ctx, raws); s != "" && s != g.Value {
+		return Guess{Value: s, Evidence: g.Evidence + "; " + ev}
+	}
+	return g
 }
 
 // Pair is a source record and its repartition copy.

@@ -40,14 +40,15 @@ type CaptureOptions struct {
 	// Topology is the Topology#describe() text, stored in the manifest.
 	Topology string
 	// Schemas are the schemas used, by id, stored in the manifest.
-	Schemas map[int32]string
-	// Schema, when set, returns a schema's text by id: the capture then
-	// stores the schema of every Confluent-framed key and value it copies
-	// (a zero byte, then the schema id), so that the bundle can be audited
-	// offline. An id it returns "" for, without error, is no schema id
-	// (the bytes only look framed) and is skipped; one it fails for is
-	// listed in Manifest.Missing.
-	Schema func(ctx context.Context, id int32) (string, error)
+	Schemas map[int32]audit.Schema
+	// Schema, when set, returns a schema by id, self-contained (of any
+	// type: Avro, JSON, Protobuf with the files it imports): the capture
+	// then stores the schema of every Confluent-framed key and value it
+	// copies (a zero byte, then the schema id), so that the bundle can be
+	// audited offline. An id it returns an empty schema for, without
+	// error, is no schema id (the bytes only look framed) and is skipped;
+	// one it fails for is listed in Manifest.Missing.
+	Schema func(ctx context.Context, id int32) (audit.Schema, error)
 	// Since skips the batches written before it at the start of each
 	// partition, never at or above the group's committed offset there.
 	Since time.Time
@@ -419,18 +420,18 @@ func keepSchemas(ctx context.Context, opts CaptureOptions, m *Manifest, ids map[
 	slices.Sort(todo)
 	for _, id := range todo {
 		ids[id] = true
-		text, err := opts.Schema(ctx, id)
+		sc, err := opts.Schema(ctx, id)
 		if err != nil {
 			m.Missing = append(m.Missing, fmt.Sprintf("schema id %d of the records copied: %v", id, err))
 			continue
 		}
-		if text == "" {
+		if sc.Schema == "" {
 			continue
 		}
 		if m.Schemas == nil {
-			m.Schemas = map[int32]string{}
+			m.Schemas = map[int32]audit.Schema{}
 		}
-		m.Schemas[id] = text
+		m.Schemas[id] = sc
 	}
 }
 

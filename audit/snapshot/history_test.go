@@ -38,7 +38,10 @@ func TestCommitLogCaptured(t *testing.T) {
 	var asked []int32
 	dir := filepath.Join(t.TempDir(), "b")
 	m := capture(t, d, CaptureOptions{Dir: dir, AppID: "gen-app", Since: time.Now().Add(time.Hour),
-		Schema: func(_ context.Context, id int32) (string, error) { asked = append(asked, id); return "", nil }})
+		Schema: func(_ context.Context, id int32) (audit.Schema, error) {
+			asked = append(asked, id)
+			return audit.Schema{}, nil
+		}})
 	cl := m.CommitLog
 	if cl == nil || cl.TP() != want.Log || cl.TopicPartitions != 4 || !cl.Complete || cl.From != 0 || cl.Records != want.Records {
 		t.Fatalf("commit log %+v: want %s whole (%d records), with the topic's 4 partitions", cl, want.Log, want.Records)

@@ -54,10 +54,13 @@ type Manifest struct {
 	// CommitLog is the group's partition of __consumer_offsets, nil when
 	// the bundle holds none (format 1, or the source could not give it:
 	// see Missing).
-	CommitLog *CommitLog       `json:"commit_log,omitempty"`
-	Topology  string           `json:"topology,omitempty"`
-	Schemas   map[int32]string `json:"schemas,omitempty"`
-	Files     []File           `json:"files"`
+	CommitLog *CommitLog `json:"commit_log,omitempty"`
+	Topology  string     `json:"topology,omitempty"`
+	// Schemas are the schemas of the records copied, by id: an Avro
+	// schema as its text, any other one with its type and the files it
+	// imports (audit.Schema).
+	Schemas map[int32]audit.Schema `json:"schemas,omitempty"`
+	Files   []File                 `json:"files"`
 	// Missing lists the evidence the source could not give, with why.
 	Missing []string `json:"missing,omitempty"`
 	// Notes say where the bundle differs from what the source served.

@@ -35,35 +35,32 @@ func Plan(src audit.Source, opts CaptureOptions) CaptureOptions {
 			}
 		}
 	}
-	for id, text := range audit.SchemasOf(src) {
+	for id, sc := range audit.SchemasOf(src) {
 		if _, ok := opts.Schemas[id]; ok {
 			continue
 		}
 		if opts.Schemas == nil {
-			opts.Schemas = map[int32]string{}
+			opts.Schemas = map[int32]audit.Schema{}
 		}
-		opts.Schemas[id] = text
+		opts.Schemas[id] = sc
 	}
 	return opts
 }
 
 // RegistrySchemas is a CaptureOptions.Schema that asks a Schema Registry
 // client: bytes that only look framed (a long key) or an id the registry
-// lost are no schema (an offline audit says which); only Avro schemas are
-// kept.
-func RegistrySchemas(reg *codec.Codec) func(ctx context.Context, id int32) (string, error) {
-	return func(ctx context.Context, id int32) (string, error) {
+// lost are no schema (an offline audit says which). Schemas of every type
+// are kept, a Protobuf schema with the files it imports.
+func RegistrySchemas(reg *codec.Codec) func(ctx context.Context, id int32) (audit.Schema, error) {
+	return func(ctx context.Context, id int32) (audit.Schema, error) {
 		s, err := reg.Schema(ctx, id)
 		if errors.Is(err, codec.ErrUnknownSchema) && !errors.Is(err, codec.ErrBadSchema) {
-			return "", nil
+			return audit.Schema{}, nil
 		}
 		if err != nil {
-			return "", err
+			return audit.Schema{}, err
 		}
-		if s.Type != "" && !strings.EqualFold(s.Type, "AVRO") {
-			return "", fmt.Errorf("a %s schema: only Avro schemas are kept", s.Type)
-		}
-		return s.Schema, nil
+		return s, nil
 	}
 }
 
@@ -71,14 +68,15 @@ func RegistrySchemas(reg *codec.Codec) func(ctx context.Context, id int32) (stri
 const maxSchemaBytes = 16 << 20
 
 // ReadSchemas reads a schema dir for a capture: <id>.avsc files, or a
-// schemas.json map of id to schema text (or to the schema as JSON).
-func ReadSchemas(dir string) (map[int32]string, error) {
-	out := map[int32]string{}
+// schemas.json map of id to schema (see audit.Schema: Avro text, the
+// schema as JSON, or {"schema", "schemaType", "dependencies"}).
+func ReadSchemas(dir string) (map[int32]audit.Schema, error) {
+	out := map[int32]audit.Schema{}
 	file := filepath.Join(dir, codec.SchemasFile)
 	if b, err := input.Read(file, maxSchemaBytes); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read schemas: %w", err)
 	} else if err == nil {
-		var m map[string]json.RawMessage
+		var m map[string]audit.Schema
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("read %s: %w", file, err)
 		}
@@ -87,11 +85,7 @@ func ReadSchemas(dir string) (map[int32]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("read %s: schema id %q is not a number", file, k)
 			}
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				s = string(v) // the schema itself as JSON
-			}
-			out[int32(id)] = s
+			out[int32(id)] = v
 		}
 	}
 	entries, err := os.ReadDir(dir)
@@ -108,7 +102,7 @@ func ReadSchemas(dir string) (map[int32]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read schemas: %w", err)
 		}
-		out[int32(id)] = string(b)
+		out[int32(id)] = audit.Schema{Schema: string(b)}
 	}
 	return out, nil
 }

@@ -415,7 +415,7 @@ func (s *Snapshot) Producers(ctx context.Context, tps []audit.TopicPartition) (m
 func (s *Snapshot) Topology() string { return s.m.Topology }
 
 // Schemas returns the schemas captured, by id.
-func (s *Snapshot) Schemas() map[int32]string { return s.m.Schemas }
+func (s *Snapshot) Schemas() map[int32]audit.Schema { return s.m.Schemas }
 
 var _ audit.Bounded = (*Snapshot)(nil)
 

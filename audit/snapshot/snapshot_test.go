@@ -80,7 +80,7 @@ func TestManifestGolden(t *testing.T) {
 	dir := t.TempDir()
 	var progress [][2]int64
 	m := capture(t, fixtureSource(t), CaptureOptions{Dir: dir, AppID: "conf",
-		Topology: "Topologies:\n   Sub-topology: 0\n", Schemas: map[int32]string{7: `"string"`},
+		Topology: "Topologies:\n   Sub-topology: 0\n", Schemas: map[int32]audit.Schema{7: {Schema: `"string"`}},
 		Progress: func(done, total int64) { progress = append(progress, [2]int64{done, total}) }})
 	if !m.Complete {
 		t.Fatal("capture not complete")
@@ -118,7 +118,7 @@ func TestManifestGolden(t *testing.T) {
 	if err != nil || len(ts) != 1 || ts[0].Configs["retention.ms"] != "-1" {
 		t.Errorf("Topics = %+v, %v", ts, err)
 	}
-	if s.Topology() == "" || s.Schemas()[7] != `"string"` {
+	if s.Topology() == "" || s.Schemas()[7].Schema != `"string"` {
 		t.Errorf("topology %q, schemas %v", s.Topology(), s.Schemas())
 	}
 }

@@ -664,7 +664,7 @@ func (s *Spec) validate() error {
 	checkSerdes := func(path, field string, sd Serdes) {
 		for _, kv := range [][2]string{{"key", sd.Key}, {"value", sd.Value}} {
 			if codec.CheckSerde(kv[1]) != nil {
-				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want String, Integer, Long, Short, Double, Float, UUID, ByteArray, Void as Kafka names them, or string, int, long, short, double, float, uuid, bytes, void, json, avro)", kv[1])
+				l.add(path+"."+kv[0], field+"."+kv[0], "unknown serde %q (want String, Integer, Long, Short, Double, Float, UUID, ByteArray, Void as Kafka names them, or string, int, long, short, double, float, uuid, bytes, void, json, avro, protobuf, protobuf:MESSAGE, json-schema)", kv[1])
 			}
 		}
 	}

@@ -366,3 +366,20 @@ func TestSelectKeyPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSerdesFormats: Schema Registry's three formats are serdes of a spec, a message name
+// after protobuf: keeps its case, and a table's own serdes may name another format.
+func TestSerdesFormats(t *testing.T) {
+	sp, err := ParseSpec("k.yaml", []byte("app_id: a\nserdes: {key: string, value: 'protobuf:drill.Order'}\ntables:\n"+
+		"  - {name: x, source: y, reduce: latest, store: s, serdes: {value: json-schema}}\n  - {name: z, source: w, reduce: latest, store: u, serdes: {value: avro}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Serdes.Value != "protobuf:drill.Order" || sp.Tables[0].Serdes.Value != "json-schema" {
+		t.Errorf("serdes %+v, table serdes %+v", sp.Serdes, sp.Tables[0].Serdes)
+	}
+	if _, err := ParseSpec("k.yaml", []byte("app_id: a\nserdes: {value: thrift}\ntables:\n  - {name: x, source: y, reduce: latest, store: s}\n")); err == nil ||
+		!strings.Contains(err.Error(), "json-schema") {
+		t.Errorf("an unknown serde: %v, want the formats listed", err)
+	}
+}

@@ -104,7 +104,7 @@ func TestRunCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Problems()) != 0 || s.Topology() != "Topologies:\n" || s.Schemas()[7] != `"string"` {
+	if len(s.Problems()) != 0 || s.Topology() != "Topologies:\n" || s.Schemas()[7].Schema != `"string"` {
 		t.Fatalf("problems %v, topology %q, schemas %v", s.Problems(), s.Topology(), s.Schemas())
 	}
 }

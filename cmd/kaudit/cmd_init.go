@@ -25,8 +25,8 @@ func initCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
-		&cli.StringFlag{Name: "key-serde", Usage: "key serde to write into the draft: string, long, int, bytes, json, avro", EnvVars: env("key-serde")},
-		&cli.StringFlag{Name: "value-serde", Usage: "value serde to write into the draft: string, long, int, bytes, json, avro", EnvVars: env("value-serde")},
+		&cli.StringFlag{Name: "key-serde", Usage: "key serde to write into the draft: string, long, int, bytes, json, avro, protobuf, json-schema", EnvVars: env("key-serde")},
+		&cli.StringFlag{Name: "value-serde", Usage: "value serde to write into the draft: string, long, int, bytes, json, avro, protobuf, json-schema", EnvVars: env("value-serde")},
 		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL`, to decode Avro values", EnvVars: env("schema-registry-url")},
 		&cli.StringFlag{Name: "schemas", Usage: "offline schema `DIR` of <id>.avsc files or a schemas.json map", EnvVars: env("schemas")},
 	}

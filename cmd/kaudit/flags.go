@@ -73,8 +73,8 @@ func serdeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL` (basic.auth.user.info from --command-config)", EnvVars: env("schema-registry-url")},
 		&cli.StringFlag{Name: "schemas", Usage: "offline schema `DIR` of <id>.avsc files or a schemas.json map", EnvVars: env("schemas")},
-		&cli.StringFlag{Name: "key-serde", Usage: "key serde where no spec says it: string, long, int, bytes, json, avro", EnvVars: env("key-serde")},
-		&cli.StringFlag{Name: "value-serde", Usage: "value serde where no spec says it: string, long, int, bytes, json, avro", EnvVars: env("value-serde")},
+		&cli.StringFlag{Name: "key-serde", Usage: "key serde where no spec says it: string, long, int, bytes, json, avro, protobuf, json-schema", EnvVars: env("key-serde")},
+		&cli.StringFlag{Name: "value-serde", Usage: "value serde where no spec says it: string, long, int, bytes, json, avro, protobuf, json-schema", EnvVars: env("value-serde")},
 	}
 }
 

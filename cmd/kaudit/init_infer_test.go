@@ -137,10 +137,10 @@ func TestInitInfersTheDemo(t *testing.T) {
 // noTopology hides a snapshot's describe() text, keeping its schemas.
 type noTopology struct {
 	audit.Source
-	schemas map[int32]string
+	schemas map[int32]audit.Schema
 }
 
-func (n noTopology) Schemas() map[int32]string { return n.schemas }
+func (n noTopology) Schemas() map[int32]audit.Schema { return n.schemas }
 
 // TestInitInfersWithoutTopology: with neither --topology nor the
 // bundle's own, the stores come from the topic names, each table's
@@ -210,8 +210,8 @@ func (p purgedRepartitions) Topology() string {
 	return p.Source.(interface{ Topology() string }).Topology()
 }
 
-func (p purgedRepartitions) Schemas() map[int32]string {
-	return p.Source.(interface{ Schemas() map[int32]string }).Schemas()
+func (p purgedRepartitions) Schemas() map[int32]audit.Schema {
+	return audit.SchemasOf(p.Source)
 }
 
 // TestInitInfersPurged: with every repartition record purged, select_key

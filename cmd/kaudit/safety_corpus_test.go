@@ -180,12 +180,12 @@ func buildCorpus(t *testing.T) []corpusFile {
 	})
 	snap("schema-garbage", func(f map[string][]byte) {
 		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
-			m.Schemas = map[int32]string{1: "this is not an Avro schema", -5: `{"type":`}
+			m.Schemas = map[int32]audit.Schema{1: {Schema: "this is not an Avro schema"}, -5: {Schema: `{"type":`}}
 		})
 	})
 	snap("with-schemas", func(f map[string][]byte) {
 		f[snapshot.ManifestFile] = editManifest(t, f[snapshot.ManifestFile], func(m *snapshot.Manifest) {
-			m.Schemas = map[int32]string{1: fakeapp.EventSchema}
+			m.Schemas = map[int32]audit.Schema{1: {Schema: fakeapp.EventSchema}}
 		})
 	})
 	snap("file-dropped", func(f map[string][]byte) {

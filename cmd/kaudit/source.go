@@ -116,7 +116,7 @@ func codecConfig(o sourceOptions, props map[string]string) codec.Config {
 // openDecoder builds the key and value decoder from the serde flags and
 // the given serdes (which serve where the flags say nothing), with the
 // schemas a capture carries.
-func openDecoder(o sourceOptions, key, value string, props map[string]string, schemas map[int32]string) (*codec.Codec, error) {
+func openDecoder(o sourceOptions, key, value string, props map[string]string, schemas map[int32]audit.Schema) (*codec.Codec, error) {
 	cfg := codecConfig(o, props)
 	cfg.KeySerde, cfg.ValueSerde = cmp.Or(cfg.KeySerde, key, "string"), cmp.Or(cfg.ValueSerde, value, "bytes")
 	return codec.NewWithSchemas(cfg, schemas)

@@ -6,8 +6,9 @@
 // an identical schema), POST /subjects/{subject} (look a schema up),
 // GET /schemas/ids/{id}, GET /schemas/ids/{id}/schema, GET /subjects,
 // GET /subjects/{subject}/versions, GET /subjects/{subject}/versions/{version|latest}
-// and GET /config, with Confluent's error JSON ({"error_code": 40403,
-// "message": "Schema not found"}). It can require basic auth, inject faults
+// and GET /config, with Confluent's error JSON ({"error_code": 40403, "message": "Schema not
+// found"}); ?format=serialized gives a Protobuf schema as the base64 of its
+// FileDescriptorProto, as Confluent's registry does. It can require basic auth, inject faults
 // (a forced status, a delay, garbage answers) and counts requests per path.
 //
 // New returns a Registry with no test dependencies (the drill serves it

@@ -295,6 +295,9 @@ func (r *Registry) route(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		s := r.schemas[id-1]
+		if req.URL.Query().Get("format") == "serialized" {
+			s.schema = r.serialized(s)
+		}
 		if len(parts) == 4 {
 			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 			_, _ = w.Write([]byte(s.schema))
@@ -325,7 +328,11 @@ func (r *Registry) route(w http.ResponseWriter, req *http.Request) {
 			r.fail(w, err)
 			return
 		}
-		out := r.schemas[v.id-1].json()
+		s := r.schemas[v.id-1]
+		if req.URL.Query().Get("format") == "serialized" {
+			s.schema = r.serialized(s)
+		}
+		out := s.json()
 		out.Subject, out.Version, out.ID = parts[1], v.version, v.id
 		writeJSON(w, http.StatusOK, out)
 	case post && len(parts) == 3 && parts[0] == "subjects" && parts[2] == "versions":

@@ -71,6 +71,13 @@ func newDrill(ctx context.Context, o options) (*drill, error) {
 			}
 		}
 	}
+	if slices.Contains(o.scenarios, "formats") {
+		// Confluent's Python client for the formats scenario, in a venv under the work dir
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join(d.root, "formats", "setup.sh"), o.work)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("set up the formats scenario's Python client: %w\n%s", err, out)
+		}
+	}
 	if d.schemas, err = loadSchemas(filepath.Join(d.root, "app", "src", "main", "resources", "avro")); err != nil {
 		return nil, err
 	}

@@ -214,6 +214,8 @@ type truth struct {
 	Apps     *appsTruth  `json:"apps,omitempty"`  // the apps-* scenarios (steps.go)
 	// WordCount is the wordcount scenario's (wordcount.go)
 	WordCount *wcTruth `json:"wordcount,omitempty"`
+	// Formats is the formats scenario's (formats.go)
+	Formats *formatsTruth `json:"formats,omitempty"`
 }
 
 func writeJSON(path string, v any) error {

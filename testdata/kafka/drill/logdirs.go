@@ -29,6 +29,8 @@ type liveDiff struct {
 	// audit; empty: the scenario's (r.dir, r.auditApp(), r.auditSpec()). The apps-* scenarios
 	// audit several apps, each in its own dir (steps.go).
 	dir, app, spec string
+	// noSpec: the audit ran with --app-id alone, the spec inferred (formats.go)
+	noSpec bool
 }
 
 // runDiff is d.runDiff that remembers the live audit for auditLogDirs.
@@ -56,10 +58,12 @@ func (r *scRun) runDiff(ctx context.Context, extra ...string) (kauditReport, err
 // auditLogDirsNow stops the brokers, audits their log dirs against the last live audit and
 // starts the brokers again (the scenario goes on); tag names its files.
 func (r *scRun) auditLogDirsNow(ctx context.Context, tag string) error {
-	if !r.d.o.logDirs || r.live == nil {
+	if !r.d.o.logDirs || r.live == nil && len(r.lives) == 0 {
 		return nil
 	}
-	r.live.tag = tag
+	if r.live != nil {
+		r.live.tag = tag
+	}
 	if err := r.auditLogDirs(ctx); err != nil {
 		return err
 	}
@@ -162,8 +166,10 @@ func (r *scRun) diffLogDirsFor(ctx context.Context, l *liveDiff, name string) ([
 		args = append(args, "--log-dir", d)
 	}
 	out := filepath.Join(dir, "kaudit-"+name+".json")
-	args = append(args, "--spec", spec, "--topology", filepath.Join(dir, "describe.txt"),
-		"--format", "json", "--output", out)
+	if !l.noSpec {
+		args = append(args, "--spec", spec)
+	}
+	args = append(args, "--topology", filepath.Join(dir, "describe.txt"), "--format", "json", "--output", out)
 	if r.eos == nil && r.smoke == nil { // EosTestClient's and SmokeTestClient's values are numbers: no schemas
 		schemas := filepath.Join(r.dir, "schemas")
 		if err := exportSchemas(ctx, r.d.regURL, schemas); err != nil {

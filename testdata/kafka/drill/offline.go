@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 )
 
 // auditOffline captures the app's topics with kaudit capture (the schemas
@@ -78,37 +80,30 @@ func (r *scRun) capture(ctx context.Context, dir, name string) error {
 	return nil
 }
 
-// exportSchemas writes every schema of the registry to dir/<id>.avsc.
+// exportSchemas writes every schema of the registry to dir/schemas.json, as kaudit's codec
+// reads them: each with its type, a Protobuf schema with the files it imports (its references
+// resolved), so that an audit without the registry decodes every format.
 func exportSchemas(ctx context.Context, regURL, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cl := &http.Client{Timeout: 10 * time.Second}
-	for id := 1; ; id++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, regURL+"/schemas/ids/"+strconv.Itoa(id), nil)
-		if err != nil {
-			return err
+	c, err := codec.New(codec.Config{RegistryURL: regURL, ValueSerde: codec.SerdeAvro, Timeout: 10 * time.Second})
+	if err != nil {
+		return fmt.Errorf("export schemas: %w", err)
+	}
+	out := map[string]audit.Schema{}
+	for id := int32(1); ; id++ {
+		sc, err := c.Schema(ctx, id)
+		if errors.Is(err, codec.ErrUnknownSchema) && !errors.Is(err, codec.ErrBadSchema) {
+			break
 		}
-		resp, err := cl.Do(req)
 		if err != nil {
 			return fmt.Errorf("export schema %d: %w", id, err)
 		}
-		var body struct {
-			Schema string `json:"schema"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			if id == 1 {
-				return errors.New("export schemas: the registry holds none")
-			}
-			return nil
-		}
-		if err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("export schema %d: status %d: %v", id, resp.StatusCode, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(id)+".avsc"), []byte(body.Schema), 0o644); err != nil {
-			return err
-		}
+		out[strconv.Itoa(int(id))] = sc
 	}
+	if len(out) == 0 {
+		return errors.New("export schemas: the registry holds none")
+	}
+	return writeJSON(filepath.Join(dir, codec.SchemasFile), out)
 }

@@ -22,7 +22,7 @@ func (d *drill) resetCluster(ctx context.Context) error {
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	groups := []string{appID, eosAppID, smokeAppID}
-	for _, a := range stepsApps {
+	for _, a := range append(append([]stepsApp(nil), stepsApps...), fmtApps...) {
 		groups = append(groups, a.appID)
 	}
 	for _, g := range groups {

@@ -26,7 +26,8 @@ type scenario struct {
 	// app: its own topics, application id EosTest and spec testdata/eos/eos.kaudit.yaml.
 	eos bool
 	// apps: the scenario runs the apps of StepsApps.java (steps.go) and ZApps.java (zapps.go),
-	// each on its own topics, each audited with its spec in testdata/apps/.
+	// each on its own topics, each audited with its spec in testdata/apps/; or FormatsApp's
+	// (formats.go): the scenario creates its apps' topics.
 	apps bool
 	// smoke: the scenario runs Kafka's own smoke system-test app (smoke.go): SmokeTestClient
 	// and SmokeTestDriver, application id SmokeTest, spec testdata/smoke/smoke.kaudit.yaml.
@@ -62,6 +63,7 @@ var scenarios = []scenario{
 	{name: "apps-clean", about: "eight apps, four with stateless steps (filter, mapValues, flatMapValues, windowed filter, merge, split), four with stateful shapes (stream-table joins, KTable groupBy with a subtractor, cogroup, a foreign-key join), killed -9 mid-transaction and restarted: no loss", brokers: 1, run: scenarioAppsClean, apps: true, attempts: 2},
 	{name: "apps-faults", about: "the eight apps with one fault each: source retention gaps, a swallowing flatMapValues and filter, repartition purges past the commit; declared filters filtered, never dropped; audited again after every app restarted", brokers: 1, run: scenarioAppsFaults, apps: true, attempts: 2},
 	{name: "wordcount", about: "Kafka's own WordCountDemo (kafka-streams-examples), unchanged, at-least-once: clean with the spec and with --app-id alone; killed -9 mid-input and restarted: counts again, never a loss", brokers: 1, run: scenarioWordCount, examples: true, captured: true},
+	{name: "formats", about: "Confluent's Python client writes Protobuf, JSON Schema and Avro; Kafka Streams apps fold the Protobuf and the JSON Schema orders (a Java serde writing the Python serializer's bytes): clean, then a retention gap, each live, from a capture and from the log dirs, with the spec and with --app-id alone", brokers: 1, run: scenarioFormats, apps: true},
 	{name: "guess-apps", about: "three apps whose shapes --app-id alone must guess (a filter on a field and a Math.round mapValues before selectKey, a parity filter on Integer values with null keys re-keyed to a constant, a named store): clean live, from a capture with and without the topology, and while input arrives; a retention gap found exactly, before and after the restart", brokers: 1, run: scenarioGuessApps},
 	{name: "wordcount-eos", about: "WordCountDemo under exactly_once_v2 with the cache off on 3 partitions, its spec written from its code: 1,500 lines clean; a retention gap while it is down found exactly, before and after the restart, never a duplicate", brokers: 1, run: scenarioWordCountEOS, examples: true},
 	{name: "eos-clean", about: "Kafka's EosTestClient and EosTestDriver (kafka-streams test jar): generate with kill -9 restarts of the client; ALL-RECORDS-DELIVERED and clean", brokers: 3, run: scenarioEOSClean, eos: true},

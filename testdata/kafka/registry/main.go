@@ -1,6 +1,8 @@
 // Command registry serves the drill's Schema Registry: the Confluent REST subset that
-// kaudit and the drill app use (POST /subjects/{s}/versions, GET /schemas/ids/{id}), from
-// fakeregistry, on 127.0.0.1 only. Schemas live in memory for the life of the process.
+// kaudit, the drill's apps and Confluent's Python client (the formats scenario) use
+// (POST /subjects/{s}/versions, POST /subjects/{s}, GET /schemas/ids/{id}, GET
+// /subjects/{s}/versions/{v}, ?format=serialized), from fakeregistry, on 127.0.0.1 only.
+// Schemas live in memory for the life of the process.
 //
 //	go run ./testdata/kafka/registry -addr 127.0.0.1:19081
 package main
