@@ -117,7 +117,9 @@ func scenarioPurgeUnjudged(ctx context.Context, r *scRun) error {
 			return err
 		}
 	}
-	rep, err := r.runDiff(ctx)
+	// with the brokers' logs, which date the earlier incident's deletion (else whether the app
+	// read those payments before its offset moved past them is missing evidence)
+	rep, err := r.runDiff(ctx, r.brokerLogArgs()...)
 	if err != nil {
 		return err
 	}
