@@ -21,6 +21,12 @@ type Options struct {
 	Now time.Time
 	// TxnIDs maps producer ids to transactional ids, where known.
 	TxnIDs map[int64]string
+	// TxnStarts maps producer ids to when their coordinator says the
+	// transaction now open began (ms), where known: an open transaction's
+	// age is taken from it, never from its records' timestamps, which are
+	// the app's event times (a Streams app writes its inputs' timestamps).
+	// An open transaction whose start is not known is not judged hanging.
+	TxnStarts map[int64]int64
 	// CrossCheck compares the derived committed view with the broker's
 	// read_committed view when the source can give it: from the reads
 	// themselves (audit.IndexedReader), else by reading the partition a
@@ -164,4 +170,30 @@ func Walk(ctx context.Context, src audit.RecordSource, tp audit.TopicPartition, 
 		w.l.Findings = append(w.l.Findings, w.findings...)
 		audit.SortFindings(w.l.Findings)
 	}
+}
+
+// TxnStarts asks the source's transaction coordinators when the
+// transactions now open of the transactional ids with prefix began
+// (Options.TxnStarts); nil where the source cannot say.
+func TxnStarts(ctx context.Context, src audit.Source, prefix string) map[int64]int64 {
+	txns, err := src.Transactions(ctx, prefix)
+	if err != nil {
+		return nil
+	}
+	return StartsOf(txns)
+}
+
+// StartsOf maps the producer ids of txns whose transaction is open to
+// when it began, by their coordinator (Options.TxnStarts).
+func StartsOf(txns []audit.Transaction) map[int64]int64 {
+	var out map[int64]int64
+	for _, t := range txns {
+		if t.StartTimestamp > 0 { // -1 when none is open
+			if out == nil {
+				out = map[int64]int64{}
+			}
+			out[t.ProducerID] = t.StartTimestamp
+		}
+	}
+	return out
 }

@@ -26,7 +26,10 @@ func TestFates(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		compacted bool
-		write     func(m *fakeapp.Memory, w *fakeapp.PartitionWriter)
+		// starts are the coordinator's start times of the open
+		// transactions, by producer id (Options.TxnStarts)
+		starts map[int64]int64
+		write  func(m *fakeapp.Memory, w *fakeapp.PartitionWriter)
 		want      audit.FateCounts
 		txns      audit.TxnCounts
 		causes    []audit.Cause
@@ -68,7 +71,8 @@ func TestFates(t *testing.T) {
 			yielded: []audit.Fate{audit.FateCommitted, audit.FateAborted},
 		},
 		{
-			name: "open transaction at the end holds the LSO",
+			name:   "open transaction at the end holds the LSO",
+			starts: map[int64]int64{3: testNow.Add(-time.Hour).UnixMilli()},
 			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
 				w.Plain(fakeapp.KVs(1)...)     // 0
 				w.Txn(3, 0, fakeapp.KVs(2)...) // 1,2 open
@@ -77,6 +81,33 @@ func TestFates(t *testing.T) {
 			want:    audit.FateCounts{Committed: 1, Open: 2},
 			txns:    audit.TxnCounts{Open: 1},
 			causes:  []audit.Cause{audit.CauseHangingTransaction},
+			yielded: []audit.Fate{audit.FateCommitted, audit.FateOpen, audit.FateOpen},
+		},
+		{
+			// a running app's transaction of records whose event times are an
+			// hour old: its coordinator says it began a second ago
+			name:   "open transaction of old event times, begun now",
+			starts: map[int64]int64{3: testNow.Add(-time.Second).UnixMilli()},
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Plain(fakeapp.KVs(1)...)
+				w.Txn(3, 0, fakeapp.KVs(2)...)
+				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 0, LSO: 1, HW: 3})
+			},
+			want:    audit.FateCounts{Committed: 1, Open: 2},
+			txns:    audit.TxnCounts{Open: 1},
+			yielded: []audit.Fate{audit.FateCommitted, audit.FateOpen, audit.FateOpen},
+		},
+		{
+			// no coordinator start: the records' timestamps are event times,
+			// no age
+			name: "open transaction whose start is not known",
+			write: func(m *fakeapp.Memory, w *fakeapp.PartitionWriter) {
+				w.Plain(fakeapp.KVs(1)...)
+				w.Txn(3, 0, fakeapp.KVs(2)...)
+				m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 0, LSO: 1, HW: 3})
+			},
+			want:    audit.FateCounts{Committed: 1, Open: 2},
+			txns:    audit.TxnCounts{Open: 1},
 			yielded: []audit.Fate{audit.FateCommitted, audit.FateOpen, audit.FateOpen},
 		},
 		{
@@ -133,7 +164,7 @@ func TestFates(t *testing.T) {
 				var l *ledger.Ledger
 				var got []audit.Fate
 				var last int64 = -1
-				opts := ledger.Options{Compacted: tt.compacted, MaxTxnTimeout: 15 * time.Minute, Now: testNow, Buffer: buffer}
+				opts := ledger.Options{Compacted: tt.compacted, MaxTxnTimeout: 15 * time.Minute, Now: testNow, Buffer: buffer, TxnStarts: tt.starts}
 				for e, err := range ledger.Walk(t.Context(), m, tp, opts, &l) {
 					if err != nil {
 						t.Fatal(err)

@@ -85,7 +85,7 @@ func Topic(ctx context.Context, src audit.Source, o TopicOptions) (*Result, erro
 			problems[f.Partition] = append(problems[f.Partition], f)
 		}
 	}
-	lo := Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck}
+	lo := Options{Compacted: compacted, MaxTxnTimeout: o.MaxTxnTimeout, Now: now, CrossCheck: o.CrossCheck, TxnStarts: TxnStarts(ctx, src, "")}
 	if o.To >= 0 {
 		lo.KeepFrom, lo.KeepTo = o.From, o.To+1
 	}

@@ -281,8 +281,9 @@ func (w *walker) finish() {
 			continue
 		}
 		w.resolve(t, audit.FateOpen)
-		age := w.opts.Now.UnixMilli() - t.txn.FirstTimestamp
-		if w.opts.MaxTxnTimeout > 0 && !w.opts.Now.IsZero() && age > w.opts.MaxTxnTimeout.Milliseconds() {
+		start, known := w.opts.TxnStarts[pid]
+		age := w.opts.Now.UnixMilli() - start
+		if known && start > 0 && w.opts.MaxTxnTimeout > 0 && !w.opts.Now.IsZero() && age > w.opts.MaxTxnTimeout.Milliseconds() {
 			f := audit.NewFinding(audit.StageTransactions, audit.CauseHangingTransaction, w.tp, t.txn.FirstOffset)
 			f.Count = t.txn.Records
 			f.ProducerID, f.ProducerEpoch, f.TransactionalID = pid, t.txn.ProducerEpoch, t.txn.TransactionalID

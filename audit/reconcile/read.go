@@ -239,7 +239,7 @@ func (rd *reads) produce(ctx context.Context, tp audit.TopicPartition, emit func
 	r := rd.r
 	info := r.topics[tp.Topic]
 	opts := ledger.Options{Compacted: info.Compacted(), MaxTxnTimeout: r.opts.MaxTxnTimeout, Now: r.opts.Now,
-		TxnIDs: r.txnIDs, CrossCheck: r.opts.CrossCheck && !rd.again}
+		TxnIDs: r.txnIDs, TxnStarts: r.txnStarts, CrossCheck: r.opts.CrossCheck && !rd.again}
 	var l *ledger.Ledger
 	batch := newBatch()
 	for e, err := range ledger.Walk(ctx, r.src, tp, opts, &l) {

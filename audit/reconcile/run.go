@@ -87,6 +87,9 @@ type run struct {
 	group   audit.GroupOffsets
 	haveCut bool
 	txnIDs  map[int64]string
+	// txnStarts: producer id → its open transaction's start, by its
+	// coordinator (ledger.Options.TxnStarts)
+	txnStarts map[int64]int64
 	ledgers map[audit.TopicPartition]*ledger.Ledger
 
 	tables map[string]*tableState
@@ -275,6 +278,7 @@ func (r *run) discover(ctx context.Context) error {
 	for _, t := range txns {
 		r.txnIDs[t.ProducerID] = t.TransactionalID
 	}
+	r.txnStarts = ledger.StartsOf(txns)
 	return nil
 }
 
@@ -494,7 +498,7 @@ func (r *run) ready() error {
 // state of its own, merged back into r by merge.
 func (r *run) fork() *run {
 	return &run{src: r.src, p: r.p, opts: r.opts, rep: &audit.Report{}, topics: r.topics, group: r.group, haveCut: r.haveCut,
-		txnIDs: r.txnIDs, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
+		txnIDs: r.txnIDs, txnStarts: r.txnStarts, ledgers: map[audit.TopicPartition]*ledger.Ledger{}, tables: map[string]*tableState{},
 		produced: map[int64]int64{}, once: map[string]bool{}, skips: r.skips, unknown: r.unknown}
 }
 

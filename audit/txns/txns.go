@@ -188,11 +188,11 @@ func judgeOpen(tp audit.TopicPartition, p audit.Producer, t audit.Transaction, k
 	case len(t.Partitions) > 0 && !slices.Contains(t.Partitions, tp):
 		ot.Hanging, ot.Reason = true, "the coordinator's open transaction does not include this partition (KIP-664)"
 	}
-	switch {
-	case known && t.StartTimestamp > 0:
+	// the coordinator's start only: the producer state's last timestamp
+	// is its last record's, an event time a Streams app copies from its
+	// inputs (a backfill's may be hours old in a transaction begun now)
+	if known && t.StartTimestamp > 0 {
 		ot.StartTimestamp = t.StartTimestamp
-	case p.LastTimestamp > 0:
-		ot.StartTimestamp = p.LastTimestamp
 	}
 	if ot.StartTimestamp > 0 {
 		ot.OpenMillis = max(now.UnixMilli()-ot.StartTimestamp, 0)

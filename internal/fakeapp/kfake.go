@@ -21,6 +21,9 @@ type KafkaBackend struct {
 	plain *kgo.Client
 	adm   *kadm.Client
 	prods map[string]*kgo.Client
+	// starts holds, per transactional id with a transaction open, its
+	// first record's timestamp: when it began in the fake's time
+	starts map[string]int64
 }
 
 var _ Backend = (*KafkaBackend)(nil)
@@ -105,6 +108,10 @@ func (b *KafkaBackend) Begin(id string) error {
 	if err != nil {
 		return err
 	}
+	if b.starts == nil {
+		b.starts = map[string]int64{}
+	}
+	b.starts[id] = -1
 	return p.BeginTransaction()
 }
 
@@ -113,6 +120,9 @@ func (b *KafkaBackend) TxnProduce(id string, tp audit.TopicPartition, recs []Out
 	p, err := b.producer(id)
 	if err != nil {
 		return nil, err
+	}
+	if s, ok := b.starts[id]; ok && s < 0 && len(recs) > 0 {
+		b.starts[id] = recs[0].Timestamp
 	}
 	return produce(b.ctx, p, tp, recs)
 }
@@ -130,6 +140,7 @@ func (b *KafkaBackend) End(id string, commit bool) error {
 	if err := p.EndTransaction(b.ctx, how); err != nil {
 		return fmt.Errorf("end transaction of %s: %w", id, err)
 	}
+	delete(b.starts, id)
 	return nil
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TB is the part of testing.TB the helpers use: the package links no
@@ -91,5 +94,65 @@ func writeFakeOnce[T any](ctx context.Context, generate func(Backend) (T, error)
 		f.Close()
 		return nil, none, fmt.Errorf("generate: %w", err)
 	}
+	if err := f.ageOpenTxns(ctx); err != nil {
+		f.Close()
+		return nil, none, err
+	}
 	return f, truth, nil
+}
+
+// ageOpenTxns makes the cluster's transaction coordinator say that each
+// transaction the app left open began when its first record was written
+// in the fake's time (kfake's clock is the wall clock: a transaction the
+// fake began an hour ago began a moment ago there). It asks the
+// coordinator once for every transactional id and answers every
+// DescribeTransactions from then on with that, the open ones' start
+// moved back: the app is written, nothing changes any more.
+func (f *Fake) ageOpenTxns(ctx context.Context) error {
+	if len(f.b.starts) == 0 {
+		return nil
+	}
+	lts, err := f.b.adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		return fmt.Errorf("list transactions: %w", err)
+	}
+	dts, err := f.b.adm.DescribeTransactions(ctx, lts.TransactionalIDs()...)
+	if err != nil {
+		return fmt.Errorf("describe transactions: %w", err)
+	}
+	states := map[string]kmsg.DescribeTransactionsResponseTransactionState{}
+	for id, dt := range dts {
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID, st.State, st.ProducerID, st.ProducerEpoch = id, dt.State, dt.ProducerID, dt.ProducerEpoch
+		st.TimeoutMillis, st.StartTimestamp = dt.TimeoutMillis, dt.StartTimestamp
+		if start, ok := f.b.starts[id]; ok && start > 0 && dt.State == "Ongoing" {
+			st.StartTimestamp = start
+		}
+		for topic, ps := range dt.Topics {
+			t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+			t.Topic = topic
+			for p := range ps {
+				t.Partitions = append(t.Partitions, p)
+			}
+			slices.Sort(t.Partitions)
+			st.Topics = append(st.Topics, t)
+		}
+		slices.SortFunc(st.Topics, func(a, b kmsg.DescribeTransactionsResponseTransactionStateTopic) int { return strings.Compare(a.Topic, b.Topic) })
+		states[id] = st
+	}
+	f.Cluster.ControlKey(int16(kmsg.DescribeTransactions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		f.Cluster.KeepControl()
+		r := req.(*kmsg.DescribeTransactionsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+		for _, id := range r.TransactionalIDs {
+			st, ok := states[id]
+			if !ok {
+				st = kmsg.NewDescribeTransactionsResponseTransactionState()
+				st.TransactionalID, st.ErrorCode = id, kerr.TransactionalIDNotFound.Code
+			}
+			resp.TransactionStates = append(resp.TransactionStates, st)
+		}
+		return resp, nil, true
+	})
+	return nil
 }

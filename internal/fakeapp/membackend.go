@@ -30,6 +30,9 @@ type memProducer struct {
 	epoch   int16
 	inTxn   bool
 	touched []audit.TopicPartition
+	// start is when the open transaction began, in the fake's time: its
+	// first record's timestamp (the coordinator's start, audit.Transaction)
+	start int64
 }
 
 var _ Backend = (*MemoryBackend)(nil)
@@ -109,7 +112,7 @@ func (b *MemoryBackend) Begin(id string) error {
 	if pr.inTxn {
 		return fmt.Errorf("begin %s: a transaction is open", id)
 	}
-	pr.inTxn, pr.touched = true, nil
+	pr.inTxn, pr.touched, pr.start = true, nil, -1
 	return nil
 }
 
@@ -123,6 +126,10 @@ func (b *MemoryBackend) TxnProduce(id string, tp audit.TopicPartition, recs []Ou
 	if _, ok := p.open[pr.pid]; !ok {
 		p.open[pr.pid] = p.next
 		pr.touched = append(pr.touched, tp)
+	}
+	if pr.start < 0 && len(recs) > 0 {
+		pr.start = recs[0].Timestamp
+		defer b.syncTxns()
 	}
 	return b.append(tp, audit.Batch{ProducerID: pr.pid, ProducerEpoch: pr.epoch, BaseSequence: 0, Transactional: true}, recs, nil), nil
 }
@@ -157,11 +164,11 @@ func (b *MemoryBackend) syncTxns() {
 	sort.Strings(ids)
 	for _, id := range ids {
 		pr := b.prods[id]
-		st := "CompleteCommit"
+		st, start := "CompleteCommit", int64(-1)
 		if pr.inTxn {
-			st = "Ongoing"
+			st, start = "Ongoing", pr.start
 		}
-		ts = append(ts, audit.Transaction{TransactionalID: id, State: st, ProducerID: pr.pid, ProducerEpoch: pr.epoch, TimeoutMillis: 10000, StartTimestamp: -1})
+		ts = append(ts, audit.Transaction{TransactionalID: id, State: st, ProducerID: pr.pid, ProducerEpoch: pr.epoch, TimeoutMillis: 10000, StartTimestamp: start})
 	}
 	b.M.SetTransactions(ts)
 }

@@ -46,6 +46,7 @@ var scenarios = []scenario{
 	{name: "retention-gap", about: "source records deleted past the committed offset while the app is down", brokers: 1, run: scenarioRetentionGap},
 	{name: "purged-before-commit", about: "repartition records deleted past the committed offset while the app is down (KAFKA-17635)", brokers: 1, run: scenarioPurgedBeforeCommit, attempts: 2},
 	{name: "purge-unjudged", about: "payments lose records to retention in an earlier incident (their sum table judged by presence only), then every repartition topic is purged past the committed offset (KAFKA-17635's effect): all three ranges found, the payments' too", brokers: 1, run: scenarioPurgeUnjudged, attempts: 2},
+	{name: "repartition-uncommitted", about: "the app killed -9 while its second stage has committed nothing on repartition partitions that hold copies: in flight under Streams' earliest reset, clean, and clean after the restart", brokers: 1, run: scenarioRepartitionUncommitted, attempts: 2},
 	{name: "dropped", about: "the app swallows chosen records before selectKey; repartition topics not purged", brokers: 1, run: scenarioDropped},
 	{name: "dropped-purged", about: "the app swallows chosen records; repartition purged every 30 s (Streams' default)", brokers: 1, run: scenarioDroppedPurged},
 	{name: "dropped-sum", about: "the app swallows chosen payments (the sum(amount) table); repartition purged every 30 s", brokers: 1, run: scenarioDroppedSum},
