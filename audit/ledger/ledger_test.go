@@ -28,12 +28,12 @@ func TestFates(t *testing.T) {
 		compacted bool
 		// starts are the coordinator's start times of the open
 		// transactions, by producer id (Options.TxnStarts)
-		starts map[int64]int64
-		write  func(m *fakeapp.Memory, w *fakeapp.PartitionWriter)
-		want      audit.FateCounts
-		txns      audit.TxnCounts
-		causes    []audit.Cause
-		yielded   []audit.Fate // fates Walk yields, in offset order
+		starts  map[int64]int64
+		write   func(m *fakeapp.Memory, w *fakeapp.PartitionWriter)
+		want    audit.FateCounts
+		txns    audit.TxnCounts
+		causes  []audit.Cause
+		yielded []audit.Fate // fates Walk yields, in offset order
 	}{
 		{
 			name: "plain",

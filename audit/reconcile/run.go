@@ -90,7 +90,7 @@ type run struct {
 	// txnStarts: producer id → its open transaction's start, by its
 	// coordinator (ledger.Options.TxnStarts)
 	txnStarts map[int64]int64
-	ledgers map[audit.TopicPartition]*ledger.Ledger
+	ledgers   map[audit.TopicPartition]*ledger.Ledger
 
 	tables map[string]*tableState
 	// produced counts consumed inputs per minute, for the timeline

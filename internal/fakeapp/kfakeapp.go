@@ -137,7 +137,9 @@ func (f *Fake) ageOpenTxns(ctx context.Context) error {
 			slices.Sort(t.Partitions)
 			st.Topics = append(st.Topics, t)
 		}
-		slices.SortFunc(st.Topics, func(a, b kmsg.DescribeTransactionsResponseTransactionStateTopic) int { return strings.Compare(a.Topic, b.Topic) })
+		slices.SortFunc(st.Topics, func(a, b kmsg.DescribeTransactionsResponseTransactionStateTopic) int {
+			return strings.Compare(a.Topic, b.Topic)
+		})
 		states[id] = st
 	}
 	f.Cluster.ControlKey(int16(kmsg.DescribeTransactions), func(req kmsg.Request) (kmsg.Response, error, bool) {
