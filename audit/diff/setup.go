@@ -143,6 +143,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		}
 		s.Pipeline = reconcile.FromPlan(rp, keySerde)
 		s.Spec, s.Resolved = sp, rp
+		s.inferredJoinsOverUnjudged()
 	}
 	cfg := o.Codec
 	cfg.Topics = topics

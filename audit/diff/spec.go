@@ -92,6 +92,36 @@ func CheckSpec(ctx context.Context, s *Setup, src audit.RecordSource) (*SpecChec
 	return c, nil
 }
 
+// inferredJoinsOverUnjudged leaves unjudged, in a spec inferred from the
+// evidence, each join over a table the inference did not settle or the
+// spec check refuted: its guesses of that table (its key, its serdes)
+// are not known to hold, and the join would be judged on them. A
+// hand-written spec's join is judged on the changelogs whatever its
+// tables' steps.
+func (s *Setup) inferredJoinsOverUnjudged() {
+	if s.Inferred == "" {
+		return
+	}
+	unjudged := map[string]string{}
+	for _, t := range s.Pipeline.Tables {
+		if t.Unjudged != "" {
+			unjudged[t.Name] = t.Unjudged
+		}
+	}
+	for i := range s.Pipeline.Joins {
+		j := &s.Pipeline.Joins[i]
+		if j.Unjudged != "" {
+			continue
+		}
+		for _, name := range append([]string{j.Left}, j.Right...) {
+			if why, ok := unjudged[name]; ok {
+				j.Unjudged = fmt.Sprintf("join into %s is not judged: its table %s, as inferred, is not (%s)", j.Output, name, why)
+				break
+			}
+		}
+	}
+}
+
 // checkSpec runs the spec check before the audit judges: the tables and
 // joins the evidence contradicts are not judged.
 func (s *Setup) checkSpec(ctx context.Context, src audit.RecordSource, log func(string)) error {
@@ -124,6 +154,7 @@ func (s *Setup) checkSpec(ctx context.Context, src audit.RecordSource, log func(
 			log(v.Unjudged)
 		}
 	}
+	s.inferredJoinsOverUnjudged()
 	s.unjudged = append(s.unjudged, c.Unjudged...)
 	return nil
 }

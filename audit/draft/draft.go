@@ -644,7 +644,13 @@ func draftJoins(lay *topology.Layout, tables []draftTable, guess func(output, le
 					continue
 				}
 			}
-			b.WriteString("    type: left   # left | inner | outer: describe() does not say which; check the code\n")
+			if guess != nil {
+				// evidence read, and no key of it tells the type: a join
+				// judged as a left one it may not be would be false losses
+				b.WriteString("    type: " + yamlScalar("TODO: left | inner | outer: describe() does not say which, and no output key read tells") + "\n")
+			} else {
+				b.WriteString("    type: left   # left | inner | outer: describe() does not say which; check the code\n")
+			}
 			var vars []string
 			vars = append(vars, "left")
 			for i := range rights {

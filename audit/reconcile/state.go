@@ -144,6 +144,7 @@ func (r *run) checkTable(ctx context.Context, ts *tableState) error {
 		r.missing("table %s: for %d keys the explanation of their history gave up (too many orders to try); only the inputs that cannot have been applied, or that are newer than the key's state, are reported for them", ts.t.Name, ts.bounded)
 	}
 	r.reportUnsure(ts)
+	r.reportUnnamedPurges(ts)
 	return ctx.Err()
 }
 
@@ -410,6 +411,9 @@ func (r *run) attribute(ctx context.Context, ts *tableState, in *input) {
 		if in.r >= 0 {
 			in.detail = append(in.detail, fmt.Sprintf("no copy of it is readable on %s; the range of partition %d that would hold it is purged", t.Repartition, in.r))
 		}
+	}
+	if _, ok := ts.purgedRange[in.r]; ok && in.r >= 0 && (in.loss.cause == audit.CausePurgedBeforeCommit || in.loss.cause == audit.CauseUnapplied) {
+		ts.namedPurge[in.r] = true
 	}
 	f := audit.NewFinding(in.loss.stage, in.loss.cause, in.tp, in.offset)
 	f.Key = in.key

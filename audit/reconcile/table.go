@@ -295,6 +295,9 @@ type tableState struct {
 	unsureLeft   int
 	unsureAt     []tpOffset
 	unsurePurged map[int32]bool
+	// namedPurge: repartition partitions purged before commit some of
+	// whose inputs have a finding of their own
+	namedPurge map[int32]bool
 	// atLeastOnce says that the store's changelog holds records written
 	// outside transactions: the app runs at-least-once, and after a
 	// restart it applies again what it processed since its last commit;
@@ -343,7 +346,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		return ctx.Err()
 	}
 	ts := &tableState{t: t, keys: map[string]*keyState{}, changelog: map[string]*clState{}, copies: map[fingerprint]copyInfo{}, aborts: map[fingerprint]*audit.Txn{},
-		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, unsurePurged: map[int32]bool{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
+		found: map[[2]int32][2]int64{}, purgedRange: map[int32][2]int64{}, unsurePurged: map[int32]bool{}, namedPurge: map[int32]bool{}, complete: true, expected: map[string]audit.Value{}, expIn: map[string]inputRef{},
 		want: map[string][]*audit.Finding{}, finals: map[string]audit.Value{}, deletedFrom: map[int32]bool{},
 		rLogStart: map[int32]int64{},
 		clWhole:   map[int32]bool{}, exact: map[int32]bool{}}
@@ -1235,7 +1238,28 @@ func (r *run) reportUnsure(ts *tableState) {
 	}
 	r.missing("table %s: %d consumed inputs have no copy on %s (the first: %s); %s before the re-key may remove records on purpose and its predicate is not known, so whether they were filtered or lost is not judged: give the app's Topology#describe() (--topology) or the predicate in the spec's steps",
 		t.Name, ts.unsureLeft, t.Repartition, strings.Join(at, ", "), t.Unsure)
-	for _, p := range slices.Sorted(maps.Keys(ts.unsurePurged)) {
+}
+
+// reportUnnamedPurges reports, for a table judged by key, each
+// repartition range purged before commit none of whose inputs was named:
+// the inputs the key judgement could not name (a filter whose predicate
+// is not known stands before them, or the explanation search gave up on
+// their keys) leave the range itself the finding, as for a table not
+// judged (the checks that need no key run whatever the judgement).
+func (r *run) reportUnnamedPurges(ts *tableState) {
+	t := ts.t
+	for _, p := range slices.Sorted(maps.Keys(ts.purgedRange)) {
+		why := ""
+		switch {
+		case ts.namedPurge[p]:
+			continue
+		case ts.unsurePurged[p]:
+			why = "a filter with an unknown predicate stands before them"
+		case ts.bounded > 0:
+			why = fmt.Sprintf("the explanation search gave up on %d keys of table %s", ts.bounded, t.Name)
+		default:
+			continue
+		}
 		pr := ts.purgedRange[p]
 		tp := audit.TopicPartition{Topic: t.Repartition, Partition: p}
 		if slices.ContainsFunc(r.skips[tp], func(s history.Skip) bool { return s.From <= pr[0] && pr[1] <= s.To }) {
@@ -1243,7 +1267,7 @@ func (r *run) reportUnsure(ts *tableState) {
 		}
 		f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, pr[0])
 		f.Count = pr[1] - pr[0]
-		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; which inputs they held cannot be named (a filter with an unknown predicate stands before them)", pr[1], pr[0], pr[0], pr[1]-1)
+		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; which inputs they held cannot be named (%s)", pr[1], pr[0], pr[0], pr[1]-1, why)
 		r.add(f)
 	}
 }
