@@ -145,13 +145,13 @@ var causeDocs = map[Cause]CauseDoc{
 	},
 	CauseUndecodable: {
 		Stages:      []Stage{StageSource},
-		Meaning:     "a record cannot be decoded (unknown schema id, not Confluent-framed, corrupt)",
+		Meaning:     "a whole record (its batch intact) cannot be decoded with the serdes (not Confluent-framed, not their format); a record of a damaged batch is `unreadable`, and without --spec, where evidence could not be read, one that does not decode with the inferred serdes is missing evidence",
 		Consequence: "The audit could not compare its content, so conclusions about its key are weaker.",
 		Phrase:      "undecodable records",
 	},
 	CauseUnreadable: {
 		Stages:      []Stage{StageOffsets},
-		Meaning:     "a partition or file could not be read: the verdict is then at least `incomplete`",
+		Meaning:     "a partition or file could not be read (hidden, missing, a batch whose CRC fails, a bundle's segment cut, listed twice or overlapping): the verdict is then at least `incomplete`",
 		Consequence: "Everything that depends on it is unchecked.",
 		Phrase:      "unreadable partitions or files",
 	},

@@ -222,6 +222,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		rep.InferredSpec = s.Inferred
 		rep.Inferred = inferredSummary(s)
 		rep.Summary.Notes = append(rep.Summary.Notes, inferredNote(s))
+		serdesOnDamage(rep)
 	}
 	if s.notInferred != "" {
 		rep.Summary.Missing = append(rep.Summary.Missing, "no spec could be inferred from the evidence, so only the checks that need no key ran: "+s.notInferred)

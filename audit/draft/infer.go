@@ -485,6 +485,9 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 // its records (and at least 5), with the filter before it inferred from
 // the states that reached it. It returns the spec's lines, "" when none.
 func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+	if inf.ev == nil {
+		return "" // the evidence was not read (a note says why)
+	}
 	cl := inf.ev.Topics[t.changelog]
 	if cl == nil {
 		return ""
@@ -519,6 +522,9 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 // for 90 % of its records (and at least 5). It returns the spec's lines,
 // "" when none or more than one topic is.
 func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+	if inf.ev == nil {
+		return "" // the evidence was not read (a note says why)
+	}
 	cl := inf.ev.Topics[t.changelog]
 	if cl == nil || cl.Count() < infer.MinKeys {
 		return ""
@@ -593,6 +599,9 @@ func (inf *inferred) outputsWhere(ctx context.Context, src audit.Source, d *disc
 	var out []outputMatch
 	for _, name := range cands {
 		t, err := inf.rawRead(ctx, src, name)
+		if err != nil && !slices.Contains(inf.notes, "not read: "+err.Error()) {
+			inf.notes = append(inf.notes, "not read: "+err.Error()) // a damaged candidate is named, not skipped unsaid
+		}
 		if err != nil || t.Count() < infer.MinKeys {
 			continue
 		}

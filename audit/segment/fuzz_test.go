@@ -9,7 +9,7 @@ import (
 	"github.com/kaudit/kaudit/audit/sourcetest"
 )
 
-func fixtureBatches(f *testing.F) [][]byte {
+func fixtureBatches(f testing.TB) [][]byte {
 	var out [][]byte
 	var cur []audit.Record
 	flush := func() {

@@ -91,8 +91,14 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 	}
 	listed := map[string]bool{}
 	for _, f := range m.Files {
-		listed[f.Path] = true
 		tp := s.fileTP(f.Path)
+		if listed[f.Path] {
+			// a capture lists each file once: twice, its offsets would
+			// be read twice (overlapping), a damaged bundle
+			s.problem(tp, f.Path+" is listed twice in the manifest")
+			continue
+		}
+		listed[f.Path] = true
 		if clean := path.Clean(f.Path); clean != f.Path || path.IsAbs(clean) || strings.HasPrefix(clean, "../") || clean == ".." {
 			// never read outside the bundle
 			s.problem(tp, f.Path+": the manifest names a file outside the bundle")
@@ -117,8 +123,10 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 		}
 	}
 	filesOf, bytesOf := map[string]int{}, map[string]int64{}
+	filesIn := map[string][]string{} // per partition dir, its files, each once
 	for _, f := range m.Files {
-		if d, _, ok := strings.Cut(f.Path, "/"); ok {
+		if d, _, ok := strings.Cut(f.Path, "/"); ok && !slices.Contains(filesIn[d], f.Path) {
+			filesIn[d] = append(filesIn[d], f.Path)
 			filesOf[d]++
 			bytesOf[d] += f.Size
 		}
@@ -178,6 +186,22 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			o, err := s.seg.Offsets(ctx, tp)
 			if err == nil && (o.HW > p.Next || (o.HW < p.Next && p.Complete && s.notCompacted(tp.Topic))) {
 				s.problem(tp, fmt.Sprintf("%s: the captured batches end at offset %d, the manifest says the capture copied up to %d: %v", partitionDir(tp), o.HW, p.Next, audit.ErrCorrupt))
+				continue
+			}
+			// every batch of a bundle is whole with a valid CRC (a record
+			// in one that is not is damage, never an undecodable record),
+			// and the capture counts the records it writes: batches
+			// missing (a cut at a batch boundary, the last COMMIT marker of
+			// a compacted log gone, with the manifest rehashed) or
+			// overlapping (a copy listed as another segment) do not add up
+			n, err := s.recordsIn(ctx, filesIn[partitionDir(tp)])
+			switch {
+			case ctx.Err() != nil:
+				return nil, fmt.Errorf("open snapshot: %w", ctx.Err())
+			case err != nil:
+				s.problem(tp, err.Error())
+			case n != p.Records:
+				s.problem(tp, fmt.Sprintf("%s: its batches hold %d records, the manifest says the capture copied %d: %v", partitionDir(tp), n, p.Records, ErrNotCaptured))
 			}
 		}
 		for _, f := range s.seg.Problems() {
@@ -189,6 +213,20 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 	}
 	audit.SortFindings(s.problems)
 	return s, nil
+}
+
+// recordsIn checks a partition's files and counts their records
+// (segment.CheckSegment).
+func (s *Snapshot) recordsIn(ctx context.Context, files []string) (int64, error) {
+	var n int64
+	for _, f := range files {
+		c, err := segment.CheckSegment(ctx, filepath.Join(s.dir, filepath.FromSlash(f)))
+		if err != nil {
+			return 0, err // it names the file
+		}
+		n += c
+	}
+	return n, nil
 }
 
 // notCompacted reports whether the manifest says the topic is not

@@ -22,6 +22,7 @@ import (
 func main() {
 	n := flag.Int("n", 1400, "mutations of the fixtures")
 	seed := flag.Uint64("seed", 1, "seed of the mutations")
+	damaged := flag.Bool("damaged", true, "also run the damaged bundles (issue AF) in the evidence section")
 	jobs := flag.Int("jobs", runtime.NumCPU(), "kaudit runs at a time")
 	timeout := flag.Duration("timeout", 60*time.Second, "a run longer than this is a hang")
 	sections := flag.String("sections", "evidence,bad,live,secrets,race", "comma-separated sections to run")
@@ -31,7 +32,7 @@ func main() {
 	flag.StringVar(&liveKeys, "live-keys", "", "comma-separated request key names: inject faults on these only (default every key kaudit sends)")
 	flag.StringVar(&racePkgs, "race-pkgs", racePkgs, "comma-separated packages for the race section")
 	flag.Parse()
-	if err := run(*n, *seed, *jobs, *timeout, strings.Split(*sections, ","), *bin, *verbose, *keep); err != nil {
+	if err := run(*n, *seed, *damaged, *jobs, *timeout, strings.Split(*sections, ","), *bin, *verbose, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "probe:", err)
 		os.Exit(1)
 	}
@@ -61,7 +62,7 @@ func repoRoot() (string, error) {
 	}
 }
 
-func run(n int, seed uint64, jobs int, timeout time.Duration, sections []string, bin string, verbose, keep bool) error {
+func run(n int, seed uint64, damaged bool, jobs int, timeout time.Duration, sections []string, bin string, verbose, keep bool) error {
 	start := time.Now()
 	root, err := repoRoot()
 	if err != nil {
@@ -94,7 +95,7 @@ func run(n int, seed uint64, jobs int, timeout time.Duration, sections []string,
 	fmt.Printf("# kaudit safety probe: commit %s, seed %d, %d mutations, %d jobs, timeout %s\n\n", strings.TrimSpace(string(rev)), seed, n, jobs, timeout)
 	var totals summary
 	if slices.Contains(sections, "evidence") {
-		rep, err := runEvidence(root, bin, work, seed, n, jobs, timeout, logf)
+		rep, err := runEvidence(root, bin, work, seed, n, damaged, jobs, timeout, logf)
 		if err != nil {
 			return fmt.Errorf("evidence: %w", err)
 		}

@@ -37,6 +37,12 @@ func printEvidence(rep *evidenceReport, verbose bool) {
 		fmt.Println()
 	}
 	table("target", rep.rows(func(v verdictOf) string { return v.m.target.name }))
+	table("damaged bundles (strict: every run must name the damage)", rep.rows(func(v verdictOf) string {
+		if !v.m.strict {
+			return ""
+		}
+		return v.m.target.name
+	}))
 	table("oracle class / mutation", rep.rows(func(v verdictOf) string {
 		f := v.m.file
 		if strings.HasSuffix(f, ".log") {
@@ -98,6 +104,7 @@ func lossCauses(o outcome) string {
 // summary is the closing table.
 type summary struct {
 	inputs, handled, panics, hangs, wroteRuns, wrong, misleading int
+	damagedRuns, damagedPanics, damagedClean                     int
 	writeRequests, liveRuns, liveWrong                           int
 	secretRuns, leaks                                            int
 	race                                                         []raceResult
@@ -106,6 +113,15 @@ type summary struct {
 func (s *summary) addEvidence(rep *evidenceReport) {
 	for _, v := range rep.runs {
 		s.inputs++
+		if v.m.strict {
+			s.damagedRuns++
+			if v.res.panicked {
+				s.damagedPanics++
+			}
+			if v.out.verdict == "clean" {
+				s.damagedClean++
+			}
+		}
 		if v.setupErr != nil {
 			continue
 		}
@@ -142,6 +158,7 @@ func (s *summary) print(d time.Duration) {
 	fmt.Printf("| runs that changed their inputs | %d |\n", s.wroteRuns)
 	fmt.Printf("| confident wrong verdicts on broken evidence | %d |\n", s.wrong)
 	fmt.Printf("| runs with a misleading cause | %d |\n", s.misleading)
+	fmt.Printf("| damaged-bundle runs / panics / clean | %d / %d / %d |\n", s.damagedRuns, s.damagedPanics, s.damagedClean)
 	fmt.Printf("| live fault runs / confident wrong verdicts | %d / %d |\n", s.liveRuns, s.liveWrong)
 	fmt.Printf("| write requests received by the brokers | %d |\n", s.writeRequests)
 	fmt.Printf("| secret runs / secrets leaked | %d / %d |\n", s.secretRuns, s.leaks)

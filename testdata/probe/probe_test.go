@@ -13,11 +13,11 @@ func TestMutationsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := mutations(root, 7, 120)
+	a, err := mutations(root, 7, 120, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := mutations(root, 7, 120)
+	b, err := mutations(root, 7, 120, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +79,40 @@ func TestBatches(t *testing.T) {
 	spans := batchesOf(b)
 	if len(spans) != 3 || spans[len(spans)-1].end != len(b) {
 		t.Errorf("batches %v of a %d-byte log, want 3 ending at its end", spans, len(b))
+	}
+}
+
+// TestDamagedBundles: 30 damaged bundles per segment of the incident
+// bundle (20 segments) and of WordCountDemo's (6, __consumer_offsets
+// with them): 780, each run by diff --app-id and by init; every one
+// strict evidence, and each applies to a copy.
+func TestDamagedBundles(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := mutations(root, 1, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundles := map[string]bool{}
+	for _, m := range ms {
+		if !m.strict || m.class != classEvidence {
+			t.Errorf("%s %s %s: strict %v, class %s", m.target.name, m.file, m.kind, m.strict, m.class)
+		}
+		bundles[m.target.src+" "+m.file+" "+m.kind] = true
+	}
+	if len(ms) != 2*780 || len(bundles) != 780 {
+		t.Errorf("%d runs over %d damaged bundles, want 1560 over 780", len(ms), len(bundles))
+	}
+	for _, i := range []int{0, 17, len(ms) - 1} {
+		m := ms[i]
+		d := filepath.Join(t.TempDir(), "b")
+		if err := copyTree(filepath.Join(root, m.target.src), d); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.apply(d, filepath.Join(t.TempDir(), "outside.log")); err != nil {
+			t.Errorf("%s %s: %v", m.file, m.kind, err)
+		}
 	}
 }

@@ -174,9 +174,14 @@ func toFindings(list any) []finding {
 	return fs
 }
 
-// parseOutcome reads a diff report (summary.verdict, findings) or a ledger
-// document (partitions[].findings; its verdict from the exit code).
+// parseOutcome reads a diff report (summary.verdict, findings), a ledger
+// document (partitions[].findings; its verdict from the exit code) or a
+// spec kaudit init drafted (no verdict; its notes on what it could not
+// read are its missing evidence).
 func parseOutcome(stdout string, code int) outcome {
+	if strings.HasPrefix(stdout, "# kaudit spec, drafted by kaudit init") {
+		return parseDraft(stdout)
+	}
 	var doc map[string]any
 	if json.Unmarshal([]byte(stdout), &doc) != nil {
 		return outcome{}
@@ -211,6 +216,27 @@ func parseOutcome(stdout string, code int) outcome {
 	}
 	return o
 }
+
+// parseDraft reads a drafted spec: the lines of its "Read from the
+// evidence" section that say something was not read are missing evidence.
+func parseDraft(stdout string) outcome {
+	o := outcome{parsed: true, verdict: "draft"}
+	notes := false
+	for _, l := range strings.Split(stdout, "\n") {
+		switch {
+		case l == "# Read from the evidence:":
+			notes = true
+		case !strings.HasPrefix(l, "#   - "):
+			notes = false
+		case notes && draftMissing.MatchString(l):
+			o.missing++
+		}
+	}
+	return o
+}
+
+// draftMissing matches a draft's note on evidence it could not read.
+var draftMissing = regexp.MustCompile(`not read|unreadable|could not be (read|decoded)|damaged|corrupt|CRC`)
 
 // treeState is what a directory tree holds: per path its mode, size and
 // content hash (a symlink's target; a file's sha256, read even when its
