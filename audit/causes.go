@@ -145,7 +145,7 @@ var causeDocs = map[Cause]CauseDoc{
 	},
 	CauseUndecodable: {
 		Stages:      []Stage{StageSource},
-		Meaning:     "a whole record (its batch intact) cannot be decoded with the serdes (not Confluent-framed, not their format); a record of a damaged batch is `unreadable`, and without --spec, where evidence could not be read, one that does not decode with the inferred serdes is missing evidence",
+		Meaning:     "a whole record (its batch intact) cannot be decoded with the serdes (not Confluent-framed, not their format); a record of a damaged batch is `unreadable`, and without --spec one that does not decode with the inferred serdes is missing evidence (the guess, not the record, may be wrong)",
 		Consequence: "The audit could not compare its content, so conclusions about its key are weaker.",
 		Phrase:      "undecodable records",
 	},

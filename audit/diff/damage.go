@@ -13,17 +13,18 @@ import (
 // segment, is unreadable evidence (the sources refuse it; a capture
 // bundle checks every batch when it is opened), never a record to decode.
 // A whole record the serde cannot decode is the producer's doing, and is
-// undecodable (an anomaly), when the serdes are the user's (--spec) or
-// were inferred from evidence read whole. Without --spec, where evidence
-// could not be read, the inferred serdes rest on what was left: a count
-// store's Longs read with the streams' JSON serde because its changelog
-// was damaged are no fault of the app. Those records are then missing
-// evidence, one entry per topic, not anomalies.
+// undecodable (an anomaly), when the serdes are the user's (--spec).
+// Without --spec the serdes are the inference's guess, from a sample of
+// the records (and of what could be read: a count store's Longs read with
+// the streams' JSON serde because its changelog was damaged, a JSON
+// output read as the app's Avro): that a record does not decode with them
+// says the guess is wrong as much as the record, so those records are
+// missing evidence, one entry per topic, never anomalies.
 
-// serdesOnDamage turns, in a report audited with an inferred spec, the
-// undecodable findings into missing evidence when any evidence was
-// unreadable.
-func serdesOnDamage(rep *audit.Report) {
+// undecodableOfGuess turns, in a report audited with an inferred spec,
+// the undecodable findings into missing evidence, naming what could not be
+// read where something could not.
+func undecodableOfGuess(rep *audit.Report) {
 	var unreadable []string
 	for _, f := range rep.Findings {
 		if f.Cause == audit.CauseUnreadable {
@@ -31,9 +32,6 @@ func serdesOnDamage(rep *audit.Report) {
 				unreadable = append(unreadable, tp)
 			}
 		}
-	}
-	if len(unreadable) == 0 {
-		return
 	}
 	type undecoded struct {
 		n     int64
@@ -59,8 +57,12 @@ func serdesOnDamage(rep *audit.Report) {
 	if len(unreadable) > 3 {
 		unreadable = append(unreadable[:3], fmt.Sprintf("%d more", len(unreadable)-3))
 	}
+	damage := ""
+	if len(unreadable) > 0 {
+		damage = fmt.Sprintf(", and part of the evidence could not be read (%s)", strings.Join(unreadable, ", "))
+	}
 	for _, t := range topics {
-		rep.Summary.Missing = append(rep.Summary.Missing, fmt.Sprintf("%d records of %s do not decode with the serdes inferred from the evidence (the first: %s), and part of the evidence could not be read (%s): which serde they were written with is not known, so they are not judged undecodable",
-			by[t].n, t, by[t].first, strings.Join(unreadable, ", ")))
+		rep.Summary.Missing = append(rep.Summary.Missing, fmt.Sprintf("%d records of %s do not decode with the serdes inferred from the evidence (the first: %s)%s: which serde they were written with is not known, so they are not judged undecodable; name the serdes in a spec",
+			by[t].n, t, by[t].first, damage))
 	}
 }

@@ -325,10 +325,10 @@ func TestUndecodableOrDamage(t *testing.T) {
 	}
 }
 
-// TestSerdesOnDamage: with an inferred spec, undecodable findings turn
-// into missing evidence (one entry per topic) only when some evidence was
-// unreadable.
-func TestSerdesOnDamage(t *testing.T) {
+// TestUndecodableOfGuess: with an inferred spec, undecodable findings
+// turn into missing evidence (one entry per topic), naming what could not
+// be read where something could not.
+func TestUndecodableOfGuess(t *testing.T) {
 	undecodable := func(topic string, p int32) audit.Finding {
 		f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, audit.TopicPartition{Topic: topic, Partition: p}, 7)
 		f.Detail = "value: not JSON"
@@ -340,20 +340,21 @@ func TestSerdesOnDamage(t *testing.T) {
 		findings []audit.Finding
 		kept     int
 		missing  []string
+		damage   bool // the entries name cl/0, unreadable
 	}{
-		{"nothing unreadable", []audit.Finding{undecodable("cl", 1), undecodable("cl", 1)}, 2, nil},
+		{"nothing unreadable", []audit.Finding{undecodable("cl", 1), undecodable("cl", 1)}, 0, []string{"2 records of cl do not decode"}, false},
 		{"a partition unreadable", []audit.Finding{unreadable, undecodable("cl", 1), undecodable("cl", 1), undecodable("out", 0)}, 1,
-			[]string{"2 records of cl do not decode", "1 records of out do not decode"}},
+			[]string{"2 records of cl do not decode", "1 records of out do not decode"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := &audit.Report{Findings: slices.Clone(tc.findings)}
-			serdesOnDamage(rep)
+			undecodableOfGuess(rep)
 			if len(rep.Findings) != tc.kept || len(rep.Summary.Missing) != len(tc.missing) {
 				t.Fatalf("%d findings, missing %q; want %d findings, %d entries", len(rep.Findings), rep.Summary.Missing, tc.kept, len(tc.missing))
 			}
 			for i, m := range tc.missing {
-				if !strings.HasPrefix(rep.Summary.Missing[i], m) || !strings.Contains(rep.Summary.Missing[i], "cl/0") {
-					t.Errorf("missing %q, want it to start %q and name cl/0", rep.Summary.Missing[i], m)
+				if !strings.HasPrefix(rep.Summary.Missing[i], m) || strings.Contains(rep.Summary.Missing[i], "cl/0") != tc.damage {
+					t.Errorf("missing %q, want it to start %q and name cl/0: %v", rep.Summary.Missing[i], m, tc.damage)
 				}
 			}
 		})

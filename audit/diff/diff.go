@@ -200,7 +200,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 			exchange = &reconcile.Exchange{Dir: o.Exchange, Run: o.RunID, Fingerprint: fp, Index: o.Shard.Index, Count: o.Shard.Count, Tasks: tasks, Wait: o.ExchangeWait}
 		}
 	}
-	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, GuessedSerdes: s.Inferred != "", MaxTxnTimeout: o.MaxTxnTimeout,
+	rep, err := reconcile.Run(auditCtx, ev.Source, s.Pipeline, reconcile.Options{Decoder: s.Decoder, MaxTxnTimeout: o.MaxTxnTimeout,
 		Since: since, Until: until, Partitions: o.Partitions, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, Progress: o.Progress, Log: log,
 		MemoryBudget: o.TableMemory, SpillDir: o.SpillDir, Ready: ready, History: hist, Exchange: exchange})
 	if err != nil {
@@ -222,7 +222,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		rep.InferredSpec = s.Inferred
 		rep.Inferred = inferredSummary(s)
 		rep.Summary.Notes = append(rep.Summary.Notes, inferredNote(s))
-		serdesOnDamage(rep)
+		undecodableOfGuess(rep)
 	}
 	if s.notInferred != "" {
 		rep.Summary.Missing = append(rep.Summary.Missing, "no spec could be inferred from the evidence, so only the checks that need no key ran: "+s.notInferred)

@@ -425,20 +425,6 @@ func (r *run) decoded(it *item) bool {
 		}
 		return false
 	}
-	if r.opts.GuessedSerdes {
-		// the serde is the inference's guess, not the app's: that it does
-		// not decode the record says the guess is wrong, not the record
-		msg := fmt.Sprintf("records of %s do not decode with the serdes the inference guessed (the first: %s@%d, %s: %v): what depends on them is not judged; name the serdes in a spec", rec.Topic, rec.TP(), rec.Offset, it.decWhat, it.decErr)
-		if r.guessedUndecodable[rec.Topic] {
-			return false
-		}
-		if r.guessedUndecodable == nil {
-			r.guessedUndecodable = map[string]bool{}
-		}
-		r.guessedUndecodable[rec.Topic] = true
-		r.missing("%s", msg)
-		return false
-	}
 	f := audit.NewFinding(audit.StageSource, audit.CauseUndecodable, rec.TP(), rec.Offset)
 	f.Timestamp = rec.Timestamp
 	f.Detail = fmt.Sprintf("%s: %v", it.decWhat, it.decErr)

@@ -26,10 +26,6 @@ type Options struct {
 	MaxTxnTimeout time.Duration
 	// Decoder decodes keys and values; required.
 	Decoder audit.Decoder
-	// GuessedSerdes says the serdes are the inference's guess (no spec
-	// named them): a record they do not decode is missing evidence of the
-	// guess, not an undecodable anomaly of the app's.
-	GuessedSerdes bool
 	// CrossCheck compares each partition's derived read_committed view with
 	// the broker's (live sources only); it reads every partition twice.
 	CrossCheck bool
@@ -91,9 +87,6 @@ type run struct {
 	group   audit.GroupOffsets
 	haveCut bool
 	txnIDs  map[int64]string
-	// guessedUndecodable: topics whose records the guessed serdes do not
-	// decode, said once each (Options.GuessedSerdes)
-	guessedUndecodable map[string]bool
 	// txnStarts: producer id → its open transaction's start, by its
 	// coordinator (ledger.Options.TxnStarts)
 	txnStarts map[int64]int64
