@@ -246,6 +246,15 @@ func (r *run) elements(ts *tableState, x *explainer, ins, pend []*input) []*elem
 	}
 	// in flight, yet maybe applied through an earlier copy that is purged now
 	for _, in := range pend {
+		if ts.maybeApplied(in) {
+			// in flight at the cut, and maybe applied in the changelog read
+			// (the app committed meanwhile): at its copy's place, applied or
+			// not
+			e := &elem{in: in, kind: elemOptional, digest: in.digest, ts: in.ts, value: in.value, pos: in.cpos}
+			add(e)
+			x.fixed = append(x.fixed, e)
+			continue
+		}
 		if ff, ok := firstFixed[in.part]; ok && in.offset > ff {
 			continue
 		}

@@ -135,6 +135,9 @@ type Join struct {
 	// concurrent says Value may be called from several goroutines at
 	// once (FromPlan's is)
 	concurrent bool
+	// racing says the group's offsets moved while the audit read the
+	// join's tables and output (run.movedSince)
+	racing bool
 }
 
 // Pipeline is what the app does, as far as an audit needs to know.

@@ -87,6 +87,9 @@ type run struct {
 	group   audit.GroupOffsets
 	haveCut bool
 	txnIDs  map[int64]string
+	// moved counts the repartition partitions whose committed offset moved
+	// while the audit read (recut)
+	moved int
 	// txnStarts: producer id → its open transaction's start, by its
 	// coordinator (ledger.Options.TxnStarts)
 	txnStarts map[int64]int64
@@ -173,6 +176,9 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 		}
 	}
 	r.flushCounts()
+	if r.moved > 0 {
+		r.note("the group's committed offsets moved on %d repartition partitions while the audit read them: the app was processing; a copy in flight at the cut and below the offsets read after its store's changelog is judged applied or not", r.moved)
+	}
 	if p.Keyless {
 		r.skipped("no spec: inputs are not decoded or followed across hops; only offsets, transactions, retention gaps, purges before commit and lag are checked (write one with kaudit init)")
 	}

@@ -165,7 +165,7 @@ func (ts *tableState) materialize(key string, recs []inputRec, values []audit.Va
 	out := make([]*input, len(recs))
 	for i, x := range recs {
 		in := &input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts,
-			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late, unsure: x.unsure, elem: int(x.elem)}
+			key: key, digest: x.digest, status: x.status, r: x.r, late: x.late, unsure: x.unsure, elem: int(x.elem), cpos: x.pos}
 		if i < len(values) {
 			in.value = values[i]
 		}
@@ -298,6 +298,14 @@ type tableState struct {
 	// namedPurge: repartition partitions purged before commit some of
 	// whose inputs have a finding of their own
 	namedPurge map[int32]bool
+	// cut2 is, per repartition partition, the group's committed offset
+	// read again once the changelog was read, where it moved past the cut
+	// (a running app, recut): a copy below it may be applied in the
+	// changelog read
+	cut2 map[int32]int64
+	// moved: the group's offsets on the table's topics moved while the
+	// audit read them (recut): its changelog may be ahead of the cut
+	moved bool
 	// atLeastOnce says that the store's changelog holds records written
 	// outside transactions: the app runs at-least-once, and after a
 	// restart it applies again what it processed since its last commit;
@@ -376,6 +384,7 @@ func (r *run) audit(ctx context.Context, t *Table) error {
 		if ts.spill == nil {
 			ts.startKeys(len(ts.changelog), 0, maps.All(ts.changelog)) // the store's keys first
 		}
+		r.recut(ctx, ts)
 	}
 	if err := phaseErr(ctx, "source", func() error { return r.readSource(ctx, ts) }); err != nil {
 		return err
@@ -1196,6 +1205,76 @@ func (r *run) specFree(ts *tableState) {
 		f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d were deleted before the app applied them; %s the inputs they held cannot be named", pr[1], pr[0], pr[0], pr[1]-1, why)
 		r.add(f)
 	}
+}
+
+// recut reads the group's committed offsets again once the table's
+// changelog is read: an app that runs commits while the audit reads, so
+// the changelog may hold the states of copies above the cut the audit
+// started from. Under exactly-once a state is committed with the offsets
+// of the copies it applied, so a copy below the offsets read after the
+// changelog may be applied there, one at or above them is not
+// (ts.maybeApplied).
+func (r *run) recut(ctx context.Context, ts *tableState) {
+	if len(r.group.Offsets) == 0 {
+		return
+	}
+	g, err := r.src.GroupOffsets(ctx, r.p.AppID)
+	if err != nil {
+		return // the first cut stands: a copy above it is in flight
+	}
+	topics := append([]string{ts.t.Repartition, ts.t.Source}, ts.t.Merged...)
+	for tp, c2 := range g.Offsets {
+		c := r.committed(tp)
+		if c2 <= c || !slices.Contains(topics, tp.Topic) || tp.Topic == "" {
+			continue
+		}
+		r.moved++
+		ts.moved = true
+		if tp.Topic == ts.t.Repartition {
+			if ts.cut2 == nil {
+				ts.cut2 = map[int32]int64{}
+			}
+			ts.cut2[tp.Partition] = c2
+		}
+	}
+}
+
+// movedSince reports whether the group's committed offsets on the topics
+// of tables moved while the audit read: on one of them at its recut, or
+// now against the cut.
+func (r *run) movedSince(ctx context.Context, tables []*tableState) bool {
+	var topics []string
+	for _, ts := range tables {
+		if ts.moved {
+			return true
+		}
+		topics = append(append(topics, ts.t.Repartition, ts.t.Source), ts.t.Merged...)
+	}
+	if len(r.group.Offsets) == 0 {
+		return false
+	}
+	g, err := r.src.GroupOffsets(ctx, r.p.AppID)
+	if err != nil {
+		return false
+	}
+	for tp, c2 := range g.Offsets {
+		if tp.Topic != "" && slices.Contains(topics, tp.Topic) && c2 > r.committed(tp) {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeApplied reports whether an input in flight at the cut may yet be
+// applied in the changelog read: its committed copy is below the offsets
+// read after the changelog (the app committed meanwhile: recut), or the
+// app runs at-least-once (its store writes before it commits).
+func (ts *tableState) maybeApplied(in *input) bool {
+	if in.status != copyPending || in.r < 0 {
+		return false
+	}
+	c2, moved := ts.cut2[in.r]
+	return ts.atLeastOnce || moved && in.cpos < c2
 }
 
 // tpOffset is one record's place.

@@ -194,14 +194,21 @@ func OpenContext(ctx context.Context, dir string) (*Snapshot, error) {
 			// missing (a cut at a batch boundary, the last COMMIT marker of
 			// a compacted log gone, with the manifest rehashed) or
 			// overlapping (a copy listed as another segment) do not add up
+			// the group's commit history is judged up to its damage
+			// (CommitHistory, offsetslog.ReadFrom): its partition is named
+			// damaged, and still read
+			problem := s.problem
+			if cl := m.CommitLog; cl != nil && cl.TP() == tp {
+				problem = func(tp audit.TopicPartition, detail string) { s.addProblem(tp, -1, 1, detail) }
+			}
 			n, err := s.recordsIn(ctx, filesIn[partitionDir(tp)])
 			switch {
 			case ctx.Err() != nil:
 				return nil, fmt.Errorf("open snapshot: %w", ctx.Err())
 			case err != nil:
-				s.problem(tp, err.Error())
+				problem(tp, err.Error())
 			case n != p.Records:
-				s.problem(tp, fmt.Sprintf("%s: its batches hold %d records, the manifest says the capture copied %d: %v", partitionDir(tp), n, p.Records, ErrNotCaptured))
+				problem(tp, fmt.Sprintf("%s: its batches hold %d records, the manifest says the capture copied %d: %v", partitionDir(tp), n, p.Records, ErrNotCaptured))
 			}
 		}
 		for _, f := range s.seg.Problems() {
