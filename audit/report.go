@@ -139,7 +139,11 @@ type Baseline struct {
 	// Verdict is the verdict of the new findings and the missing
 	// evidence: the one the exit code judges.
 	Verdict Verdict `json:"verdict"`
-	newOf   []Finding
+	// SpecChanges says, where both audits inferred their spec, how
+	// tonight's differs from the previous one's, table by table and join
+	// by join: the same evidence read again gave another guess.
+	SpecChanges []string `json:"spec_changes,omitempty"`
+	newOf       []Finding
 }
 
 // ExitVerdict is the verdict the exit code judges: with a baseline, that

@@ -34,8 +34,100 @@ func Since(prev, cur *audit.Report, file string) {
 			at[f] = is[1:]
 		}
 	}
+	if prev != nil && prev.Inferred != nil && cur.Inferred != nil {
+		b.SpecChanges = SpecChanges(prev.Inferred, cur.Inferred)
+		for _, c := range b.SpecChanges {
+			cur.Summary.Notes = append(cur.Summary.Notes, "the spec inferred tonight differs from the baseline's: "+c)
+		}
+	}
 	cur.Baseline = b
 	cur.Finish()
+}
+
+// SpecChanges lists how the inferred spec cur differs from prev, table by
+// table and join by join ("table orders: reduce latest, was sum(amount)").
+func SpecChanges(prev, cur *audit.Inferred) []string {
+	var out []string
+	tables := func(in *audit.Inferred) map[string]audit.InferredTable {
+		m := map[string]audit.InferredTable{}
+		for _, t := range in.Tables {
+			if t.Name != "" {
+				m[t.Name] = t
+			}
+		}
+		return m
+	}
+	pt, ct := tables(prev), tables(cur)
+	for _, name := range sortedUnion(pt, ct) {
+		p, inPrev := pt[name]
+		c, inCur := ct[name]
+		switch {
+		case !inPrev:
+			out = append(out, fmt.Sprintf("table %s is new", name))
+			continue
+		case !inCur:
+			out = append(out, fmt.Sprintf("table %s is gone", name))
+			continue
+		}
+		field := func(what, a, b string) {
+			if a != b {
+				out = append(out, fmt.Sprintf("table %s: %s %s, was %s", name, what, cmp.Or(b, "none"), cmp.Or(a, "none")))
+			}
+		}
+		field("source", p.Source, c.Source)
+		field("steps", strings.Join(p.Steps, "; "), strings.Join(c.Steps, "; "))
+		field("select_key", p.SelectKey, c.SelectKey)
+		field("reduce", p.Reduce, c.Reduce)
+		field("window", p.Window, c.Window)
+		field("output", p.Output, c.Output)
+		if (p.Unjudged == "") != (c.Unjudged == "") {
+			field("judged", judged(p.Unjudged), judged(c.Unjudged))
+		}
+	}
+	joins := func(in *audit.Inferred) map[string]audit.InferredJoin {
+		m := map[string]audit.InferredJoin{}
+		for _, j := range in.Joins {
+			m[j.Output] = j
+		}
+		return m
+	}
+	pj, cj := joins(prev), joins(cur)
+	for _, out2 := range sortedUnion(pj, cj) {
+		p, inPrev := pj[out2]
+		c, inCur := cj[out2]
+		switch {
+		case !inPrev:
+			out = append(out, fmt.Sprintf("join into %s is new", out2))
+		case !inCur:
+			out = append(out, fmt.Sprintf("join into %s is gone", out2))
+		case p.Type != c.Type || p.Value != c.Value || p.Left != c.Left || !slices.Equal(p.Right, c.Right):
+			out = append(out, fmt.Sprintf("join into %s: %s %s(%s) value %s, was %s %s(%s) value %s", out2, c.Type, c.Left, strings.Join(c.Right, ", "), cmp.Or(c.Value, "none"),
+				p.Type, p.Left, strings.Join(p.Right, ", "), cmp.Or(p.Value, "none")))
+		}
+	}
+	return out
+}
+
+func judged(unjudged string) string {
+	if unjudged == "" {
+		return "yes"
+	}
+	return "no"
+}
+
+// sortedUnion is the keys of a and b, sorted.
+func sortedUnion[V any](a, b map[string]V) []string {
+	var out []string
+	for k := range a {
+		out = append(out, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // checkShards says which shards of an audit are missing from rs (as

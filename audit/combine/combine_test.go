@@ -283,3 +283,47 @@ func TestSinceAndMerge(t *testing.T) {
 		t.Errorf("two baselines: err %v", err)
 	}
 }
+
+// TestSinceSpecChanges (issue AJ): a nightly audit whose spec was inferred
+// says, against the baseline's inferred spec, what changed table by table
+// and join by join, and nothing where the two agree.
+func TestSinceSpecChanges(t *testing.T) {
+	inferred := func(reduce, step string, judged bool, joinType string) *audit.Inferred {
+		tab := audit.InferredTable{Name: "orders", Source: "orders", SelectKey: "value.orderId", Reduce: reduce}
+		if step != "" {
+			tab.Steps = []string{step}
+		}
+		if !judged {
+			tab.Unjudged = "table orders is not judged: the evidence does not settle the reducer"
+		}
+		return &audit.Inferred{Tables: []audit.InferredTable{tab, {Name: "payments", Source: "payments", Reduce: "sum(amount)"}},
+			Joins: []audit.InferredJoin{{Output: "order-status", Left: "orders", Right: []string{"payments"}, Type: joinType}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		prev, cur *audit.Inferred
+		want      []string
+	}{
+		{"the same", inferred("latest", "", true, "left"), inferred("latest", "", true, "left"), nil},
+		{"another reducer, a filter, a join type", inferred("latest", "", true, "left"), inferred("sum(amount)", `filter: value.type != "TEST"`, true, "inner"), []string{
+			`table orders: steps filter: value.type != "TEST", was none`,
+			"table orders: reduce sum(amount), was latest",
+			"join into order-status: inner orders(payments) value none, was left orders(payments) value none",
+		}},
+		{"no longer judged", inferred("latest", "", true, "left"), inferred("latest", "", false, "left"), []string{"table orders: judged no, was yes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := &audit.Report{Inferred: tc.prev}
+			cur := &audit.Report{Inferred: tc.cur}
+			Since(prev, cur, "last-night.json")
+			if !slices.Equal(cur.Baseline.SpecChanges, tc.want) {
+				t.Errorf("changes %q, want %q", cur.Baseline.SpecChanges, tc.want)
+			}
+			for _, c := range tc.want {
+				if !slices.ContainsFunc(cur.Summary.Notes, func(n string) bool { return strings.HasSuffix(n, c) }) {
+					t.Errorf("no note says %q: %q", c, cur.Summary.Notes)
+				}
+			}
+		})
+	}
+}
