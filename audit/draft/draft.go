@@ -331,6 +331,9 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 		}
 		fmt.Fprintf(&b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
 		if inf != nil {
+			if g, ok := inf.tableSerde(t); ok {
+				fmt.Fprintf(&b, "    serdes: {value: %s}   # its topics' values: %s\n", yamlScalar(g.Value), g.Evidence)
+			}
 			if g, ok := inf.storeSerde[t.changelog]; ok {
 				fmt.Fprintf(&b, "    store_serdes: {value: %s}   # its changelog's values: %s\n", yamlScalar(g.Value), g.Evidence)
 			}

@@ -36,6 +36,10 @@ type inferred struct {
 	storeSerde map[string]infer.Guess
 	// raw are the candidate outputs read undecoded, by name (rawRead)
 	raw map[string]*infer.Topic
+	// topicSerde is, where the app's topics hold values of different
+	// formats (an Avro table beside JSON streams: no one serde decodes
+	// them all), each topic's own serde, as its values show it
+	topicSerde map[string]infer.Guess
 }
 
 // rawRead reads a candidate output's first records undecoded, once for
@@ -102,6 +106,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	// reads them as windows; here they are not decoded)
 	windowedTopics := map[string]bool{}
 	read := 0
+	topicVals := map[string][][]byte{} // the streams' values, per topic
 	for _, topic := range append(slices.Clone(topics), sources...) {
 		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
 		switch {
@@ -143,6 +148,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 				continue
 			}
 			vals = append(vals, r.RawValue)
+			topicVals[topic] = append(topicVals[topic], r.RawValue)
 		}
 	}
 	if read == 0 {
@@ -168,6 +174,32 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.storeSerde[cl] = g
 		}
 	}
+	if inf.valueSerde.Value == "bytes" && len(inf.valueSerde.Candidates) > 0 && o.ValueSerde == "" {
+		// no one serde decodes every stream's values: each topic its own,
+		// the app's the most topics share
+		inf.topicSerde = map[string]infer.Guess{}
+		count := map[string]int{}
+		for topic, vs := range topicVals {
+			if g := infer.GuessSerde(vs, nil); g.Value != "bytes" {
+				inf.topicSerde[topic] = g
+				count[g.Value]++
+			}
+		}
+		best := ""
+		for _, v := range slices.Sorted(maps.Keys(count)) {
+			if count[v] > count[best] {
+				best = v
+			}
+		}
+		if best != "" {
+			inf.valueSerde = infer.Guess{Value: best, Evidence: fmt.Sprintf("the values of %d of the %d topics read (the others' have serdes of their own)", count[best], len(topicVals))}
+		}
+		for topic, g := range inf.topicSerde {
+			if g.Value == best {
+				delete(inf.topicSerde, topic)
+			}
+		}
+	}
 	if o.KeySerde != "" {
 		inf.keySerde = infer.Guess{Value: o.KeySerde, Evidence: "--key-serde"}
 	}
@@ -176,10 +208,13 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	cfg := o.Codec
 	cfg.KeySerde, cfg.ValueSerde = cmp.Or(inf.keySerde.Value, "bytes"), cmp.Or(inf.valueSerde.Value, "bytes")
-	if len(inf.storeSerde) > 0 {
+	if len(inf.storeSerde)+len(inf.topicSerde) > 0 {
 		cfg.Topics = maps.Clone(cfg.Topics)
 		if cfg.Topics == nil {
 			cfg.Topics = map[string]codec.TopicSerdes{}
+		}
+		for topic, g := range inf.topicSerde {
+			cfg.Topics[topic] = codec.TopicSerdes{Value: g.Value}
 		}
 		for cl, g := range inf.storeSerde {
 			cfg.Topics[cl] = codec.TopicSerdes{Value: g.Value}

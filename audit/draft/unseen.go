@@ -100,3 +100,22 @@ func seenNodes(t *draftTable) int {
 	}
 	return n
 }
+
+// tableSerde is the value serde of a table's own topics where it is not
+// the app's (inferred.topicSerde): the one its source topics and its
+// repartition topic agree on.
+func (inf *inferred) tableSerde(t draftTable) (infer.Guess, bool) {
+	var g infer.Guess
+	found := false
+	for _, topic := range append([]string{t.source, t.repartition}, t.merged...) {
+		tg, ok := inf.topicSerde[topic]
+		switch {
+		case topic == "" || !ok:
+		case found && tg.Value != g.Value:
+			return infer.Guess{}, false
+		default:
+			g, found = tg, true
+		}
+	}
+	return g, found
+}
