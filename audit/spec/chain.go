@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit/topology"
@@ -180,6 +181,101 @@ func chainFits(lay *topology.Layout, t *TableSpec, store string) bool {
 		chain = chain[1:]
 	}
 	return len(chain) > 0 && matchChain(t.Chain(), chain, map[*Step]string{}) == ""
+}
+
+// branchesAgree reports whether each branch step of the table's chain
+// stands for the split() branch the topology's chain to store takes, by
+// its place: the spec writes the k-th branch of split().branch(p1)…
+// as !(p1) && … && pk, k-1 negated predicates and its own, and the default
+// branch as every predicate negated; Kafka Streams names the k-th branch
+// node after its splitter with k, the default with 0. A predicate that does
+// not read so (a TODO, a single negation) agrees with every branch.
+func branchesAgree(lay *topology.Layout, t *TableSpec, store string) bool {
+	chain, err := lay.SourceChain(t.Source, store)
+	if err != nil {
+		return false
+	}
+	var branches []topology.ChainNode
+	for _, c := range chain {
+		if c.Op == topology.OpBranch && c.Child != "" {
+			branches = append(branches, c)
+		}
+	}
+	i := 0
+	for _, st := range t.Steps {
+		if st.Kind != StepBranch {
+			continue
+		}
+		if i >= len(branches) {
+			return false
+		}
+		c := branches[i]
+		i++
+		idx, err := strconv.Atoi(strings.TrimPrefix(c.Child, c.Name))
+		want, known := branchIndex(st.Expr)
+		if err != nil || !strings.HasPrefix(c.Child, c.Name) || !known {
+			continue // a branch named with Branched.as, or a predicate that does not say
+		}
+		if idx != want {
+			return false
+		}
+	}
+	return true
+}
+
+// branchIndex reads a branch predicate as docs/spec.md writes a split()'s
+// branches: k-1 negated conjuncts and a k-th that is not: branch k; every
+// conjunct negated: the default branch, 0. false where it does not read so
+// (a TODO).
+func branchIndex(expr string) (int, bool) {
+	if isTODO(expr) {
+		return 0, false
+	}
+	conj := topLevel(expr, "&&")
+	neg := 0
+	for _, c := range conj {
+		c = strings.TrimSpace(c)
+		if strings.HasPrefix(c, "!(") && strings.HasSuffix(c, ")") && len(topLevel(c[1:], "&&")) == 1 {
+			neg++
+		}
+	}
+	switch {
+	case neg == len(conj):
+		return 0, true
+	case neg == len(conj)-1 && !strings.HasPrefix(strings.TrimSpace(conj[len(conj)-1]), "!"):
+		return len(conj), true
+	}
+	return 0, false
+}
+
+// topLevel splits s around sep where it stands outside parentheses,
+// brackets and quotes.
+func topLevel(s, sep string) []string {
+	var out []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'' || c == '`':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], sep):
+			out = append(out, s[start:i])
+			start = i + len(sep)
+			i += len(sep) - 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 // compatible lists the step kinds each operator of the topology may be.

@@ -198,9 +198,19 @@ func resolveRegroup(s *Spec, lay *topology.Layout, appID string, t *TableSpec, f
 		}
 		use = u
 	} else {
+		// the KTable groupBy stores the source feeds first, and those a
+		// KTABLE-SELECT re-groups a store of the source's into (a
+		// builder.table's own store comes first: its groupBy's is behind it)
 		var cands []topology.StoreUse
-		for _, u := range lay.StoresFedBy(src.Source) {
-			if slices.ContainsFunc(u.Writers, regroupWriter) {
+		fed := lay.StoresFedBy(src.Source)
+		for _, u := range lay.Stores {
+			if !slices.ContainsFunc(u.Writers, regroupWriter) || !slices.Contains(u.Sources, src.Source) {
+				continue
+			}
+			first := slices.ContainsFunc(fed, func(f topology.StoreUse) bool { return f.Name == u.Name })
+			from, _, ok := lay.RegroupOf(u.Name)
+			behind := ok && slices.ContainsFunc(fed, func(f topology.StoreUse) bool { return f.Name == from })
+			if first || behind {
 				cands = append(cands, u)
 			}
 		}

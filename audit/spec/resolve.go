@@ -222,6 +222,11 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 						fits = append(fits, c)
 					}
 				}
+				if len(fits) > 1 {
+					// split()'s branches: the one whose place the spec's
+					// predicate names (branchesAgree)
+					fits = slices.DeleteFunc(fits, func(c topology.StoreUse) bool { return !branchesAgree(lay, t, c.Name) })
+				}
 				if len(fits) == 1 {
 					use = fits[0]
 					pt.Store = use.Name

@@ -527,6 +527,12 @@ func (t *Topology) joins(l *Layout) []JoinUse {
 				j.RightStores = l.fkRightStores(&n)
 				out = append(out, j)
 				joinNodes[n.Name] = true
+			case n.Kind == KindProcessor && !strings.HasPrefix(n.Name, "KTABLE-") && !isThis(n.Name) && !isOther(n.Name) && l.looksUpOnly(&n) && l.streamFed(&n):
+				// a stream-table join the app named (Joined.as): a stream's
+				// processor that only looks up a table's store
+				j := JoinUse{Node: n.Name, Kind: JoinStreamTable, RightStores: slices.Clone(n.Stores)}
+				out = append(out, j)
+				joinNodes[n.Name] = true
 			}
 		}
 	}
@@ -538,6 +544,32 @@ func (t *Topology) joins(l *Layout) []JoinUse {
 	}
 	slices.SortFunc(out, func(a, b JoinUse) int { return cmp.Compare(a.Node, b.Node) })
 	return out
+}
+
+// looksUpOnly reports whether a processor holds stores and only reads
+// each (another processor writes it: StoreUse.Readers).
+func (l *Layout) looksUpOnly(n *Node) bool {
+	if len(n.Stores) == 0 || strings.Contains(n.Name, "SUBSCRIPTION") || strings.Contains(strings.ToLower(n.Name), "subscription") {
+		return false
+	}
+	for _, s := range n.Stores {
+		u, ok := l.Store(s)
+		if !ok || !slices.Contains(u.Readers, n.Name) || len(u.Writers) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// streamFed reports whether a processor's predecessors are a stream's
+// (no KTABLE- node, which a table-table join's sides are).
+func (l *Layout) streamFed(n *Node) bool {
+	for _, p := range n.Predecessors {
+		if strings.HasPrefix(p, "KTABLE-") {
+			return false
+		}
+	}
+	return len(n.Predecessors) > 0
 }
 
 func appendAll(l, more []string) []string {
