@@ -884,7 +884,7 @@ type elemOf struct {
 func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount *int64) {
 	t, rec, it := ts.t, &e.it.Record, e.it
 	if ts.win != nil && t.Repartition == "" && e.key != nil && e.elem == 0 {
-		ts.win.sourceRecord(e.p, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
+		ts.win.sourceRecord(e.part, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
 	}
 	if e.v == nil && e.key != nil && t.TableSource {
 		e.digest = tombDigest // a tombstone: it deletes the key

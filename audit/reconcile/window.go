@@ -211,6 +211,24 @@ func (ws *winState) before(p int32, offset int64) int64 {
 	return pre[i]
 }
 
+// mergedMax is the largest timestamp the task of source partition part
+// (sourcePart) processed from the other topics merged into its stream
+// (merged of them beside the first), -1 for none.
+func (ws *winState) mergedMax(part int32, merged int) int64 {
+	p := part & (1<<srcShift - 1)
+	out := int64(-1)
+	for i := 0; i <= merged; i++ {
+		q := sourcePart(i, p)
+		if q == part {
+			continue
+		}
+		if recs := ws.processed[q]; len(recs) > 0 {
+			out = max(out, ws.prefix[q][len(recs)])
+		}
+	}
+	return out
+}
+
 // after is the largest timestamp the task processed above offset (-1
 // none).
 func (ws *winState) after(p int32, offset int64) int64 {
@@ -317,8 +335,12 @@ func (r *run) decideLate(ts *tableState) {
 			upper, lower := int64(-1), int64(-1)
 			switch x.status {
 			case copyDirect:
-				upper = ws.before(x.part, x.offset)
-				lower = upper
+				// its own topic's records at lower offsets were processed
+				// before it; a topic merged into its task's stream
+				// interleaves in an order the offsets do not say, so its
+				// records raise only the upper bound
+				lower = ws.before(x.part, x.offset)
+				upper = max(lower, ws.mergedMax(x.part, len(ts.t.Merged)))
 			case copyApplied:
 				lower = max(ws.before(x.r, x.pos), ownBefore(x.part, x.r, x.offset))
 				upper = ws.before(x.r, x.pos)
