@@ -51,7 +51,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 				}
 				t.ValueChanging, t.Flat, t.SelectField = ts.ValueChanging(), ts.Flat(), ""
 			}
-			if len(ts.OutputSteps) > 0 {
+			if len(ts.OutputSteps)+len(ts.TableSteps) > 0 {
 				t.OutputSteps = func(e Env) ([]Element, error) {
 					return elements(ts.ApplyOutput(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
 				}

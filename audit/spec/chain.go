@@ -19,11 +19,11 @@ func unmodelled(t *TableSpec, nodes map[*Step]string) string {
 // outputUnmodelled for its output steps: a TODO after toStream() leaves
 // only the output unjudged, not the store.
 func unmodelledIn(t *TableSpec, nodes map[*Step]string) string {
-	return unmodelledSteps(t, slices.DeleteFunc(t.NotModelled(), func(st *Step) bool { return slices.Contains(t.OutputSteps, st) }), nodes)
+	return unmodelledSteps(t, slices.DeleteFunc(t.NotModelled(), func(st *Step) bool { return slices.Contains(t.OutputSteps, st) || slices.Contains(t.TableSteps, st) }), nodes)
 }
 
 func outputUnmodelled(t *TableSpec, nodes map[*Step]string) string {
-	steps := slices.DeleteFunc(t.NotModelled(), func(st *Step) bool { return !slices.Contains(t.OutputSteps, st) })
+	steps := slices.DeleteFunc(t.NotModelled(), func(st *Step) bool { return !slices.Contains(t.OutputSteps, st) && !slices.Contains(t.TableSteps, st) })
 	if len(steps) == 0 {
 		return ""
 	}
@@ -107,14 +107,17 @@ func judgeOutput(lay *topology.Layout, t *TableSpec, pt *PlannedTable, nodes map
 		return
 	}
 	pt.OutputChain = oc
-	// toStream() and suppress() are the output's own: the steps follow them
-	var rest []topology.ChainNode
+	// toStream() and suppress() are the output's own: the KTable
+	// operations before toStream() are the table steps, the steps follow it
+	var before, rest []topology.ChainNode
 	toStream := false
 	for _, c := range oc {
 		switch {
 		case c.Op == topology.OpToStream && !toStream:
 			toStream = true
 		case c.Op == topology.OpSuppress && !toStream && t.Suppress != "":
+		case !toStream && (c.Op == topology.OpTableFilter || c.Op == topology.OpTableMapValues):
+			before = append(before, c)
 		default:
 			rest = append(rest, c)
 		}
@@ -122,6 +125,8 @@ func judgeOutput(lay *topology.Layout, t *TableSpec, pt *PlannedTable, nodes map
 	switch {
 	case !toStream:
 		pt.OutputUnjudged = fmt.Sprintf("table %s: the topology has no toStream() between store %s and %s", t.Name, pt.Store, t.Output)
+	case matchChain(t.TableSteps, before, nodes) != "":
+		pt.OutputUnjudged = fmt.Sprintf("table %s: between store %s and toStream() %s (KTable#filter and mapValues are table_steps)", t.Name, pt.Store, matchChain(t.TableSteps, before, nodes))
 	default:
 		why := matchChain(t.OutputSteps, rest, nodes)
 		switch {
@@ -280,15 +285,17 @@ func topLevel(s, sep string) []string {
 
 // compatible lists the step kinds each operator of the topology may be.
 var compatible = map[topology.Op][]StepKind{
-	topology.OpFilter:        {StepFilter, StepFilterNot},
-	topology.OpMapValues:     {StepMapValues},
-	topology.OpMap:           {StepMap},
-	topology.OpFlatMapValues: {StepFlatMapValues},
-	topology.OpFlatMap:       {StepFlatMap},
-	topology.OpPeek:          {StepPeek},
-	topology.OpBranch:        {StepBranch},
-	topology.OpSelectKey:     {StepSelectKey, StepGroupBy},
-	topology.OpProcess:       {StepProcess},
+	topology.OpFilter:         {StepFilter, StepFilterNot},
+	topology.OpMapValues:      {StepMapValues},
+	topology.OpMap:            {StepMap},
+	topology.OpFlatMapValues:  {StepFlatMapValues},
+	topology.OpFlatMap:        {StepFlatMap},
+	topology.OpPeek:           {StepPeek},
+	topology.OpBranch:         {StepBranch},
+	topology.OpTableFilter:    {StepFilter, StepFilterNot},
+	topology.OpTableMapValues: {StepMapValues},
+	topology.OpSelectKey:      {StepSelectKey, StepGroupBy},
+	topology.OpProcess:        {StepProcess},
 }
 
 // matchChain says how the spec's steps and the topology's chain differ,

@@ -90,6 +90,12 @@ type TableSpec struct {
 	// store's).
 	Output       string  `yaml:"output"`
 	OutputSerdes *Serdes `yaml:"output_serdes"`
+	// TableSteps are the KTable operations between the store and
+	// toStream() (KTable#filter, filterNot, mapValues, not materialized):
+	// a state a filter rejects is forwarded as a tombstone (KTableFilter
+	// without sendOldValues, as toStream() leaves it), mapValues maps the
+	// states, a tombstone stays one.
+	TableSteps []*Step `yaml:"table_steps"`
 	// OutputSteps are the processors after toStream() and before
 	// to(Output): filter, filterNot, mapValues, peek.
 	OutputSteps []*Step `yaml:"output_steps"`

@@ -393,7 +393,7 @@ func (s *Spec) validateSteps(l *errList, path, field string, t *TableSpec) {
 	for _, list := range []struct {
 		name  string
 		steps []*Step
-	}{{"steps", t.Steps}, {"output_steps", t.OutputSteps}} {
+	}{{"steps", t.Steps}, {"table_steps", t.TableSteps}, {"output_steps", t.OutputSteps}} {
 		for i, st := range list.steps {
 			p := fmt.Sprintf("%s.%s[%d]", path, list.name, i)
 			f := fmt.Sprintf("%s.%s[%d]", field, list.name, i)
@@ -404,6 +404,10 @@ func (s *Spec) validateSteps(l *errList, path, field string, t *TableSpec) {
 			st.Line = s.line(p)
 			if err := compileStep(st); err != nil {
 				l.add(p, f, "%v", err)
+				continue
+			}
+			if list.name == "table_steps" && st.Kind != StepFilter && st.Kind != StepFilterNot && st.Kind != StepMapValues {
+				l.add(p, f, "table_steps holds KTable#filter, filterNot and mapValues only, not %s", st.Kind)
 				continue
 			}
 			if list.name == "steps" && t.SelectKeyExpr != "" && st.Kind.KeyChanging() && st.Kind != StepProcess {
@@ -453,7 +457,7 @@ func (t *TableSpec) Flat() bool {
 // are TODO or Processor API nodes: what passes them cannot be judged.
 func (t *TableSpec) NotModelled() []*Step {
 	var out []*Step
-	for _, st := range append(append([]*Step(nil), t.Steps...), t.OutputSteps...) {
+	for _, st := range append(append(append([]*Step(nil), t.Steps...), t.TableSteps...), t.OutputSteps...) {
 		if st != nil && st.TODO() {
 			out = append(out, st)
 		}
@@ -514,13 +518,49 @@ func (t *TableSpec) OutputKeyChanging() bool {
 	return false
 }
 
-// ApplyOutput runs the output steps on one state of the table (key,
-// value, its timestamp): what toStream()…to(output) writes of it.
+// ApplyOutput runs the table steps, then the output steps, on one state
+// of the table (key, value, its timestamp): what
+// toStream()…to(output) writes of it.
 func (t *TableSpec) ApplyOutput(r RecordEnv) ([]Element, error) {
+	if len(t.TableSteps) > 0 {
+		v, err := runTableSteps(t.TableSteps, r)
+		if err != nil {
+			return nil, err
+		}
+		r.Value = v
+	}
 	if len(t.OutputSteps) == 0 {
 		return []Element{{Key: r.Key, Value: r.Value}}, nil
 	}
 	return runSteps(t.OutputSteps, r)
+}
+
+// runTableSteps is the KTable operations on one state (KTableFilter,
+// KTableMapValues of Kafka Streams 3.6, not materialized, without old
+// values): a filter forwards the state where its predicate holds and a
+// null (a tombstone downstream) where it does not; mapValues maps a state,
+// and a null stays null.
+func runTableSteps(steps []*Step, r RecordEnv) (any, error) {
+	v := r.Value
+	for i, st := range steps {
+		if st.TODO() {
+			return nil, &StepError{Index: i, Step: st, Err: ErrNotModelled}
+		}
+		if v == nil {
+			continue // a tombstone passes every KTable operation as one
+		}
+		out, err := st.apply(RecordEnv{Key: r.Key, Value: v, Headers: r.Headers, Timestamp: r.Timestamp})
+		if err != nil {
+			return nil, &StepError{Index: i, Step: st, Err: err}
+		}
+		switch {
+		case len(out) == 0:
+			v = nil // rejected: forwarded as a tombstone
+		default:
+			v = out[0].Value
+		}
+	}
+	return v, nil
 }
 
 // javaSplit is the expressions' regexSplit(s, regex): Java's

@@ -23,6 +23,11 @@ const (
 	OpMerge         Op = "merge"         // KSTREAM-MERGE-
 	OpToStream      Op = "toStream"      // KTABLE-TOSTREAM-
 	OpSuppress      Op = "suppress"      // KTABLE-SUPPRESS-
+	// OpTableFilter and OpTableMapValues are KTable#filter (filterNot) and
+	// mapValues, not materialized (a store of their own makes them
+	// OpStateful): a table step.
+	OpTableFilter    Op = "tableFilter"    // KTABLE-FILTER-
+	OpTableMapValues Op = "tableMapValues" // KTABLE-MAPVALUES-
 	// OpProcess is a Processor API node (process, processValues,
 	// transform, transformValues, flatTransform…): what it does is code.
 	OpProcess Op = "process"
@@ -69,6 +74,8 @@ var opPrefixes = []struct {
 	{"KSTREAM-MERGE-", OpMerge},
 	{"KTABLE-TOSTREAM-", OpToStream},
 	{"KTABLE-SUPPRESS-", OpSuppress},
+	{"KTABLE-FILTER-", OpTableFilter},
+	{"KTABLE-MAPVALUES-", OpTableMapValues},
 	{"KSTREAM-PROCESSOR-", OpProcess},
 	{"KSTREAM-PROCESSVALUES-", OpProcess},
 	{"KSTREAM-TRANSFORMVALUES-", OpProcess},
@@ -194,6 +201,9 @@ func (l *Layout) chainOf(path []string) []ChainNode {
 			continue
 		}
 		c := ChainNode{Name: n.Name, Op: OpOf(n.Name), Line: n.Line}
+		if (c.Op == OpTableFilter || c.Op == OpTableMapValues) && len(n.Stores) > 0 {
+			c.Op = OpStateful // materialized: a store of its own, with its cache, is not modelled
+		}
 		if i+1 < len(path) && l.splitter(n) {
 			c.Op, c.Child = OpBranch, path[i+1]
 			i++
