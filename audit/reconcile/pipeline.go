@@ -48,6 +48,11 @@ type Table struct {
 	// output cannot be judged ("" judges it).
 	OutputSteps    func(Env) ([]Element, error)
 	OutputUnjudged string
+	// OutputRekeys says OutputSteps give each state's output its own key
+	// (a map or selectKey after toStream(), a windowed key's toString()):
+	// the output is read by that key and judged where table keys and
+	// output keys map one to one.
+	OutputRekeys bool
 	// SelectField, when set, says SelectKey reads nothing of an input but
 	// its value's top-level field of this name (select_key: value.FIELD):
 	// where the table keeps no value either (Latest), a source value is

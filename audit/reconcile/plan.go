@@ -55,6 +55,7 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 				t.OutputSteps = func(e Env) ([]Element, error) {
 					return elements(ts.ApplyOutput(spec.RecordEnv{Key: e.Key, Value: e.Value, Headers: e.Headers, Timestamp: e.Timestamp}))
 				}
+				t.OutputRekeys = ts.OutputKeyChanging()
 			}
 			if ts.Reducer.Kind != "" {
 				t.Reduce = func(agg, v audit.Value, first bool) (audit.Value, error) {

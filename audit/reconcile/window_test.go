@@ -378,6 +378,7 @@ func TestWindowRandom(t *testing.T) {
 			}
 			s.Faults = append(s.Faults, f)
 		}
+		s.KeyString = s.Window != nil && rng.IntN(3) == 0
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rep, truth := runWindow(t, s, false)
 			compareWindow(t, rep, truth)
@@ -489,5 +490,85 @@ func TestWindowRetention(t *testing.T) {
 				t.Errorf("nothing says %q: notes %q, missing %q", c.text, rep.Summary.Notes, rep.Summary.Missing)
 			}
 		})
+	}
+}
+
+// TestWindowKeyString (issue AD): a windowed table's output written under
+// the window's toString() (toStream().map((w, v) -> pair(w.toString(), v)),
+// AnomalyDetection's shape) is judged by that key, the spec's last output
+// step a map by windowString: clean stays clean, a swallowed output
+// record is join-missing under the key the output would hold.
+func TestWindowKeyString(t *testing.T) {
+	for _, kind := range []string{"tumbling", "hopping", "suppressed"} {
+		for _, fault := range []bool{false, true} {
+			for _, filter := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/join-missing=%v/filter=%v", kind, fault, filter), func(t *testing.T) {
+					s := windowScenario(kind)
+					s.KeyString = true
+					if filter {
+						s.OutputSteps = []fakeapp.OutputStep{fakeapp.OutFilter}
+					}
+					if fault {
+						s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing, Partition: 1}}
+					}
+					rep, truth := runWindow(t, s, fault)
+					compareWindow(t, rep, truth)
+					missing := 0
+					for _, e := range truth.Findings {
+						if e.Cause == audit.CauseJoinMissing {
+							missing++
+							if !strings.HasPrefix(e.Key, `"[`) {
+								t.Errorf("truth's join-missing key %s is not a window's toString()", e.Key)
+							}
+						}
+					}
+					if fault && missing == 0 {
+						t.Fatalf("the fault left no join-missing: %v", truth.Findings)
+					}
+					if !fault && rep.Summary.Verdict != audit.VerdictClean {
+						t.Errorf("verdict %s, want clean (missing %v)", rep.Summary.Verdict, rep.Summary.Missing)
+					}
+				})
+			}
+		}
+	}
+	// w.key(): every window of a key under one output key; its last
+	// record is the state the task wrote last, of whichever window
+	for _, kind := range []string{"tumbling", "hopping"} {
+		for _, fault := range []bool{false, true} {
+			t.Run(fmt.Sprintf("w.key()/%s/join-missing=%v", kind, fault), func(t *testing.T) {
+				s := windowScenario(kind)
+				s.KeyInner = true
+				if fault {
+					s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultJoinMissing, Partition: 1}}
+				}
+				rep, truth := runWindow(t, s, false)
+				if !fault {
+					compareWindow(t, rep, truth)
+					if rep.Summary.Verdict != audit.VerdictClean {
+						t.Errorf("verdict %s, want clean (missing %v)", rep.Summary.Verdict, rep.Summary.Missing)
+					}
+					return
+				}
+				// the swallowed record is a join-missing of its inner key,
+				// at the output, whether it was the key's last or vanished on
+				// the way; nothing else is a loss
+				if rep.Summary.Verdict != audit.VerdictLoss {
+					t.Errorf("verdict %s, want loss", rep.Summary.Verdict)
+				}
+				want := map[string]bool{}
+				for _, e := range truth.Findings {
+					want[e.Key] = true
+				}
+				for _, f := range rep.Findings {
+					if f.Severity != audit.SeverityLoss {
+						continue
+					}
+					if f.Cause != audit.CauseJoinMissing || f.Topic != fakeapp.WindowOutput || !want[f.Key] {
+						t.Errorf("loss %s %s key %s, want join-missing at the output of one of %v", f.Cause, f.Topic, f.Key, want)
+					}
+				}
+			})
+		}
 	}
 }

@@ -134,13 +134,9 @@ func judgeOutput(lay *topology.Layout, t *TableSpec, pt *PlannedTable, nodes map
 			pt.OutputUnjudged = fmt.Sprintf("table %s: its output steps change the key, which kaudit does not model for a table's output (and between store %s and %s %s)", t.Name, pt.Store, t.Output, why)
 		case why != "":
 			pt.OutputUnjudged = fmt.Sprintf("table %s: between store %s and %s %s", t.Name, pt.Store, t.Output, why)
-		case t.OutputKeyChanging():
-			for _, st := range t.OutputSteps {
-				if st.Kind.KeyChanging() {
-					pt.OutputUnjudged = fmt.Sprintf("table %s: its output step %s at node %s changes the key (toStream(mapper), map, selectKey), which kaudit does not model for a table's output, so %s is not judged", t.Name, st.Kind, nodes[st], t.Output)
-					break
-				}
-			}
+		case t.OutputRekeyNotModelled() != nil:
+			st := t.OutputRekeyNotModelled()
+			pt.OutputUnjudged = fmt.Sprintf("table %s: its output step %s at node %s changes the key other than one state to one record (a map or selectKey is modelled), so %s is not judged", t.Name, st.Kind, nodes[st], t.Output)
 		}
 	}
 }

@@ -840,7 +840,7 @@ func compile(src string, env types.Map) (*vm.Program, error) {
 	if isTODO(src) {
 		return nil, errors.New("still TODO: write the expression")
 	}
-	prog, err := expr.Compile(src, expr.Env(env), javaSplit, javaRound)
+	prog, err := expr.Compile(src, expr.Env(env), javaSplit, javaRound, javaWindowString)
 	if err != nil {
 		// expr's message ends in a snippet with a caret on further lines;
 		// the first line already names the position

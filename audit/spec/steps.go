@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -518,6 +519,19 @@ func (t *TableSpec) OutputKeyChanging() bool {
 	return false
 }
 
+// OutputRekeyNotModelled is the first output step that changes the key in
+// a way the output's judgement cannot follow: a map or selectKey gives each
+// state's output its key (the output then is judged by it, where the keys
+// map one to one); a flatMap, groupBy or Processor API node does not.
+func (t *TableSpec) OutputRekeyNotModelled() *Step {
+	for _, st := range t.OutputSteps {
+		if st.Kind.KeyChanging() && st.Kind != StepMap && st.Kind != StepSelectKey {
+			return st
+		}
+	}
+	return nil
+}
+
 // ApplyOutput runs the table steps, then the output steps, on one state
 // of the table (key, value, its timestamp): what
 // toStream()…to(output) writes of it.
@@ -610,6 +624,33 @@ var javaRound = expr.Function("mathRound", func(params ...any) (any, error) {
 		return int64(r), nil
 	}
 }, new(func(any) int64))
+
+// javaWindowString is the expressions' windowString(key): Kafka Streams'
+// Windowed#toString (3.6.2), "[" + key + "@" + start + "/" + end + "]", of
+// a windowed table's key, which an app's toStream().map((w, v) ->
+// pair(w.toString(), v)) writes as its output's key. The inner key is
+// written as Java writes a String or a number; another inner key (a record)
+// has a toString kaudit cannot know, and is an error.
+var javaWindowString = expr.Function("windowString", func(params ...any) (any, error) {
+	w, ok := params[0].(map[string]any)
+	if !ok || w["start"] == nil || w["end"] == nil {
+		return nil, fmt.Errorf("windowString wants a windowed table's key, got %s", describe(params[0]))
+	}
+	var inner string
+	switch k := w["key"].(type) {
+	case string:
+		inner = k
+	case json.Number:
+		inner = k.String()
+	case int64, int, int32:
+		inner = fmt.Sprint(k)
+	case nil:
+		inner = "null"
+	default:
+		return nil, fmt.Errorf("windowString: the window's key %s has no toString kaudit knows (a String or a number has)", describe(k))
+	}
+	return fmt.Sprintf("[%s@%v/%v]", inner, w["start"], w["end"]), nil
+}, new(func(any) string))
 
 var regexCache sync.Map // regex text → *regexp.Regexp
 

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -85,5 +86,56 @@ tables:
 	}
 	if _, err := ParseSpec("s.yaml", []byte("app_id: app\ntables:\n  - {name: counts, source: a, reduce: count, store: s, output: out, table_steps: [{flatMapValues: '[value]'}]}\n")); err == nil || !strings.Contains(err.Error(), "table_steps holds") {
 		t.Errorf("a flatMapValues in table_steps: %v, want refused", err)
+	}
+}
+
+// TestWindowString (issue AD): windowString(key) is Windowed#toString of Kafka Streams 3.6.2,
+// "[" + key + "@" + start + "/" + end + "]", for a String or a number inside the window; a
+// record inside it has a toString kaudit cannot know, and the step fails.
+func TestWindowString(t *testing.T) {
+	sp, err := ParseSpec("s.yaml", []byte(`app_id: app
+tables:
+  - name: counts
+    source: a
+    reduce: count
+    window: {size: 60000}
+    output: out
+    output_steps: [map: '[windowString(key), value]']
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := sp.Tables[0]
+	if tab.OutputRekeyNotModelled() != nil || !tab.OutputKeyChanging() {
+		t.Fatalf("a map re-keying the output: modelled and key-changing, got %v, %v", tab.OutputRekeyNotModelled(), tab.OutputKeyChanging())
+	}
+	win := func(k any) map[string]any {
+		return map[string]any{"key": k, "start": json.Number("1700000000000"), "end": json.Number("1700000060000")}
+	}
+	for _, c := range []struct {
+		key  any
+		want string
+	}{
+		{"alice", "[alice@1700000000000/1700000060000]"},
+		{json.Number("42"), "[42@1700000000000/1700000060000]"},
+		{int64(-7), "[-7@1700000000000/1700000060000]"},
+	} {
+		els, err := tab.ApplyOutput(RecordEnv{Key: win(c.key), Value: int64(3)})
+		if err != nil || len(els) != 1 {
+			t.Fatalf("key %v: %v, %v", c.key, els, err)
+		}
+		if els[0].Key != c.want {
+			t.Errorf("key %v: %v, want %s", c.key, els[0].Key, c.want)
+		}
+	}
+	if _, err := tab.ApplyOutput(RecordEnv{Key: win(map[string]any{"id": 1}), Value: int64(3)}); err == nil || !strings.Contains(err.Error(), "toString") {
+		t.Errorf("a record inside the window: %v, want an error naming toString", err)
+	}
+	flat, err := ParseSpec("s.yaml", []byte("app_id: app\ntables:\n  - {name: c, source: a, reduce: count, output: out, output_steps: [{flatMap: '[[key, value]]'}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := flat.Tables[0].OutputRekeyNotModelled(); st == nil || st.Kind != StepFlatMap {
+		t.Errorf("a flatMap re-keying the output: %v, want it not modelled", st)
 	}
 }

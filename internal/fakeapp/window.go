@@ -54,6 +54,14 @@ type WindowScenario struct {
 	// OutputSteps follow toStream() (and suppress) before to("output"):
 	// a filter, a mapValues on the Long states.
 	OutputSteps []OutputStep
+	// KeyString writes the output under the window's toString(), as
+	// toStream().map((w, v) -> KeyValue.pair(w.toString(), v)) does, with
+	// the String serde: the spec's last output step a map by windowString.
+	KeyString bool
+	// KeyInner writes the output under the window's inner key, as
+	// toStream((w, v) -> w.key()) (SmokeTestClient's Unwindow) does: every
+	// window of a key under one output key, in the task's order.
+	KeyInner bool
 	// Faults: drop, abort-not-replayed, duplicate (hop only),
 	// state-diverged, purge-before-commit and retention-gap (Partition),
 	// state-reset (Partition), join-missing (an output record swallowed).
@@ -107,7 +115,14 @@ func (s *WindowScenario) Spec() string {
 		if s.Suppress {
 			b.WriteString("    suppress: until-window-closes\n")
 		}
-		writeSteps(&b, "output_steps", s.outputSteps())
+		steps := s.outputSteps()
+		if s.KeyString {
+			steps = append(steps, Step{Kind: "map", Expr: "[windowString(key), value]"})
+		}
+		if s.KeyInner {
+			steps = append(steps, Step{Kind: "selectKey", Expr: "key.key"})
+		}
+		writeSteps(&b, "output_steps", steps)
 	}
 	return b.String()
 }
@@ -420,6 +435,33 @@ func (s *WindowScenario) storeKey(key string, start int64, withSeq bool) []byte 
 	return codec.AppendWindowedKey(nil, []byte(key), start, withSeq, 0)
 }
 
+// outKey is the key the output holds a window's state under: the windowed
+// serde's bytes, or with KeyString the window's toString() (Windowed's
+// "[key@start/end]").
+func (s *WindowScenario) outKey(key string, start int64) []byte {
+	switch {
+	case s.KeyString && s.Window != nil:
+		return []byte(s.keyString(key, start))
+	case s.KeyInner:
+		return []byte(key)
+	}
+	return s.storeKey(key, start, false)
+}
+
+func (s *WindowScenario) keyString(key string, start int64) string {
+	return fmt.Sprintf("[%s@%d/%d]", key, start, start+s.Window.Size)
+}
+
+// outPartition is the output partition of a window's state: the windowed
+// serde's records go by their inner key (WindowedStreamPartitioner), a
+// toString() key by its own bytes.
+func (s *WindowScenario) outPartition(key string, start int64) int32 {
+	if s.KeyString && s.Window != nil {
+		return audit.DefaultPartition([]byte(s.keyString(key, start)), s.Partitions)
+	}
+	return audit.DefaultPartition([]byte(key), s.Partitions)
+}
+
 type bufEntry struct {
 	key   string
 	start int64
@@ -573,7 +615,7 @@ func (g *wgen) task(p int32) error {
 					first := !emitted[wk]
 					emitted[wk] = true
 					if !(swallow && g.swallowed(wk, first)) {
-						write(WindowOutput, audit.DefaultPartition([]byte(r.key), s.Partitions), Out{Key: s.storeKey(r.key, w.start, false), Value: ov, Timestamp: st.ts})
+						write(WindowOutput, s.outPartition(r.key, w.start), Out{Key: s.outKey(r.key, w.start), Value: ov, Timestamp: st.ts})
 					}
 					continue
 				}
@@ -603,7 +645,7 @@ func (g *wgen) task(p int32) error {
 					if swallow && g.swallowed(wk, first) {
 						continue
 					}
-					write(WindowOutput, audit.DefaultPartition([]byte(e.key), s.Partitions), Out{Key: s.storeKey(e.key, e.start, false), Value: ov, Timestamp: e.st.ts})
+					write(WindowOutput, s.outPartition(e.key, e.start), Out{Key: s.outKey(e.key, e.start), Value: ov, Timestamp: e.st.ts})
 				}
 			}
 		}
@@ -833,7 +875,13 @@ func (g *wgen) groundTruth() {
 			for _, r := range rs {
 				for _, w := range r.wins {
 					if s.windowKey(r.key, w.start) == wk {
-						e.Partition = audit.DefaultPartition([]byte(r.key), s.Partitions)
+						e.Partition = s.outPartition(r.key, w.start)
+						if s.KeyString {
+							e.Key = codec.Text(s.keyString(r.key, w.start))
+						}
+						if s.KeyInner {
+							e.Key = codec.Text(r.key)
+						}
 						if s.Suppress {
 							// due by the engine's rule, on inputs it can read
 							e.Evident = g.due(r, w) && !g.truth.Partial

@@ -540,41 +540,31 @@ func (r *scRun) smokeAuditCapture(ctx context.Context, capture string) error {
 	return nil
 }
 
-// smokeUnmodelled are the nodes of SmokeTestClient's topology on the way to an output the spec
-// declares that kaudit recognises and does not model: toStream(new Unwindow<>()) is
-// toStream().selectKey(…), a KSTREAM-KEY-SELECT node from the windowed key to its key, before
-// min, max, sum and cnt; streamify's map((wk, v) -> KeyValue(wk.toString(), v)) is a
-// KSTREAM-MAP node before min-raw, min-suppressed, sws-raw and sws-suppressed. Each leaves its
-// output unjudged: missing evidence naming the node, the verdict at best incomplete, never a
-// loss.
-var smokeUnmodelled = []string{
+// smokeRekeys are the nodes of SmokeTestClient's topology that re-key a windowed table's
+// output: toStream(new Unwindow<>()) is toStream().selectKey(…), a KSTREAM-KEY-SELECT node from
+// the windowed key to its key, before min, max, sum and cnt; streamify's map((wk, v) ->
+// KeyValue(wk.toString(), v)) is a KSTREAM-MAP node before min-raw, min-suppressed, sws-raw and
+// sws-suppressed. kaudit models both (output_steps: selectKey 'key.key', map by
+// windowString(key)): every output behind them is judged.
+var smokeRekeys = []string{
 	"KSTREAM-KEY-SELECT-0000000017", "KSTREAM-KEY-SELECT-0000000038", "KSTREAM-KEY-SELECT-0000000047", "KSTREAM-KEY-SELECT-0000000057",
 	"KSTREAM-MAP-0000000008", "KSTREAM-MAP-0000000014", "KSTREAM-MAP-0000000024", "KSTREAM-MAP-0000000030",
 }
 
-// expectSmokeUnjudged fails unless the report is incomplete with missing evidence naming every
-// node of smokeUnmodelled, and nothing else missing.
-func expectSmokeUnjudged(rep kauditReport) error {
-	if rep.Summary.Verdict != "incomplete" {
-		return fmt.Errorf("verdict %q, want incomplete: the outputs behind %v are not modelled (%s)", rep.Summary.Verdict, smokeUnmodelled, rep.summary())
+// expectSmokeJudged fails unless the report is clean with nothing missing: every table, join,
+// copy and output of the spec judged.
+func expectSmokeJudged(rep kauditReport) error {
+	if rep.Summary.Verdict != "clean" {
+		return fmt.Errorf("verdict %q, want clean: every output of SmokeTestClient is modelled (%s)", rep.Summary.Verdict, rep.summary())
 	}
-	return expectSmokeMissing(rep)
+	return expectNothingMissing(rep)
 }
 
-// expectSmokeMissing fails unless the missing evidence names every node of smokeUnmodelled,
-// and says nothing that names none of them.
-func expectSmokeMissing(rep kauditReport) error {
+// expectNothingMissing fails on any missing evidence: the spec models the whole app.
+func expectNothingMissing(rep kauditReport) error {
 	var errs []error
-	all := strings.Join(rep.Summary.Missing, "\n")
-	for _, n := range smokeUnmodelled {
-		if !strings.Contains(all, n) {
-			errs = append(errs, fmt.Errorf("the missing evidence does not name %s", n))
-		}
-	}
 	for _, m := range rep.Summary.Missing {
-		if !slices.ContainsFunc(smokeUnmodelled, func(n string) bool { return strings.Contains(m, n) }) {
-			errs = append(errs, fmt.Errorf("missing evidence that names no unmodelled node: %s", m))
-		}
+		errs = append(errs, fmt.Errorf("missing evidence, though the spec models every node: %s", m))
 	}
 	return allErrs(errs...)
 }
@@ -652,7 +642,7 @@ func scenarioSmokeClean(ctx context.Context, r *scRun) error {
 	if auditErr != nil {
 		return allErrs(r.expectSmokeVerify(true, ""), auditErr)
 	}
-	return allErrs(r.expectSmokeVerify(true, ""), expectNoLoss(rep), expectSmokeUnjudged(rep), r.smokeAuditCapture(ctx, capture))
+	return allErrs(r.expectSmokeVerify(true, ""), expectNoLoss(rep), expectSmokeJudged(rep), r.smokeAuditCapture(ctx, capture))
 }
 
 // smokeRecord is one record of the KTable#groupBy repartition topic: its key (a count, as
@@ -667,6 +657,30 @@ type smokeRecord struct {
 
 func (s smokeRecord) String() string {
 	return fmt.Sprintf("%d@%d key %q %s", s.Partition, s.Offset, s.Key, s.Change)
+}
+
+// smokeVisible reports whether deleting the records makes tagg wrong where SmokeTestDriver
+// looks: a count some record removes more often than the records add it keeps the adds applied
+// before, one too many, which the driver's last value of the count shows. A lost add alone may
+// not show: KTableAggregate (3.6) skips the subtractor where the count has no aggregate yet, so
+// the later remove leaves it absent, not -1, and the driver checks only the counts tagg holds
+// (a real run: add "98", add and remove "100" and "96" deleted, the driver said SUCCESS).
+func smokeVisible(recs []smokeRecord) bool {
+	net := map[string]int{}
+	for _, r := range recs {
+		switch {
+		case strings.HasPrefix(r.Change, "remove "):
+			net[r.Key]--
+		case strings.HasPrefix(r.Change, "add "):
+			net[r.Key]++
+		}
+	}
+	for _, v := range net {
+		if v < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // smokeChange reads a Change<Long> as ChangedSerializer writes it in Streams 3.4 and later:
@@ -747,12 +761,12 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 			}
 		}
 		logf("%s/%d: committed %d, lso %d, %d committed records unconsumed", smokeTaggRepartition, p, c, lso, len(data))
-		if len(data) > len(best) {
+		if len(data) > len(best) && smokeVisible(data[:min(len(data), 5)]) {
 			best, bestP, bestC = data, p, c
 		}
 	}
 	if len(best) < n {
-		return notInjected("no %s partition holds %d committed unconsumed records (best %d)", smokeTaggRepartition, n, len(best))
+		return notInjected("no %s partition holds %d committed unconsumed records whose loss SmokeTestDriver can see (best %d)", smokeTaggRepartition, n, len(best))
 	}
 	hit := best[:min(len(best), 5)]
 	to := hit[len(hit)-1].Offset + 1
@@ -778,7 +792,7 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 	} else {
 		r.smoke.truth.KauditLive = before.summary()
 		beforeErr = allErrs(expectVerdict(before, "loss"), expectOnlyLossCauses(before, "purged-before-commit"),
-			expectSmokeDeleted(before, f, causes), expectSmokeMissing(before))
+			expectSmokeDeleted(before, f, causes), expectNothingMissing(before))
 	}
 	_ = os.Rename(filepath.Join(r.dir, "kaudit.json"), filepath.Join(r.dir, "kaudit-before.json"))
 	_ = os.Rename(filepath.Join(r.dir, "kaudit.md"), filepath.Join(r.dir, "kaudit-before.md"))
@@ -796,7 +810,7 @@ func scenarioSmokeFaults(ctx context.Context, r *scRun) error {
 		return allErrs(beforeRestart(beforeErr), r.expectSmokeVerify(false, "tagg"), auditErr)
 	}
 	return allErrs(beforeRestart(beforeErr), r.expectSmokeVerify(false, "tagg"), expectVerdict(rep, "loss"),
-		expectOnlyLossCauses(rep, "purged-before-commit", "unapplied"), expectSmokeDeleted(rep, f, causes), expectSmokeMissing(rep))
+		expectOnlyLossCauses(rep, "purged-before-commit", "unapplied"), expectSmokeDeleted(rep, f, causes), expectNothingMissing(rep))
 }
 
 // smokeCntCauses maps each deleted repartition record (by offset) to the records of cnt that
