@@ -387,10 +387,10 @@ func Write(ctx context.Context, w io.Writer, src audit.Source, o Options) error 
 	if d != nil {
 		sourced := !slices.ContainsFunc(tables, func(t draftTable) bool { return t.source == "" })
 		for _, u := range d.Unknown {
-			if inf != nil && sourced && strings.HasPrefix(u, "which source topic feeds") {
+			if inf != nil && sourced && u == discovery.UnknownFeeds {
 				continue // inferred from the copies
 			}
-			if inf != nil && inf.foundJoins && (strings.HasPrefix(u, "output topics:") || strings.HasPrefix(u, "joins and the stores")) {
+			if inf != nil && inf.foundJoins && (u == discovery.UnknownOutputs || u == discovery.UnknownJoins) {
 				continue // inferred from the output's keys and values
 			}
 			unknown = append(unknown, u)
@@ -704,8 +704,8 @@ func comment(text string) string {
 // writeJoinGuess writes a join's inferred type and value, the evidence of
 // each output field as comments.
 func writeJoinGuess(b *strings.Builder, g *infer.JoinGuess) {
-	if strings.HasPrefix(g.TypeNote, "TODO") {
-		fmt.Fprintf(b, "    type: %s\n", yamlScalar(g.TypeNote))
+	if g.TypeUnknown {
+		fmt.Fprintf(b, "    type: %s\n", yamlScalar("TODO: "+g.TypeNote))
 	} else {
 		fmt.Fprintf(b, "    type: %s%s\n", g.Type, comment(g.TypeNote))
 	}
