@@ -518,14 +518,14 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 // are its windows' (the key's bytes and the start, as
 // WindowedSerdes.timeWindowedSerdeFrom writes them) for at least 90 % of
 // its records (and at least 5), with the filter before it inferred from
-// the states that reached it. It returns the spec's lines, "" when none.
-func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+// the states that reached it; nil for none.
+func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) *Output {
 	if inf.ev == nil {
-		return "" // the evidence was not read (a note says why)
+		return nil // the evidence was not read (a note says why)
 	}
 	cl := inf.ev.Topics[t.changelog]
 	if cl == nil {
-		return ""
+		return nil
 	}
 	windows := map[string]bool{}
 	for _, r := range cl.Records() {
@@ -536,33 +536,32 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 	for _, m := range inf.outputsWhere(ctx, src, d, tables, func(r infer.Rec) bool { return windows[string(r.RawKey)] }) {
 		name, n, out := m.name, m.n, m.out
 		inf.ev.Topics[name] = out
-		var b strings.Builder
-		fmt.Fprintf(&b, "    output: %s   # keyed by its windows: %d/%d records (found without a topology)\n", yamlScalar(name), n, out.Count())
+		o := &Output{Topic: name, Evidence: fmt.Sprintf("keyed by its windows: %d/%d records (found without a topology)", n, out.Count())}
 		g := infer.GuessWindowedOutputFilter(cl, out)
 		switch {
 		case g.Value == "true":
 		case g.Value != "":
-			fmt.Fprintf(&b, "    output_steps:\n      - filter: %s   # %s\n", yamlScalar(g.Value), g.Evidence)
+			o.Steps = []Step{{Kind: spec.StepFilter, Expr: guessOf(g)}}
 		default:
-			fmt.Fprintf(&b, "    output_steps:\n      - filter: %s\n", yamlScalar("TODO: "+g.Evidence))
+			o.Steps = []Step{{Kind: spec.StepFilter, Expr: Guess{Unknown: g.Evidence}}}
 		}
-		return b.String()
+		return o
 	}
-	return ""
+	return nil
 }
 
 // tableOutputWithoutTopology finds, without a topology, the output of a
 // table's toStream().to(): the topic whose records are, by their bytes,
 // the changelog's records (the cache forwards to both what it flushes)
-// for 90 % of its records (and at least 5). It returns the spec's lines,
-// "" when none or more than one topic is.
-func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+// for 90 % of its records (and at least 5); nil when none or more than
+// one topic is.
+func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) *Output {
 	if inf.ev == nil {
-		return "" // the evidence was not read (a note says why)
+		return nil // the evidence was not read (a note says why)
 	}
 	cl := inf.ev.Topics[t.changelog]
 	if cl == nil || cl.Count() < infer.MinKeys {
-		return ""
+		return nil
 	}
 	states := map[string]bool{}
 	for _, r := range cl.Records() {
@@ -572,21 +571,20 @@ func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.S
 	}
 	found := inf.outputsWhere(ctx, src, d, tables, func(r infer.Rec) bool { return states[string(r.RawKey)+"\x00"+string(r.RawValue)] })
 	if len(found) != 1 {
-		return ""
+		return nil
 	}
 	out := found[0].out
-	note := fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, out.Count())
-	line := fmt.Sprintf("    output: %s%s\n", yamlScalar(found[0].name), comment(note))
+	o := &Output{Topic: found[0].name, Evidence: fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, out.Count())}
 	if g, ok := inf.storeSerde[t.changelog]; ok {
-		line += fmt.Sprintf("    output_serdes: {value: %s}   # the changelog's values, as its records are\n", yamlScalar(g.Value))
+		o.Serdes = Guess{Value: g.Value, Evidence: "the changelog's values, as its records are"}
 	}
 	// with no step before it, every state reaches the output; a state it
 	// lacks may be a filter's (toStream().filter(…).to(…)), which is not
 	// inferred here: the output is then left unjudged, never a loss
 	if why := missingStates(cl, out); why != "" {
-		line += fmt.Sprintf("    output_steps:\n      - filter: %s\n", yamlScalar("TODO: "+why))
+		o.Steps = []Step{{Kind: spec.StepFilter, Expr: Guess{Unknown: why}}}
 	}
-	return line
+	return o
 }
 
 // missingStates says why the output may not hold every state of the
@@ -689,20 +687,20 @@ const maxOutputCandidates = 50
 // joinsWithoutTopology finds the join outputs among the topics the app
 // neither reads nor owns: those whose keys are a table's keys (its left
 // table: the one holding 90 % of them), and drafts each one's join over
-// the tables whose fields its values hold.
-func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) string {
+// the tables whose fields its values hold. Where it drafts none, note
+// says why ("" for nothing to say).
+func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) (joins []Join, note string) {
 	if inf == nil || inf.ev == nil || len(tables) == 0 {
-		return ""
+		return nil, ""
 	}
 	cands := outputCandidates(ctx, src, d, tables)
 	if len(cands) > maxOutputCandidates {
-		return fmt.Sprintf("# joins: not inferred: %d topics could be outputs (more than %d); give --topology\n", len(cands), maxOutputCandidates)
+		return nil, fmt.Sprintf("not inferred: %d topics could be outputs (more than %d); give --topology", len(cands), maxOutputCandidates)
 	}
 	var mod uint64
 	if cl := inf.ev.Topics[tables[0].changelog]; cl != nil {
 		mod = cl.KeyMod
 	}
-	var b strings.Builder
 	for _, name := range cands {
 		out, err := infer.Read(ctx, src, inf.dec, name, infer.ReadOptions{KeyMod: mod})
 		if err != nil || out.Count() == 0 {
@@ -749,19 +747,18 @@ func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source,
 			rights = used
 			g = inf.inferJoin(ctx, name, left, rights)
 		}
-		fmt.Fprintf(&b, "  - output: %s   # keyed by table %s's keys: %d/%d (found without a topology)\n", yamlScalar(name), left, leftN, total)
-		fmt.Fprintf(&b, "    left: %s\n", yamlScalar(left))
-		quoted := make([]string, len(rights))
-		for i, r := range rights {
-			quoted[i] = yamlScalar(r)
+		j := Join{Output: Guess{Value: name, Evidence: fmt.Sprintf("keyed by table %s's keys: %d/%d (found without a topology)", left, leftN, total), Explained: leftN, Of: total},
+			Left: Guess{Value: left}}
+		for _, r := range rights {
+			j.Right = append(j.Right, Guess{Value: r})
 		}
-		fmt.Fprintf(&b, "    right: [%s]   # the order of the chain is not known without a topology: check it\n", strings.Join(quoted, ", "))
-		writeJoinGuess(&b, &g)
+		j.Type, j.Value, j.Fields = joinGuess(&g)
+		joins = append(joins, j)
 	}
-	if b.Len() == 0 {
-		return "# joins: none found without a topology (--topology)\n"
+	if len(joins) == 0 {
+		return nil, "none found without a topology (--topology)"
 	}
-	return "joins:\n" + b.String()
+	return joins, ""
 }
 
 // splitSteps drafts, for a store whose repartition copies are purged and

@@ -103,6 +103,9 @@ type JoinGuess struct {
 	Fields []string
 	TODO   []string
 	Keys   int
+	// Whole is how many of the Keys output values the value built
+	// rebuilds whole.
+	Whole int
 }
 
 // roots names the join's environment: left, r1, r2…
@@ -307,6 +310,7 @@ func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) Joi
 					}
 				}
 			}
+			g.Whole = n
 			switch {
 			case n < need:
 				g.TODO = append(g.TODO, fmt.Sprintf("%s reproduces %d of %d output values whole", g.Value, n, len(rows)))
