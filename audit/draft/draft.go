@@ -180,8 +180,10 @@ type Table struct {
 type Window struct {
 	Size, Advance int64
 	// Keys says why the store is a window store (its changelog's keys);
-	// Evidence what the size and advance rest on.
+	// Evidence what the size and advance rest on, Explained and Of how
+	// many windows they explain of how many.
 	Keys, Evidence string
+	Explained, Of  int
 	Unknown        string
 	Candidates     []string
 	// Suppressed says a suppress() follows the store: its output is left
@@ -487,11 +489,14 @@ type draftTable struct {
 	// store; chainErr why it is not known
 	chain    []topology.ChainNode
 	chainErr string
-	// inferred from the evidence (kaudit init with a source)
-	sourceNote string
-	selectKey  infer.Guess
-	reduce     *infer.Guess
-	steps      []draftStep // the chain's steps, as far as the evidence tells them
+	// inferred from the evidence (kaudit init with a source);
+	// sourceMatched is how many of the repartition copies the source's
+	// records match, of how many
+	sourceNote    string
+	sourceMatched [2]int
+	selectKey     infer.Guess
+	reduce        *infer.Guess
+	steps         []draftStep // the chain's steps, as far as the evidence tells them
 	// window is, for a store whose changelog keys are a window store's,
 	// what the evidence tells of its TimeWindows and reducer; suppressed
 	// says a suppress() follows the store (its output needs the grace)
@@ -521,6 +526,9 @@ type draftStep struct {
 	// splitter is, for a branch, the split()'s own node (node is the
 	// branch's)
 	splitter string
+	// matched is how many records the expression explains, of how many,
+	// where counted
+	matched [2]int
 }
 
 // open reports whether the step's lambda is still to be told: a peek

@@ -357,6 +357,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 				t.source, t.merged = srcs[0], srcs[1:]
 				t.evSource = strings.Join(srcs, "+")
 				t.sourceNote = fmt.Sprintf("%d/%d copies on %s match the records of %s by value and timestamp, merged before the re-key (%s)", len(pairs), n, t.repartition, strings.Join(srcs, ", "), strings.Join(counts, ", "))
+				t.sourceMatched = [2]int{len(pairs), n}
 				best, bestSrc = pairs, ""
 			}
 		}
@@ -372,12 +373,15 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			// source: the table is not judged (a guess judges only what it
 			// explains)
 			t.sourceNote = fmt.Sprintf("only %d of the %d copies on %s match the records of any one source topic, and of no merge of them (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
+			t.sourceMatched = [2]int{len(best), n}
 			return
 		case bestSrc != "" && t.source == "":
 			t.source = bestSrc
 			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
+			t.sourceMatched = [2]int{len(best), n}
 		case bestSrc != "":
 			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, t.repartition)
+			t.sourceMatched = [2]int{len(best), n}
 		}
 		if len(t.steps) == 0 && t.chain == nil && len(best)*10 < n*9 && splitCopies(t, ev, cands, copies) {
 			return // no topology, and the copies are the words of a split
@@ -424,7 +428,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			// the source's own records carry the changelog's keys: they
 			// reach the store as they are, if the reducer folds them too
 			purgedIdentity = true
-			identitySteps(t, "the repartition topic is purged; the source records' "+t.selectKey.Value+" are the changelog's keys and the reducer folds them as they are", nil)
+			identitySteps(t, "the repartition topic is purged; the source records' "+t.selectKey.Value+" are the changelog's keys and the reducer folds them as they are", [2]int{}, nil)
 		} else if splitSteps(t, ev, cands) {
 			return
 		}
@@ -500,7 +504,7 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 	}
 	t.window = &g
 	if g.Size > 0 {
-		t.reduce = &infer.Guess{Value: g.Reduce, Evidence: "with the window, " + g.Evidence}
+		t.reduce = &infer.Guess{Value: g.Reduce, Evidence: "with the window, " + g.Evidence, Explained: g.Explained, Of: g.Of}
 	}
 }
 

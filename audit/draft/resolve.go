@@ -89,7 +89,7 @@ func (s *drafting) table(ctx context.Context, t draftTable) Table {
 		if t.sourceNote != "" {
 			hint += "; " + t.sourceNote
 		}
-		out.Source = Guess{Unknown: hint, Evidence: t.sourceNote, Candidates: t.candidates}
+		out.Source = Guess{Unknown: hint, Evidence: t.sourceNote, Candidates: t.candidates, Explained: t.sourceMatched[0], Of: t.sourceMatched[1]}
 	}
 	out.SelectKey = selectKeyOf(t)
 	out.Window = windowOf(t)
@@ -170,12 +170,12 @@ func (s *drafting) unknown() []string {
 
 // guessOf is an inferred guess as the draft's.
 func guessOf(g infer.Guess) Guess {
-	return Guess{Value: g.Value, Evidence: g.Evidence, Candidates: g.Candidates}
+	return Guess{Value: g.Value, Evidence: g.Evidence, Candidates: g.Candidates, Explained: g.Explained, Of: g.Of}
 }
 
 // chainOf is a drafted chain as its value.
 func chainOf(t draftTable) Chain {
-	return Chain{Source: Guess{Value: t.source, Evidence: t.sourceNote}, Merged: t.merged, Steps: stepsOf(t.steps),
+	return Chain{Source: Guess{Value: t.source, Evidence: t.sourceNote, Explained: t.sourceMatched[0], Of: t.sourceMatched[1]}, Merged: t.merged, Steps: stepsOf(t.steps),
 		FromTopology: t.chain != nil, StepsUnknown: t.chainErr, NoSteps: t.unseenNote}
 }
 
@@ -183,7 +183,7 @@ func chainOf(t draftTable) Chain {
 func stepsOf(steps []draftStep) []Step {
 	var out []Step
 	for _, s := range steps {
-		st := Step{Kind: s.kind, Node: s.node, Expr: Guess{Value: s.expr, Evidence: s.note}}
+		st := Step{Kind: s.kind, Node: s.node, Expr: Guess{Value: s.expr, Evidence: s.note, Explained: s.matched[0], Of: s.matched[1]}}
 		if s.open() {
 			st.Expr = Guess{Unknown: s.note}
 		}
@@ -230,7 +230,7 @@ func windowOf(t draftTable) *Window {
 	if g == nil {
 		return nil
 	}
-	w := &Window{Keys: t.windowNote, Evidence: g.Evidence, Candidates: g.Candidates, Suppressed: t.suppressed}
+	w := &Window{Keys: t.windowNote, Evidence: g.Evidence, Explained: g.Explained, Of: g.Of, Candidates: g.Candidates, Suppressed: t.suppressed}
 	if g.Size == 0 {
 		w.Unknown = "{size: DURATION, advance: DURATION, grace: DURATION}, as windowedBy(TimeWindows…)"
 		if len(g.Candidates) > 0 {

@@ -107,7 +107,7 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 		return
 	}
 	if n, of := infer.PairedOrTwin(pairs, copies); n == of || partial(src) && n*10 >= of*9 {
-		identitySteps(t, fmt.Sprintf("%d/%d copies on %s equal their source record", len(pairs), copies.Count(), t.repartition), func() infer.Guess { return infer.GuessFilter(src, pairs) })
+		identitySteps(t, fmt.Sprintf("%d/%d copies on %s equal their source record", len(pairs), copies.Count(), t.repartition), [2]int{len(pairs), copies.Count()}, func() infer.Guess { return infer.GuessFilter(src, pairs) })
 		return
 	}
 	// the values change on the way: try lambdas for the chain's steps
@@ -144,7 +144,7 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	}
 	for i := range t.steps {
 		if t.steps[i].open() {
-			t.steps[i].expr, t.steps[i].note = exprs[i], "the steps together "+g.Evidence
+			t.steps[i].expr, t.steps[i].note, t.steps[i].matched = exprs[i], "the steps together "+g.Evidence, [2]int{g.Explained, g.Of}
 		}
 	}
 }
@@ -167,7 +167,7 @@ func changelogSteps(t *draftTable, ev *infer.Evidence) {
 	if len(pairs)*10 < cl.Count()*9 {
 		return
 	}
-	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), func() infer.Guess { return infer.GuessFilterOverwritten(src, pairs) })
+	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), [2]int{len(pairs), cl.Count()}, func() infer.Guess { return infer.GuessFilterOverwritten(src, pairs) })
 }
 
 // defaultBranches fills in each split()'s default branch (the branch
@@ -233,10 +233,11 @@ func stepsAgain(t *draftTable, ev *infer.Evidence) {
 }
 
 // identitySteps fills in a chain whose records reach the store as they
-// are (why says the evidence): each value-changing step is the identity
-// on these records, a filter what guess finds (nil: it stays TODO), and
-// a last selectKey is select_key's.
-func identitySteps(t *draftTable, why string, guess func() infer.Guess) {
+// are (why says the evidence, matched how many records it counts of how
+// many): each value-changing step is the identity on these records, a
+// filter what guess finds (nil: it stays open), and a last selectKey is
+// select_key's.
+func identitySteps(t *draftTable, why string, matched [2]int, guess func() infer.Guess) {
 	for i := range t.steps {
 		s := &t.steps[i]
 		if !s.open() {
@@ -244,9 +245,9 @@ func identitySteps(t *draftTable, why string, guess func() infer.Guess) {
 		}
 		switch s.kind {
 		case spec.StepMapValues:
-			s.expr, s.note = "value", "the identity on these records: "+why
+			s.expr, s.note, s.matched = "value", "the identity on these records: "+why, matched
 		case spec.StepFlatMapValues:
-			s.expr, s.note = "[value]", "each record as it is: "+why
+			s.expr, s.note, s.matched = "[value]", "each record as it is: "+why, matched
 		case spec.StepFilter, spec.StepBranch:
 			// a branch's predicate, as the spec has it, is true for the
 			// records of this branch: what tells them from the rest

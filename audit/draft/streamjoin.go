@@ -89,6 +89,6 @@ func settleSelectKey(t *draftTable) {
 	}
 	s := &t.steps[len(t.steps)-1]
 	if g := t.selectKey; s.open() && g.Value != "" && g.Value != "key" {
-		s.expr, s.note = g.Value, g.Evidence
+		s.expr, s.note, s.matched = g.Value, g.Evidence, [2]int{g.Explained, g.Of}
 	}
 }

@@ -337,7 +337,7 @@ func topologyOutput(lay *topology.Layout, t draftTable) *Output {
 			steps = []draftStep{{kind: spec.StepSelectKey, node: oc[1].Name, note: todoNote(spec.StepSelectKey)}}
 		}
 		if g := t.outputFilter; g != nil && len(steps) == 1 && steps[0].kind == spec.StepFilter {
-			steps[0].expr, steps[0].note = g.Value, g.Evidence
+			steps[0].expr, steps[0].note, steps[0].matched = g.Value, g.Evidence, [2]int{g.Explained, g.Of}
 		}
 		return &Output{Topic: u.Name, Evidence: oc[0].Name, FromTopology: true, Steps: stepsOf(steps)}
 	}
