@@ -89,24 +89,54 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			}
 		}
 	}
-	// serdes, from the first records of every topic: the keys of the
-	// app's own topics (sources may be keyed otherwise), the values of all
-	var keys, vals [][]byte
+	sm, err := inf.readSamples(ctx, src, tables, topics, sources, outputs)
+	if err != nil {
+		return nil, err
+	}
+	if sm.read == 0 {
+		return nil, nil // nothing to infer from
+	}
+	if err := inf.guessSerdes(ctx, o, src, sm); err != nil {
+		return nil, err
+	}
+	ev, err := inf.loadEvidence(ctx, o, src, topics, sources, sm.windowedTopics)
+	switch {
+	case err != nil:
+		return nil, err
+	case ev == nil:
+		return inf, nil // the evidence was not read: a note says why
+	}
+	inf.inferEach(o, tables, ev)
+	slices.Sort(inf.notes)
+	return inf, nil
+}
+
+// samples are the first records of every topic the draft reads, for its
+// serdes: the keys of the app's own topics (sources may be keyed
+// otherwise), the values of all, by what holds them.
+type samples struct {
+	keys, vals [][]byte
+	outVals    [][]byte            // the outputs': a table's output has its store's serde
+	stateVals  map[string][][]byte // per changelog: a store's values may be of their own serde
+	topicVals  map[string][][]byte // the streams' values, per topic
+	// windowedTopics are the window stores' changelogs and the outputs
+	// keyed by windows: their keys are not the serde's alone (the audit
+	// reads them as windows; here they are not decoded)
+	windowedTopics map[string]bool
+	read           int // the topics read
+}
+
+// readSamples reads the first records of the tables' topics, the
+// outputs and the sources; a topic not read is a note.
+func (inf *inferred) readSamples(ctx context.Context, src audit.Source, tables []draftTable, topics, sources, outputs []string) (*samples, error) {
+	sm := &samples{stateVals: map[string][][]byte{}, topicVals: map[string][][]byte{}, windowedTopics: map[string]bool{}}
 	changelogs := map[string]bool{}
 	for _, t := range tables {
 		if t.changelog != "" {
 			changelogs[t.changelog] = true
 		}
 	}
-	stateVals := map[string][][]byte{} // per changelog: a store's values may be of their own serde
-	var outVals [][]byte
 	innerKeys := map[string]bool{} // the keys inside window stores' keys
-	// windowedTopics are the window stores' changelogs and the outputs
-	// keyed by windows: their keys are not the serde's alone (the audit
-	// reads them as windows; here they are not decoded)
-	windowedTopics := map[string]bool{}
-	read := 0
-	topicVals := map[string][][]byte{} // the streams' values, per topic
 	for _, topic := range append(slices.Clone(topics), sources...) {
 		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
 		switch {
@@ -119,12 +149,12 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.notes = append(inf.notes, "not read: "+err.Error())
 			continue
 		}
-		read++
+		sm.read++
 		windowed := false
 		if changelogs[topic] {
 			windowed, _ = infer.WindowedChangelog(t) // only a store's changelog holds window keys
 		}
-		windowedTopics[topic] = windowed
+		sm.windowedTopics[topic] = windowed
 		for _, r := range t.Records() {
 			if !slices.Contains(sources, topic) {
 				// a window store's keys and a windowed output's (the
@@ -135,25 +165,31 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 					innerKeys[string(in)] = true
 				} else if len(k) > 8 && innerKeys[string(k[:len(k)-8])] && slices.Contains(outputs, topic) {
 					k = k[:len(k)-8]
-					windowedTopics[topic] = true
+					sm.windowedTopics[topic] = true
 				}
-				keys = append(keys, k)
+				sm.keys = append(sm.keys, k)
 			}
 			if changelogs[topic] {
-				stateVals[topic] = append(stateVals[topic], r.RawValue)
+				sm.stateVals[topic] = append(sm.stateVals[topic], r.RawValue)
 				continue
 			}
 			if slices.Contains(outputs, topic) {
-				outVals = append(outVals, r.RawValue) // a table's output has its store's serde
+				sm.outVals = append(sm.outVals, r.RawValue) // a table's output has its store's serde
 				continue
 			}
-			vals = append(vals, r.RawValue)
-			topicVals[topic] = append(topicVals[topic], r.RawValue)
+			sm.vals = append(sm.vals, r.RawValue)
+			sm.topicVals[topic] = append(sm.topicVals[topic], r.RawValue)
 		}
 	}
-	if read == 0 {
-		return nil, nil // nothing to infer from
-	}
+	return sm, nil
+}
+
+// guessSerdes guesses the app's serdes from the samples (the caller's
+// where it names them), a store's own where its values are binary Longs,
+// each topic's own where no one serde decodes every stream's values, and
+// builds the decoder the evidence is read with.
+func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Source, sm *samples) error {
+	keys, vals, outVals, stateVals, topicVals := sm.keys, sm.vals, sm.outVals, sm.stateVals, sm.topicVals
 	inf.keySerde, inf.valueSerde = infer.GuessSerde(keys, nil), infer.GuessSerde(vals, nil)
 	if len(vals) == 0 {
 		all := outVals
@@ -222,7 +258,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	dec, err := codec.NewWithSchemas(cfg, audit.SchemasOf(src))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	inf.dec = dec
 	// Avro and Protobuf look alike: their schemas' types tell them apart
@@ -239,13 +275,21 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	if o.ValueSerde == "" {
 		inf.valueSerde = infer.RefineFramed(ctx, dec, valRaws, inf.valueSerde)
 	}
-	ev, err := infer.LoadTopics(ctx, src, dec, topics, sources, initRecords, initRecords)
+	return nil
+}
+
+// loadEvidence reads the records the inference rests on, with the app's
+// committed offsets (a source record below them was consumed, so one
+// with no copy was rejected by the steps); nil when they could not be
+// read (a note says why).
+func (inf *inferred) loadEvidence(ctx context.Context, o Options, src audit.Source, topics, sources []string, windowedTopics map[string]bool) (*infer.Evidence, error) {
+	ev, err := infer.LoadTopics(ctx, src, inf.dec, topics, sources, initRecords, initRecords)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		inf.notes = append(inf.notes, "the evidence was not read: "+err.Error())
-		return inf, nil
+		return nil, nil
 	}
 	inf.ev = ev
 	// the app's committed offsets: a source record below them was
@@ -267,6 +311,12 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
 		}
 	}
+	return ev, nil
+}
+
+// inferEach infers each table's source, steps, key and reducer from the
+// evidence, then each KTable groupBy from the table it re-groups.
+func (inf *inferred) inferEach(o Options, tables []draftTable, ev *infer.Evidence) {
 	inf.plan = &spec.Plan{AppID: o.AppID}
 	names := map[string]bool{}
 	for _, t := range tables {
@@ -302,8 +352,6 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inferRegroup(t, tables, ev)
 		}
 	}
-	slices.Sort(inf.notes)
-	return inf, nil
 }
 
 // inferRegroup guesses a KTable groupBy's mapper and aggregation from the
