@@ -31,6 +31,23 @@ type InferredTable struct {
 	// table judged, its inputs without a copy not).
 	Unjudged string `json:"unjudged,omitempty"`
 	Unsure   string `json:"unsure,omitempty"`
+	// Guesses are the table's guesses, each with what it rests on: the
+	// fields above are their values.
+	Guesses []InferredGuess `json:"guesses,omitempty"`
+}
+
+// InferredGuess is one guess of an inferred spec: the spec field it
+// fills (source, steps[0], select_key, window, reduce, output…), its
+// value and what it rests on, and, where counted, how many records
+// (copies, keys, windows) it explains of how many; or, where the
+// evidence does not settle it, why (Unknown).
+type InferredGuess struct {
+	Field     string `json:"field"`
+	Value     string `json:"value,omitempty"`
+	Evidence  string `json:"evidence,omitempty"`
+	Explained int    `json:"explained,omitempty"`
+	Of        int    `json:"of,omitempty"`
+	Unknown   string `json:"unknown,omitempty"`
 }
 
 // InferredJoin is one join of an inferred spec.
@@ -41,4 +58,7 @@ type InferredJoin struct {
 	Type     string   `json:"type,omitempty"`
 	Value    string   `json:"value,omitempty"`
 	Unjudged string   `json:"unjudged,omitempty"`
+	// Guesses are the join's output, type and value, each with what it
+	// rests on.
+	Guesses []InferredGuess `json:"guesses,omitempty"`
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/applog"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/draft"
 	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/audit/segment"
@@ -118,6 +119,10 @@ type Options struct {
 	// the audit does that is not evidence (a table spilled to disk).
 	Progress audit.Progress
 	Log      func(string)
+	// specOfDraft builds the spec of a draft (nil: Draft.Spec), given the
+	// draft and its YAML: the tests' way to audit with the YAML parsed
+	// back (spec.ParseDraft), as kaudit did before the draft was a value.
+	specOfDraft func(d *draft.Draft, yaml string) (*spec.Spec, error)
 }
 
 // Diff audits the app on ev and returns its finished report.
@@ -218,7 +223,7 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	rep.Shard = shard
 	rep.Findings = append(rep.Findings, ev.Problems...)
 	addUnjudged(rep, s.unjudged)
-	if s.Inferred != "" {
+	if s.Draft != nil {
 		rep.InferredSpec = s.Inferred
 		rep.Inferred = inferredSummary(s)
 		rep.Summary.Notes = append(rep.Summary.Notes, inferredNote(s))
@@ -266,19 +271,18 @@ func canceledBy(ctx context.Context, err error) bool {
 }
 
 // inferredSummary is what the inferred spec rests on and judged, table by
-// table, for the report (audit.Inferred).
+// table, for the report (audit.Inferred): each table's and join's guesses
+// as the draft has them, with their evidence, and whether the audit
+// judged it; the tables and joins the draft left out, and why, last.
 func inferredSummary(s *Setup) *audit.Inferred {
 	sum := sha256.Sum256([]byte(s.Inferred))
 	in := &audit.Inferred{SHA256: hex.EncodeToString(sum[:]), Topology: cmp.Or(s.topoFrom, "none")}
 	in.Guesses, in.Unsettled = inferredCounts(s)
-	for _, t := range s.Spec.Tables {
-		it := audit.InferredTable{Name: t.Name, Source: strings.Join(t.SourceList, ", "), SelectKey: t.SelectKeyExpr, Reduce: t.Reducer.String(), Output: t.Output}
-		for _, st := range t.Steps {
-			it.Steps = append(it.Steps, st.String())
+	for _, t := range s.Draft.Tables {
+		if s.Spec.Table(t.Name) == nil {
+			continue // left out: Dropped says why
 		}
-		if w := t.Window; w != nil && w.Size > 0 {
-			it.Window = fmt.Sprintf("size %s, advance %s", time.Duration(w.Size)*time.Millisecond, time.Duration(w.Advance)*time.Millisecond)
-		}
+		it := inferredTable(t)
 		if pt := s.Resolved.Table(t.Name); pt != nil {
 			it.Unjudged, it.Unsure = pt.Unjudged, pt.Unsure
 		}
@@ -292,14 +296,59 @@ func inferredSummary(s *Setup) *audit.Inferred {
 	for _, d := range s.Spec.Dropped {
 		in.Tables = append(in.Tables, audit.InferredTable{Unjudged: d})
 	}
+	joins := s.Draft.Joins
 	for i, j := range s.Spec.Joins {
-		ij := audit.InferredJoin{Output: j.Output, Left: j.Left, Right: j.Right, Type: string(j.Type), Value: j.Value}
+		// the spec's joins are the draft's, less those it left out
+		for len(joins) > 0 && (joins[0].Skipped != "" || joins[0].Output.Value != j.Output) {
+			joins = joins[1:]
+		}
+		ij := audit.InferredJoin{Output: j.Output, Left: j.Left, Right: j.Right}
+		if len(joins) > 0 {
+			dj := joins[0]
+			joins = joins[1:]
+			if dj.Type.Known() {
+				ij.Type = dj.Type.Value
+			}
+			ij.Value, ij.Guesses = dj.Value.Value, inferredGuesses(dj.Parts())
+		}
 		if i < len(s.Pipeline.Joins) {
 			ij.Unjudged = s.Pipeline.Joins[i].Unjudged
 		}
 		in.Joins = append(in.Joins, ij)
 	}
 	return in
+}
+
+// inferredTable is a drafted table's guesses for the report: the values
+// the evidence settles (none where it does not), each guess with what it
+// rests on.
+func inferredTable(t draft.Table) audit.InferredTable {
+	it := audit.InferredTable{Name: t.Name, Window: t.Window.Describe(), Guesses: inferredGuesses(t.Parts())}
+	if t.Regroup == nil && t.Cogroup == nil {
+		it.Source = strings.Join(append([]string{t.Source.Value}, t.Merged...), ", ")
+	}
+	for _, st := range t.Steps {
+		it.Steps = append(it.Steps, st.Label())
+	}
+	if g := t.SelectKey; g.Known() && g.Value != "key" {
+		it.SelectKey = g.Value
+	}
+	if g := t.Reduce; g.Known() {
+		it.Reduce = g.Value
+	}
+	if t.Output != nil {
+		it.Output = t.Output.Topic
+	}
+	return it
+}
+
+// inferredGuesses are a draft's parts for the report.
+func inferredGuesses(parts []draft.Part) []audit.InferredGuess {
+	var out []audit.InferredGuess
+	for _, p := range parts {
+		out = append(out, audit.InferredGuess{Field: p.Field, Value: p.Value, Evidence: p.Evidence, Explained: p.Explained, Of: p.Of, Unknown: p.Unknown})
+	}
+	return out
 }
 
 // logTopics are the topics the audit reads: a broker's log line about

@@ -1,6 +1,7 @@
 // Package diff is kaudit's audit use case: given a source of evidence and
 // the options a caller chose, it resolves what to check (the spec on the
-// topology, or without a spec the keyless checks on the topics' roles),
+// topology; without one, the spec drafted from the evidence
+// (audit/draft's Draft.Spec), else the keyless checks on the topics' roles),
 // builds the decoder, checks the spec against the evidence, runs the
 // engine (audit/reconcile) and adds what the engine does not see: the
 // source's own problems, config risks, the state dir's checkpoints, a

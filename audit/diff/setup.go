@@ -33,9 +33,11 @@ type Setup struct {
 	// disagree on the app's layout.
 	Warnings []string
 	unjudged []string // why tables and joins are not judged (checkSpec)
-	// Inferred is the spec kaudit drafted from the evidence for want of
-	// --spec (the YAML with each guess's evidence), "" with a spec;
-	// notInferred says why none could be drafted.
+	// Draft is the spec kaudit drafted from the evidence for want of
+	// --spec, each guess with its evidence, and Inferred it as kaudit init
+	// prints it (the YAML); nil and "" with a spec. notInferred says why
+	// none could be drafted.
+	Draft       *draft.Draft
 	Inferred    string
 	notInferred string
 	// topoFrom says which describe() text the spec was resolved on: the
@@ -57,23 +59,32 @@ func prepareKeyless(s *Setup, ev Evidence, o Options, d *discovery.Discovery) (*
 }
 
 // inferSpec drafts the app's spec from the evidence, as kaudit init
-// does, and parses it as a draft: what the evidence does not settle
-// leaves its table or join unjudged.
-func inferSpec(ctx context.Context, src audit.Source, o Options) (*spec.Spec, string, error) {
-	var b strings.Builder
-	err := draft.Write(ctx, &b, src, draft.Options{AppID: o.AppID, TopologyFile: o.TopologyFile,
+// does, on the topology and discovery the audit read, and builds the spec
+// from the draft (Draft.Spec; o.specOfDraft in tests): what the evidence
+// does not settle leaves its table or join unjudged. text is the draft as
+// kaudit init prints it, for the report.
+func inferSpec(ctx context.Context, src audit.Source, o Options, topo *topology.Topology, d *discovery.Discovery) (dr *draft.Draft, sp *spec.Spec, text string, err error) {
+	dr, err = draft.Infer(ctx, src, draft.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, Topology: topo, Discovery: d,
 		KeySerde: o.Codec.KeySerde, ValueSerde: o.Codec.ValueSerde, Codec: o.Codec})
 	if err != nil {
-		return nil, "", fmt.Errorf("draft a spec from the evidence: %w", err)
+		return nil, nil, "", fmt.Errorf("draft a spec from the evidence: %w", err)
 	}
-	sp, err := spec.ParseDraft("the inferred spec", []byte(b.String()))
-	if err != nil && strings.Contains(err.Error(), "at least one table") {
-		return nil, "", errors.New("the evidence shows no table the app folds (no store of the app is fed by a source topic it reads)")
+	var b strings.Builder
+	if err := dr.WriteYAML(&b); err != nil {
+		return nil, nil, "", err
 	}
-	if err != nil {
-		return nil, "", fmt.Errorf("the spec drafted from the evidence does not load: %w", err)
+	specOf := o.specOfDraft
+	if specOf == nil {
+		specOf = func(dr *draft.Draft, _ string) (*spec.Spec, error) { return dr.Spec() }
 	}
-	return sp, b.String(), nil
+	sp, err = specOf(dr, b.String())
+	switch {
+	case errors.Is(err, draft.ErrNoTable):
+		return nil, nil, "", err
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("the spec drafted from the evidence does not load: %w", err)
+	}
+	return dr, sp, b.String(), nil
 }
 
 // Prepare resolves the spec (or, without one, the keyless checks) on what
@@ -108,7 +119,7 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 	}
 	if sp == nil && o.AppID != "" && !o.Keyless {
 		// no spec: the one kaudit init would draft, from the same evidence
-		if sp, s.Inferred, err = inferSpec(ctx, ev.Source, o); err != nil {
+		if s.Draft, sp, s.Inferred, err = inferSpec(ctx, ev.Source, o, topo, d); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -120,10 +131,10 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		s.Pipeline = keylessPipeline(o.AppID, d)
 	} else {
 		rp, err := spec.Resolve(sp, topo, o.AppID)
-		if err != nil && s.Inferred != "" {
+		if err != nil && s.Draft != nil {
 			// a draft the topology refutes: what needs no key still runs
 			s.notInferred = err.Error()
-			sp, s.Inferred = nil, ""
+			sp, s.Draft, s.Inferred = nil, nil, ""
 			return prepareKeyless(s, ev, o, d)
 		}
 		if err != nil {

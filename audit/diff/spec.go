@@ -99,7 +99,7 @@ func CheckSpec(ctx context.Context, s *Setup, src audit.RecordSource) (*SpecChec
 // hand-written spec's join is judged on the changelogs whatever its
 // tables' steps.
 func (s *Setup) inferredJoinsOverUnjudged() {
-	if s.Inferred == "" {
+	if s.Draft == nil {
 		return
 	}
 	unjudged := map[string]string{}

@@ -23,6 +23,15 @@ import (
 	"github.com/kaudit/kaudit/audit"
 )
 
+// What a discovery without a topology cannot know, each an entry of
+// Discovery.Unknown as it is: a reader of Unknown (kaudit init, which
+// finds some of them from the evidence) tells them by these values.
+const (
+	UnknownOutputs = "output topics: not known without a topology (--topology)"
+	UnknownFeeds   = "which source topic feeds which repartition topic and store: not known without a topology"
+	UnknownJoins   = "joins and the stores they read: not known without a topology"
+)
+
 // Discovery is what a source of evidence holds for one application.id:
 // its topics with their roles, partition counts and configs, its consumer
 // group and its transactional ids.
@@ -194,10 +203,7 @@ func Discover(ctx context.Context, src audit.Source, appID string, topo *topolog
 		if len(d.Topics) == 0 && d.Group == nil {
 			d.Unknown = append(d.Unknown, "source topics: not known without the consumer group or a topology")
 		}
-		d.Unknown = append(d.Unknown,
-			"output topics: not known without a topology (--topology)",
-			"which source topic feeds which repartition topic and store: not known without a topology",
-			"joins and the stores they read: not known without a topology")
+		d.Unknown = append(d.Unknown, UnknownOutputs, UnknownFeeds, UnknownJoins)
 	}
 
 	txns, err := src.Transactions(ctx, prefix)

@@ -2,7 +2,6 @@ package draft
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit/infer"
@@ -72,7 +71,7 @@ func inferCogroup(cg *draftCogroup, changelog string, ev *infer.Evidence) {
 	for _, m := range cg.members {
 		var steps []*spec.Step
 		for _, s := range m.steps {
-			if s.expr == "TODO" || s.kind == spec.StepProcess {
+			if s.open() || s.kind == spec.StepProcess {
 				return
 			}
 			st, err := spec.NewStep(s.kind, s.expr, s.node)
@@ -99,34 +98,4 @@ func inferCogroup(cg *draftCogroup, changelog string, ev *infer.Evidence) {
 	if len(g.Aggregators) == len(cg.members) {
 		cg.guess = &g
 	}
-}
-
-// writeCogroup writes a settled cogroup's members and initializer in
-// place of a table's source, steps, key and reducer.
-func writeCogroup(b *strings.Builder, t draftTable, cg draftCogroup) {
-	b.WriteString("    cogroup:   # the grouped streams its COGROUPKSTREAM-AGGREGATE nodes fold, one aggregator each\n")
-	for i, m := range cg.members {
-		fmt.Fprintf(b, "      - source: %s%s\n", yamlScalar(m.source), comment(m.sourceNote))
-		if len(m.steps) > 0 {
-			b.WriteString("        steps:\n")
-			for _, s := range m.steps {
-				fmt.Fprintf(b, "          - %s%s\n", stepText(s), comment(s.note))
-			}
-		}
-		if m.rekeyed && !m.keyInSteps() && m.selectKey.Value != "" && m.selectKey.Value != "key" {
-			fmt.Fprintf(b, "        select_key: %s%s\n", yamlScalar(m.selectKey.Value), comment(m.selectKey.Evidence))
-		}
-		fmt.Fprintf(b, "        aggregate: %s%s\n", singleQuoted(cg.guess.Aggregators[i]), comment(cg.guess.Evidence))
-	}
-	fmt.Fprintf(b, "    aggregate: {init: %s}\n", singleQuoted(cg.guess.Init))
-	fmt.Fprintf(b, "    store: %s   # changelog %s\n", yamlScalar(t.store), t.changelog)
-}
-
-// cogroupOf is the settled cogroup drafted for table name, if any.
-func cogroupOf(cgs []draftCogroup, name string) (draftCogroup, bool) {
-	i := slices.IndexFunc(cgs, func(cg draftCogroup) bool { return cg.table == name && cg.guess != nil })
-	if i < 0 {
-		return draftCogroup{}, false
-	}
-	return cgs[i], true
 }

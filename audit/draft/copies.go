@@ -1,9 +1,6 @@
 package draft
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/kaudit/kaudit/audit/topology"
 )
 
@@ -38,25 +35,11 @@ func draftCopies(lay *topology.Layout) []draftTable {
 		t := draftTable{name: "copy " + srcs[0] + " → " + p.Topic, source: srcs[0], evSource: srcs[0], repartition: p.Topic, chain: chain}
 		if len(chain) == 1 && chain[0].Op == topology.OpSelectKey {
 			// a copy's lone selectKey is a step (a table's is select_key)
-			t.steps = []draftStep{{kind: stepKindOf[topology.OpSelectKey], expr: "TODO", node: chain[0].Name, note: todoNote(stepKindOf[topology.OpSelectKey])}}
+			t.steps = []draftStep{{kind: stepKindOf[topology.OpSelectKey], node: chain[0].Name, note: todoNote(stepKindOf[topology.OpSelectKey])}}
 		} else {
 			t.steps = topologySteps(chain)
 		}
 		out = append(out, t)
 	}
 	return out
-}
-
-// writeCopies writes the copies section: each copy's source, output and
-// steps (repartition holds its output while it is inferred).
-func writeCopies(b *strings.Builder, copies []draftTable) {
-	if len(copies) == 0 {
-		return
-	}
-	b.WriteString("copies:   # builder.stream(source)[stateless steps].to(output), from the topology\n")
-	for _, c := range copies {
-		fmt.Fprintf(b, "  - source: %s%s\n", yamlScalar(c.source), comment(c.sourceNote))
-		fmt.Fprintf(b, "    output: %s\n", yamlScalar(c.repartition))
-		writeSteps(b, c)
-	}
 }

@@ -89,24 +89,54 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			}
 		}
 	}
-	// serdes, from the first records of every topic: the keys of the
-	// app's own topics (sources may be keyed otherwise), the values of all
-	var keys, vals [][]byte
+	sm, err := inf.readSamples(ctx, src, tables, topics, sources, outputs)
+	if err != nil {
+		return nil, err
+	}
+	if sm.read == 0 {
+		return nil, nil // nothing to infer from
+	}
+	if err := inf.guessSerdes(ctx, o, src, sm); err != nil {
+		return nil, err
+	}
+	ev, err := inf.loadEvidence(ctx, o, src, topics, sources, sm.windowedTopics)
+	switch {
+	case err != nil:
+		return nil, err
+	case ev == nil:
+		return inf, nil // the evidence was not read: a note says why
+	}
+	inf.inferEach(o, tables, ev)
+	slices.Sort(inf.notes)
+	return inf, nil
+}
+
+// samples are the first records of every topic the draft reads, for its
+// serdes: the keys of the app's own topics (sources may be keyed
+// otherwise), the values of all, by what holds them.
+type samples struct {
+	keys, vals [][]byte
+	outVals    [][]byte            // the outputs': a table's output has its store's serde
+	stateVals  map[string][][]byte // per changelog: a store's values may be of their own serde
+	topicVals  map[string][][]byte // the streams' values, per topic
+	// windowedTopics are the window stores' changelogs and the outputs
+	// keyed by windows: their keys are not the serde's alone (the audit
+	// reads them as windows; here they are not decoded)
+	windowedTopics map[string]bool
+	read           int // the topics read
+}
+
+// readSamples reads the first records of the tables' topics, the
+// outputs and the sources; a topic not read is a note.
+func (inf *inferred) readSamples(ctx context.Context, src audit.Source, tables []draftTable, topics, sources, outputs []string) (*samples, error) {
+	sm := &samples{stateVals: map[string][][]byte{}, topicVals: map[string][][]byte{}, windowedTopics: map[string]bool{}}
 	changelogs := map[string]bool{}
 	for _, t := range tables {
 		if t.changelog != "" {
 			changelogs[t.changelog] = true
 		}
 	}
-	stateVals := map[string][][]byte{} // per changelog: a store's values may be of their own serde
-	var outVals [][]byte
 	innerKeys := map[string]bool{} // the keys inside window stores' keys
-	// windowedTopics are the window stores' changelogs and the outputs
-	// keyed by windows: their keys are not the serde's alone (the audit
-	// reads them as windows; here they are not decoded)
-	windowedTopics := map[string]bool{}
-	read := 0
-	topicVals := map[string][][]byte{} // the streams' values, per topic
 	for _, topic := range append(slices.Clone(topics), sources...) {
 		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
 		switch {
@@ -119,12 +149,12 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.notes = append(inf.notes, "not read: "+err.Error())
 			continue
 		}
-		read++
+		sm.read++
 		windowed := false
 		if changelogs[topic] {
 			windowed, _ = infer.WindowedChangelog(t) // only a store's changelog holds window keys
 		}
-		windowedTopics[topic] = windowed
+		sm.windowedTopics[topic] = windowed
 		for _, r := range t.Records() {
 			if !slices.Contains(sources, topic) {
 				// a window store's keys and a windowed output's (the
@@ -135,25 +165,31 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 					innerKeys[string(in)] = true
 				} else if len(k) > 8 && innerKeys[string(k[:len(k)-8])] && slices.Contains(outputs, topic) {
 					k = k[:len(k)-8]
-					windowedTopics[topic] = true
+					sm.windowedTopics[topic] = true
 				}
-				keys = append(keys, k)
+				sm.keys = append(sm.keys, k)
 			}
 			if changelogs[topic] {
-				stateVals[topic] = append(stateVals[topic], r.RawValue)
+				sm.stateVals[topic] = append(sm.stateVals[topic], r.RawValue)
 				continue
 			}
 			if slices.Contains(outputs, topic) {
-				outVals = append(outVals, r.RawValue) // a table's output has its store's serde
+				sm.outVals = append(sm.outVals, r.RawValue) // a table's output has its store's serde
 				continue
 			}
-			vals = append(vals, r.RawValue)
-			topicVals[topic] = append(topicVals[topic], r.RawValue)
+			sm.vals = append(sm.vals, r.RawValue)
+			sm.topicVals[topic] = append(sm.topicVals[topic], r.RawValue)
 		}
 	}
-	if read == 0 {
-		return nil, nil // nothing to infer from
-	}
+	return sm, nil
+}
+
+// guessSerdes guesses the app's serdes from the samples (the caller's
+// where it names them), a store's own where its values are binary Longs,
+// each topic's own where no one serde decodes every stream's values, and
+// builds the decoder the evidence is read with.
+func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Source, sm *samples) error {
+	keys, vals, outVals, stateVals, topicVals := sm.keys, sm.vals, sm.outVals, sm.stateVals, sm.topicVals
 	inf.keySerde, inf.valueSerde = infer.GuessSerde(keys, nil), infer.GuessSerde(vals, nil)
 	if len(vals) == 0 {
 		all := outVals
@@ -222,7 +258,7 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	}
 	dec, err := codec.NewWithSchemas(cfg, audit.SchemasOf(src))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	inf.dec = dec
 	// Avro and Protobuf look alike: their schemas' types tell them apart
@@ -239,13 +275,21 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 	if o.ValueSerde == "" {
 		inf.valueSerde = infer.RefineFramed(ctx, dec, valRaws, inf.valueSerde)
 	}
-	ev, err := infer.LoadTopics(ctx, src, dec, topics, sources, initRecords, initRecords)
+	return nil
+}
+
+// loadEvidence reads the records the inference rests on, with the app's
+// committed offsets (a source record below them was consumed, so one
+// with no copy was rejected by the steps); nil when they could not be
+// read (a note says why).
+func (inf *inferred) loadEvidence(ctx context.Context, o Options, src audit.Source, topics, sources []string, windowedTopics map[string]bool) (*infer.Evidence, error) {
+	ev, err := infer.LoadTopics(ctx, src, inf.dec, topics, sources, initRecords, initRecords)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		inf.notes = append(inf.notes, "the evidence was not read: "+err.Error())
-		return inf, nil
+		return nil, nil
 	}
 	inf.ev = ev
 	// the app's committed offsets: a source record below them was
@@ -267,6 +311,12 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inf.notes = append(inf.notes, fmt.Sprintf("%d records of %s could not be decoded (the first: %v)", t.Undecodable, t.Name, t.FirstError))
 		}
 	}
+	return ev, nil
+}
+
+// inferEach infers each table's source, steps, key and reducer from the
+// evidence, then each KTable groupBy from the table it re-groups.
+func (inf *inferred) inferEach(o Options, tables []draftTable, ev *infer.Evidence) {
 	inf.plan = &spec.Plan{AppID: o.AppID}
 	names := map[string]bool{}
 	for _, t := range tables {
@@ -302,8 +352,6 @@ func inferTables(ctx context.Context, o Options, src audit.Source, tables []draf
 			inferRegroup(t, tables, ev)
 		}
 	}
-	slices.Sort(inf.notes)
-	return inf, nil
 }
 
 // inferRegroup guesses a KTable groupBy's mapper and aggregation from the
@@ -357,6 +405,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 				t.source, t.merged = srcs[0], srcs[1:]
 				t.evSource = strings.Join(srcs, "+")
 				t.sourceNote = fmt.Sprintf("%d/%d copies on %s match the records of %s by value and timestamp, merged before the re-key (%s)", len(pairs), n, t.repartition, strings.Join(srcs, ", "), strings.Join(counts, ", "))
+				t.sourceMatched = [2]int{len(pairs), n}
 				best, bestSrc = pairs, ""
 			}
 		}
@@ -372,12 +421,15 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			// source: the table is not judged (a guess judges only what it
 			// explains)
 			t.sourceNote = fmt.Sprintf("only %d of the %d copies on %s match the records of any one source topic, and of no merge of them (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
+			t.sourceMatched = [2]int{len(best), n}
 			return
 		case bestSrc != "" && t.source == "":
 			t.source = bestSrc
 			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp (%s)", len(best), n, t.repartition, strings.Join(counts, ", "))
+			t.sourceMatched = [2]int{len(best), n}
 		case bestSrc != "":
 			t.sourceNote = fmt.Sprintf("%d/%d copies on %s match its records by value and timestamp", len(best), n, t.repartition)
+			t.sourceMatched = [2]int{len(best), n}
 		}
 		if len(t.steps) == 0 && t.chain == nil && len(best)*10 < n*9 && splitCopies(t, ev, cands, copies) {
 			return // no topology, and the copies are the words of a split
@@ -424,7 +476,7 @@ func inferTable(t *draftTable, ev *infer.Evidence) {
 			// the source's own records carry the changelog's keys: they
 			// reach the store as they are, if the reducer folds them too
 			purgedIdentity = true
-			identitySteps(t, "the repartition topic is purged; the source records' "+t.selectKey.Value+" are the changelog's keys and the reducer folds them as they are", nil)
+			identitySteps(t, "the repartition topic is purged; the source records' "+t.selectKey.Value+" are the changelog's keys and the reducer folds them as they are", [2]int{}, nil)
 		} else if splitSteps(t, ev, cands) {
 			return
 		}
@@ -500,7 +552,7 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 	}
 	t.window = &g
 	if g.Size > 0 {
-		t.reduce = &infer.Guess{Value: g.Reduce, Evidence: "with the window, " + g.Evidence}
+		t.reduce = &infer.Guess{Value: g.Reduce, Evidence: "with the window, " + g.Evidence, Explained: g.Explained, Of: g.Of}
 	}
 }
 
@@ -518,14 +570,14 @@ func (inf *inferred) inferJoin(ctx context.Context, output, left string, rights 
 // are its windows' (the key's bytes and the start, as
 // WindowedSerdes.timeWindowedSerdeFrom writes them) for at least 90 % of
 // its records (and at least 5), with the filter before it inferred from
-// the states that reached it. It returns the spec's lines, "" when none.
-func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+// the states that reached it; nil for none.
+func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) *Output {
 	if inf.ev == nil {
-		return "" // the evidence was not read (a note says why)
+		return nil // the evidence was not read (a note says why)
 	}
 	cl := inf.ev.Topics[t.changelog]
 	if cl == nil {
-		return ""
+		return nil
 	}
 	windows := map[string]bool{}
 	for _, r := range cl.Records() {
@@ -536,33 +588,32 @@ func (inf *inferred) windowedOutputWithoutTopology(ctx context.Context, src audi
 	for _, m := range inf.outputsWhere(ctx, src, d, tables, func(r infer.Rec) bool { return windows[string(r.RawKey)] }) {
 		name, n, out := m.name, m.n, m.out
 		inf.ev.Topics[name] = out
-		var b strings.Builder
-		fmt.Fprintf(&b, "    output: %s   # keyed by its windows: %d/%d records (found without a topology)\n", yamlScalar(name), n, out.Count())
+		o := &Output{Topic: name, Evidence: fmt.Sprintf("keyed by its windows: %d/%d records (found without a topology)", n, out.Count())}
 		g := infer.GuessWindowedOutputFilter(cl, out)
 		switch {
 		case g.Value == "true":
 		case g.Value != "":
-			fmt.Fprintf(&b, "    output_steps:\n      - filter: %s   # %s\n", yamlScalar(g.Value), g.Evidence)
+			o.Steps = []Step{{Kind: spec.StepFilter, Expr: guessOf(g)}}
 		default:
-			fmt.Fprintf(&b, "    output_steps:\n      - filter: %s\n", yamlScalar("TODO: "+g.Evidence))
+			o.Steps = []Step{{Kind: spec.StepFilter, Expr: Guess{Unknown: g.Evidence}}}
 		}
-		return b.String()
+		return o
 	}
-	return ""
+	return nil
 }
 
 // tableOutputWithoutTopology finds, without a topology, the output of a
 // table's toStream().to(): the topic whose records are, by their bytes,
 // the changelog's records (the cache forwards to both what it flushes)
-// for 90 % of its records (and at least 5). It returns the spec's lines,
-// "" when none or more than one topic is.
-func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) string {
+// for 90 % of its records (and at least 5); nil when none or more than
+// one topic is.
+func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, t draftTable, tables []draftTable) *Output {
 	if inf.ev == nil {
-		return "" // the evidence was not read (a note says why)
+		return nil // the evidence was not read (a note says why)
 	}
 	cl := inf.ev.Topics[t.changelog]
 	if cl == nil || cl.Count() < infer.MinKeys {
-		return ""
+		return nil
 	}
 	states := map[string]bool{}
 	for _, r := range cl.Records() {
@@ -572,21 +623,20 @@ func (inf *inferred) tableOutputWithoutTopology(ctx context.Context, src audit.S
 	}
 	found := inf.outputsWhere(ctx, src, d, tables, func(r infer.Rec) bool { return states[string(r.RawKey)+"\x00"+string(r.RawValue)] })
 	if len(found) != 1 {
-		return ""
+		return nil
 	}
 	out := found[0].out
-	note := fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, out.Count())
-	line := fmt.Sprintf("    output: %s%s\n", yamlScalar(found[0].name), comment(note))
+	o := &Output{Topic: found[0].name, Evidence: fmt.Sprintf("%d/%d records are the changelog's (found without a topology)", found[0].n, out.Count())}
 	if g, ok := inf.storeSerde[t.changelog]; ok {
-		line += fmt.Sprintf("    output_serdes: {value: %s}   # the changelog's values, as its records are\n", yamlScalar(g.Value))
+		o.Serdes = Guess{Value: g.Value, Evidence: "the changelog's values, as its records are"}
 	}
 	// with no step before it, every state reaches the output; a state it
 	// lacks may be a filter's (toStream().filter(…).to(…)), which is not
 	// inferred here: the output is then left unjudged, never a loss
 	if why := missingStates(cl, out); why != "" {
-		line += fmt.Sprintf("    output_steps:\n      - filter: %s\n", yamlScalar("TODO: "+why))
+		o.Steps = []Step{{Kind: spec.StepFilter, Expr: Guess{Unknown: why}}}
 	}
-	return line
+	return o
 }
 
 // missingStates says why the output may not hold every state of the
@@ -689,20 +739,20 @@ const maxOutputCandidates = 50
 // joinsWithoutTopology finds the join outputs among the topics the app
 // neither reads nor owns: those whose keys are a table's keys (its left
 // table: the one holding 90 % of them), and drafts each one's join over
-// the tables whose fields its values hold.
-func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) string {
+// the tables whose fields its values hold. Where it drafts none, note
+// says why ("" for nothing to say).
+func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source, d *discovery.Discovery, tables []draftTable) (joins []Join, note string) {
 	if inf == nil || inf.ev == nil || len(tables) == 0 {
-		return ""
+		return nil, ""
 	}
 	cands := outputCandidates(ctx, src, d, tables)
 	if len(cands) > maxOutputCandidates {
-		return fmt.Sprintf("# joins: not inferred: %d topics could be outputs (more than %d); give --topology\n", len(cands), maxOutputCandidates)
+		return nil, fmt.Sprintf("not inferred: %d topics could be outputs (more than %d); give --topology", len(cands), maxOutputCandidates)
 	}
 	var mod uint64
 	if cl := inf.ev.Topics[tables[0].changelog]; cl != nil {
 		mod = cl.KeyMod
 	}
-	var b strings.Builder
 	for _, name := range cands {
 		out, err := infer.Read(ctx, src, inf.dec, name, infer.ReadOptions{KeyMod: mod})
 		if err != nil || out.Count() == 0 {
@@ -749,19 +799,18 @@ func (inf *inferred) joinsWithoutTopology(ctx context.Context, src audit.Source,
 			rights = used
 			g = inf.inferJoin(ctx, name, left, rights)
 		}
-		fmt.Fprintf(&b, "  - output: %s   # keyed by table %s's keys: %d/%d (found without a topology)\n", yamlScalar(name), left, leftN, total)
-		fmt.Fprintf(&b, "    left: %s\n", yamlScalar(left))
-		quoted := make([]string, len(rights))
-		for i, r := range rights {
-			quoted[i] = yamlScalar(r)
+		j := Join{Output: Guess{Value: name, Evidence: fmt.Sprintf("keyed by table %s's keys: %d/%d (found without a topology)", left, leftN, total), Explained: leftN, Of: total},
+			Left: Guess{Value: left}}
+		for _, r := range rights {
+			j.Right = append(j.Right, Guess{Value: r})
 		}
-		fmt.Fprintf(&b, "    right: [%s]   # the order of the chain is not known without a topology: check it\n", strings.Join(quoted, ", "))
-		writeJoinGuess(&b, &g)
+		j.Type, j.Value, j.Fields = joinGuess(&g)
+		joins = append(joins, j)
 	}
-	if b.Len() == 0 {
-		return "# joins: none found without a topology (--topology)\n"
+	if len(joins) == 0 {
+		return nil, "none found without a topology (--topology)"
 	}
-	return "joins:\n" + b.String()
+	return joins, ""
 }
 
 // splitSteps drafts, for a store whose repartition copies are purged and

@@ -50,9 +50,9 @@ func topologySteps(chain []topology.ChainNode) []draftStep {
 		case c.Op == topology.OpProcess:
 			out = append(out, draftStep{kind: spec.StepProcess, node: node, note: "a Processor API node: kaudit does not model it, so the table is not judged"})
 		case c.Op == topology.OpBranch:
-			out = append(out, draftStep{kind: k, expr: "TODO", node: node, note: todoNote(k), splitter: c.Name})
+			out = append(out, draftStep{kind: k, node: node, note: todoNote(k), splitter: c.Name})
 		case ok:
-			out = append(out, draftStep{kind: k, expr: "TODO", node: node, note: todoNote(k)})
+			out = append(out, draftStep{kind: k, node: node, note: todoNote(k)})
 		default:
 			// a node the app named, or a stateful one: the user says what it is
 			out = append(out, draftStep{kind: spec.StepProcess, node: node, note: fmt.Sprintf("TODO: node %s (%s): replace process with its operator and lambda (filter, mapValues, flatMapValues, selectKey…), or leave it: the table is then not judged", c.Name, c.Op)})
@@ -107,7 +107,7 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 		return
 	}
 	if n, of := infer.PairedOrTwin(pairs, copies); n == of || partial(src) && n*10 >= of*9 {
-		identitySteps(t, fmt.Sprintf("%d/%d copies on %s equal their source record", len(pairs), copies.Count(), t.repartition), func() infer.Guess { return infer.GuessFilter(src, pairs) })
+		identitySteps(t, fmt.Sprintf("%d/%d copies on %s equal their source record", len(pairs), copies.Count(), t.repartition), [2]int{len(pairs), copies.Count()}, func() infer.Guess { return infer.GuessFilter(src, pairs) })
 		return
 	}
 	// the values change on the way: try lambdas for the chain's steps
@@ -116,18 +116,18 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	for _, s := range t.steps {
 		kinds = append(kinds, s.kind)
 		switch {
-		case s.kind == spec.StepFlatMapValues && s.expr == "TODO":
+		case s.kind == spec.StepFlatMapValues && s.open():
 			tries = append(tries, infer.SplitCandidates)
-		case s.kind == spec.StepMapValues && s.expr == "TODO":
+		case s.kind == spec.StepMapValues && s.open():
 			g := infer.GuessMapValues(src, copies)
 			if g.Value == "" {
 				return
 			}
 			tries = append(tries, []string{g.Value})
-		case (s.kind == spec.StepSelectKey) && s.expr == "TODO":
+		case (s.kind == spec.StepSelectKey) && s.open():
 			// the new key: the element's value (groupBy((k, w) -> w)), or a field of it
 			tries = append(tries, keyCandidates(copies))
-		case s.expr == "TODO" || s.kind == spec.StepProcess:
+		case s.open() || s.kind == spec.StepProcess:
 			return // nothing to try
 		default:
 			tries = append(tries, []string{s.expr})
@@ -136,15 +136,15 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	exprs, g := infer.GuessChain(src, copies, kinds, tries)
 	if exprs == nil {
 		for i := range t.steps {
-			if t.steps[i].expr == "TODO" {
+			if t.steps[i].open() {
 				t.steps[i].note += " (" + g.Evidence + ")"
 			}
 		}
 		return
 	}
 	for i := range t.steps {
-		if t.steps[i].expr == "TODO" {
-			t.steps[i].expr, t.steps[i].note = exprs[i], "the steps together "+g.Evidence
+		if t.steps[i].open() {
+			t.steps[i].expr, t.steps[i].note, t.steps[i].matched = exprs[i], "the steps together "+g.Evidence, [2]int{g.Explained, g.Of}
 		}
 	}
 }
@@ -156,7 +156,7 @@ func inferSteps(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 // and a filter or branch keeps what reached the store. A store that
 // changes the values (a count, a sum) tells nothing here.
 func changelogSteps(t *draftTable, ev *infer.Evidence) {
-	if !slices.ContainsFunc(t.steps, func(s draftStep) bool { return s.expr == "TODO" }) {
+	if !slices.ContainsFunc(t.steps, draftStep.open) {
 		return
 	}
 	src, cl := ev.Topics[cmp.Or(t.evSource, t.source)], ev.Topics[t.changelog]
@@ -167,7 +167,7 @@ func changelogSteps(t *draftTable, ev *infer.Evidence) {
 	if len(pairs)*10 < cl.Count()*9 {
 		return
 	}
-	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), func() infer.Guess { return infer.GuessFilterOverwritten(src, pairs) })
+	identitySteps(t, fmt.Sprintf("%d/%d records of its changelog %s equal a source record", len(pairs), cl.Count(), t.changelog), [2]int{len(pairs), cl.Count()}, func() infer.Guess { return infer.GuessFilterOverwritten(src, pairs) })
 }
 
 // defaultBranches fills in each split()'s default branch (the branch
@@ -180,7 +180,7 @@ func defaultBranches(lay *topology.Layout, tables []draftTable) []int {
 	settled := map[string]string{} // branch node -> its predicate; "" when two guesses differ
 	for _, t := range tables {
 		for _, s := range t.steps {
-			if s.kind != spec.StepBranch || s.expr == "TODO" {
+			if s.kind != spec.StepBranch || s.open() {
 				continue
 			}
 			if e, ok := settled[s.node]; ok && e != s.expr {
@@ -194,7 +194,7 @@ func defaultBranches(lay *topology.Layout, tables []draftTable) []int {
 	for i := range tables {
 		for j := range tables[i].steps {
 			s := &tables[i].steps[j]
-			if s.kind != spec.StepBranch || s.expr != "TODO" || s.splitter == "" || s.node != s.splitter+"0" {
+			if s.kind != spec.StepBranch || !s.open() || s.splitter == "" || s.node != s.splitter+"0" {
 				continue
 			}
 			var preds, from []string
@@ -233,20 +233,21 @@ func stepsAgain(t *draftTable, ev *infer.Evidence) {
 }
 
 // identitySteps fills in a chain whose records reach the store as they
-// are (why says the evidence): each value-changing step is the identity
-// on these records, a filter what guess finds (nil: it stays TODO), and
-// a last selectKey is select_key's.
-func identitySteps(t *draftTable, why string, guess func() infer.Guess) {
+// are (why says the evidence, matched how many records it counts of how
+// many): each value-changing step is the identity on these records, a
+// filter what guess finds (nil: it stays open), and a last selectKey is
+// select_key's.
+func identitySteps(t *draftTable, why string, matched [2]int, guess func() infer.Guess) {
 	for i := range t.steps {
 		s := &t.steps[i]
-		if s.expr != "TODO" {
+		if !s.open() {
 			continue
 		}
 		switch s.kind {
 		case spec.StepMapValues:
-			s.expr, s.note = "value", "the identity on these records: "+why
+			s.expr, s.note, s.matched = "value", "the identity on these records: "+why, matched
 		case spec.StepFlatMapValues:
-			s.expr, s.note = "[value]", "each record as it is: "+why
+			s.expr, s.note, s.matched = "[value]", "each record as it is: "+why, matched
 		case spec.StepFilter, spec.StepBranch:
 			// a branch's predicate, as the spec has it, is true for the
 			// records of this branch: what tells them from the rest
@@ -283,51 +284,4 @@ func keyCandidates(copies *infer.Topic) []string {
 		}
 	}
 	return out
-}
-
-// writeSteps writes a drafted table's steps, each with what it rests on.
-func writeSteps(b *strings.Builder, t draftTable) {
-	if t.chainErr != "" {
-		fmt.Fprintf(b, "    # steps: not known: %s\n", t.chainErr)
-	}
-	if len(t.steps) == 0 && t.unseenNote != "" {
-		fmt.Fprintf(b, "    # steps: none drafted: %s\n", t.unseenNote)
-	}
-	if len(t.steps) == 0 {
-		return
-	}
-	dest := "the store"
-	if strings.HasPrefix(t.name, "copy ") {
-		dest = "to()"
-	}
-	if t.chain == nil {
-		b.WriteString("    steps:   # drafted without a topology, from the evidence: what stands between the source and the re-key\n")
-	} else {
-		b.WriteString("    steps:   # the topology's processors between the source and " + dest + ", in order\n")
-	}
-	for _, s := range t.steps {
-		note := s.note
-		if s.expr == "TODO" {
-			note = "" // the TODO says it
-		}
-		fmt.Fprintf(b, "      - %s%s\n", stepText(s), comment(note))
-	}
-}
-
-// stepText writes one drafted step as a YAML flow mapping.
-func stepText(s draftStep) string {
-	switch {
-	case s.kind == spec.StepPeek:
-		return "peek"
-	case s.kind == spec.StepProcess:
-		return fmt.Sprintf("{process: '', node: %s}", yamlScalar(s.node))
-	case s.expr == "TODO" && s.node == "": // drafted without a topology
-		return fmt.Sprintf("{%s: %s}", s.kind, yamlScalar("TODO: "+s.note))
-	case s.expr == "TODO":
-		return fmt.Sprintf("{%s: %s, node: %s}", s.kind, yamlScalar("TODO: "+s.note), yamlScalar(s.node))
-	}
-	if s.node == "" { // drafted without a topology
-		return fmt.Sprintf("{%s: %s}", s.kind, singleQuoted(s.expr))
-	}
-	return fmt.Sprintf("{%s: %s, node: %s}", s.kind, singleQuoted(s.expr), yamlScalar(s.node))
 }

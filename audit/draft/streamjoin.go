@@ -14,7 +14,7 @@ import (
 type draftStreamJoin struct {
 	side   draftTable
 	node   string
-	table  string
+	table  Guess
 	output string
 	inner  bool
 	why    string // why it cannot be drafted, "" when it can
@@ -85,42 +85,10 @@ func settleSelectKey(t *draftTable) {
 	}
 	if n := len(t.steps); n == 0 || t.steps[n-1].kind != spec.StepSelectKey {
 		last := t.chain[len(t.chain)-1]
-		t.steps = append(t.steps, draftStep{kind: spec.StepSelectKey, expr: "TODO", node: last.Name, note: todoNote(spec.StepSelectKey)})
+		t.steps = append(t.steps, draftStep{kind: spec.StepSelectKey, node: last.Name, note: todoNote(spec.StepSelectKey)})
 	}
 	s := &t.steps[len(t.steps)-1]
-	if g := t.selectKey; s.expr == "TODO" && g.Value != "" && g.Value != "key" {
-		s.expr, s.note = g.Value, g.Evidence
-	}
-}
-
-// writeStreamJoins writes the stream_joins section.
-func writeStreamJoins(b *strings.Builder, joins []draftStreamJoin) {
-	if len(joins) == 0 {
-		return
-	}
-	b.WriteString("stream_joins:   # stream.join / leftJoin(table), from the topology\n")
-	for _, sj := range joins {
-		if sj.why != "" {
-			fmt.Fprintf(b, "  # %s (%s): %s\n", sj.side.name, sj.node, sj.why)
-			continue
-		}
-		fmt.Fprintf(b, "  - output: %s   # %s\n", yamlScalar(sj.output), sj.node)
-		if len(sj.side.merged) > 0 {
-			names := []string{yamlScalar(sj.side.source)}
-			for _, m := range sj.side.merged {
-				names = append(names, yamlScalar(m))
-			}
-			fmt.Fprintf(b, "    stream: [%s]\n", strings.Join(names, ", "))
-		} else {
-			fmt.Fprintf(b, "    stream: %s%s\n", yamlScalar(sj.side.source), comment(sj.side.sourceNote))
-		}
-		writeSteps(b, sj.side)
-		fmt.Fprintf(b, "    table: %s\n", yamlScalar(sj.table))
-		if sj.inner {
-			b.WriteString("    type: inner   # KSTREAM-JOIN-: join()\n")
-		} else {
-			b.WriteString("    type: left   # KSTREAM-LEFTJOIN-: leftJoin()\n")
-		}
-		fmt.Fprintf(b, "    value: %s\n", yamlScalar("TODO: the joiner's result over stream, table and key, or remove this line to check presence only"))
+	if g := t.selectKey; s.open() && g.Value != "" && g.Value != "key" {
+		s.expr, s.note, s.matched = g.Value, g.Evidence, [2]int{g.Explained, g.Of}
 	}
 }

@@ -37,7 +37,7 @@ func unseenFilter(t *draftTable, ev *infer.Evidence, pairs []infer.Pair) {
 	if onKey {
 		why = fmt.Sprintf("only %s tells them apart, which a loss of every record of one key would too", g.Value)
 	}
-	t.steps = []draftStep{{kind: spec.StepFilter, expr: "TODO", note: fmt.Sprintf("a filter may stand before the re-key (%s); %s: an input without a copy is not judged", t.unseen, why)}}
+	t.steps = []draftStep{{kind: spec.StepFilter, note: fmt.Sprintf("a filter may stand before the re-key (%s); %s: an input without a copy is not judged", t.unseen, why)}}
 }
 
 // mergedSources finds, without a topology, the source topics whose
@@ -94,7 +94,7 @@ func partial(ts ...*infer.Topic) bool {
 func seenNodes(t *draftTable) int {
 	n := 0
 	for _, s := range t.steps {
-		if s.expr != "TODO" && !s.kind.KeyChanging() {
+		if !s.open() && !s.kind.KeyChanging() {
 			n++
 		}
 	}

@@ -24,6 +24,10 @@ type Guess struct {
 	Value      string
 	Evidence   string
 	Candidates []string
+	// Explained and Of are, where the guess counts them, how many records
+	// (copies, keys' histories) it explains of how many it was measured
+	// on; 0 and 0 where it does not.
+	Explained, Of int
 }
 
 // GuessSerde guesses the serde of a topic's keys or values from their
@@ -69,15 +73,15 @@ func GuessSerde(raws [][]byte, known func(id int32) bool) Guess {
 			s = append(s, fmt.Sprint(id))
 		}
 		sort.Strings(s)
-		return Guess{Value: codec.FramedFormat(raws), Evidence: fmt.Sprintf("%d/%d Confluent-framed, schema ids %s", framed, n, strings.Join(s, ", "))}
+		return Guess{Value: codec.FramedFormat(raws), Evidence: fmt.Sprintf("%d/%d Confluent-framed, schema ids %s", framed, n, strings.Join(s, ", ")), Explained: framed, Of: n}
 	case jsonObj == n:
-		return Guess{Value: "json", Evidence: fmt.Sprintf("%d/%d JSON", jsonObj, n)}
+		return Guess{Value: "json", Evidence: fmt.Sprintf("%d/%d JSON", jsonObj, n), Explained: jsonObj, Of: n}
 	case eight == n && text < n:
-		return Guess{Value: "long", Evidence: fmt.Sprintf("%d/%d 8-byte binary", eight, n)}
+		return Guess{Value: "long", Evidence: fmt.Sprintf("%d/%d 8-byte binary", eight, n), Explained: eight, Of: n}
 	case four == n && text < n:
-		return Guess{Value: "int", Evidence: fmt.Sprintf("%d/%d 4-byte binary", four, n)}
+		return Guess{Value: "int", Evidence: fmt.Sprintf("%d/%d 4-byte binary", four, n), Explained: four, Of: n}
 	case text == n:
-		return Guess{Value: "string", Evidence: fmt.Sprintf("%d/%d UTF-8 text", text, n)}
+		return Guess{Value: "string", Evidence: fmt.Sprintf("%d/%d UTF-8 text", text, n), Explained: text, Of: n}
 	}
 	return Guess{Value: "bytes", Evidence: fmt.Sprintf("%d records neither framed, JSON nor text", n),
 		Candidates: []string{"avro", "json", "string", "bytes"}}
@@ -202,7 +206,7 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 	if len(cands) == 0 || counts[cands[0]] < n {
 		if k, ok := constantKey(pairs); ok && n >= 5 {
 			// selectKey((k, v) -> "temp"), as Kafka's TemperatureDemo does
-			return Guess{Value: k, Evidence: fmt.Sprintf("every one of %d copies matched to source records has this key, which no source key or field holds", n)}
+			return Guess{Value: k, Evidence: fmt.Sprintf("every one of %d copies matched to source records has this key, which no source key or field holds", n), Explained: n, Of: n}
 		}
 		g := Guess{Evidence: fmt.Sprintf("no field equals the keys of all %d copies matched to source records", n)}
 		for _, c := range cands[:min(3, len(cands))] {
@@ -219,16 +223,16 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 	}
 	ev := fmt.Sprintf("equals the key of %d/%d copies matched to source records", counts[best], n)
 	if best == "key" && rekeyed && len(ties) == 1 {
-		return Guess{Value: ties[0], Evidence: ev + " (as does the record key, but the app repartitions by a new key)"}
+		return Guess{Value: ties[0], Evidence: ev + " (as does the record key, but the app repartitions by a new key)", Explained: counts[best], Of: n}
 	}
 	if len(ties) > 0 {
 		if best == "key" {
 			// the key is unchanged; fields that equal it too say nothing
-			return Guess{Value: "key", Evidence: ev + " (so do " + strings.Join(ties, ", ") + ")"}
+			return Guess{Value: "key", Evidence: ev + " (so do " + strings.Join(ties, ", ") + ")", Explained: counts[best], Of: n}
 		}
-		return Guess{Evidence: ev + " for each of " + strings.Join(append([]string{best}, ties...), ", "), Candidates: append([]string{best}, ties...)}
+		return Guess{Evidence: ev + " for each of " + strings.Join(append([]string{best}, ties...), ", "), Candidates: append([]string{best}, ties...), Explained: counts[best], Of: n}
 	}
-	return Guess{Value: best, Evidence: ev}
+	return Guess{Value: best, Evidence: ev, Explained: counts[best], Of: n}
 }
 
 // GuessReducer finds the reducer among latest, count and sum(F) that
@@ -267,16 +271,17 @@ func GuessReducer(pt spec.PlannedTable, ev *Evidence, selectKey string) Guess {
 	if len(others) > 0 {
 		ev2 += "; " + summary(others)
 	}
+	explained, of := v.Explained[best], v.Keys
 	if len(ties) == 1 {
 		if v.Explained[best]*2 < v.Keys {
-			return Guess{Evidence: ev2 + ": none explains most keys", Candidates: v.Order[:min(3, len(v.Order))]}
+			return Guess{Evidence: ev2 + ": none explains most keys", Candidates: v.Order[:min(3, len(v.Order))], Explained: explained, Of: of}
 		}
-		return Guess{Value: best, Evidence: ev2}
+		return Guess{Value: best, Evidence: ev2, Explained: explained, Of: of}
 	}
 	if slices.Contains(ties, "latest") && v.Explained["latest"]*10 >= v.Keys*9 {
-		return Guess{Value: "latest", Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys: no key's inputs tell them apart"}
+		return Guess{Value: "latest", Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys: no key's inputs tell them apart", Explained: v.Explained["latest"], Of: of}
 	}
-	return Guess{Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys", Candidates: ties}
+	return Guess{Evidence: ev2 + "; " + strings.Join(ties, ", ") + " explain the same keys", Candidates: ties, Explained: explained, Of: of}
 }
 
 // GuessSelectKeyFromStates guesses select_key where no repartition copy

@@ -100,10 +100,10 @@ func CheckFields(sp *spec.Spec, plan *spec.Plan, ev *Evidence) (notes []string, 
 				if t.Undecodable > 0 {
 					// missing evidence (a registry down) or wrong serdes: the
 					// engine reports the records undecodable either way
-					notes = append(notes, fmt.Sprintf("%s:%d: %s: %s not checked against the evidence: no record of topic %s decodes (%d undecodable, the first: %v): check serdes", sp.File, x.Line, x.Field, p, topic, t.Undecodable, t.FirstError))
+					notes = append(notes, fmt.Sprintf("%s: %s: %s not checked against the evidence: no record of topic %s decodes (%d undecodable, the first: %v): check serdes", sp.At(x.Line), x.Field, p, topic, t.Undecodable, t.FirstError))
 					continue
 				}
-				notes = append(notes, fmt.Sprintf("%s:%d: %s: %s not checked against the evidence: topic %s has no decoded record", sp.File, x.Line, x.Field, p, topic))
+				notes = append(notes, fmt.Sprintf("%s: %s: %s not checked against the evidence: topic %s has no decoded record", sp.At(x.Line), x.Field, p, topic))
 				continue
 			}
 			// walk the path one name at a time: the first missing

@@ -91,8 +91,10 @@ func joinRows(pj spec.PlannedJoin, plan *spec.Plan, ev *Evidence) ([]joinRow, bo
 // JoinGuess is a join's value and type as the evidence shows them.
 type JoinGuess struct {
 	Type spec.JoinType
-	// TypeNote says what the type rests on.
-	TypeNote string
+	// TypeNote says what the type rests on; with TypeUnknown, why the
+	// evidence does not tell the type (Type is then left, a placeholder).
+	TypeNote    string
+	TypeUnknown bool
 	// Value is the value expression; "" when the evidence settles none.
 	Value string
 	// Fields are the output fields with the source each was matched to
@@ -101,6 +103,9 @@ type JoinGuess struct {
 	Fields []string
 	TODO   []string
 	Keys   int
+	// Whole is how many of the Keys output values the value built
+	// rebuilds whole.
+	Whole int
 }
 
 // roots names the join's environment: left, r1, r2…
@@ -145,7 +150,7 @@ func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) Joi
 	case rightNil > 0:
 		g.Type, g.TypeNote = spec.JoinLeft, fmt.Sprintf("%d of %d output keys lack a right state", rightNil, len(rows))
 	default:
-		g.Type, g.TypeNote = spec.JoinLeft, "TODO: every output key has every state: inner or left, the evidence cannot tell"
+		g.Type, g.TypeNote, g.TypeUnknown = spec.JoinLeft, "every output key has every state: inner or left, the evidence cannot tell", true
 	}
 	names := roots(len(pj.Right))
 	rootVal := func(r joinRow, i int) val {
@@ -305,6 +310,7 @@ func inferJoin(pj spec.PlannedJoin, rows []joinRow, ok bool, order []string) Joi
 					}
 				}
 			}
+			g.Whole = n
 			switch {
 			case n < need:
 				g.TODO = append(g.TODO, fmt.Sprintf("%s reproduces %d of %d output values whole", g.Value, n, len(rows)))

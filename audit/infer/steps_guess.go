@@ -112,9 +112,9 @@ func GuessChain(source, copies *Topic, kinds []spec.StepKind, tries [][]string) 
 	// the lambdas explain every copy, unless the source was not read
 	// whole (a copy may then be of a record not read)
 	if best == nil || total == 0 || bestN < total && !(partial(source) && bestN*10 >= total*9) {
-		return nil, Guess{Evidence: fmt.Sprintf("no candidate explains all %d copies (the best %d)", total, max(bestN, 0))}
+		return nil, Guess{Evidence: fmt.Sprintf("no candidate explains all %d copies (the best %d)", total, max(bestN, 0)), Explained: max(bestN, 0), Of: total}
 	}
-	return best, Guess{Value: strings.Join(best, "; "), Evidence: fmt.Sprintf("explains %d of %d copies on %s", bestN, total, copies.Name)}
+	return best, Guess{Value: strings.Join(best, "; "), Evidence: fmt.Sprintf("explains %d of %d copies on %s", bestN, total, copies.Name), Explained: bestN, Of: total}
 }
 
 // GuessFilter finds a predicate on one field of the source values that
@@ -407,7 +407,7 @@ func GuessMapValues(source, copies *Topic) Guess {
 		}
 		parts = append(parts, fmt.Sprintf("%s: %s", strconv.Quote(f), found))
 	}
-	return Guess{Value: "{" + strings.Join(parts, ", ") + "}", Evidence: fmt.Sprintf("each field of the copies' values, from %d copies paired with their source record by timestamp (%d of them explained)", len(pairs), len(pairs))}
+	return Guess{Value: "{" + strings.Join(parts, ", ") + "}", Evidence: fmt.Sprintf("each field of the copies' values, from %d copies paired with their source record by timestamp (%d of them explained)", len(pairs), len(pairs)), Explained: len(pairs), Of: len(pairs)}
 }
 
 // partial reports whether a topic was not read whole: a partition read

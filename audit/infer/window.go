@@ -73,6 +73,9 @@ type WindowGuess struct {
 	Reduce        string
 	Evidence      string
 	Candidates    []string
+	// Explained and Of are how many windows the best candidate explains,
+	// of how many it or the changelog has (0 and 0: none was scored).
+	Explained, Of int
 }
 
 // maxScored bounds the windows a candidate is scored on.
@@ -216,7 +219,7 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 		ev += "; " + strings.Join(others, ", ")
 	}
 	if best.explained < MinKeys || best.explained*10 < best.all*9 {
-		return WindowGuess{Evidence: ev + ": none explains 90 % of the windows", Candidates: []string{best.name}}
+		return WindowGuess{Evidence: ev + ": none explains 90 % of the windows", Candidates: []string{best.name}, Explained: best.explained, Of: best.all}
 	}
 	var ties []string
 	for _, c := range cands[1:] {
@@ -225,9 +228,9 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 		}
 	}
 	if len(ties) > 0 {
-		return WindowGuess{Evidence: ev + ": " + strings.Join(append([]string{best.name}, ties...), ", ") + " explain the same windows", Candidates: append([]string{best.name}, ties...)}
+		return WindowGuess{Evidence: ev + ": " + strings.Join(append([]string{best.name}, ties...), ", ") + " explain the same windows", Candidates: append([]string{best.name}, ties...), Explained: best.explained, Of: best.all}
 	}
-	return WindowGuess{Size: best.size, Advance: best.adv, Reduce: best.reduce, Evidence: ev}
+	return WindowGuess{Size: best.size, Advance: best.adv, Reduce: best.reduce, Evidence: ev, Explained: best.explained, Of: best.all}
 }
 
 // windowReducers are the reducers a window is tried with: Candidates',

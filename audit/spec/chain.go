@@ -42,8 +42,10 @@ func unsureSteps(steps []*Step, nodes map[*Step]string) string {
 			names = append(names, string(st.Kind)+" "+st.Node)
 		case nodes[st] != "":
 			names = append(names, string(st.Kind)+" "+nodes[st])
-		default:
+		case st.Line > 0:
 			names = append(names, "a "+string(st.Kind)+" at line "+fmt.Sprint(st.Line))
+		default:
+			names = append(names, "a "+string(st.Kind)) // a spec built in code: the table names it
 		}
 	}
 	return strings.Join(names, ", ")
@@ -62,7 +64,7 @@ func unmodelledSteps(t *TableSpec, steps []*Step, nodes map[*Step]string) string
 		if st.Kind != StepProcess {
 			name += " (TODO)"
 		}
-		names = append(names, fmt.Sprintf("%s at line %d", name, st.Line))
+		names = append(names, name+atLine(st.Line))
 	}
 	if len(names) == 0 {
 		return ""
@@ -214,7 +216,7 @@ func branchesAgree(lay *topology.Layout, t *TableSpec, store string) bool {
 		i++
 		idx, err := strconv.Atoi(strings.TrimPrefix(c.Child, c.Name))
 		want, known := branchIndex(st.Expr)
-		if err != nil || !strings.HasPrefix(c.Child, c.Name) || !known {
+		if err != nil || !strings.HasPrefix(c.Child, c.Name) || !known || st.Unknown != "" {
 			continue // a branch named with Branched.as, or a predicate that does not say
 		}
 		if idx != want {
@@ -329,19 +331,36 @@ func matchChain(steps []*Step, chain []topology.ChainNode, nodes map[*Step]strin
 			}
 			for _, later := range steps[i+1:] {
 				if fits(later, c) {
-					return fmt.Sprintf("the spec's step %d (%s, line %d) has no node in the topology", i+1, st.Kind, st.Line)
+					return fmt.Sprintf("the spec's step %d (%s%s) has no node in the topology", i+1, st.Kind, commaLine(st.Line))
 				}
 			}
-			return fmt.Sprintf("the spec's step %d (%s, line %d) does not match the topology's node there, %s", i+1, st.Kind, st.Line, c)
+			return fmt.Sprintf("the spec's step %d (%s%s) does not match the topology's node there, %s", i+1, st.Kind, commaLine(st.Line), c)
 		}
 		nodes[st] = c.Name
 		i++
 	}
 	if i < len(steps) {
 		st := steps[i]
-		return fmt.Sprintf("the spec's step %d (%s, line %d) has no node in the topology", i+1, st.Kind, st.Line)
+		return fmt.Sprintf("the spec's step %d (%s%s) has no node in the topology", i+1, st.Kind, commaLine(st.Line))
 	}
 	return ""
+}
+
+// atLine is " at line N" for a step's line, "" for a spec built in code
+// (the table or node named beside it says which).
+func atLine(line int) string {
+	if line <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" at line %d", line)
+}
+
+// commaLine is ", line N" for a step's line, "" for a spec built in code.
+func commaLine(line int) string {
+	if line <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", line %d", line)
 }
 
 // fits reports whether a step can stand for a chain node: its kind is

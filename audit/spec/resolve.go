@@ -262,7 +262,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 				continue
 			}
 			if t.SelectKeyExpr != "" && pt.Repartition == "" {
-				p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: table %s has select_key but the topology has no repartition topic before store %s", spec.File, t.Line, t.Name, use.Name))
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s: table %s has select_key but the topology has no repartition topic before store %s", spec.At(t.Line), t.Name, use.Name))
 			}
 		case rekeyed(t.SelectKeyExpr, t.Steps):
 			// a groupBy or selectKey step repartitions as select_key does
@@ -306,7 +306,7 @@ func Resolve(spec *Spec, topo *topology.Topology, appID string) (*Plan, error) {
 					continue // reported above
 				}
 				if !lay.StoreReaches(pt.Store, j.Output) {
-					p.Warnings = append(p.Warnings, fmt.Sprintf("%s:%d: store %s of table %s does not reach output %s in the topology", spec.File, j.Line, pt.Store, name, j.Output))
+					p.Warnings = append(p.Warnings, fmt.Sprintf("%s: store %s of table %s does not reach output %s in the topology", spec.At(j.Line), pt.Store, name, j.Output))
 				}
 			}
 		}

@@ -454,6 +454,8 @@ func parseSpec(name string, data []byte, draft bool) (*Spec, error) {
 }
 
 // settle takes a draft's TODOs out of the way of validate: see ParseDraft.
+// A spec built in code says the same with the typed calls settle makes
+// (DropTable, KeyUnsettled…), from its own unknowns.
 func (s *Spec) settle() {
 	dropped := map[string]bool{}
 	var tables []*TableSpec
@@ -463,28 +465,18 @@ func (s *Spec) settle() {
 		}
 		src := strings.Join(t.SourceList, ", ")
 		if isTODO(src) || isTODO(t.Store) || isTODO(t.Name) || src == "" && t.Regroup == "" && len(t.Cogroup) == 0 {
-			s.Dropped = append(s.Dropped, fmt.Sprintf("table %s is not judged: the evidence does not say %s", t.Name, cmp.Or(strings.TrimPrefix(strings.TrimSpace(cmp.Or(pickTODO(src), pickTODO(t.Store), pickTODO(t.Name))), "TODO: "), "its source")))
+			s.DropTable(t.Name, cmp.Or(strings.TrimPrefix(strings.TrimSpace(cmp.Or(pickTODO(src), pickTODO(t.Store), pickTODO(t.Name))), "TODO: "), "its source"))
 			dropped[t.Name] = true
 			continue
 		}
 		if isTODO(t.SelectKeyExpr) {
-			t.Unsettled = append(t.Unsettled, "select_key ("+strings.TrimPrefix(t.SelectKeyExpr, "TODO: ")+")")
-			t.SelectKeyExpr = ""
-			if t.Regroup != "" {
-				t.SelectKeyExpr = "key" // a KTable groupBy needs one; not used: the table is not judged
-			}
+			t.KeyUnsettled(strings.TrimPrefix(t.SelectKeyExpr, "TODO: "))
 		}
 		if t.Window != nil && t.Window.todo != "" {
-			t.Unsettled = append(t.Unsettled, "the window ("+strings.TrimPrefix(t.Window.todo, "TODO: ")+")")
-			// not used to judge: the table is not; its keys are still read as windows
-			*t.Window = Window{raw: map[string]string{"size": "1"}}
+			t.WindowUnsettled(strings.TrimPrefix(t.Window.todo, "TODO: "))
 		}
 		if raw := strings.TrimSpace(t.Reducer.raw); isTODO(raw) {
-			t.Unsettled = append(t.Unsettled, "the reducer ("+strings.TrimPrefix(raw, "TODO: ")+")")
-			t.Reducer.raw = "latest" // not used: the table is not judged
-			if t.Regroup != "" {
-				t.Reducer.raw = "count" // a KTable groupBy's reducer has a subtractor
-			}
+			t.ReducerUnsettled(strings.TrimPrefix(raw, "TODO: "))
 		}
 		tables = append(tables, t)
 	}
@@ -496,12 +488,11 @@ func (s *Spec) settle() {
 		}
 		names := append([]string{j.Left}, j.Right...)
 		if isTODO(j.Output) || slices.ContainsFunc(names, func(n string) bool { return dropped[n] || isTODO(n) }) {
-			s.Dropped = append(s.Dropped, fmt.Sprintf("join into %s is not judged: the evidence does not settle its output or tables", j.Output))
+			s.DropJoin(j.Output)
 			continue
 		}
 		if isTODO(string(j.Type)) {
-			j.Unsettled = append(j.Unsettled, "its type ("+strings.TrimPrefix(string(j.Type), "TODO: ")+")")
-			j.Type = JoinLeft
+			j.TypeUnsettled(strings.TrimPrefix(string(j.Type), "TODO: "))
 		}
 		if isTODO(j.Value) {
 			j.Value = "" // presence only
@@ -516,12 +507,11 @@ func (s *Spec) settle() {
 		}
 		stream := strings.Join(j.StreamList, ", ")
 		if isTODO(j.Output) || isTODO(stream) || stream == "" || isTODO(j.Table) || dropped[j.Table] {
-			s.Dropped = append(s.Dropped, fmt.Sprintf("stream join into %s is not judged: the evidence does not settle its output, stream or table", j.Output))
+			s.DropStreamJoin(j.Output)
 			continue
 		}
 		if isTODO(string(j.Type)) {
-			j.Unsettled = append(j.Unsettled, "its type ("+strings.TrimPrefix(string(j.Type), "TODO: ")+")")
-			j.Type = JoinLeft
+			j.TypeUnsettled(strings.TrimPrefix(string(j.Type), "TODO: "))
 		}
 		if isTODO(j.Value) {
 			j.Value = "" // presence only

@@ -74,24 +74,34 @@ func (k StepKind) needsExpr() bool { return k != StepPeek && k != StepProcess }
 // Step is one stateless processor of a table's chain: its kind, its
 // lambda as an expression over key, value, headers and timestamp, and the
 // topology node it stands for when the spec names it (an app's
-// Named.as). A step whose expression is TODO is not evaluated: the table
-// is not judged until it is answered.
+// Named.as). A step whose expression is TODO, or Unknown, is not
+// evaluated: the table is not judged until it is answered.
 type Step struct {
 	Kind StepKind
 	Expr string
 	Node string
-	Line int
-	prog *vm.Program
-	bad  string
+	Line int // its line in the spec; 0 for a spec built in code
+	// Unknown says, for a step built in code (UnknownStep: a draft's), why
+	// its expression is not known; "" when it is.
+	Unknown string
+	prog    *vm.Program
+	bad     string
 }
 
 // TODO reports whether the step is still to be answered, or cannot be
 // modelled (a Processor API node).
-func (s *Step) TODO() bool { return s.Kind == StepProcess || isTODO(s.Expr) }
+func (s *Step) TODO() bool { return s.Kind == StepProcess || s.unanswered() }
+
+// unanswered reports whether the step's expression is not known: TODO in
+// a spec, Unknown in one built in code.
+func (s *Step) unanswered() bool { return s.Unknown != "" || isTODO(s.Expr) }
 
 func (s *Step) String() string {
 	out := string(s.Kind)
-	if s.Expr != "" {
+	switch {
+	case s.Unknown != "":
+		out += " (not known: " + s.Unknown + ")"
+	case s.Expr != "":
 		out += ": " + s.Expr
 	}
 	if s.Node != "" {
@@ -174,7 +184,7 @@ func compileStep(st *Step) error {
 		return fmt.Errorf("unknown operator %q: want one of %s", st.Kind, kindList())
 	}
 	switch {
-	case st.Kind == StepProcess || isTODO(st.Expr):
+	case st.Kind == StepProcess || st.unanswered():
 		return nil // not evaluated: the table is not judged
 	case !st.Kind.needsExpr() && st.Expr != "":
 		return fmt.Errorf("%s takes no expression", st.Kind)
@@ -267,7 +277,7 @@ func runStepsUnsure(steps []*Step, r RecordEnv, unsure bool) ([]Element, error) 
 func (s *Step) unknownPredicate() bool {
 	switch s.Kind {
 	case StepFilter, StepFilterNot, StepBranch:
-		return isTODO(s.Expr)
+		return s.unanswered()
 	}
 	return false
 }
