@@ -398,8 +398,8 @@ func inferredCounts(s *Setup) (guesses, unsettled int) {
 		return n
 	}
 	for _, t := range s.Spec.Tables {
-		guesses += 2 + len(t.Steps) + len(t.OutputSteps) // select_key and the reducer, each step
-		unsettled += len(t.Unsettled) + todo(t.Steps) + todo(t.OutputSteps)
+		guesses += 2 + len(t.Steps) + len(t.TableSteps) + len(t.OutputSteps) // select_key and the reducer, each step
+		unsettled += len(t.Unsettled) + todo(t.Steps) + todo(t.TableSteps) + todo(t.OutputSteps)
 	}
 	for _, c := range s.Spec.Copies {
 		guesses += len(c.Steps)

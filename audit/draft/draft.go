@@ -201,6 +201,9 @@ type Output struct {
 	// Serdes is the output's value serde where it is not the store's.
 	Serdes Guess
 	Steps  []Step
+	// TableSteps are the KTable filters and mapValues between the store
+	// and toStream() (table_steps:).
+	TableSteps []Step
 }
 
 // Regroup is a KTable groupBy: the table it re-groups (Of) through its
@@ -506,6 +509,10 @@ type draftTable struct {
 	// outputFilter is the filter between a windowed store and its output,
 	// inferred from the states that reached the output
 	outputFilter *infer.Guess
+	// tableOutput is what the states that reached the output tell of a
+	// KTable filter before toStream(), a filter after it and a re-keying
+	// map or selectKey (GuessTableOutput)
+	tableOutput *infer.TableOutputGuess
 	// unseen says, drafted without a topology, why a processor may stand
 	// between the source and the re-key ("" when the node numbers rule
 	// one out: unseenSteps); unseenExtra how many nodes more than its

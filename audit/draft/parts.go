@@ -55,6 +55,7 @@ func (t Table) Parts() []Part {
 	if o := t.Output; o != nil {
 		add("output", Guess{Value: o.Topic, Evidence: o.Evidence})
 		add("output_serdes", o.Serdes)
+		stepParts(add, "table_steps", o.TableSteps)
 		stepParts(add, "output_steps", o.Steps)
 	}
 	return out

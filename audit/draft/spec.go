@@ -123,7 +123,7 @@ func outputSpec(ts *spec.TableSpec, o *Output) {
 	if o == nil {
 		return
 	}
-	ts.Output, ts.OutputSteps = o.Topic, stepSpecs(o.Steps)
+	ts.Output, ts.OutputSteps, ts.TableSteps = o.Topic, stepSpecs(o.Steps), stepSpecs(o.TableSteps)
 	if g := o.Serdes; g.said() {
 		ts.OutputSerdes = &spec.Serdes{Value: g.Value}
 	}

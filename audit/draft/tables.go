@@ -184,10 +184,13 @@ func suppressedAfter(lay *topology.Layout, store string) bool {
 	return false
 }
 
-// windowedOutputFilter infers the filter of a windowed table's output
-// (toStream().filter(…).to(…)) from the states that reached it.
+// windowedOutputFilter infers the processors of a table's output from
+// the states that reached it: a windowed table's toStream().filter(…)
+// (GuessWindowedOutputFilter), and a KTable filter before toStream(), a
+// filter after it and a map or selectKey that re-keys the output
+// (GuessTableOutput).
 func windowedOutputFilter(lay *topology.Layout, t *draftTable, ev *infer.Evidence) {
-	if t.window == nil || t.window.Size == 0 || lay == nil {
+	if lay == nil {
 		return
 	}
 	for _, u := range lay.Topics {
@@ -195,13 +198,54 @@ func windowedOutputFilter(lay *topology.Layout, t *draftTable, ev *infer.Evidenc
 			continue
 		}
 		oc, err := lay.OutputChain(t.store, u.Name)
-		if err != nil || len(oc) != 2 || oc[0].Op != topology.OpToStream || oc[1].Op != topology.OpFilter {
+		if err != nil || len(oc) == 0 {
 			continue
 		}
-		g := infer.GuessWindowedOutputFilter(ev.Topics[t.changelog], ev.Topics[u.Name])
-		t.outputFilter = &g
+		windowed := t.window != nil && t.window.Size > 0
+		if windowed && len(oc) == 2 && oc[0].Op == topology.OpToStream && oc[1].Op == topology.OpFilter {
+			g := infer.GuessWindowedOutputFilter(ev.Topics[t.changelog], ev.Topics[u.Name])
+			t.outputFilter = &g
+			return
+		}
+		shape, ok := outputShape(oc)
+		if !ok || !shape.TableFilter && shape.Rekey == "" {
+			return
+		}
+		if windowed {
+			shape.Window = t.window.Size
+		}
+		g := infer.GuessTableOutput(ev.Topics[t.changelog], ev.Topics[u.Name], shape)
+		t.tableOutput = &g
 		return
 	}
+}
+
+// outputShape is the shape GuessTableOutput reads of an output chain:
+// KTable filters, toStream(), at most one filter, at most one map or
+// selectKey last; false for any other chain.
+func outputShape(oc []topology.ChainNode) (infer.OutputShape, bool) {
+	var s infer.OutputShape
+	i := 0
+	for ; i < len(oc) && oc[i].Op == topology.OpTableFilter; i++ {
+		s.TableFilter = true
+	}
+	if i > 1 || i >= len(oc) || oc[i].Op != topology.OpToStream {
+		return s, false
+	}
+	rest := oc[i+1:]
+	if len(rest) > 0 && rest[0].Op == topology.OpFilter {
+		s.StreamFilter, rest = true, rest[1:]
+	}
+	switch {
+	case len(rest) == 0:
+	case len(rest) == 1 && rest[0].Op == topology.OpMap:
+		s.Rekey = "map"
+	case len(rest) == 1 && rest[0].Op == topology.OpSelectKey:
+		s.Rekey = "selectKey"
+	default:
+		return s, false
+	}
+	return s, true
 }
 
 // draftJoins drafts one join per output of each chain of table-table
@@ -329,6 +373,16 @@ func topologyOutput(lay *topology.Layout, t draftTable) *Output {
 		if err == nil && len(oc) > 0 && strings.HasPrefix(oc[0].Name, "COGROUPKSTREAM-MERGE-") {
 			oc = oc[1:] // a cogroup's aggregators meet in their merge node before toStream()
 		}
+		// KTable filters and mapValues before toStream() are table steps
+		var tableSteps []draftStep
+		for err == nil && len(oc) > 0 && (oc[0].Op == topology.OpTableFilter || oc[0].Op == topology.OpTableMapValues) {
+			k := spec.StepFilter
+			if oc[0].Op == topology.OpTableMapValues {
+				k = spec.StepMapValues
+			}
+			tableSteps = append(tableSteps, draftStep{kind: k, node: oc[0].Name, note: todoNote(k)})
+			oc = oc[1:]
+		}
 		if err != nil || len(oc) == 0 || oc[0].Op != topology.OpToStream {
 			continue
 		}
@@ -339,7 +393,25 @@ func topologyOutput(lay *topology.Layout, t draftTable) *Output {
 		if g := t.outputFilter; g != nil && len(steps) == 1 && steps[0].kind == spec.StepFilter {
 			steps[0].expr, steps[0].note, steps[0].matched = g.Value, g.Evidence, [2]int{g.Explained, g.Of}
 		}
-		return &Output{Topic: u.Name, Evidence: oc[0].Name, FromTopology: true, Steps: stepsOf(steps)}
+		if g := t.tableOutput; g != nil {
+			settle := func(st *draftStep, g infer.Guess) {
+				if g.Value != "" {
+					st.expr, st.note, st.matched = g.Value, g.Evidence, [2]int{g.Explained, g.Of}
+				}
+			}
+			if len(tableSteps) == 1 && tableSteps[0].kind == spec.StepFilter {
+				settle(&tableSteps[0], g.TableFilter)
+			}
+			for i := range steps {
+				switch steps[i].kind {
+				case spec.StepFilter:
+					settle(&steps[i], g.StreamFilter)
+				case spec.StepMap, spec.StepSelectKey:
+					settle(&steps[i], g.Rekey)
+				}
+			}
+		}
+		return &Output{Topic: u.Name, Evidence: oc[0].Name, FromTopology: true, Steps: stepsOf(steps), TableSteps: stepsOf(tableSteps)}
 	}
 	return nil // one output per table
 }

@@ -282,6 +282,12 @@ func writeOutput(b *strings.Builder, o *Output) {
 	if g := o.Serdes; g.said() {
 		fmt.Fprintf(b, "    output_serdes: {value: %s}%s\n", yamlScalar(g.Value), comment(g.Evidence))
 	}
+	if len(o.TableSteps) > 0 {
+		b.WriteString("    table_steps:   # the topology's KTable processors between the store and toStream()\n")
+		for _, s := range o.TableSteps {
+			b.WriteString("      - " + stepText(s) + comment(s.Expr.Evidence) + "\n")
+		}
+	}
 	if len(o.Steps) == 0 {
 		return
 	}

@@ -219,3 +219,62 @@ func FuzzSplitWindowKey(f *testing.F) {
 		}
 	})
 }
+
+// TestGuessTableOutput (issue AD): a windowed count's KTable filter, the
+// stream filter after toStream() and the map by the window's toString()
+// (AnomalyDetectionLambdaExample's output), and a plain table's KTable
+// filter, told from the states that reached the output; an output record
+// that is no state, or tombstones the stream filter let through, leave
+// what they contradict untold.
+func TestGuessTableOutput(t *testing.T) {
+	const t0 = 1_700_000_000_000
+	cl, states := simulateWindows(t, clicks(400, t0, nil), spec.Window{Size: 60000, Advance: 60000}, "count")
+	var text []Rec
+	for _, s := range states {
+		if n, _ := s.Value.(json.Number).Int64(); n >= 3 {
+			inner, start, _, _ := SplitWindowKey(s.RawKey)
+			key := fmt.Sprintf("[%s@%d/%d]", inner, start, start+60000)
+			text = append(text, Rec{RawKey: []byte(key), RawValue: s.RawValue, Timestamp: s.Timestamp})
+		}
+	}
+	shape := OutputShape{TableFilter: true, StreamFilter: true, Rekey: "map", Window: 60000}
+	g := GuessTableOutput(cl, topicOf("out", text...), shape)
+	if g.TableFilter.Value != "value >= 3" || g.StreamFilter.Value != "value != nil" || g.Rekey.Value != "[windowString(key), value]" {
+		t.Fatalf("got %+v", g)
+	}
+	// the same states under the window's key alone (w.key())
+	var inner []Rec
+	for _, r := range text {
+		k := strings.TrimPrefix(string(r.RawKey), "[")
+		k = k[:strings.LastIndex(k, "@")]
+		inner = append(inner, Rec{RawKey: []byte(k), RawValue: r.RawValue, Timestamp: r.Timestamp})
+	}
+	if g := GuessTableOutput(cl, topicOf("out", inner...), shape); g.Rekey.Value != "[key.key, value]" || g.TableFilter.Value != "value >= 3" {
+		t.Fatalf("the window's key: got %+v", g)
+	}
+	// a record no state holds: nothing told
+	extra := append(slices.Clone(text), Rec{RawKey: text[0].RawKey, RawValue: []byte("99"), Timestamp: t0})
+	if g := GuessTableOutput(cl, topicOf("out", extra...), shape); g.TableFilter.Value != "" || g.Rekey.Value != "" || !strings.Contains(g.Rekey.Evidence, "no state") {
+		t.Fatalf("an output record no state has: got %+v", g)
+	}
+	// tombstones on the output: the filter after toStream() let nulls through
+	nulls := append(slices.Clone(text), Rec{RawKey: text[0].RawKey, Timestamp: t0})
+	if g := GuessTableOutput(cl, topicOf("out", nulls...), shape); g.StreamFilter.Value != "" || g.TableFilter.Value != "value >= 3" {
+		t.Fatalf("tombstones on the output: got %+v", g)
+	}
+	// a plain table's count, filtered at 2 before toStream() (UserRegionLambdaExample)
+	var plain, passed []Rec
+	for i := range 40 {
+		v := make([]byte, 8)
+		n := int64(i % 6) // an emptied region counts 0
+		binary.BigEndian.PutUint64(v, uint64(n))
+		r := Rec{Partition: 0, Offset: int64(i), RawKey: []byte(fmt.Sprintf("region-%d", i%7)), RawValue: v, Value: json.Number(strconv.FormatInt(n, 10)), Timestamp: t0 + int64(i)}
+		plain = append(plain, r)
+		if n >= 2 {
+			passed = append(passed, Rec{RawKey: r.RawKey, RawValue: v, Timestamp: r.Timestamp})
+		}
+	}
+	if g := GuessTableOutput(topicOf("cl", plain...), topicOf("out", passed...), OutputShape{TableFilter: true, StreamFilter: true}); g.TableFilter.Value != "value >= 2" || g.StreamFilter.Value != "value != nil" || g.Rekey.Value != "" {
+		t.Fatalf("a plain table: got %+v", g)
+	}
+}

@@ -25,7 +25,11 @@ import (
 //   - named: a filter before selectKey into a store the app names (Materialized.as), which hides
 //     the node numbers;
 //   - temperature: Kafka's TemperatureDemo topology under exactly_once_v2 (issue AC: copies of
-//     inputs retention deleted after the app read them are no duplicates).
+//     inputs retention deleted after the app read them are no duplicates);
+//   - anomaly: kafka-streams-examples' AnomalyDetectionLambdaExample (issue AD): a windowed count,
+//     a KTable filter, its output re-keyed by the window's toString();
+//   - regions: kafka-streams-examples' UserRegionLambdaExample (issue AD): a KTable re-grouped and
+//     counted, then a KTable filter.
 //
 // The apps keep their repartition copies (no purge), from which the inference works. Every audit
 // of a clean run is clean or incomplete with no loss or anomaly finding, including
@@ -42,10 +46,25 @@ var guessApps = []stepsApp{
 	{name: "named", class: "GuessApps", appID: "kaudit-guess-named", sources: []string{"gn-orders"}, repartitions: 1, changelogs: 1},
 	{name: "temperature", class: "GuessApps", appID: "kaudit-guess-temperature", sources: []string{"gt-temperature"},
 		outputs: []string{"gt-temperature-max"}, repartitions: 1, changelogs: 1},
+	{name: "anomaly", class: "GuessApps", appID: "kaudit-guess-anomaly", sources: []string{"ga-clicks"},
+		outputs: []string{"ga-anomalies"}, repartitions: 1, changelogs: 1},
+	{name: "regions", class: "GuessApps", appID: "kaudit-guess-regions", sources: []string{"gr-user-regions"},
+		outputs: []string{"gr-large-regions"}, repartitions: 1, changelogs: 2},
 }
 
+// guessSettled are the apps whose every table --app-id alone settles with the topology:
+// regions' KTable filter is told by the states that reached its output; anomaly's window (two
+// starts read) and its map before the store are not, and it stays incomplete, never a loss.
+// guessSettledLive are those it settles without the topology too (regions' store is fed by a
+// KTable groupBy, which a live audit without describe() does not see).
+var (
+	guessSettled     = map[string]bool{"seed": true, "parity": true, "named": true, "temperature": true, "regions": true}
+	guessSettledLive = map[string]bool{"parity": true, "named": true, "temperature": true}
+)
+
 // guessGap is the partition each app loses k records of to DeleteRecords in the fault phase.
-var guessGap = map[string]string{"seed": "gs-orders", "parity": "gp-ints", "named": "gn-orders", "temperature": "gt-temperature"}
+var guessGap = map[string]string{"seed": "gs-orders", "parity": "gp-ints", "named": "gn-orders", "temperature": "gt-temperature",
+	"anomaly": "ga-clicks", "regions": "gr-user-regions"}
 
 func scenarioGuessApps(ctx context.Context, r *scRun) error {
 	r.multi = &appsRun{}
@@ -256,10 +275,10 @@ func (r *scRun) guessAudits(ctx context.Context, p *appProc, name string, gap *f
 	}
 	// the repartition copies are all there (no purge): from them the inference settles every
 	// app with its topology, and all but the seed's mapValues table without it
-	if gap == nil && topo.Summary.Verdict != "clean" {
+	if gap == nil && guessSettled[p.name] && topo.Summary.Verdict != "clean" {
 		errs = append(errs, fmt.Errorf("%s, --app-id alone with the topology: %s, want clean (missing: %v)", name, topo.summary(), head(topo.Summary.Missing, 3)))
 	}
-	if gap == nil && p.name != "seed" && live.Summary.Verdict != "clean" {
+	if gap == nil && guessSettledLive[p.name] && live.Summary.Verdict != "clean" {
 		errs = append(errs, fmt.Errorf("%s, --app-id alone live: %s, want clean (missing: %v)", name, live.summary(), head(live.Summary.Missing, 3)))
 	}
 	logf("guess-apps %s %s: live %s; capture %s; with the topology %s; the spec %s", p.name, name, live.summary(), bare.summary(), topo.summary(), spec.summary())
@@ -365,6 +384,20 @@ func guessInput(rng *rand.Rand, w, n int) []guessRec {
 			out = append(out, guessRec{"gt-temperature", nil, []byte(fmt.Sprint(rng.IntN(31))), t0.Add(time.Duration(reading) * 100 * time.Millisecond)})
 			reading++
 		}
+		// clicks of eight users, often, and of one-off visitors, each once: their windows'
+		// counts stay under the anomaly threshold and the KTable filter forwards tombstones
+		user := fmt.Sprintf("user-%d", rng.IntN(8))
+		if i%5 == 0 {
+			user = fmt.Sprintf("visitor-w%d-%d", w, i)
+		}
+		out = append(out, guessRec{"ga-clicks", nil, []byte(user), time.Time{}})
+		// forty users moving between regions, antarctica rare: regions fall under two users
+		// and come back
+		region := []string{"asia", "europe", "africa", "americas", "oceania"}[rng.IntN(5)]
+		if rng.IntN(12) == 0 {
+			region = "antarctica"
+		}
+		out = append(out, guessRec{"gr-user-regions", []byte(fmt.Sprintf("u-%02d", rng.IntN(40))), []byte(region), time.Time{}})
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -34,6 +35,13 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
  *           -> reduce(the higher of Integer.parseInt) -> toStream() -> filter(Integer.parseInt(v) > 20)
  *           -> to(gt-temperature-max), but under exactly_once_v2 (issue AC's run; the demo itself sets
  *           no guarantee and a fixed bootstrap)
+ *   anomaly: kafka-streams-examples' AnomalyDetectionLambdaExample (issue AD) on ga-clicks (null keys,
+ *           String user names) -> map(user, user) -> groupByKey -> windowedBy(1 min, no grace) -> count
+ *           -> KTable filter(count >= 3) -> toStream() -> filter(count != null)
+ *           -> map(w.toString(), count) -> to(ga-anomalies)                               (String keys, Long values)
+ *   regions: kafka-streams-examples' UserRegionLambdaExample (issue AD): builder.table(gr-user-regions)
+ *           -> groupBy(region, region) -> count -> KTable filter(count >= 2) -> toStream()
+ *           -> filter(count != null) -> to(gr-large-regions)                               (String keys, Long values)
  * </pre>
  *
  * Args: APP BOOTSTRAP STATE_DIR REGISTRY_URL (the registry is not used). System properties: those
@@ -51,6 +59,8 @@ public final class GuessApps {
             case "parity" -> parity();
             case "named" -> named(json);
             case "temperature" -> temperature();
+            case "anomaly" -> anomaly();
+            case "regions" -> regions();
             default -> {
                 System.err.println("unknown app " + args[0]);
                 System.exit(2);
@@ -139,6 +149,33 @@ public final class GuessApps {
                 .toStream()
                 .filter((key, value) -> Integer.parseInt(value) > 20)
                 .to("gt-temperature-max", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 5), Serdes.String()));
+        return b.build();
+    }
+
+    static Topology anomaly() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("ga-clicks", Consumed.with(Serdes.String(), Serdes.String()))
+                .map((ignoredKey, username) -> new KeyValue<>(username, username))
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count()
+                .filter((windowedUserId, count) -> count >= 3)
+                .toStream()
+                .filter((windowedUserId, count) -> count != null)
+                .map((windowedUserId, count) -> new KeyValue<>(windowedUserId.toString(), count))
+                .to("ga-anomalies", Produced.with(Serdes.String(), Serdes.Long()));
+        return b.build();
+    }
+
+    static Topology regions() {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> userRegions = b.table("gr-user-regions", Consumed.with(Serdes.String(), Serdes.String()));
+        userRegions.groupBy((userId, region) -> KeyValue.pair(region, region), Grouped.with(Serdes.String(), Serdes.String()))
+                .count()
+                .filter((regionName, count) -> count >= 2)
+                .toStream()
+                .filter((regionName, count) -> count != null)
+                .to("gr-large-regions", Produced.with(Serdes.String(), Serdes.Long()));
         return b.build();
     }
 
