@@ -257,7 +257,7 @@ func TestMarkdownFirstScreen(t *testing.T) {
 	screen := strings.Join(lines[:min(40, len(lines))], "\n")
 	for _, want := range []string{"**Verdict: LOSS.**", "91 records vanished", "65 can be replayed", "25 are gone from Kafka",
 		"1 is a join output", "**When:** 2026-11-30 10:10", "**Where:** 5 at source, 84 at repartition, 1 at store, 1 at join",
-		"## Losses and anomalies", "`hanging-transaction`", "`duplicate`", "## What to do next", "1. **Replay 65 records"} {
+		"## Losses and anomalies", "`hanging-transaction`", "`duplicate`", "## What to do next", "1. **Abort 1 hanging transaction now**", "2. **Replay 65 records"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the first 40 lines lack %q", want)
 		}
@@ -313,7 +313,7 @@ func TestMarkdownTables(t *testing.T) {
 				t.Errorf("hop %s: no meaning", row[0])
 			}
 		}
-		want := []string{"read", "consumed", "repartitioned", "applied", "joined", "output", "null-key"}
+		want := []string{"read", "consumed", "judged", "repartitioned", "applied", "joined", "output", "null-key"}
 		if !slices.Equal(got, want) {
 			t.Errorf("funnel %q, want %q", got, want)
 		}

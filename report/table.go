@@ -191,7 +191,10 @@ func verdictCounts(t Tally) string {
 	if t.Risks > 0 {
 		parts = append(parts, plural(t.Risks, "risky setting"))
 	}
-	if t.Pending > 0 {
+	switch {
+	case t.PendingUnknown:
+		parts = append(parts, "pending not known (the group's committed offsets are missing)")
+	case t.Pending > 0:
 		parts = append(parts, fmt.Sprintf("%d pending (lag, not loss)", t.Pending))
 	}
 	if t.Missing > 0 {
