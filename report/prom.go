@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -78,7 +79,11 @@ func PromWith(w io.Writer, r *audit.Report, o Options) error {
 	}
 	family("kaudit_verdict", "The audit's verdict (with --baseline: of the findings new since the baseline, as the exit code): 1 for the current one, 0 for the others.", ms...)
 
-	family("kaudit_pending_records", "Input records at or above the committed offset: not processed yet (lag, not loss).", gauge(float64(r.Summary.Pending)))
+	pending := float64(r.Summary.Pending)
+	if r.Summary.PendingUnknown {
+		pending = math.NaN() // the group's committed offsets are missing: no lag is known
+	}
+	family("kaudit_pending_records", "Input records at or above the committed offset: not processed yet (lag, not loss); NaN when the group's committed offsets are missing.", gauge(pending))
 	family("kaudit_open_transactions", "Open transactions the evidence shows, a lower bound: hanging-transaction findings plus one for each partition of the cut whose LSO is below its high watermark without one.", gauge(float64(openTransactions(r))))
 
 	sev := severityCounts(r.Findings)

@@ -427,6 +427,14 @@ func (s *Snapshot) GroupOffsets(ctx context.Context, group string) (audit.GroupO
 	return s.m.Group.offsets(), nil
 }
 
+// Groups lists the group the capture holds (a bundle holds its app's).
+func (s *Snapshot) Groups(context.Context) ([]string, error) {
+	if s.m.Group == nil {
+		return nil, nil
+	}
+	return []string{s.m.Group.Group}, nil
+}
+
 // Transactions returns the captured transactional ids starting with prefix.
 func (s *Snapshot) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
 	if s.m.Transactions == nil {

@@ -150,3 +150,41 @@ func TestFirstScreenGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingGroupIsNotNotLost: evidence that lacks the group is never
+// read as "pending, not lost" (item 2). A typo'd --app-id on the bundled
+// incident is a usage error naming the group the bundle holds, with a
+// did-you-mean, and no report; the bundle read as log dirs, which hold no
+// __consumer_offsets, is incomplete with pending not known: its first
+// screen (a golden) says no record is lag, none "not lost".
+func TestMissingGroupIsNotNotLost(t *testing.T) {
+	out, errOut, code := runBin(t, "", nil, "diff", "--snapshot", "../../testdata/incidents/dropped", "--app-id", "kaudit-dril")
+	if code != exitUsage || out != "" {
+		t.Errorf("a typo'd --app-id: exit %d, want %d with nothing on stdout:\n%s", code, exitUsage, out)
+	}
+	for _, want := range []string{`"kaudit-dril"`, "its groups: kaudit-drill", `did you mean "kaudit-drill"?`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the error lacks %q:\n%s", want, errOut)
+		}
+	}
+	md, errOut, code := runBin(t, "", nil, "diff", "--log-dir", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill", "--format", "md")
+	if code != exitIncomplete {
+		t.Fatalf("log dirs without __consumer_offsets: exit %d, want %d: %s", code, exitIncomplete, lastLinesOf(errOut, 5))
+	}
+	screen := mdFirstScreen(md)
+	checkGolden(t, "firstscreen-no-group.md.golden", []byte(screen))
+	for _, bad := range []string{"pending; not lost", "lag, not loss", "Let the application catch up", "records are pending"} {
+		if strings.Contains(screen, bad) {
+			t.Errorf("without the group's offsets the first screen says %q", bad)
+		}
+	}
+	for _, want := range []string{"the group's committed offsets are missing", "**Do not read the lag as \"not lost\"**"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the first screen lacks %q", want)
+		}
+	}
+	js, _, _ := runBin(t, "", nil, "diff", "--log-dir", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill", "--format", "json")
+	if !strings.Contains(js, `"pending_unknown": true`) || strings.Contains(js, `"cause": "pending"`) {
+		t.Errorf("the JSON report counts pending records the cut does not define:\n%.600s", js)
+	}
+}
