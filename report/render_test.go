@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -757,8 +759,8 @@ func TestPromParses(t *testing.T) {
 			if got, ok := value("kaudit_run_success", nil); !ok || got != 1 {
 				t.Errorf("kaudit_run_success %v", got)
 			}
-			if got, ok := value("kaudit_last_run_timestamp_seconds", nil); !ok || (!r.GeneratedAt.IsZero() && got != float64(r.GeneratedAt.Unix())) {
-				t.Errorf("kaudit_last_run_timestamp_seconds %v, report generated %s", got, r.GeneratedAt)
+			if got, ok := value("kaudit_last_run_timestamp_seconds", nil); !ok || math.Abs(got-float64(time.Now().Unix())) > 60 {
+				t.Errorf("kaudit_last_run_timestamp_seconds %v, want the run's time (now), not the report's %s", got, r.GeneratedAt)
 			}
 			if _, ok := value("kaudit_run_duration_seconds", nil); !ok {
 				t.Error("no kaudit_run_duration_seconds")
@@ -1041,9 +1043,38 @@ func TestPromBaselineVerdict(t *testing.T) {
 	if err := PromWith(&b, r, Options{Duration: 1500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {
+	// the verdict, the findings and the records vanished count one
+	// population: nothing new since the baseline is clean with no loss
+	// finding beside it, never clean beside the whole audit's losses
+	ran := time.Date(2026, 12, 1, 2, 30, 0, 0, time.UTC)
+	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`,
+		`kaudit_findings{app_id="orders-app",severity="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "kaudit_records_vanished") {
+		t.Errorf("records vanished beside a clean verdict:\n%s", b.String())
+	}
+	// the run's time, not the evidence's
+	b.Reset()
+	if err := PromWith(&b, r, Options{Now: ran}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`kaudit_last_run_timestamp_seconds{app_id="orders-app"} %v`, float64(ran.Unix())); !strings.Contains(b.String(), want) || r.GeneratedAt.Equal(ran) {
+		t.Errorf("no %s (the report was generated %s) in\n%s", want, r.GeneratedAt, b.String())
+	}
+	b.Reset()
+	r.Baseline.New = []int{0}
+	r.Baseline.Verdict = ""
+	r.Finish()
+	if err := PromWith(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sev := severityCounts(r.NewFindings())
+	for s, n := range map[audit.Severity]int64{audit.SeverityLoss: sev[audit.SeverityLoss], audit.SeverityAnomaly: sev[audit.SeverityAnomaly]} {
+		if want := fmt.Sprintf(`kaudit_findings{app_id="orders-app",severity="%s"} %d`, s, n); !strings.Contains(b.String(), want) {
+			t.Errorf("one new finding: no %s in\n%s", want, b.String())
 		}
 	}
 	b.Reset()

@@ -85,7 +85,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
 		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE` (a new file; --force replaces one)", EnvVars: env("save-spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
-		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
+		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339), or since the --baseline report's audit (baseline); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
 		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
 		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
@@ -155,6 +155,22 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		return o, err
 	}
 	o.Since, o.Until = c.String("since"), c.String("until")
+	if o.Since == "baseline" {
+		// since the audit of the --baseline report: a nightly compared with
+		// the report last acknowledged judges every record since then, so a
+		// loss not acknowledged stays in the window and keeps alerting
+		if o.Baseline == "" {
+			return o, usagef("--since baseline needs --baseline REPORT")
+		}
+		prev, err := readReport(o.Baseline)
+		if err != nil {
+			return o, err
+		}
+		o.Since = "" // a baseline of no audit (a nightly's first, acknowledging nothing): every record
+		if !prev.GeneratedAt.IsZero() {
+			o.Since = prev.GeneratedAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
 	if _, err = diff.ParseWhen(o.Since, now); err != nil {
 		return o, usagef("--since: %w", err)
 	}
