@@ -52,7 +52,8 @@ type diffOptions struct {
 	CrossCheck       bool
 	Concurrency      int
 	Wide             bool // --wide: the table unwrapped
-	Width            int  // the terminal's width, 0 for none
+	MinSeverity      audit.Severity
+	Width            int // the terminal's width, 0 for none
 	started          time.Time
 	args             []string  // the command line, for the provenance
 	MemoryBudget     int64     // bytes; 0: no bound
@@ -105,6 +106,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
 		&cli.StringFlag{Name: "spill-dir", Usage: "where tables over --memory-budget spill (default: the system's temporary directory)", EnvVars: env("spill-dir")},
 		wideFlag(),
+		minSeverityFlag(),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars on stderr (they are drawn only on a terminal)", EnvVars: env("quiet")},
 	)
 }
@@ -176,6 +178,9 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	}
 	if _, err = diff.ParseWhen(o.Until, now); err != nil {
 		return o, usagef("--until: %w", err)
+	}
+	if o.MinSeverity, err = report.ParseSeverity(c.String("min-severity")); err != nil {
+		return o, usagef("--min-severity: %w", err)
 	}
 	if o.Partitions, err = parsePartitions(c.String("partitions")); err != nil {
 		return o, usagef("--partitions: %w", err)
@@ -314,7 +319,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 			return fmt.Errorf("write the inferred spec: %w", err)
 		}
 	}
-	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width}
+	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width, MinSeverity: o.MinSeverity}
 	if o.Baseline != "" {
 		prev, err := readReport(o.Baseline)
 		if err != nil {

@@ -3,13 +3,18 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mattn/go-runewidth"
+	"golang.org/x/sys/unix"
 )
 
 // The on-call engineer's first screens (issue AG): what the built binary
@@ -186,5 +191,72 @@ func TestMissingGroupIsNotNotLost(t *testing.T) {
 	js, _, _ := runBin(t, "", nil, "diff", "--log-dir", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill", "--format", "json")
 	if !strings.Contains(js, `"pending_unknown": true`) || strings.Contains(js, `"cause": "pending"`) {
 		t.Errorf("the JSON report counts pending records the cut does not define:\n%.600s", js)
+	}
+}
+
+// TestTerminalFirstScreen: the table format's first lines on the bundled
+// incident (item 5): the verdict, what to do next, then the findings,
+// losses before information; --min-severity loss leaves the information
+// out, counted; the bundle's one note on the commit history is one line
+// (item 12). Piped, held to goldens; on a 120-column terminal, the steps
+// come before the findings, no line is wider than the terminal, and the
+// screen ends with where the postmortem is.
+func TestTerminalFirstScreen(t *testing.T) {
+	args := []string{"diff", "--snapshot", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill"}
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"table", nil}, {"table-loss", []string{"--min-severity", "loss"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := runBin(t, "", nil, append(args, c.extra...)...)
+			if code != exitFindings {
+				t.Fatalf("exit %d: %s", code, lastLinesOf(errOut, 5))
+			}
+			checkGolden(t, "firstscreen-dropped-"+c.name+".txt.golden", []byte(out))
+			lines := strings.Split(out, "\n")
+			if !strings.HasPrefix(lines[0], "kaudit kaudit-drill: LOSS: 6 records vanished") || lines[1] != "What to do next:" || !strings.HasPrefix(lines[2], "  1. Find why the app wrote nothing") {
+				t.Errorf("the first lines:\n%s", strings.Join(lines[:min(4, len(lines))], "\n"))
+			}
+			loss, info := strings.Index(out, " loss "), strings.Index(out, " info ")
+			if loss < 0 || (info >= 0 && info < loss) {
+				t.Error("an info row before the losses")
+			}
+			if c.name == "table-loss" && (info >= 0 || !strings.Contains(out, "… 1 findings below --min-severity loss not shown")) {
+				t.Error("--min-severity loss shows information, or does not count what it leaves out")
+			}
+			if n := strings.Count(out, "NOTE:"); n != 2 || strings.Contains(out, "format 1") {
+				t.Errorf("%d notes, want 2 (the inferred spec, the commit history in one line):\n%s", n, out)
+			}
+		})
+	}
+	if _, errOut, code := runBin(t, "", nil, append(args, "--min-severity", "worst")...); code != exitUsage || !strings.Contains(errOut, "--min-severity") {
+		t.Errorf("--min-severity worst: exit %d: %s", code, errOut)
+	}
+	master, tty := openPTY(t)
+	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 120}); err != nil {
+		t.Fatal(err)
+	}
+	var drawn bytes.Buffer
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = io.Copy(&drawn, master) }()
+	cmd := exec.Command(sharedKaudit(t), args...)
+	cmd.Stdout, cmd.Stderr = tty, io.Discard
+	_ = cmd.Run()
+	tty.Close()
+	<-done
+	text := strings.ReplaceAll(drawn.String(), "\r", "")
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	steps := slices.IndexFunc(lines, func(l string) bool { return l == "What to do next:" })
+	box := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "┌") })
+	if steps != 1 || box < steps {
+		t.Errorf("on a terminal the steps (line %d) are not before the findings (line %d):\n%s", steps, box, text)
+	}
+	for _, l := range lines {
+		if w := runewidth.StringWidth(l); w > 120 {
+			t.Errorf("a line %d wide on a 120-column terminal: %s", w, l)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, "--output incident.md") {
+		t.Errorf("the screen ends %q: no word of the postmortem", last)
 	}
 }

@@ -83,6 +83,12 @@ func wideFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "wide", Usage: "table format: print key and detail whole on one line instead of wrapping them to the terminal's width", EnvVars: env("wide")}
 }
 
+// minSeverityFlag is --min-severity: the table format shows the findings
+// of this severity and worse.
+func minSeverityFlag() cli.Flag {
+	return &cli.StringFlag{Name: "min-severity", Usage: "table format: show only findings of `SEVERITY` or worse (loss, anomaly, risk, info; default: all), the others counted", EnvVars: env("min-severity")}
+}
+
 // terminalWidth is the width of the terminal w writes to; else $COLUMNS;
 // else 0 (the report's default).
 func terminalWidth(w io.Writer) int {
