@@ -226,17 +226,20 @@ func writeCut(md *mdWriter, r *audit.Report) {
 		md.s("The report holds no cut: no committed offsets or partition offsets were read.\n\n")
 		return
 	}
-	md.s("Each number was read with its own isolation: **committed** is the group's offset read with `require_stable` " +
+	md.s("Each number was read with its own isolation: **committed offset** is the group's offset (where the app resumes, not a count of records) read with `require_stable` " +
 		"(pending transactional commits are not mistaken for the cut), **LSO** is the end of a `read_committed` " +
-		"fetch, **HW** the end of a `read_uncommitted` fetch. Under exactly-once these are one atomic cut.\n\n")
-	md.header("topic", "role", ">partition", ">committed (require_stable)", ">log-start", ">LSO (read_committed)", ">HW (read_uncommitted)", "remarks")
+		"fetch, **HW** the end of a `read_uncommitted` fetch, and **lag** is HW − committed offset, as `kafka-consumer-groups.sh` counts it. Under exactly-once these are one atomic cut.\n\n")
+	md.header("topic", "role", ">partition", ">committed offset (require_stable)", ">log-start", ">LSO (read_committed)", ">HW (read_uncommitted)", ">lag (HW − committed)", "remarks")
 	for _, c := range r.Cut {
-		committed := num(c.Committed)
+		committed, lag := num(c.Committed), ""
 		if c.Committed < 0 {
 			committed = "none"
 		}
+		if c.Committed >= 0 && (c.Role == "source" || c.Role == "repartition") {
+			lag = num(max(c.HW-c.Committed, 0))
+		}
 		md.row(text(c.Topic), text(orDash(c.Role)), strconv.Itoa(int(c.Partition)), committed,
-			num(c.LogStart), num(c.LSO), num(c.HW), text(strings.Join(cutRemarks(c), "; ")))
+			num(c.LogStart), num(c.LSO), num(c.HW), lag, text(strings.Join(cutRemarks(c), "; ")))
 	}
 	md.s("\n")
 }
@@ -253,9 +256,6 @@ func cutRemarks(c audit.PartitionCut) []string {
 	}
 	if c.LSO < c.HW {
 		out = append(out, fmt.Sprintf("LSO %d below HW: an open transaction holds it", c.HW-c.LSO))
-	}
-	if consumed && c.Committed >= 0 && c.Committed < c.LSO {
-		out = append(out, fmt.Sprintf("lag %d", c.LSO-c.Committed))
 	}
 	if c.Committed > c.HW {
 		out = append(out, fmt.Sprintf("committed is %d above HW: the log was truncated under the group", c.Committed-c.HW))

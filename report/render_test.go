@@ -302,8 +302,19 @@ func TestMarkdownTables(t *testing.T) {
 				t.Errorf("row %d = %q, want %q", i, row[:7], want)
 			}
 		}
-		if !strings.Contains(rows[4][7], "log-start is 20 above committed") {
-			t.Errorf("purged repartition partition not remarked: %q", rows[4][7])
+		if !strings.Contains(rows[4][8], "log-start is 20 above committed") {
+			t.Errorf("purged repartition partition not remarked: %q", rows[4][8])
+		}
+		// lag is HW - committed offset, as kafka-consumer-groups.sh counts it,
+		// for the partitions the app consumes
+		for i, c := range r.Cut {
+			want := ""
+			if c.Committed >= 0 && (c.Role == "source" || c.Role == "repartition") {
+				want = strconv.FormatInt(max(c.HW-c.Committed, 0), 10)
+			}
+			if got := rows[i+1][7]; got != want {
+				t.Errorf("row %d: lag %q, want %q", i, got, want)
+			}
 		}
 	})
 
@@ -504,7 +515,7 @@ func TestCSVReadBack(t *testing.T) {
 		got := audit.Finding{
 			Stage: audit.Stage(row[0]), Cause: audit.Cause(row[1]), Severity: audit.Severity(row[2]), Topic: row[3],
 			Partition: int32(csvNum(t, row[4])), Offset: csvNum(t, row[5]), Count: atoi(t, row[6]), Key: row[7],
-			Timestamp: csvNum(t, row[8]), TransactionalID: row[9], ProducerID: csvNum(t, row[10]),
+			Timestamp: csvTime(t, row[8]), TransactionalID: row[9], ProducerID: csvNum(t, row[10]),
 			ProducerEpoch: int16(csvNum(t, row[11])), Expected: row[12], Actual: row[13], Detail: row[14],
 		}
 		want := f
@@ -563,6 +574,19 @@ func TestCSVInjection(t *testing.T) {
 }
 
 // csvNum reads a CSV number, "" being the unknown -1.
+// csvTime reads a CSV timestamp: RFC 3339 in UTC, "" unknown (-1).
+func csvTime(t *testing.T, s string) int64 {
+	t.Helper()
+	if s == "" {
+		return -1
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || !strings.HasSuffix(s, "Z") {
+		t.Fatalf("CSV timestamp %q: want RFC 3339 in UTC: %v", s, err)
+	}
+	return at.UnixMilli()
+}
+
 func csvNum(t *testing.T, s string) int64 {
 	t.Helper()
 	if s == "" {

@@ -36,9 +36,9 @@ type captureOptions struct {
 
 func captureCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "out", Usage: "bundle `DIR` to write (an existing bundle is resumed)", EnvVars: env("out")},
-		&cli.StringSliceFlag{Name: "topic", Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
+		&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() output `FILE`, stored in the bundle", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "schemas", Usage: "schema `DIR` of <id>.avsc files or a schemas.json map, stored in the bundle", EnvVars: env("schemas")},
 		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL` (or schema.registry.url in --command-config): the schemas of the records copied are stored in the bundle", EnvVars: env("schema-registry-url")},

@@ -81,7 +81,7 @@ func diffFlags() []cli.Flag {
 	flags = append(flags, txnFlags()...)
 	flags = append(flags, outputFlags("table")...)
 	return append(flags,
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
 		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE` (a new file; --force replaces one)", EnvVars: env("save-spec")},

@@ -59,7 +59,7 @@ func (o sourceOptions) args() string {
 
 func sourceFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "bootstrap-server", Usage: "live cluster: `HOST:PORT`[,…]", EnvVars: env("bootstrap-server")},
+		&cli.StringSliceFlag{Name: "bootstrap-server", Aliases: []string{"bootstrap-servers", "b"}, Usage: "live cluster: `HOST:PORT`[,…]", EnvVars: env("bootstrap-server")},
 		&cli.StringFlag{Name: "snapshot", Usage: "captured evidence bundle `DIR` (kaudit capture)", EnvVars: env("snapshot")},
 		&cli.StringSliceFlag{Name: "log-dir", Usage: "broker log `DIR` (repeat, one per broker)", EnvVars: env("log-dir")},
 		&cli.StringFlag{Name: "command-config", Usage: "client `FILE` with Java property names (security.protocol, sasl.*, ssl.*)", EnvVars: env("command-config")},
