@@ -79,7 +79,11 @@ func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
 	case p.SpecFile != "":
 		md.row("spec", code(p.SpecFile)+" sha256 "+code(first(p.SpecSHA256, "unknown")))
 	case in != nil:
-		md.row("spec", text(fmt.Sprintf("inferred from the evidence, no --spec (the topology read: %s): %d tables, %d joins, %d guesses, %d left unsettled; the JSON report holds it whole (inferred_spec), --save-spec FILE writes it with each guess's evidence", in.Topology, len(in.Tables), len(in.Joins), in.Guesses, in.Unsettled))+" sha256 "+code(in.SHA256))
+		saved := "--save-spec FILE writes it with each guess's evidence"
+		if p.SavedSpec != "" {
+			saved = "saved with each guess's evidence to " + p.SavedSpec + " (--save-spec)"
+		}
+		md.row("spec", "inferred from the evidence (no --spec), sha256 "+code(in.SHA256)+text(fmt.Sprintf(": %d tables, %d joins, %d guesses, %d left unsettled, on the topology of %s; the JSON report holds it whole (inferred_spec); %s", len(in.Tables), len(in.Joins), in.Guesses, in.Unsettled, in.Topology, saved)))
 	default:
 		md.row("spec", "none: the checks that need no key only")
 	}

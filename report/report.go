@@ -57,6 +57,9 @@ type Provenance struct {
 	CommandLine string
 	SpecFile    string
 	SpecSHA256  string
+	// SavedSpec is where --save-spec wrote the inferred spec ("" for
+	// nowhere): the file whose sha256 the provenance names.
+	SavedSpec string
 }
 
 // DefaultWidth is the table's width where no terminal says one.

@@ -331,6 +331,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		ropts.Duration = time.Since(o.started)
 	}
 	ropts.Provenance = provenance(o.args, o.SpecFile)
+	if o.SaveSpec != "" && rep.InferredSpec != "" {
+		ropts.Provenance.SavedSpec = o.SaveSpec
+	}
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
 		ropts.ReplayFlags, ropts.ReplayNotes = kcatFlags(props)

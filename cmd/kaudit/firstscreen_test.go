@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -258,5 +260,31 @@ func TestTerminalFirstScreen(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; !strings.Contains(last, "--output incident.md") {
 		t.Errorf("the screen ends %q: no word of the postmortem", last)
+	}
+}
+
+// TestInferredSpecProvenance: the README's first command (--app-id alone)
+// and --save-spec on the bundled incident say in the postmortem's
+// provenance that the spec was inferred, with the sha256 of the very text
+// --save-spec wrote and where it wrote it, never "spec: none" (item 3).
+func TestInferredSpecProvenance(t *testing.T) {
+	saved := filepath.Join(t.TempDir(), "inferred.yaml")
+	md, errOut, code := runBin(t, "", nil, "diff", "--snapshot", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill", "--format", "md", "--save-spec", saved)
+	if code != exitFindings {
+		t.Fatalf("exit %d: %s", code, lastLinesOf(errOut, 5))
+	}
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := ""
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| spec |") {
+			row = l
+		}
+	}
+	want := fmt.Sprintf("inferred from the evidence (no --spec), sha256 `%x`", sha256.Sum256(b))
+	if !strings.Contains(row, want) || !strings.Contains(row, "saved with each guess") || !strings.Contains(row, "inferred.yaml") || strings.Contains(row, "none") {
+		t.Errorf("the provenance's spec row\n%s\nlacks %q or where it was saved", row, want)
 	}
 }
