@@ -288,3 +288,38 @@ func TestInferredSpecProvenance(t *testing.T) {
 		t.Errorf("the provenance's spec row\n%s\nlacks %q or where it was saved", row, want)
 	}
 }
+
+// TestCaptureLogDirsWithoutGroup: kaudit capture of the bundled
+// incident's records read as log dirs, which hold no __consumer_offsets
+// (item 4): without the group's offsets the app's source topics are not
+// known, so every topic but internal ones is captured (the sources a
+// replay needs and retention takes first, and the output), each named; the
+// capture is incomplete and never says it holds every record of the cut;
+// the count of what was not captured is the count of the lines that say
+// so (the optional commit log apart); and its cut is as of the evidence's
+// last record, not when the files were copied.
+func TestCaptureLogDirsWithoutGroup(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bundle")
+	stdout, stderr, code := runBin(t, "", nil, "capture", "--log-dir", "../../testdata/incidents/dropped", "--app-id", "kaudit-drill", "--out", out)
+	if code != exitIncomplete {
+		t.Fatalf("exit %d, want %d: %s", code, exitIncomplete, stderr)
+	}
+	for _, topic := range []string{"orders", "payments", "shipments", "order-status"} {
+		if _, err := os.Stat(filepath.Join(out, topic+"-0")); err != nil {
+			t.Errorf("%s not captured: %v", topic, err)
+		}
+		if !strings.Contains(stderr, topic+" captured: without the group's offsets") {
+			t.Errorf("the capture does not say why it took %s", topic)
+		}
+	}
+	if strings.Contains(stdout, "holds every record of the cut") {
+		t.Errorf("an incomplete capture says it holds every record of the cut:\n%s", stdout)
+	}
+	needed := strings.Count(stderr, "kaudit capture: not captured: ")
+	if want := fmt.Sprintf("%d pieces of evidence were not captured", needed); needed == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("%d lines say what was not captured; the summary does not say %q:\n%s", needed, want, stderr)
+	}
+	if !strings.Contains(stdout, "the cut as of 2026-11-30T10:07:41Z") {
+		t.Errorf("the cut's time is not the evidence's last record:\n%s", stdout)
+	}
+}
