@@ -427,7 +427,7 @@ func judgedSplit(r *audit.Report, notJudged int64) string {
 		parts = append(parts, fmt.Sprintf("%s the steps drop (`filtered`)", num(filtered)))
 	}
 	if rest := notJudged - null - filtered; rest > 0 {
-		parts = append(parts, fmt.Sprintf("%s whose copies wait on a repartition topic (`pending` there)", num(rest)))
+		parts = append(parts, fmt.Sprintf("%s for another reason the findings and notes give (a copy still `pending` on a repartition topic, a step that failed, outside --since or --until)", num(rest)))
 	}
 	return fmt.Sprintf(" (%s consumed inputs are not: %s)", num(notJudged), strings.Join(parts, ", "))
 }
