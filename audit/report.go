@@ -62,6 +62,11 @@ type Summary struct {
 	ByCause  map[Cause]int64 `json:"by_cause"`
 	Vanished int64           `json:"vanished"` // input records with a loss finding (sum of counts)
 	Pending  int64           `json:"pending"`
+	// PendingUnknown says that the group's committed offsets are missing
+	// (the group's offsets could not be read), so which records are
+	// pending is not known: Pending is then no count of lag, and nothing
+	// is "not lost" for being above an offset no one read.
+	PendingUnknown bool `json:"pending_unknown,omitempty"`
 	// Undecided counts keys whose state proves lost inputs the evidence
 	// cannot name: each has one unapplied finding listing the candidates.
 	Undecided int64            `json:"undecided_keys,omitempty"`

@@ -130,6 +130,13 @@ type Source interface {
 	Describe() string
 }
 
+// GroupLister is implemented by sources that can list the consumer groups
+// they hold: an application id no group has is then named with the
+// groups there are.
+type GroupLister interface {
+	Groups(ctx context.Context) ([]string, error)
+}
+
 // CommittedReader is implemented by sources that can read a partition the
 // way a read_committed consumer sees it, through the broker's own filtering.
 // The ledger compares it with the view it derives from markers.

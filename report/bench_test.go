@@ -51,7 +51,10 @@ func TestMarkdownCapsBigReports(t *testing.T) {
 	if n := strings.Count(md, "\n| orders-v1 | "); n > mdRanges+mdRowsPerCause+len(r.Cut) {
 		t.Errorf("%d orders-v1 rows: tables are not capped", n)
 	}
-	for _, want := range []string{"more ranges (", "more `aborted-not-replayed` findings", "more ranges, built the same way"} {
+	if n := strings.Count(md, "\nfor o in "); n == 0 || n%2 != 0 || n > 2*8 {
+		t.Errorf("%d replay loops, want one to copy and one to produce for each partition shown", n)
+	}
+	for _, want := range []string{"more ranges (", "more `aborted-not-replayed` findings", "offsets), built the same way"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q", want)
 		}

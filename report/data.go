@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -155,9 +156,18 @@ func CSV(w io.Writer, r *audit.Report) error {
 func findingRow(f audit.Finding) []string {
 	return csvCells(string(f.Stage), string(f.Cause), string(f.Severity), f.Topic,
 		known(int64(f.Partition)), known(f.Offset),
-		strconv.FormatInt(f.Count, 10), keyText(f.Key), known(f.Timestamp),
+		strconv.FormatInt(f.Count, 10), keyText(f.Key), isoMillis(f.Timestamp),
 		f.TransactionalID, known(f.ProducerID),
 		known(int64(f.ProducerEpoch)), f.Expected, f.Actual, f.Detail)
+}
+
+// isoMillis is a record timestamp as the postmortem writes it, in UTC
+// (RFC 3339 with milliseconds: 2026-11-30T10:07:36.800Z), "" when unknown.
+func isoMillis(ms int64) string {
+	if ms < 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // csvCells are cells a spreadsheet will not run: a cell that starts with

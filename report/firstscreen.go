@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kaudit/kaudit/audit"
 )
@@ -37,13 +39,7 @@ func headline(md *mdWriter, r *audit.Report, t Tally) {
 		parts = append(parts, s+".")
 	}
 	if t.Vanished > 0 {
-		var where []string
-		for _, s := range audit.Stages {
-			if n := t.LossByStage[s]; n > 0 {
-				where = append(where, fmt.Sprintf("%s at %s", num(n), s))
-			}
-		}
-		parts = append(parts, "**Where:** "+strings.Join(where, ", ")+".")
+		parts = append(parts, "**Where:** "+strings.Join(whereLost(t), ", ")+".")
 	}
 	if r.Source != "" {
 		parts = append(parts, "**Evidence:** "+text(r.Source)+".")
@@ -51,6 +47,27 @@ func headline(md *mdWriter, r *audit.Report, t Tally) {
 	if len(parts) > 0 {
 		md.s(strings.Join(parts, " ") + "\n\n")
 	}
+}
+
+// whereLost says where the vanished records stopped, stage by stage; the
+// inputs the app's own processing consumed and wrote nothing for
+// (`dropped`) are named as such first, not as a loss of the repartition
+// topic, which holds what the app gave it.
+func whereLost(t Tally) []string {
+	var where []string
+	dropped := map[audit.Stage]int64{}
+	for _, f := range t.Dropped {
+		dropped[f.Stage] += max(f.Count, 1)
+	}
+	for _, s := range audit.Stages {
+		if n := dropped[s]; n > 0 {
+			where = append(where, fmt.Sprintf("%s in the app's own processing (consumed, nothing written: `dropped`)", num(n)))
+		}
+		if n := t.LossByStage[s] - dropped[s]; n > 0 {
+			where = append(where, fmt.Sprintf("%s at %s", num(n), s))
+		}
+	}
+	return where
 }
 
 // numbersSentence says the verdict's numbers in words: what vanished and
@@ -84,6 +101,12 @@ func numbersSentence(t Tally) string {
 			b.WriteString(": " + strings.Join(parts, ", "))
 		}
 		b.WriteString(".")
+		if t.AppDropped > 0 {
+			fmt.Fprintf(&b, " The app's own processing dropped %s of them (consumed, nothing written): replayed into the app as it is, %s dropped again.", num(t.AppDropped), map[bool]string{true: "it is", false: "they are"}[t.AppDropped == 1])
+		}
+		if t.Unapplied > 0 {
+			fmt.Fprintf(&b, " For %s the evidence cannot tell whether the app dropped them or lost them after applying them.", num(t.Unapplied))
+		}
 	case t.Incomplete():
 		b.WriteString("Nothing vanished in the evidence kaudit could read.")
 	case t.AnomalyFindings > 0:
@@ -102,7 +125,10 @@ func numbersSentence(t Tally) string {
 			b.WriteString("this does not show that nothing was lost.")
 		}
 	}
-	if t.Pending > 0 {
+	switch {
+	case t.PendingUnknown:
+		b.WriteString(" Which records the app has not processed yet is not known: the group's committed offsets are missing.")
+	case t.Pending > 0:
 		fmt.Fprintf(&b, " %s pending (lag, not loss).", pluralVerb(t.Pending, "record is", "records are"))
 	}
 	if t.Risks > 0 {
@@ -263,20 +289,61 @@ func rangeList(rs []Range) string {
 	return strings.Join(parts, ", ")
 }
 
-// nextSteps are the actions the report calls for, most urgent first, each
-// one line; the details (commands, tables) follow under "How to do it".
+// step is one line of "What to do next": its urgency (lower first) and
+// weight (more records first, within one urgency).
+type step struct {
+	urgency int
+	weight  int64
+	text    string
+}
+
+// The urgency of the steps, most urgent first: what harms now (a
+// transaction that blocks every read_committed reader, a checkpoint the
+// next start would trust), what the numbers rest on (missing evidence),
+// what must be fixed before a replay (the app's own drops), the records to
+// bring back, what was counted twice, then what only prevents the next
+// incident, and lag.
+const (
+	urgencyBlocking = iota
+	urgencyRestart
+	urgencyEvidence
+	urgencyFixApp
+	urgencyRecover
+	urgencyCorrect
+	urgencyDecode
+	urgencyPrevent
+	urgencyLag
+)
+
+// nextSteps are the actions the report calls for, most urgent first (by
+// what the findings show, not a fixed list), each one line; the details
+// (commands, tables) follow under "How to do it".
 func nextSteps(r *audit.Report, t Tally, o Options) []string {
-	var steps []string
-	add := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }
+	var steps []step
+	add := func(urgency int, weight int64, format string, args ...any) {
+		steps = append(steps, step{urgency, weight, fmt.Sprintf(format, args...)})
+	}
 	if t.Incomplete() {
-		add("**Complete the evidence first**: %s (listed at the top). Run kaudit again with it before acting on the numbers below: they are a lower bound.",
+		add(urgencyEvidence, 0, "**Complete the evidence first**: %s (listed at the top). Run kaudit again with it before acting on the numbers below: they are a lower bound.",
 			pluralVerb(int64(t.Missing), "piece is missing", "pieces are missing"))
 	}
+	if t.AppDropped > 0 {
+		add(urgencyFixApp, t.AppDropped, "**Find why the app wrote nothing for %s it consumed, and fix it before any replay** (`dropped`: %s%s): its log at those times, a filter or a `split()` branch, an exception handler that skips records, a flatMap that returns nothing. Replayed into the app as it is, %s dropped again.",
+			plural(t.AppDropped, "input"), text(findingList(t.Dropped)), text(timeSpan(t.Dropped)), map[bool]string{true: "it is", false: "they are"}[t.AppDropped == 1])
+	}
+	if t.Unapplied > 0 {
+		add(urgencyFixApp, t.Unapplied, "**Find out whether the app dropped %s before replaying them** (`unapplied`: %s%s): the evidence cannot tell a drop by the app from an update the store lost; its log at those times says which. Replayed into an app that drops them, they are lost again.",
+			plural(t.Unapplied, "input"), text(findingList(t.UnappliedAt)), text(timeSpan(t.UnappliedAt)))
+	}
 	if len(t.Replay) > 0 {
-		add("**Replay %s that Kafka still holds**: %s (the commands are under *How to do it*).", plural(t.Replayable, "record"), text(rangeList(t.Replay)))
+		s := fmt.Sprintf("**Replay %s that Kafka still holds**", plural(t.Replayable, "record"))
+		if t.AppDropped+t.Unapplied > 0 {
+			s = fmt.Sprintf("**Then replay %s that Kafka still holds**, once the app no longer drops them", plural(t.Replayable, "record"))
+		}
+		add(urgencyRecover, t.Replayable, "%s: %s (the commands are under *How to do it*).", s, text(rangeList(t.Replay)))
 	}
 	if len(t.GoneRanges) > 0 {
-		add("**Recover %s that Kafka no longer holds** from the system that produced them: %s.", plural(t.Gone, "offset"), text(rangeList(t.GoneRanges)))
+		add(urgencyRecover, t.Gone, "**Recover %s that Kafka no longer holds** from the system that produced them: %s.", plural(t.Gone, "offset"), text(rangeList(t.GoneRanges)))
 	}
 	var joins, hanging, risks, dups, checkpoints, undecodable []audit.Finding
 	for _, f := range r.Findings {
@@ -303,7 +370,7 @@ func nextSteps(r *audit.Report, t Tally, o Options) []string {
 		if n := len(joins) - 3; n > 0 {
 			keys = append(keys, fmt.Sprintf("and %d more", n))
 		}
-		add("**Re-emit %s** (%s %s): replaying the inputs rebuilds %s, or an update of the left table's record does.", plural(int64(len(joins)), "join output"),
+		add(urgencyRecover, int64(len(joins)), "**Re-emit %s** (%s %s): replaying the inputs rebuilds %s, or an update of the left table's record does.", plural(int64(len(joins)), "join output"),
 			map[bool]string{true: "key", false: "keys"}[len(joins) == 1], strings.Join(keys, ", "), map[bool]string{true: "it", false: "them"}[len(joins) == 1])
 	}
 	if len(hanging) > 0 {
@@ -314,27 +381,115 @@ func nextSteps(r *audit.Report, t Tally, o Options) []string {
 		if n := len(hanging) - 3; n > 0 {
 			at = append(at, fmt.Sprintf("and %d more", n))
 		}
-		add("**Abort %s**: %s; it holds the LSO, and the app stalls behind it.", plural(int64(len(hanging)), "hanging transaction"), text(strings.Join(at, ", ")))
+		add(urgencyBlocking, int64(len(hanging)), "**Abort %s now**: %s; %s.", plural(int64(len(hanging)), "hanging transaction"), text(strings.Join(at, ", ")), text(whoStalls(r, hanging)))
 	}
 	if len(checkpoints) > 0 {
-		add("**Do not restart on %s**: remove the task directories concerned first.", plural(int64(len(checkpoints)), "bad checkpoint"))
+		add(urgencyRestart, int64(len(checkpoints)), "**Do not restart on %s**: remove the task directories concerned first.", plural(int64(len(checkpoints)), "bad checkpoint"))
 	}
 	if len(dups) > 0 {
-		add("**Correct what was counted twice**: %s applied twice in committed data.", pluralVerb(int64(len(dups)), "input was", "inputs were"))
+		add(urgencyCorrect, int64(len(dups)), "**Correct what was counted twice**: %s applied twice in committed data.", pluralVerb(int64(len(dups)), "input was", "inputs were"))
 	}
 	if len(undecodable) > 0 {
-		add("**Give kaudit the schemas**: %s could not be decoded.", plural(int64(len(undecodable)), "record"))
+		add(urgencyDecode, int64(len(undecodable)), "**Give kaudit the schemas**: %s could not be decoded.", plural(int64(len(undecodable)), "record"))
 	}
 	if up := upgrades(r, o); len(up) > 0 {
-		add("**Upgrade**: your versions have known issues whose signature these findings match: %s.", text(strings.Join(up, "; ")))
+		add(urgencyPrevent, 1, "**Upgrade**: your versions have known issues whose signature these findings match: %s.", text(strings.Join(up, "; ")))
 	}
 	if len(risks) > 0 {
-		add("**Fix %s** (`config-risk`).", pluralVerb(int64(len(risks)), "setting that allows loss", "settings that allow loss"))
+		add(urgencyPrevent, 0, "**Fix %s** (`config-risk`).", pluralVerb(int64(len(risks)), "setting that allows loss", "settings that allow loss"))
 	}
-	if t.Pending > 0 {
-		add("**Let the application catch up**: %s pending; not lost.", pluralVerb(t.Pending, "record is", "records are"))
+	switch {
+	case t.PendingUnknown:
+		add(urgencyEvidence, 0, "**Do not read the lag as \"not lost\"**: the group's committed offsets are missing, so which records the app has processed is not known; give kaudit the group's offsets (a capture, or the log dir holding its `__consumer_offsets` partition).")
+	case t.Pending > 0:
+		add(urgencyLag, t.Pending, "**Let the application catch up**: %s pending (at or above the group's committed offsets: not processed yet).", pluralVerb(t.Pending, "record is", "records are"))
 	}
-	return steps
+	slices.SortStableFunc(steps, func(a, b step) int {
+		return cmp.Or(cmp.Compare(a.urgency, b.urgency), cmp.Compare(b.weight, a.weight))
+	})
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = s.text
+	}
+	return out
+}
+
+// whoStalls says who waits behind hanging transactions: the readers of
+// the partitions they hold, which are the app itself where it reads them
+// (a source or a repartition topic, a changelog on restore) and its
+// downstream consumers where they are its output.
+func whoStalls(r *audit.Report, hanging []audit.Finding) string {
+	role := map[string]string{}
+	for _, c := range r.Cut {
+		role[c.Topic] = c.Role
+	}
+	var outputs, inputs, others []string
+	for _, f := range hanging {
+		switch role[f.Topic] {
+		case "output":
+			outputs = appendOnce(outputs, f.Topic)
+		case "source", "repartition", "changelog":
+			inputs = appendOnce(inputs, f.Topic)
+		default:
+			others = appendOnce(others, f.Topic)
+		}
+	}
+	var parts []string
+	if len(outputs) > 0 {
+		parts = append(parts, fmt.Sprintf("every read_committed consumer of %s (downstream of the app) stalls at the held LSO now", strings.Join(outputs, ", ")))
+	}
+	if len(inputs) > 0 {
+		parts = append(parts, fmt.Sprintf("the app (and every read_committed reader of %s) stalls behind it now", strings.Join(inputs, ", ")))
+	}
+	if len(others) > 0 {
+		parts = append(parts, fmt.Sprintf("every read_committed reader of %s stalls behind it now", strings.Join(others, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func appendOnce(ss []string, s string) []string {
+	if slices.Contains(ss, s) {
+		return ss
+	}
+	return append(ss, s)
+}
+
+// findingList is "orders/0@23, orders/0@151, and 4 more" for findings.
+func findingList(fs []audit.Finding) string {
+	var parts []string
+	for _, f := range fs[:min(len(fs), mdNextRanges)] {
+		parts = append(parts, findingWhere(f))
+	}
+	if n := len(fs) - mdNextRanges; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// timeSpan is ", written 2026-11-30 10:07:36–10:07:37 UTC": when the
+// findings' records were written, where their timestamps are known.
+func timeSpan(fs []audit.Finding) string {
+	lo, hi := int64(-1), int64(-1)
+	for _, f := range fs {
+		if f.Timestamp < 0 {
+			continue
+		}
+		if lo < 0 || f.Timestamp < lo {
+			lo = f.Timestamp
+		}
+		hi = max(hi, f.Timestamp)
+	}
+	if lo < 0 {
+		return ""
+	}
+	a, b := time.UnixMilli(lo).UTC(), time.UnixMilli(hi).UTC()
+	if a.Format("2006-01-02 15:04:05") == b.Format("2006-01-02 15:04:05") {
+		return "; written " + a.Format("2006-01-02 15:04:05") + " UTC"
+	}
+	if a.Format("2006-01-02") == b.Format("2006-01-02") {
+		return "; written " + a.Format("2006-01-02 15:04:05") + "–" + b.Format("15:04:05") + " UTC"
+	}
+	return "; written " + a.Format("2006-01-02 15:04:05") + " – " + b.Format("2006-01-02 15:04:05") + " UTC"
 }
 
 // upgrades are the known issues the findings match that the given versions

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -61,16 +62,18 @@ func HTML(w io.Writer, r *audit.Report, o Options) error {
 
 // htmlStyle lays the page out for a laptop's screen and for print: the
 // text 1100 pixels wide at most; a table as wide as its content needs,
-// each column at least as wide as its longest word (cells wrap at spaces
-// only, numbers never), scrolling sideways on its own when wider than the
-// page; the drawings scaled to the page's width.
+// each column at least as wide as its longest word (cells wrap at spaces,
+// and a long identifier after its hyphens; numbers never, their headers
+// at spaces), scrolling sideways on its own only when still wider than
+// the page; the drawings scaled to the page's width.
 const htmlStyle = `body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;background:#fff;line-height:1.45}
 main{max-width:1100px;margin:0 auto;padding:1.2em 2em}
 table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:0.88em;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #d0d7de;padding:0.25em 0.55em;vertical-align:top;text-align:left;overflow-wrap:normal;word-break:normal}
 th{background:#f6f8fa}
 .w{white-space:nowrap}
-td[align="right"],th[align="right"]{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td[align="right"]{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+th[align="right"]{text-align:right}
 code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:0.9em}
 pre{background:#f6f8fa;padding:0.8em;overflow-x:auto}
 blockquote{border-left:4px solid #d29922;background:#fff8c5;margin:1em 0;padding:0.5em 1em}
@@ -93,21 +96,39 @@ var (
 // column squeezed so reads as garbage. The words with a hyphen or a slash
 // are wrapped in a span that does not break (class w); a cell still wraps
 // at its spaces. Copied text is unchanged.
+//
+// A word longer than unbreakMax (an internal topic's name,
+// kaudit-drill-KSTREAM-REDUCE-STATE-STORE-0000000003-repartition/1) would
+// make its column, and its table, wider than the page: it may break after
+// its hyphens, slashes and underscores instead (a <wbr>, which copied text
+// does not hold), never inside a part.
 func unbreakWords(page string) string {
+	keep := func(w string) string {
+		if utf8.RuneCountInString(w) <= unbreakMax {
+			return `<span class="w">` + w + `</span>`
+		}
+		return breakAfterRE.ReplaceAllString(w, "$0<wbr>")
+	}
 	return cellRE.ReplaceAllStringFunc(page, func(c string) string {
 		m := cellRE.FindStringSubmatch(c)
 		body := m[2]
 		var b strings.Builder
 		last := 0
 		for _, loc := range tagRE.FindAllStringIndex(body, -1) {
-			b.WriteString(hyphenRE.ReplaceAllString(body[last:loc[0]], `<span class="w">$0</span>`))
+			b.WriteString(hyphenRE.ReplaceAllStringFunc(body[last:loc[0]], keep))
 			b.WriteString(body[loc[0]:loc[1]])
 			last = loc[1]
 		}
-		b.WriteString(hyphenRE.ReplaceAllString(body[last:], `<span class="w">$0</span>`))
+		b.WriteString(hyphenRE.ReplaceAllStringFunc(body[last:], keep))
 		return m[1] + b.String() + m[3]
 	})
 }
+
+// unbreakMax is the longest word (in runes) kept whole in a table cell.
+const unbreakMax = 24
+
+// breakAfterRE are the places a long identifier may break after.
+var breakAfterRE = regexp.MustCompile(`[-/_,:]+`)
 
 func stripXMLHeader(s string) string {
 	if strings.HasPrefix(s, "<?xml") {

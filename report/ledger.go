@@ -89,6 +89,13 @@ var ledgerColumns = []string{"topic", "partition", "log_start", "lso", "hw",
 	"committed", "aborted", "marker", "open", "purged", "compacted", "gap",
 	"txns_committed", "txns_aborted", "txns_open", "findings"}
 
+// ledgerHeader is the ledger table's header: the offsets of each fate
+// are counted ("committed offsets", never a bare "committed", which in
+// the cut is the group's committed offset).
+var ledgerHeader = []string{"partition", "log start", "lso", "hw",
+	"committed offsets", "aborted offsets", "markers", "open offsets", "purged offsets", "compacted offsets", "gaps",
+	"txns committed", "txns aborted", "txns open", "findings"}
+
 // ledgerOffsetColumns is LedgerCSV's header when the ledger lists offsets.
 var ledgerOffsetColumns = []string{"topic", "partition", "offset", "fate", "producer_id", "producer_epoch", "transactional", "control"}
 
@@ -141,12 +148,61 @@ func ledgerCells(p audit.PartitionLedger) []string {
 
 // LedgerTable writes the ledger for a terminal: one row per partition,
 // then the listed offsets and the findings, when there are any.
-func LedgerTable(w io.Writer, l *audit.TopicLedger) error {
-	if _, err := fmt.Fprintf(w, "ledger of %s: %d partitions\n", l.Topic, len(l.Partitions)); err != nil {
+func LedgerTable(w io.Writer, l *audit.TopicLedger) error { return LedgerTableWith(w, l, false) }
+
+// ledgerTable is a table of the ledger: a box on a terminal, aligned
+// lines (every cell whole, as Kafka's tools print) elsewhere.
+type ledgerTable struct {
+	w      io.Writer
+	plain  bool
+	header []string
+	rows   [][]string
+}
+
+func (t *ledgerTable) Header(h ...any) {
+	for _, x := range h {
+		switch v := x.(type) {
+		case []string:
+			t.header = append(t.header, v...)
+		case string:
+			t.header = append(t.header, v)
+		}
+	}
+}
+
+func (t *ledgerTable) Append(row []string) error { t.rows = append(t.rows, row); return nil }
+
+func (t *ledgerTable) Render() error {
+	if t.plain {
+		rows := make([][]string, len(t.rows))
+		for i, r := range t.rows {
+			rows[i] = make([]string, len(r))
+			for j, c := range r {
+				rows[i][j] = flat(c)
+			}
+		}
+		return plainTable(t.w, t.header, rows)
+	}
+	bt := tablewriter.NewTable(t.w, tablewriter.WithRowAutoWrap(tw.WrapNone))
+	bt.Header(t.header)
+	for _, r := range t.rows {
+		if err := bt.Append(r); err != nil {
+			return err
+		}
+	}
+	return bt.Render()
+}
+
+// LedgerTableWith is LedgerTable, plain (aligned lines, no box) where the
+// output is no terminal. "committed" counts records of that fate here;
+// the cut's committed is an offset, the group's.
+func LedgerTableWith(w io.Writer, l *audit.TopicLedger, plain bool) error {
+	if _, err := fmt.Fprintf(w, "ledger of %s: %d partitions (offsets counted by fate)\n", l.Topic, len(l.Partitions)); err != nil {
 		return fmt.Errorf("write ledger: %w", err)
 	}
-	t := tablewriter.NewTable(w)
-	t.Header(ledgerColumns[1:])
+	newTable := func() *ledgerTable { return &ledgerTable{w: w, plain: plain} }
+	t := newTable()
+	t.Header(ledgerHeader)
 	var findings []audit.Finding
 	offsets := false
 	for _, p := range l.Partitions {
@@ -160,7 +216,7 @@ func LedgerTable(w io.Writer, l *audit.TopicLedger) error {
 		return fmt.Errorf("write ledger: %w", err)
 	}
 	if offsets {
-		t := tablewriter.NewTable(w)
+		t := newTable()
 		t.Header(ledgerOffsetColumns[1:])
 		for _, p := range l.Partitions {
 			for _, o := range p.Offsets {
@@ -184,7 +240,7 @@ func LedgerTable(w io.Writer, l *audit.TopicLedger) error {
 	}
 	if len(values) > 0 {
 		// the decoded records of the offsets listed (--key-serde, --value-serde)
-		t := tablewriter.NewTable(w, tablewriter.WithRowAutoWrap(tw.WrapNone))
+		t := newTable()
 		t.Header("partition", "offset", "timestamp", "key", "value")
 		for _, row := range values {
 			if err := t.Append(row); err != nil {
@@ -197,7 +253,7 @@ func LedgerTable(w io.Writer, l *audit.TopicLedger) error {
 	}
 	if len(findings) > 0 {
 		audit.SortFindings(findings)
-		t := tablewriter.NewTable(w)
+		t := newTable()
 		t.Header("cause", "severity", "partition", "offset", "count", "detail")
 		for _, f := range findings[:min(len(findings), tableRows)] {
 			if err := t.Append([]string{string(f.Cause), string(f.Severity), strconv.Itoa(int(f.Partition)),

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,18 +22,14 @@ const (
 	mdQuietRun      = 3    // all-zero minutes in a row beyond this collapse into one row
 	mdCellMax       = 4000 // runes of a value or detail a table cell holds (a record may be huge)
 	mdLineage       = 10   // sample lineages
-	mdReplayCommand = 20   // replay command lines
+	mdReplayCommand = 100  // ranges the replay commands copy (one loop per partition)
 	mdRanges        = 200  // rows of the replay and gone range tables
 	mdJoinKeys      = 20   // keys listed for join findings
 )
 
 // funnelOrder is the order of Summary.Records keys in the funnel; other
 // keys follow alphabetically.
-var funnelOrder = []string{"read", "consumed", "repartitioned", "applied", "joined", "output"}
-
-// inputHops are the funnel's hops that count inputs (one record each per
-// source record): only between them is a change from hop to hop meaningful.
-var inputHops = []string{"read", "consumed", "repartitioned", "applied"}
+var funnelOrder = []string{"read", "consumed", "judged", "repartitioned", "applied", "joined", "output"}
 
 // Markdown writes the postmortem. Its first screen holds the verdict with
 // the numbers that matter, the warnings of an incomplete run, the losses
@@ -82,7 +79,11 @@ func writeProvenance(md *mdWriter, r *audit.Report, o Options) {
 	case p.SpecFile != "":
 		md.row("spec", code(p.SpecFile)+" sha256 "+code(first(p.SpecSHA256, "unknown")))
 	case in != nil:
-		md.row("spec", text(fmt.Sprintf("inferred from the evidence, no --spec (the topology read: %s): %d tables, %d joins, %d guesses, %d left unsettled; the JSON report holds it whole (inferred_spec), --save-spec FILE writes it with each guess's evidence", in.Topology, len(in.Tables), len(in.Joins), in.Guesses, in.Unsettled))+" sha256 "+code(in.SHA256))
+		saved := "--save-spec FILE writes it with each guess's evidence"
+		if p.SavedSpec != "" {
+			saved = "saved with each guess's evidence to " + p.SavedSpec + " (--save-spec)"
+		}
+		md.row("spec", "inferred from the evidence (no --spec), sha256 "+code(in.SHA256)+text(fmt.Sprintf(": %d tables, %d joins, %d guesses, %d left unsettled, on the topology of %s; the JSON report holds it whole (inferred_spec); %s", len(in.Tables), len(in.Joins), in.Guesses, in.Unsettled, in.Topology, saved)))
 	default:
 		md.row("spec", "none: the checks that need no key only")
 	}
@@ -229,17 +230,20 @@ func writeCut(md *mdWriter, r *audit.Report) {
 		md.s("The report holds no cut: no committed offsets or partition offsets were read.\n\n")
 		return
 	}
-	md.s("Each number was read with its own isolation: **committed** is the group's offset read with `require_stable` " +
+	md.s("Each number was read with its own isolation: **committed offset** is the group's offset (where the app resumes, not a count of records) read with `require_stable` " +
 		"(pending transactional commits are not mistaken for the cut), **LSO** is the end of a `read_committed` " +
-		"fetch, **HW** the end of a `read_uncommitted` fetch. Under exactly-once these are one atomic cut.\n\n")
-	md.header("topic", "role", ">partition", ">committed (require_stable)", ">log-start", ">LSO (read_committed)", ">HW (read_uncommitted)", "remarks")
+		"fetch, **HW** the end of a `read_uncommitted` fetch, and **lag** is HW − committed offset, as `kafka-consumer-groups.sh` counts it. Under exactly-once these are one atomic cut.\n\n")
+	md.header("topic", "role", ">partition", ">committed offset (require_stable)", ">log-start", ">LSO (read_committed)", ">HW (read_uncommitted)", ">lag (HW − committed)", "remarks")
 	for _, c := range r.Cut {
-		committed := num(c.Committed)
+		committed, lag := num(c.Committed), ""
 		if c.Committed < 0 {
 			committed = "none"
 		}
+		if c.Committed >= 0 && (c.Role == "source" || c.Role == "repartition") {
+			lag = num(max(c.HW-c.Committed, 0))
+		}
 		md.row(text(c.Topic), text(orDash(c.Role)), strconv.Itoa(int(c.Partition)), committed,
-			num(c.LogStart), num(c.LSO), num(c.HW), text(strings.Join(cutRemarks(c), "; ")))
+			num(c.LogStart), num(c.LSO), num(c.HW), lag, text(strings.Join(cutRemarks(c), "; ")))
 	}
 	md.s("\n")
 }
@@ -257,9 +261,6 @@ func cutRemarks(c audit.PartitionCut) []string {
 	if c.LSO < c.HW {
 		out = append(out, fmt.Sprintf("LSO %d below HW: an open transaction holds it", c.HW-c.LSO))
 	}
-	if consumed && c.Committed >= 0 && c.Committed < c.LSO {
-		out = append(out, fmt.Sprintf("lag %d", c.LSO-c.Committed))
-	}
 	if c.Committed > c.HW {
 		out = append(out, fmt.Sprintf("committed is %d above HW: the log was truncated under the group", c.Committed-c.HW))
 	}
@@ -273,11 +274,32 @@ func writeTopology(md *mdWriter, r *audit.Report, t Tally) {
 	md.s("## Pipeline\n\n")
 	md.s("Each hop counts the inputs kaudit judged")
 	if t.Judged > 0 {
-		md.f(" (%s in all: the consumed inputs with a key whose copies were applied, as the timeline counts them)", num(t.Judged))
+		md.f(" (%s in all: %s, as the funnel's `judged` and the timeline count them)", num(t.Judged), judgedMeaning)
 	}
-	md.s("; a table's hop into a join counts its keys at the cut. Hops where records vanished are red.\n\n")
+	md.s("; a table's hop into a join counts its keys at the cut. Hops where records vanished are red.")
+	var drawn int64
+	for _, e := range r.Edges {
+		drawn += e.Vanished
+	}
+	if other := t.Vanished - drawn; other > 0 && drawn >= 0 {
+		md.f(" The drawing shows %s of the %s vanished records on its hops; of the others, %s.", num(drawn), num(t.Vanished), undrawn(t, other))
+	}
+	md.s("\n\n")
 	md.s(Mermaid(r.Edges))
 	md.s("\n")
+}
+
+// judgedMeaning defines the inputs kaudit judged, the one population the
+// pipeline, the funnel's judged row and the timeline count.
+const judgedMeaning = "the consumed inputs with a key that passed the app's steps, the vanished ones among them, less those whose copy still waits on a repartition topic"
+
+// undrawn says what the vanished records the pipeline's hops do not show
+// are: records deleted before the app read them are no input it judged.
+func undrawn(t Tally, n int64) string {
+	if src := t.LossByStage[audit.StageSource]; src == n {
+		return pluralVerb(n, "was deleted from its source topic before the app read it (stage `source`): no input kaudit could judge", "were deleted from their source topic before the app read them (stage `source`): no inputs kaudit could judge")
+	}
+	return pluralVerb(n, "is named by no hop (see the findings)", "are named by no hop (see the findings)")
 }
 
 // Mermaid draws edges as a Mermaid flowchart block (fenced), one node per
@@ -331,41 +353,83 @@ func Mermaid(edges []audit.Edge) string {
 var funnelMeaning = map[string]string{
 	"read":          "committed source records kaudit read (offsets below a partition's log start were deleted and are not among them)",
 	"consumed":      "of those, the records below the group's committed offsets (the rest are pending: lag)",
-	"repartitioned": "committed copies on the repartition topics",
-	"applied":       "of those, the copies below the group's committed offsets there",
+	"judged":        "of those, the inputs kaudit judged against the stores: " + judgedMeaning,
+	"repartitioned": "copies, not inputs: the committed copies on the repartition topics",
+	"applied":       "of those copies, the ones below the group's committed offsets there",
 	"joined":        "keys the joins were checked for",
 	"output":        "records the app wrote to its output topics",
 	"null-key":      "inputs with a null key, which Streams drops by design",
 	"filtered":      "inputs the app's steps drop by design",
 }
 
+// funnelPopulation names what a hop counts: a change from one hop to the
+// next is meaningful only within one population.
+var funnelPopulation = map[string]string{"read": "inputs", "consumed": "inputs", "judged": "inputs", "repartitioned": "copies", "applied": "copies"}
+
 func writeFunnel(md *mdWriter, r *audit.Report, t Tally) {
-	recs := r.Summary.Records
+	recs := maps.Clone(r.Summary.Records)
 	if len(recs) == 0 {
 		return
+	}
+	_, consumed := recs["consumed"]
+	if consumed && t.Judged > 0 {
+		recs["judged"] = t.Judged
 	}
 	md.s("## Funnel by stage\n\n")
 	keys := funnelKeys(recs)
 	md.header("hop", ">records", ">change", "what it counts")
 	for i, k := range keys {
 		change := ""
-		if i > 0 && slices.Contains(inputHops, k) && slices.Contains(inputHops, keys[i-1]) {
+		if i > 0 && funnelPopulation[k] != "" && funnelPopulation[k] == funnelPopulation[keys[i-1]] {
 			d := recs[k] - recs[keys[i-1]]
 			change = strconv.FormatInt(d, 10)
 			if d > 0 {
 				change = "+" + change
 			}
 		}
-		md.row(text(k), num(recs[k]), change, text(funnelMeaning[k]))
+		meaning := funnelMeaning[k]
+		if k == "judged" {
+			meaning += judgedSplit(r, recs["consumed"]-t.Judged)
+		}
+		md.row(text(k), num(recs[k]), change, text(meaning))
 	}
-	md.s("\nA hop may legitimately hold fewer records than the one before (lag, null keys, filters, a `latest` reducer folding updates); the findings say which differences are losses.")
+	md.s("\nA hop may legitimately hold fewer records than the one before (lag, null keys, filters, a `latest` reducer folding updates); the findings say which differences are losses. `read`, `consumed` and `judged` count inputs, `repartitioned` and `applied` count copies: the two are not compared.")
 	if t.Judged > 0 {
-		md.f(" The pipeline and the timeline count the %s inputs kaudit judged against the stores: the applied ones with a key.", num(t.Judged))
+		md.f(" The pipeline and the timeline count the %s inputs judged.", num(t.Judged))
 	}
 	if _, ok := recs["output"]; ok {
 		md.s(" `output` counts the records the app wrote, not inputs: record caching folds several updates of a key into one record, and a join writes one for an update of any of its tables, so it is not compared with the inputs applied.")
 	}
 	md.s("\n\n")
+}
+
+// judgedSplit says what the consumed inputs not judged are, from the
+// findings that count them: null keys, inputs the steps filter, and the
+// rest, whose copies wait on a repartition topic.
+func judgedSplit(r *audit.Report, notJudged int64) string {
+	if notJudged <= 0 {
+		return ""
+	}
+	var null, filtered int64
+	for _, f := range r.Findings {
+		switch f.Cause {
+		case audit.CauseNullKey:
+			null += max(f.Count, 1)
+		case audit.CauseFiltered:
+			filtered += max(f.Count, 1)
+		}
+	}
+	var parts []string
+	if null > 0 {
+		parts = append(parts, fmt.Sprintf("%s with a null key (`null-key`)", num(null)))
+	}
+	if filtered > 0 {
+		parts = append(parts, fmt.Sprintf("%s the steps drop (`filtered`)", num(filtered)))
+	}
+	if rest := notJudged - null - filtered; rest > 0 {
+		parts = append(parts, fmt.Sprintf("%s for another reason the findings and notes give (a copy still `pending` on a repartition topic, a step that failed, outside --since or --until)", num(rest)))
+	}
+	return fmt.Sprintf(" (%s consumed inputs are not: %s)", num(notJudged), strings.Join(parts, ", "))
 }
 
 func funnelKeys(recs map[string]int64) []string {
@@ -765,6 +829,28 @@ func writeHowTo(md *mdWriter, r *audit.Report, t Tally, o Options) {
 	}
 	boot = shellQuote(boot)
 	replay, gone := t.Replay, t.GoneRanges
+	if t.AppDropped+t.Unapplied > 0 {
+		h.s("### Find why the app wrote nothing, and fix it before replaying\n\n")
+		if t.AppDropped > 0 {
+			h.f("The app consumed %s and wrote nothing for %s (`dropped`): its own processing swallowed %s, where the copies of the inputs before and after %s are on the repartition topic. ",
+				plural(t.AppDropped, "input"), map[bool]string{true: "it", false: "them"}[t.AppDropped == 1], map[bool]string{true: "it", false: "them"}[t.AppDropped == 1], map[bool]string{true: "it", false: "them"}[t.AppDropped == 1])
+		}
+		if t.Unapplied > 0 {
+			h.f("For %s (`unapplied`) the range that would hold the copies is purged: the app dropped them, or applied them and the store lost them; the evidence cannot tell which. ", plural(t.Unapplied, "input"))
+		}
+		h.s("A replay into the app as it is gives it the same records again, and what dropped them once drops them again. Before replaying:\n\n" +
+			"1. Read the app's log at the times below: a deserialization or processing exception handler that logs and continues (`LogAndContinueExceptionHandler`, a `try`/`catch` in a processor), a warning naming the key.\n" +
+			"2. Check the steps before the re-key for each record below: a `filter`, a `split()` branch none takes, a `flatMap` or `flatMapValues` that returns nothing for it.\n" +
+			"3. Fix it and deploy the fix; then replay (below).\n\n")
+		h.header("cause", "where", "key", "written (UTC)")
+		for _, f := range slices.Concat(t.Dropped, t.UnappliedAt)[:min(len(t.Dropped)+len(t.UnappliedAt), mdRanges)] {
+			h.row("`"+text(string(f.Cause))+"`", text(findingWhere(f)), cell(orDash(keyText(f.Key)), 60), text(orDash(msStamp(f.Timestamp))))
+		}
+		if n := len(t.Dropped) + len(t.UnappliedAt) - mdRanges; n > 0 {
+			h.f("\n… and %d more (`--format csv` lists every one).\n", n)
+		}
+		h.s("\n")
+	}
 	if len(replay) > 0 {
 		h.s("### Replay the vanished inputs that Kafka still holds\n\n")
 		h.header("topic", ">partition", ">from offset", ">to offset", ">records")
@@ -781,12 +867,14 @@ func writeHowTo(md *mdWriter, r *audit.Report, t Tally, o Options) {
 			h.s("\n")
 		}
 		h.s("```sh\n")
-		for _, rg := range replay[:min(len(replay), mdReplayCommand)] {
-			h.s(ReplayCommands(rg, boot, o.ReplayFlags))
+		shown := 0
+		for _, rs := range byPartition(replay[:min(len(replay), mdReplayCommand)]) {
+			h.s(ReplayCommands(rs, boot, o.ReplayFlags))
+			shown += len(rs)
 		}
 		h.s("```\n\n")
-		if n := len(replay) - mdReplayCommand; n > 0 {
-			h.f("… and %d more ranges, built the same way.\n\n", n)
+		if n := len(replay) - shown; n > 0 {
+			h.f("… and %d more ranges (%d offsets), built the same way (`--format csv` lists every offset).\n\n", n, total(replay[shown:]))
 		}
 		h.s("Be aware of what a replay does. It appends copies at new offsets of the source topic, and the application processes them as new input: " +
 			"a `latest` reducer converges, but `count` and `sum` reducers, and every other consumer of the topic, count again whatever had in fact been applied. " +
@@ -843,7 +931,7 @@ func writeHowTo(md *mdWriter, r *audit.Report, t Tally, o Options) {
 		h.s(".\n\n")
 	}
 	if len(hanging) > 0 {
-		h.s("### Abort the hanging transactions\n\nA hanging transaction holds the LSO: the application and every read_committed consumer stall behind it. Confirm with `kafka-transactions.sh find-hanging`, then abort it (this writes an ABORT marker; kaudit itself never does):\n\n```sh\n")
+		h.f("### Abort the hanging transactions\n\nA hanging transaction holds its partition's LSO: %s. Confirm with `kafka-transactions.sh find-hanging`, then abort it (this writes an ABORT marker; kaudit itself never does):\n\n```sh\n", text(whoStalls(r, hanging)))
 		for _, f := range hanging {
 			h.f("kafka-transactions.sh --bootstrap-server %s abort --topic %s --partition %d --start-offset %d\n", boot, shellQuote(f.Topic), f.Partition, f.Offset)
 		}
@@ -884,30 +972,57 @@ func writeHowTo(md *mdWriter, r *audit.Report, t Tally, o Options) {
 	md.s(b.String())
 }
 
-// writeRanges writes range rows, at most mdRanges of them, with an extra
-// column from extra when it is not nil.
-// ReplayCommands is the shell that copies the records of rg to files,
-// one key file and one value file per offset (kcat's -f '%s' writes the
-// value byte for byte), and produces them back to the same partition,
-// each value file as one message. boot is shell-quoted already; flags are
-// kcat -X flags.
-func ReplayCommands(rg Range, boot string, flags []string) string {
+// byPartition groups sorted ranges by topic and partition.
+func byPartition(rs []Range) [][]Range {
+	var out [][]Range
+	for i, rg := range rs {
+		if i > 0 && rs[i-1].Topic == rg.Topic && rs[i-1].Partition == rg.Partition {
+			out[len(out)-1] = append(out[len(out)-1], rg)
+			continue
+		}
+		out = append(out, []Range{rg})
+	}
+	return out
+}
+
+// ReplayCommands is the shell that copies the records of rs, ranges of
+// one topic partition, to files, one key file and one value file per
+// offset (kcat's -f '%s' writes the value byte for byte), and produces
+// them back to the same partition, each value file as one message: one
+// loop over the partition's offsets to copy, one to produce. boot is
+// shell-quoted already; flags are kcat -X flags.
+func ReplayCommands(rs []Range, boot string, flags []string) string {
+	if len(rs) == 0 {
+		return ""
+	}
 	x := ""
 	if len(flags) > 0 {
 		x = " " + strings.Join(flags, " ")
 	}
+	rg := rs[0]
+	var offsets []string
+	for _, r := range rs {
+		if r.Count > 1 {
+			offsets = append(offsets, fmt.Sprintf("$(seq %d %d)", r.From, r.To()))
+		} else {
+			offsets = append(offsets, num(r.From))
+		}
+	}
+	list := strings.Join(offsets, " ")
 	t, base := shellQuote(rg.Topic), shellQuote(fmt.Sprintf("replay-%s-%d-", rg.Topic, rg.Partition))
 	var b strings.Builder
-	fmt.Fprintf(&b, "for o in $(seq %d %d); do\n", rg.From, rg.To())
+	fmt.Fprintf(&b, "for o in %s; do\n", list)
 	fmt.Fprintf(&b, "  kcat -C -q -b %s%s -t %s -p %d -o \"$o\" -c 1 -e -f '%%k' > %s\"$o.key\"\n", boot, x, t, rg.Partition, base)
 	fmt.Fprintf(&b, "  kcat -C -q -b %s%s -t %s -p %d -o \"$o\" -c 1 -e -f '%%s' > %s\"$o.value\"\n", boot, x, t, rg.Partition, base)
 	b.WriteString("done\n")
-	fmt.Fprintf(&b, "for o in $(seq %d %d); do\n", rg.From, rg.To())
+	fmt.Fprintf(&b, "for o in %s; do\n", list)
 	fmt.Fprintf(&b, "  kcat -P -q -b %s%s -t %s -p %d -k \"$(cat %s\"$o.key\")\" %s\"$o.value\"\n", boot, x, t, rg.Partition, base, base)
 	b.WriteString("done\n")
 	return b.String()
 }
 
+// writeRanges writes range rows, at most mdRanges of them, with an extra
+// column from extra when it is not nil.
 func writeRanges(md *mdWriter, rs []Range, extra func(Range) string) {
 	for _, rg := range rs[:min(len(rs), mdRanges)] {
 		cells := []string{text(rg.Topic), strconv.Itoa(int(rg.Partition)), num(rg.From), num(rg.To()), num(rg.Count)}

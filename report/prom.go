@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -17,16 +18,17 @@ import (
 
 // Prom writes the report as Prometheus text exposition (format 0.0.4), for
 // a node-exporter textfile collector or a push gateway. Every series has
-// an app_id label:
+// an app_id label. With a baseline, the verdict, the findings and the
+// records vanished are those of the findings new since it, one population:
 //
 //	kaudit_records_vanished{stage,cause}  input records with a loss finding
-//	kaudit_verdict{verdict}               1 for the report's verdict, 0 for the others
+//	kaudit_verdict{verdict}               1 for the verdict the exit code judges, 0 for the others
 //	kaudit_pending_records                records not processed yet
 //	kaudit_open_transactions              open transactions the evidence shows (a lower bound)
 //	kaudit_findings{severity}             findings by severity
 //	kaudit_missing_evidence               pieces of evidence missing (the run is incomplete when > 0)
 //	kaudit_undecided_keys                 keys whose state proves lost inputs the evidence cannot name
-//	kaudit_last_run_timestamp_seconds     when the report was generated
+//	kaudit_last_run_timestamp_seconds     when the audit ran (the run's time, not the evidence's)
 //	kaudit_run_duration_seconds           how long the audit took (0 when not measured)
 //	kaudit_run_success                    1: the audit ran to a report (kaudit diff writes 0 when it could not run)
 func Prom(w io.Writer, r *audit.Report) error { return PromWith(w, r, Options{}) }
@@ -51,8 +53,12 @@ func PromWith(w io.Writer, r *audit.Report, o Options) error {
 		stage audit.Stage
 		cause audit.Cause
 	}
+	// with a baseline, the series count what the verdict judges: the
+	// findings new since it (not acknowledged), never the whole audit's
+	// beside the verdict of the new ones
+	counted := r.NewFindings()
 	vanished := map[sc]int64{}
-	for _, f := range r.Findings {
+	for _, f := range counted {
 		if f.Severity == audit.SeverityLoss {
 			vanished[sc{f.Stage, f.Cause}] += max(f.Count, 1)
 		}
@@ -66,7 +72,7 @@ func PromWith(w io.Writer, r *audit.Report, o Options) error {
 	for _, k := range keys {
 		ms = append(ms, gauge(float64(vanished[k]), "stage", string(k.stage), "cause", string(k.cause)))
 	}
-	family("kaudit_records_vanished", "Input records that vanished, by the stage where they stopped and the cause.", ms...)
+	family("kaudit_records_vanished", "Input records that vanished, by the stage where they stopped and the cause (with --baseline: of the findings new since it).", ms...)
 
 	v := r.ExitVerdict()
 	if v == "" {
@@ -78,23 +84,25 @@ func PromWith(w io.Writer, r *audit.Report, o Options) error {
 	}
 	family("kaudit_verdict", "The audit's verdict (with --baseline: of the findings new since the baseline, as the exit code): 1 for the current one, 0 for the others.", ms...)
 
-	family("kaudit_pending_records", "Input records at or above the committed offset: not processed yet (lag, not loss).", gauge(float64(r.Summary.Pending)))
+	pending := float64(r.Summary.Pending)
+	if r.Summary.PendingUnknown {
+		pending = math.NaN() // the group's committed offsets are missing: no lag is known
+	}
+	family("kaudit_pending_records", "Input records at or above the committed offset: not processed yet (lag, not loss); NaN when the group's committed offsets are missing.", gauge(pending))
 	family("kaudit_open_transactions", "Open transactions the evidence shows, a lower bound: hanging-transaction findings plus one for each partition of the cut whose LSO is below its high watermark without one.", gauge(float64(openTransactions(r))))
 
-	sev := severityCounts(r.Findings)
+	sev := severityCounts(counted)
 	ms = nil
 	for _, s := range []audit.Severity{audit.SeverityLoss, audit.SeverityAnomaly, audit.SeverityRisk, audit.SeverityInfo} {
 		ms = append(ms, gauge(float64(sev[s]), "severity", string(s)))
 	}
-	family("kaudit_findings", "Findings by severity.", ms...)
+	family("kaudit_findings", "Findings by severity (with --baseline: those new since it, as the verdict).", ms...)
 	family("kaudit_missing_evidence", "Pieces of evidence the audit could not read; the verdict is at best incomplete when above 0.", gauge(float64(len(r.Summary.Missing))))
 	family("kaudit_undecided_keys", "Keys whose final state proves lost inputs that the evidence cannot name one by one.", gauge(float64(r.Summary.Undecided)))
 
-	at := r.GeneratedAt
-	if at.IsZero() {
-		at = o.now()
-	}
-	family("kaudit_last_run_timestamp_seconds", "When the audit ran (the report's generation time), in seconds since the epoch.", gauge(float64(at.UnixMilli())/1000))
+	// the run's own time, not the evidence's (a capture audited today
+	// describes yesterday: its time is the report's generated_at)
+	family("kaudit_last_run_timestamp_seconds", "When the audit ran, in seconds since the epoch (the run's time, not the time of the evidence it read).", gauge(float64(o.now().UnixMilli())/1000))
 	family("kaudit_run_duration_seconds", "How long the audit took, in seconds (0 when not measured).", gauge(o.Duration.Seconds()))
 	family("kaudit_run_success", "1 when the audit ran to a report; 0 when it could not run (an unreachable cluster, a snapshot that cannot be opened).", gauge(1))
 	return encodeProm(w, fams)

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -257,7 +259,7 @@ func TestMarkdownFirstScreen(t *testing.T) {
 	screen := strings.Join(lines[:min(40, len(lines))], "\n")
 	for _, want := range []string{"**Verdict: LOSS.**", "91 records vanished", "65 can be replayed", "25 are gone from Kafka",
 		"1 is a join output", "**When:** 2026-11-30 10:10", "**Where:** 5 at source, 84 at repartition, 1 at store, 1 at join",
-		"## Losses and anomalies", "`hanging-transaction`", "`duplicate`", "## What to do next", "1. **Replay 65 records"} {
+		"## Losses and anomalies", "`hanging-transaction`", "`duplicate`", "## What to do next", "1. **Abort 1 hanging transaction now**", "2. **Replay 65 records"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the first 40 lines lack %q", want)
 		}
@@ -300,8 +302,19 @@ func TestMarkdownTables(t *testing.T) {
 				t.Errorf("row %d = %q, want %q", i, row[:7], want)
 			}
 		}
-		if !strings.Contains(rows[4][7], "log-start is 20 above committed") {
-			t.Errorf("purged repartition partition not remarked: %q", rows[4][7])
+		if !strings.Contains(rows[4][8], "log-start is 20 above committed") {
+			t.Errorf("purged repartition partition not remarked: %q", rows[4][8])
+		}
+		// lag is HW - committed offset, as kafka-consumer-groups.sh counts it,
+		// for the partitions the app consumes
+		for i, c := range r.Cut {
+			want := ""
+			if c.Committed >= 0 && (c.Role == "source" || c.Role == "repartition") {
+				want = strconv.FormatInt(max(c.HW-c.Committed, 0), 10)
+			}
+			if got := rows[i+1][7]; got != want {
+				t.Errorf("row %d: lag %q, want %q", i, got, want)
+			}
 		}
 	})
 
@@ -313,7 +326,7 @@ func TestMarkdownTables(t *testing.T) {
 				t.Errorf("hop %s: no meaning", row[0])
 			}
 		}
-		want := []string{"read", "consumed", "repartitioned", "applied", "joined", "output", "null-key"}
+		want := []string{"read", "consumed", "judged", "repartitioned", "applied", "joined", "output", "null-key"}
 		if !slices.Equal(got, want) {
 			t.Errorf("funnel %q, want %q", got, want)
 		}
@@ -502,7 +515,7 @@ func TestCSVReadBack(t *testing.T) {
 		got := audit.Finding{
 			Stage: audit.Stage(row[0]), Cause: audit.Cause(row[1]), Severity: audit.Severity(row[2]), Topic: row[3],
 			Partition: int32(csvNum(t, row[4])), Offset: csvNum(t, row[5]), Count: atoi(t, row[6]), Key: row[7],
-			Timestamp: csvNum(t, row[8]), TransactionalID: row[9], ProducerID: csvNum(t, row[10]),
+			Timestamp: csvTime(t, row[8]), TransactionalID: row[9], ProducerID: csvNum(t, row[10]),
 			ProducerEpoch: int16(csvNum(t, row[11])), Expected: row[12], Actual: row[13], Detail: row[14],
 		}
 		want := f
@@ -561,6 +574,19 @@ func TestCSVInjection(t *testing.T) {
 }
 
 // csvNum reads a CSV number, "" being the unknown -1.
+// csvTime reads a CSV timestamp: RFC 3339 in UTC, "" unknown (-1).
+func csvTime(t *testing.T, s string) int64 {
+	t.Helper()
+	if s == "" {
+		return -1
+	}
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || !strings.HasSuffix(s, "Z") {
+		t.Fatalf("CSV timestamp %q: want RFC 3339 in UTC: %v", s, err)
+	}
+	return at.UnixMilli()
+}
+
 func csvNum(t *testing.T, s string) int64 {
 	t.Helper()
 	if s == "" {
@@ -757,8 +783,8 @@ func TestPromParses(t *testing.T) {
 			if got, ok := value("kaudit_run_success", nil); !ok || got != 1 {
 				t.Errorf("kaudit_run_success %v", got)
 			}
-			if got, ok := value("kaudit_last_run_timestamp_seconds", nil); !ok || (!r.GeneratedAt.IsZero() && got != float64(r.GeneratedAt.Unix())) {
-				t.Errorf("kaudit_last_run_timestamp_seconds %v, report generated %s", got, r.GeneratedAt)
+			if got, ok := value("kaudit_last_run_timestamp_seconds", nil); !ok || math.Abs(got-float64(time.Now().Unix())) > 60 {
+				t.Errorf("kaudit_last_run_timestamp_seconds %v, want the run's time (now), not the report's %s", got, r.GeneratedAt)
 			}
 			if _, ok := value("kaudit_run_duration_seconds", nil); !ok {
 				t.Error("no kaudit_run_duration_seconds")
@@ -1041,9 +1067,38 @@ func TestPromBaselineVerdict(t *testing.T) {
 	if err := PromWith(&b, r, Options{Duration: 1500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {
+	// the verdict, the findings and the records vanished count one
+	// population: nothing new since the baseline is clean with no loss
+	// finding beside it, never clean beside the whole audit's losses
+	ran := time.Date(2026, 12, 1, 2, 30, 0, 0, time.UTC)
+	for _, want := range []string{`kaudit_verdict{app_id="orders-app",verdict="clean"} 1`, `kaudit_verdict{app_id="orders-app",verdict="loss"} 0`,
+		`kaudit_findings{app_id="orders-app",severity="loss"} 0`, `kaudit_run_duration_seconds{app_id="orders-app"} 1.5`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no %s in\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "kaudit_records_vanished") {
+		t.Errorf("records vanished beside a clean verdict:\n%s", b.String())
+	}
+	// the run's time, not the evidence's
+	b.Reset()
+	if err := PromWith(&b, r, Options{Now: ran}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`kaudit_last_run_timestamp_seconds{app_id="orders-app"} %v`, float64(ran.Unix())); !strings.Contains(b.String(), want) || r.GeneratedAt.Equal(ran) {
+		t.Errorf("no %s (the report was generated %s) in\n%s", want, r.GeneratedAt, b.String())
+	}
+	b.Reset()
+	r.Baseline.New = []int{0}
+	r.Baseline.Verdict = ""
+	r.Finish()
+	if err := PromWith(&b, r, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sev := severityCounts(r.NewFindings())
+	for s, n := range map[audit.Severity]int64{audit.SeverityLoss: sev[audit.SeverityLoss], audit.SeverityAnomaly: sev[audit.SeverityAnomaly]} {
+		if want := fmt.Sprintf(`kaudit_findings{app_id="orders-app",severity="%s"} %d`, s, n); !strings.Contains(b.String(), want) {
+			t.Errorf("one new finding: no %s in\n%s", want, b.String())
 		}
 	}
 	b.Reset()

@@ -40,6 +40,10 @@ type Options struct {
 	// Plain prints the table format as aligned lines without a box, every
 	// cell whole: for output that is not a terminal.
 	Plain bool
+	// MinSeverity, when set, leaves the findings below it out of the
+	// table format (counted under it): --min-severity loss shows the
+	// losses alone.
+	MinSeverity audit.Severity
 	// Duration is how long the audit took (the Prometheus format).
 	Duration time.Duration
 	// Provenance says what made the report, for the postmortem.
@@ -53,6 +57,9 @@ type Provenance struct {
 	CommandLine string
 	SpecFile    string
 	SpecSHA256  string
+	// SavedSpec is where --save-spec wrote the inferred spec ("" for
+	// nowhere): the file whose sha256 the provenance names.
+	SavedSpec string
 }
 
 // DefaultWidth is the table's width where no terminal says one.

@@ -38,48 +38,123 @@ func TableWith(w io.Writer, r *audit.Report, o Options) error {
 	if width <= 0 {
 		width = DefaultWidth
 	}
-	var b strings.Builder
-	lines := append([]string{verdictLine(r)}, gapLines(r)...)
-	for _, line := range lines {
-		if !o.Plain && !o.Wide {
-			line = wrapText(line, width)
+	// fit is prefix and line, wrapped to the terminal's width under the
+	// prefix where the output is a terminal
+	fit := func(prefix, line string) string {
+		if o.Plain || o.Wide {
+			return prefix + line
 		}
-		b.WriteString(line)
-		b.WriteByte('\n')
+		pad := runewidth.StringWidth(prefix)
+		return prefix + strings.ReplaceAll(wrapText(line, width-pad), "\n", "\n"+strings.Repeat(" ", pad))
+	}
+	var b strings.Builder
+	b.WriteString(fit("", verdictLine(r)) + "\n")
+	for _, line := range missingLines(r) {
+		b.WriteString(fit("", line) + "\n")
+	}
+	// what to do next, as the postmortem's first screen says it
+	if steps := nextSteps(r, TallyOf(r), o); len(steps) > 0 {
+		b.WriteString("What to do next:\n")
+		for i, st := range steps {
+			b.WriteString(fit(fmt.Sprintf("  %d. ", i+1), plainMarkdown(st)) + "\n")
+		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
+	b.Reset()
+	// losses first, then anomalies, risks and information; below
+	// --min-severity, counted and not shown
+	shown := make([]audit.Finding, 0, len(r.Findings))
+	hidden := 0
+	for _, f := range r.Findings {
+		if sevOrder(f.Severity) > sevOrder(o.MinSeverity) {
+			hidden++
+			continue
+		}
+		shown = append(shown, f)
+	}
+	slices.SortStableFunc(shown, func(a, b audit.Finding) int { return sevOrder(a.Severity) - sevOrder(b.Severity) })
 	if len(r.Findings) == 0 {
-		if _, err := io.WriteString(w, "no findings\n"); err != nil {
+		b.WriteString("no findings\n")
+	}
+	if len(shown) > 0 {
+		header := []string{"stage", "cause", "severity", "where", "count", "key", "detail"}
+		var rows [][]string
+		for _, f := range shown[:min(len(shown), tableRows)] {
+			rows = append(rows, []string{string(f.Stage), string(f.Cause), string(f.Severity), findingWhere(f),
+				strconv.FormatInt(max(f.Count, 1), 10), flat(keyText(f.Key)), detailCell(f)})
+		}
+		var err error
+		switch {
+		case o.Plain:
+			err = plainTable(w, header, rows)
+		case !o.Wide && !fitRows(header, rows, width):
+			err = blockTable(w, rows, width)
+		default:
+			err = boxTable(w, header, rows)
+		}
+		if err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}
-		return nil
+		if n := len(shown) - tableRows; n > 0 {
+			fmt.Fprintf(&b, "… %d more findings not shown (use --format csv or json for all)\n", n)
+		}
 	}
-	header := []string{"stage", "cause", "severity", "where", "count", "key", "detail"}
-	var rows [][]string
-	for _, f := range r.Findings[:min(len(r.Findings), tableRows)] {
-		rows = append(rows, []string{string(f.Stage), string(f.Cause), string(f.Severity), findingWhere(f),
-			strconv.FormatInt(max(f.Count, 1), 10), flat(keyText(f.Key)), detailCell(f)})
+	if hidden > 0 {
+		fmt.Fprintf(&b, "… %d findings below --min-severity %s not shown\n", hidden, o.MinSeverity)
 	}
-	var err error
-	switch {
-	case o.Plain:
-		err = plainTable(w, header, rows)
-	case !o.Wide && !fitRows(header, rows, width):
-		err = blockTable(w, rows, width)
-	default:
-		err = boxTable(w, header, rows)
+	for _, n := range r.Summary.Notes {
+		b.WriteString(fit("", "NOTE: "+n) + "\n")
 	}
-	if err != nil {
+	if !o.Plain && len(r.Findings) > 0 {
+		b.WriteString(fit("", "The postmortem, with how to do each step: --output incident.md (or incident.html); every finding: --format csv or json.") + "\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	if n := len(r.Findings) - tableRows; n > 0 {
-		if _, err := fmt.Fprintf(w, "… %d more findings not shown (use --format csv or json for all)\n", n); err != nil {
-			return fmt.Errorf("write table: %w", err)
-		}
-	}
 	return nil
+}
+
+// sevOrder orders severities, loss first; "" (no minimum) is below
+// them all.
+func sevOrder(s audit.Severity) int {
+	switch s {
+	case audit.SeverityLoss:
+		return 0
+	case audit.SeverityAnomaly:
+		return 1
+	case audit.SeverityRisk:
+		return 2
+	case audit.SeverityInfo:
+		return 3
+	}
+	return 4
+}
+
+// ParseSeverity reads --min-severity: loss, anomaly, risk or info.
+func ParseSeverity(s string) (audit.Severity, error) {
+	switch v := audit.Severity(strings.ToLower(s)); v {
+	case audit.SeverityLoss, audit.SeverityAnomaly, audit.SeverityRisk, audit.SeverityInfo:
+		return v, nil
+	case "":
+		return "", nil
+	}
+	return "", fmt.Errorf("%q: want loss, anomaly, risk or info", s)
+}
+
+// plainMarkdown is a line of the postmortem's Markdown as plain text: no
+// emphasis or code marks, no escapes.
+func plainMarkdown(s string) string {
+	s = strings.NewReplacer("**", "", "`", "", "*How to do it*", "the postmortem's How to do it").Replace(s)
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(b.String())
 }
 
 // findingWhere is topic/partition@offset, as far as the finding names
@@ -191,7 +266,10 @@ func verdictCounts(t Tally) string {
 	if t.Risks > 0 {
 		parts = append(parts, plural(t.Risks, "risky setting"))
 	}
-	if t.Pending > 0 {
+	switch {
+	case t.PendingUnknown:
+		parts = append(parts, "pending not known (the group's committed offsets are missing)")
+	case t.Pending > 0:
 		parts = append(parts, fmt.Sprintf("%d pending (lag, not loss)", t.Pending))
 	}
 	if t.Missing > 0 {
@@ -203,18 +281,15 @@ func verdictCounts(t Tally) string {
 	return strings.Join(parts, ", ")
 }
 
-// gapLines are the warnings an incomplete run must show wherever it is
-// rendered.
-func gapLines(r *audit.Report) []string {
+// missingLines are the warnings an incomplete run must show wherever it
+// is rendered, before its findings.
+func missingLines(r *audit.Report) []string {
 	var out []string
 	for _, m := range r.Summary.Missing {
 		out = append(out, "MISSING EVIDENCE: "+m)
 	}
 	for _, s := range r.Summary.Skipped {
 		out = append(out, "SKIPPED CHECK: "+s)
-	}
-	for _, n := range r.Summary.Notes {
-		out = append(out, "NOTE: "+n)
 	}
 	return out
 }

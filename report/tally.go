@@ -40,6 +40,14 @@ type Tally struct {
 	// LossByStage and LossByCause split Vanished.
 	LossByStage map[audit.Stage]int64
 	LossByCause map[audit.Cause]int64
+	// AppDropped counts the vanished records the app's own processing
+	// consumed and wrote nothing for (`dropped`), Unapplied those it
+	// consumed whose effect is missing where the evidence cannot tell
+	// whether it dropped them (`unapplied`): a replay into the app as it is
+	// may lose them again, so finding why comes before the replay.
+	// Dropped and UnappliedAt are their findings, in report order.
+	AppDropped, Unapplied int64
+	Dropped, UnappliedAt  []audit.Finding
 	// Anomalies counts the anomaly findings by cause (a finding each:
 	// they are not records), AnomalyFindings all of them.
 	Anomalies       map[audit.Cause]int64
@@ -47,8 +55,11 @@ type Tally struct {
 	// Risks and Infos count the risk and info findings.
 	Risks, Infos int64
 	// Pending counts the records at or above the committed offsets (the
-	// engine's Summary.Pending): lag, not loss.
-	Pending int64
+	// engine's Summary.Pending): lag, not loss. PendingUnknown says the
+	// group's committed offsets are missing: which records are pending is
+	// not known, and Pending is 0.
+	Pending        int64
+	PendingUnknown bool
 	// Missing counts the pieces of evidence missing: the summary's list
 	// plus the unreadable findings (Unreadable of them).
 	Missing, Unreadable int
@@ -65,7 +76,7 @@ type Tally struct {
 // TallyOf computes the report's numbers.
 func TallyOf(r *audit.Report) Tally {
 	t := Tally{Verdict: verdictOf(r), Exit: verdictOf(r), LossByStage: map[audit.Stage]int64{}, LossByCause: map[audit.Cause]int64{},
-		Anomalies: map[audit.Cause]int64{}, Pending: r.Summary.Pending, Missing: len(r.Summary.Missing), New: -1}
+		Anomalies: map[audit.Cause]int64{}, Pending: r.Summary.Pending, PendingUnknown: r.Summary.PendingUnknown, Missing: len(r.Summary.Missing), New: -1}
 	if r.Baseline != nil {
 		t.Exit, t.New = r.Baseline.Verdict, len(r.Baseline.New)
 		if t.Exit == "" {
@@ -87,6 +98,14 @@ func TallyOf(r *audit.Report) Tally {
 			t.Vanished += n
 			t.LossByStage[f.Stage] += n
 			t.LossByCause[f.Cause] += n
+			switch f.Cause {
+			case audit.CauseDropped:
+				t.AppDropped += n
+				t.Dropped = append(t.Dropped, f)
+			case audit.CauseUnapplied:
+				t.Unapplied += n
+				t.UnappliedAt = append(t.UnappliedAt, f)
+			}
 			if f.Key != "" {
 				keys[f.Key] = true
 				t.KeyedRecords += n

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/internal/input"
 
 	"github.com/hamba/avro/v2"
@@ -389,3 +390,29 @@ func parseSchemasJSON(data []byte) (map[int32]Schema, error) {
 // maxSchemaFileBytes bounds a schema file of a schemas dir: read without
 // blocking (a named pipe is refused) and never larger.
 const maxSchemaFileBytes = 64 << 20
+
+// SerdeOf is the value serde the schemas a source carries call for when
+// they are all of one format ("avro", "protobuf", "json-schema"), "" when
+// there are none or several: a capture's records decode without a serde
+// named.
+func SerdeOf(schemas map[int32]audit.Schema) string {
+	serde := ""
+	for _, sc := range schemas {
+		var s string
+		switch {
+		case sc.IsAvro():
+			s = "avro"
+		case strings.EqualFold(sc.Type, "PROTOBUF"):
+			s = "protobuf"
+		case strings.EqualFold(sc.Type, "JSON"):
+			s = "json-schema"
+		default:
+			return ""
+		}
+		if serde != "" && serde != s {
+			return ""
+		}
+		serde = s
+	}
+	return serde
+}

@@ -248,6 +248,11 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 		rep.Summary.Notes = append(rep.Summary.Notes, hist.Unknown)
 	}
 	rep.Summary.Notes = append(rep.Summary.Notes, groupNotes(ctx, ev.Source, appID)...)
+	if appID != "" {
+		if g, err := ev.Source.GroupOffsets(ctx, appID); err != nil || len(g.Offsets) == 0 {
+			pendingUnknown(rep)
+		}
+	}
 	if o.StateDir != "" {
 		if err := checkStateDir(o.StateDir, appID, rep); err != nil {
 			return nil, err
@@ -260,6 +265,32 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	}
 	rep.Finish()
 	return rep, nil
+}
+
+// pendingUnknown is the report of an audit without the group's committed
+// offsets (not read, or none committed): which records the app has
+// processed is not known, so none is pending (lag, "not lost"); the
+// engine's pending findings, counted against no offset, become one piece
+// of missing evidence.
+func pendingUnknown(rep *audit.Report) {
+	var n int64
+	var topics []string
+	kept := rep.Findings[:0]
+	for _, f := range rep.Findings {
+		if f.Cause != audit.CausePending {
+			kept = append(kept, f)
+			continue
+		}
+		n += max(f.Count, 1)
+		if !slices.Contains(topics, f.Topic) {
+			topics = append(topics, f.Topic)
+		}
+	}
+	rep.Findings = kept
+	rep.Summary.PendingUnknown = true
+	if n > 0 {
+		rep.Summary.Missing = append(rep.Summary.Missing, fmt.Sprintf("the group's committed offsets are missing, so whether the app processed %d records of %s (and whether any of them was lost) is not known: they are not counted as pending", n, strings.Join(topics, ", ")))
+	}
 }
 
 // canceledBy reports whether err is only ctx's cancellation by another

@@ -103,6 +103,9 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkApp(ctx, ev.Source, o.AppID); err != nil {
+		return nil, err
+	}
 	d, err := discovery.Discover(ctx, ev.Source, o.AppID, topo)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -163,6 +166,26 @@ func Prepare(ctx context.Context, ev Evidence, o Options) (*Setup, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkApp refuses an application id the evidence holds nothing of (a
+// typo: no group, no internal topic, no transactional id of it) with a
+// usage error naming the groups there are and the nearest one. A group
+// the source could not read (log dirs without its __consumer_offsets
+// partition) is no proof that it does not exist: the audit runs, its cut
+// missing evidence.
+func checkApp(ctx context.Context, src audit.Source, appID string) error {
+	if appID == "" {
+		return nil
+	}
+	_, err := src.GroupOffsets(ctx, appID)
+	if err == nil || !errors.Is(err, audit.ErrGroupNotFound) || errors.Is(err, audit.ErrNotSupported) || errors.Is(err, audit.ErrUnreadable) {
+		return nil
+	}
+	if err := discovery.CheckAppID(ctx, src, appID); errors.Is(err, discovery.ErrUnknownApp) {
+		return audit.UsageError{Err: fmt.Errorf("--app-id %s: %w", appID, err)}
+	}
+	return nil
 }
 
 // keylessPipeline is the checks that need no key, on the topics'

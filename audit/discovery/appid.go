@@ -18,8 +18,9 @@ var ErrUnknownApp = errors.New("unknown application id")
 
 // CheckAppID says whether src holds anything of appID: its consumer group,
 // an internal topic named appID-…, or a transactional id appID-…. When it
-// holds none, the error wraps ErrUnknownApp and names the application id
-// of the source's internal topics closest to appID, if one is near.
+// holds none, the error wraps ErrUnknownApp and names the groups the
+// source holds (an audit.GroupLister) and the application ids of its
+// internal topics, and the one closest to appID, if one is near.
 // A source that cannot list its topics is not judged (nil).
 func CheckAppID(ctx context.Context, src audit.Source, appID string) error {
 	if _, err := src.GroupOffsets(ctx, appID); err == nil {
@@ -45,13 +46,33 @@ func CheckAppID(ctx context.Context, src audit.Source, appID string) error {
 			}
 		}
 	}
-	if s := closestApp(appID, apps); s != "" {
-		return fmt.Errorf("%w: %s has no consumer group, internal topic or transactional id of %q; did you mean %q?", ErrUnknownApp, src.Describe(), appID, s)
+	var groups []string
+	if gl, ok := src.(audit.GroupLister); ok {
+		if gs, err := gl.Groups(ctx); err == nil {
+			groups = gs
+			slices.Sort(groups)
+		}
 	}
-	if len(apps) > 0 {
-		return fmt.Errorf("%w: %s has no consumer group, internal topic or transactional id of %q; its internal topics are of %s", ErrUnknownApp, src.Describe(), appID, strings.Join(apps, ", "))
+	msg := fmt.Sprintf("%s has no consumer group, internal topic or transactional id of %q", src.Describe(), appID)
+	if len(groups) > 0 {
+		msg += "; its groups: " + listed(groups, 20)
 	}
-	return fmt.Errorf("%w: %s has no consumer group, internal topic or transactional id of %q", ErrUnknownApp, src.Describe(), appID)
+	if len(apps) > 0 && !slices.Equal(apps, groups) {
+		msg += "; its internal topics are of " + listed(apps, 20)
+	}
+	if s := closestApp(appID, append(slices.Clone(groups), apps...)); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownApp, msg)
+}
+
+// listed is up to n names, and how many more.
+func listed(names []string, n int) string {
+	s := strings.Join(names[:min(len(names), n)], ", ")
+	if more := len(names) - n; more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // appOf is the application id an internal topic's name starts with:

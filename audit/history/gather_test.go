@@ -48,7 +48,7 @@ func TestGather(t *testing.T) {
 
 	m := fakeapp.NewMemory(t0)
 	ev, err = Gather(t.Context(), m, "app", Logs{})
-	if err != nil || ev.History != nil || !strings.Contains(ev.Unknown, "not known") {
+	if err != nil || ev.History != nil || !strings.Contains(ev.Unknown, "no commit history") {
 		t.Fatalf("memory source: %+v, %v", ev, err)
 	}
 	res = ev.Analyze(Partition{TP: src, LogStart: 10, Now: t0})

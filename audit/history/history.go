@@ -187,7 +187,7 @@ func Gather(ctx context.Context, src audit.Source, group string, logs Logs) (*Ev
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case errors.Is(err, audit.ErrNotSupported), errors.Is(err, audit.ErrUnreadable), errors.Is(err, audit.ErrGroupNotFound):
-		ev.Unknown = fmt.Sprintf("the group's commit history is not known, so a skip past offsets deleted before a restart is not seen once the app has committed past them: %v", err)
+		ev.Unknown = fmt.Sprintf("no commit history of the group (a skip past offsets deleted before a restart would not show): %v", err)
 	default:
 		// a read that failed (a broker lost mid-read) or evidence that is
 		// damaged (audit.ErrCorrupt): the rest of the audit still runs,

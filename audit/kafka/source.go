@@ -516,6 +516,20 @@ func (s *Source) GroupOffsets(ctx context.Context, group string) (audit.GroupOff
 	return g, nil
 }
 
+// Groups lists the cluster's consumer groups (ListGroups: those the
+// principal may describe).
+func (s *Source) Groups(ctx context.Context) ([]string, error) {
+	lgs, err := retryDial(ctx, &s.refused, func() (kadm.ListedGroups, error) {
+		rctx, cancel := s.reqCtx(ctx)
+		defer cancel()
+		return s.adm.ListGroups(rctx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", authErr(err, "cluster", "DESCRIBE"))
+	}
+	return lgs.Groups(), nil
+}
+
 // Transactions lists the transactional ids starting with prefix (all when
 // prefix is empty) with their coordinator state.
 func (s *Source) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {

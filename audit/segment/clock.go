@@ -21,7 +21,10 @@ type clockCache struct {
 // segments (__cluster_metadata, where a KRaft controller appends a no-op
 // record every 500 ms, __consumer_offsets and __transaction_state: all
 // stamped by the brokers' clocks, unlike user topics whose CreateTime comes
-// from the clients), else the latest modification time of a segment file.
+// from the clients); without them (the dirs of the app's topics alone, a
+// capture's bundle opened as log dirs) the latest batch timestamp of any
+// active segment, the last record written; else the latest modification
+// time of a segment file, which a copy of the dirs resets.
 // An open transaction is then judged hanging by its age when the cluster
 // stopped, not by when the audit runs.
 func (d *Dir) Now() time.Time {
@@ -31,7 +34,7 @@ func (d *Dir) Now() time.Time {
 }
 
 func (d *Dir) stopTime() time.Time {
-	var latest int64
+	var latest, latestAny int64
 	var mtime time.Time
 	for tp, rs := range d.replicas {
 		for _, r := range rs {
@@ -42,20 +45,28 @@ func (d *Dir) stopTime() time.Time {
 			if info, err := os.Stat(last.path); err == nil && info.ModTime().After(mtime) {
 				mtime = info.ModTime()
 			}
-			if !internalTopic(tp.Topic) {
-				continue
+			internal := internalTopic(tp.Topic)
+			if !internal && latest > 0 {
+				continue // a broker's clock is known: the clients' are not read
 			}
 			r.batches(context.Background(), max(last.base, r.logStart), r.logEnd, false, func(h audit.Batch, _ []audit.Record, err error) bool {
 				if err != nil {
 					return false
 				}
-				latest = max(latest, h.MaxTimestamp)
+				if internal {
+					latest = max(latest, h.MaxTimestamp)
+				} else {
+					latestAny = max(latestAny, h.MaxTimestamp)
+				}
 				return true
 			})
 		}
 	}
 	if latest > 0 {
 		return time.UnixMilli(latest).UTC()
+	}
+	if latestAny > 0 {
+		return time.UnixMilli(latestAny).UTC()
 	}
 	if mtime.IsZero() {
 		return time.Now()

@@ -252,6 +252,18 @@ func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 		for _, t := range opts.Also {
 			seen[t] = true
 		}
+		if m.Group == nil {
+			// without the group's offsets its source topics are not known,
+			// and they are what a replay needs and what retention takes
+			// first: every topic of the source but the brokers' own and
+			// other apps' internal ones is captured
+			for _, t := range all {
+				if !strings.HasPrefix(t.Name, "__") && t.Name != "_schemas" && !otherAppsInternal(t.Name, opts.AppID) && !seen[t.Name] {
+					seen[t.Name] = true
+					m.Notes = append(m.Notes, fmt.Sprintf("%s captured: without the group's offsets the app's source topics are not known", t.Name))
+				}
+			}
+		}
 		for t := range seen {
 			topics = append(topics, t)
 		}
@@ -308,6 +320,13 @@ func readCut(ctx context.Context, src audit.Source, opts CaptureOptions) (*Manif
 	}
 	m.Files = []File{}
 	return m, nil
+}
+
+// otherAppsInternal says whether topic is another Streams app's internal
+// topic (a …-changelog or …-repartition not named appID-…).
+func otherAppsInternal(topic, appID string) bool {
+	internal := strings.HasSuffix(topic, "-changelog") || strings.HasSuffix(topic, "-repartition")
+	return internal && !strings.HasPrefix(topic, appID+"-")
 }
 
 // commitLogMissing begins the Missing entry of a bundle without the

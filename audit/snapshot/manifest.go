@@ -63,7 +63,9 @@ type Manifest struct {
 	Files   []File                 `json:"files"`
 	// Missing lists the evidence the source could not give, with why.
 	Missing []string `json:"missing,omitempty"`
-	// Notes say where the bundle differs from what the source served.
+	// Notes say where the bundle differs from what the source served, and
+	// what the capture chose that the reader should know (a topic captured
+	// for want of the group's offsets).
 	Notes []string `json:"notes,omitempty"`
 	// sum is the sha256 of manifest.json as ReadManifest read it
 	sum [sha256.Size]byte

@@ -427,6 +427,14 @@ func (s *Snapshot) GroupOffsets(ctx context.Context, group string) (audit.GroupO
 	return s.m.Group.offsets(), nil
 }
 
+// Groups lists the group the capture holds (a bundle holds its app's).
+func (s *Snapshot) Groups(context.Context) ([]string, error) {
+	if s.m.Group == nil {
+		return nil, nil
+	}
+	return []string{s.m.Group.Group}, nil
+}
+
 // Transactions returns the captured transactional ids starting with prefix.
 func (s *Snapshot) Transactions(ctx context.Context, prefix string) ([]audit.Transaction, error) {
 	if s.m.Transactions == nil {
@@ -474,13 +482,13 @@ var _ audit.CommitHistoryReader = (*Snapshot)(nil)
 func (s *Snapshot) CommitHistory(ctx context.Context, group string) (audit.CommitHistory, error) {
 	cl := s.m.CommitLog
 	if cl == nil {
-		why := fmt.Sprintf("the bundle (format %d) was captured before kaudit kept it", s.m.Format)
+		why := "the bundle was captured before kaudit kept it (a capture now keeps it)"
 		for _, m := range s.m.Missing {
 			if strings.HasPrefix(m, commitLogMissing) {
 				why = "the capture could not read it: " + strings.TrimPrefix(m, commitLogMissing)
 			}
 		}
-		return audit.CommitHistory{}, fmt.Errorf("commit history of group %s: snapshot %s holds no commit log of it: %s: %w", group, s.dir, why, audit.ErrNotSupported)
+		return audit.CommitHistory{}, fmt.Errorf("group %s: %s: %w", group, why, audit.ErrNotSupported)
 	}
 	if p := offsetslog.Partition(group, cl.TopicPartitions); p != cl.Partition {
 		return audit.CommitHistory{}, fmt.Errorf("commit history of group %s: its partition of %s is %d, snapshot %s holds %d: %w", group, cl.Topic, p, s.dir, cl.Partition, audit.ErrNotSupported)

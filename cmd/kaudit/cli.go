@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"runtime"
 	"runtime/debug"
@@ -69,6 +70,51 @@ func permuteArgs(app *cli.App, args []string) ([]string, map[string]bool) {
 		out = append(out, rest...)
 	}
 	return out, given
+}
+
+// unknownFlag is the usage error of the first flag args give that their
+// command does not have, with the closest one it has (a typo, or another
+// tool's spelling: --bootstrap-servers, --group, -t are aliases already);
+// nil when every flag is known.
+func unknownFlag(app *cli.App, args []string) error {
+	cmd, i := findCommand(app, args)
+	if cmd == nil {
+		return nil
+	}
+	var names []string
+	for _, f := range append(slices.Clone(cmd.Flags), cli.HelpFlag) {
+		names = append(names, f.Names()...)
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f := lookupFlag(cmd.Flags, name); f != nil {
+			if !hasValue && takesValue(f) {
+				i++ // its value, which may start with a dash
+			}
+			continue
+		}
+		if slices.Contains(cli.HelpFlag.Names(), name) {
+			continue
+		}
+		dash := func(n string) string {
+			if len(n) == 1 {
+				return "-" + n
+			}
+			return "--" + n
+		}
+		if c := closest(name, names); c != "" {
+			return usagef("kaudit %s: unknown flag %s: did you mean %s?", cmd.Name, a, dash(c))
+		}
+		return usagef("kaudit %s: unknown flag %s", cmd.Name, a)
+	}
+	return nil
 }
 
 // findCommand walks args past the global flags and the command (and
@@ -214,22 +260,28 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print kaudit's version and the commit it was built from",
 		Action: func(c *cli.Context) error {
-			b := readBuildInfo()
-			fmt.Fprintf(c.App.Writer, "kaudit %s\n", b.Version)
-			if b.Commit != "" {
-				dirty := ""
-				if b.Modified {
-					dirty = " (modified)"
-				}
-				fmt.Fprintf(c.App.Writer, "commit %s%s\n", b.Commit, dirty)
-			}
-			if b.Time != "" {
-				fmt.Fprintf(c.App.Writer, "committed %s\n", b.Time)
-			}
-			fmt.Fprintf(c.App.Writer, "built with %s\n", b.Go)
+			printVersion(c.App.Writer)
 			return nil
 		},
 	}
+}
+
+// printVersion is what kaudit version and kaudit --version print: the
+// version, the commit and its time, the Go it was built with.
+func printVersion(w io.Writer) {
+	b := readBuildInfo()
+	fmt.Fprintf(w, "kaudit %s\n", b.Version)
+	if b.Commit != "" {
+		dirty := ""
+		if b.Modified {
+			dirty = " (modified)"
+		}
+		fmt.Fprintf(w, "commit %s%s\n", b.Commit, dirty)
+	}
+	if b.Time != "" {
+		fmt.Fprintf(w, "commit time %s\n", b.Time)
+	}
+	fmt.Fprintf(w, "built with %s\n", b.Go)
 }
 
 // redactedArgs is the command line with secrets replaced by

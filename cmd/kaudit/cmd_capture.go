@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,14 @@ import (
 	"github.com/kaudit/kaudit/audit/topology"
 	"github.com/kaudit/kaudit/internal/dest"
 )
+
+// pluralPieces is "1 piece of evidence was" or "N pieces of evidence were".
+func pluralPieces(n int) string {
+	if n == 1 {
+		return "1 piece of evidence was"
+	}
+	return fmt.Sprintf("%d pieces of evidence were", n)
+}
 
 // captureOptions are kaudit capture's flags.
 type captureOptions struct {
@@ -36,9 +45,9 @@ type captureOptions struct {
 
 func captureCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "out", Usage: "bundle `DIR` to write (an existing bundle is resumed)", EnvVars: env("out")},
-		&cli.StringSliceFlag{Name: "topic", Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
+		&cli.StringSliceFlag{Name: "topic", Aliases: []string{"t"}, Usage: "`TOPIC` to capture (repeatable; default: the group's topics and <app>-…)", EnvVars: env("topic")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() output `FILE`, stored in the bundle", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "schemas", Usage: "schema `DIR` of <id>.avsc files or a schemas.json map, stored in the bundle", EnvVars: env("schemas")},
 		&cli.StringFlag{Name: "schema-registry-url", Usage: "Schema Registry `URL` (or schema.registry.url in --command-config): the schemas of the records copied are stored in the bundle", EnvVars: env("schema-registry-url")},
@@ -186,10 +195,18 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 			done++
 		}
 	}
+	gaps := m.Gaps()
 	for _, miss := range m.Missing {
-		fmt.Fprintln(stderr, "kaudit capture: not captured:", miss)
+		if slices.Contains(gaps, miss) {
+			fmt.Fprintln(stderr, "kaudit capture: not captured:", miss)
+		} else {
+			fmt.Fprintln(stderr, "kaudit capture: not captured (optional, an audit runs without it):", miss)
+		}
 	}
-	fmt.Fprintf(stdout, "captured %d of %d partitions of %s: %d records, %d bytes in %d files, cut at %s\n",
+	for _, n := range m.Notes {
+		fmt.Fprintln(stderr, "kaudit capture:", n)
+	}
+	fmt.Fprintf(stdout, "captured %d of %d partitions of %s: %d records, %d bytes in %d files, the cut as of %s (the evidence's time: a live cluster's now, the log dirs' last record)\n",
 		done, len(m.Partitions), o.AppID, recs, bytes, len(m.Files), m.CapturedAt.Format(time.RFC3339))
 	if cl := m.CommitLog; cl != nil {
 		fmt.Fprintf(stdout, "and the group's commit log, %s: %d records, %d bytes\n", cl.TP(), cl.Records, cl.Bytes)
@@ -199,9 +216,9 @@ func runCapture(ctx context.Context, o captureOptions, src audit.Source, stdout,
 		fmt.Fprintf(stdout, "stopped by --max-bytes: run the same command again to continue into %s\n", o.Out)
 		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete", o.Out)}
 	case !m.Complete:
-		fmt.Fprintf(stdout, "bundle %s holds every record of the cut, but not %s: an audit of it (--snapshot %s) will be incomplete\n",
-			o.Out, strings.Join(m.Gaps(), "; "), o.Out)
-		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete: %d pieces of evidence were not captured", o.Out, len(m.Gaps()))}
+		fmt.Fprintf(stdout, "bundle %s is incomplete: it holds the records of the partitions above, but not %s: an audit of it (--snapshot %s) will be incomplete\n",
+			o.Out, strings.Join(gaps, "; "), o.Out)
+		return incompleteError{fmt.Errorf("kaudit capture: bundle %s is incomplete: %s not captured", o.Out, pluralPieces(len(gaps)))}
 	}
 	fmt.Fprintf(stdout, "bundle %s is complete: audit it with --snapshot %s\n", o.Out, o.Out)
 	return nil

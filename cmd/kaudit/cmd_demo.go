@@ -164,7 +164,7 @@ func runDemo(ctx context.Context, d demoOptions, stdout, stderr io.Writer) error
 	err = runDiff(ctx, o, src, stdout)
 	stop()
 	if read > 0 {
-		fmt.Fprintf(stderr, "\nkaudit demo: of the %d input records written, Kafka still holds %d (the injected retention gap deleted the others); the audit judged the %d consumed and applied ones with a key (the rest are pending or have a null key: see the report's funnel).\n", truth.Inputs, read, judged)
+		fmt.Fprintf(stderr, "\nkaudit demo: of the %d input records written, Kafka still holds %d (the injected retention gap deleted the others); the audit judged %d of them (the funnel's `judged`: the consumed inputs with a key, less those whose copies still wait on a repartition topic; the funnel says why each other one is not).\n", truth.Inputs, read, judged)
 	}
 	missed, extra := fakeapp.Match(truth.Findings, got)
 	if len(missed)+len(extra) == 0 {

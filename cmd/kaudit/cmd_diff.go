@@ -52,7 +52,8 @@ type diffOptions struct {
 	CrossCheck       bool
 	Concurrency      int
 	Wide             bool // --wide: the table unwrapped
-	Width            int  // the terminal's width, 0 for none
+	MinSeverity      audit.Severity
+	Width            int // the terminal's width, 0 for none
 	started          time.Time
 	args             []string  // the command line, for the provenance
 	MemoryBudget     int64     // bytes; 0: no bound
@@ -80,12 +81,12 @@ func diffFlags() []cli.Flag {
 	flags = append(flags, txnFlags()...)
 	flags = append(flags, outputFlags("table")...)
 	return append(flags,
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`: select_key, reducers, joiners (kaudit init writes a draft); without it the spec is inferred from the evidence", EnvVars: env("spec")},
 		&cli.StringFlag{Name: "save-spec", Usage: "without --spec: write the spec inferred from the evidence, each guess with its evidence, to `FILE` (a new file; --force replaces one)", EnvVars: env("save-spec")},
 		&cli.StringFlag{Name: "state-dir", Usage: "a Streams state.dir `DIR` to check .checkpoint files against the changelogs", EnvVars: env("state-dir")},
-		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339); earlier ones still fold into state", EnvVars: env("since")},
+		&cli.StringFlag{Name: "since", Usage: "judge only source records from `DURATION` ago or TIME (RFC 3339), or since the --baseline report's audit (baseline); earlier ones still fold into state", EnvVars: env("since")},
 		&cli.StringFlag{Name: "until", Usage: "judge only source records before `TIME` (RFC 3339) or DURATION ago", EnvVars: env("until")},
 		&cli.StringFlag{Name: "baseline", Usage: "a previous JSON `REPORT`: report and exit on what is new since", EnvVars: env("baseline")},
 		&cli.StringFlag{Name: "baseline-snapshot", Usage: "an earlier capture `DIR`: records it holds that are gone now are truncated", EnvVars: env("baseline-snapshot")},
@@ -105,6 +106,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringFlag{Name: "memory-budget", Value: "1GiB", Usage: "keep kaudit's memory near `SIZE` (e.g. 512MiB, 8GiB; 0: no bound): a table whose records need more is spilled to disk and checked a bucket of keys at a time", EnvVars: env("memory-budget")},
 		&cli.StringFlag{Name: "spill-dir", Usage: "where tables over --memory-budget spill (default: the system's temporary directory)", EnvVars: env("spill-dir")},
 		wideFlag(),
+		minSeverityFlag(),
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bars on stderr (they are drawn only on a terminal)", EnvVars: env("quiet")},
 	)
 }
@@ -155,11 +157,30 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 		return o, err
 	}
 	o.Since, o.Until = c.String("since"), c.String("until")
+	if o.Since == "baseline" {
+		// since the audit of the --baseline report: a nightly compared with
+		// the report last acknowledged judges every record since then, so a
+		// loss not acknowledged stays in the window and keeps alerting
+		if o.Baseline == "" {
+			return o, usagef("--since baseline needs --baseline REPORT")
+		}
+		prev, err := readReport(o.Baseline)
+		if err != nil {
+			return o, err
+		}
+		o.Since = "" // a baseline of no audit (a nightly's first, acknowledging nothing): every record
+		if !prev.GeneratedAt.IsZero() {
+			o.Since = prev.GeneratedAt.UTC().Format(time.RFC3339Nano)
+		}
+	}
 	if _, err = diff.ParseWhen(o.Since, now); err != nil {
 		return o, usagef("--since: %w", err)
 	}
 	if _, err = diff.ParseWhen(o.Until, now); err != nil {
 		return o, usagef("--until: %w", err)
+	}
+	if o.MinSeverity, err = report.ParseSeverity(c.String("min-severity")); err != nil {
+		return o, usagef("--min-severity: %w", err)
 	}
 	if o.Partitions, err = parsePartitions(c.String("partitions")); err != nil {
 		return o, usagef("--partitions: %w", err)
@@ -298,7 +319,7 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 			return fmt.Errorf("write the inferred spec: %w", err)
 		}
 	}
-	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width}
+	ropts := report.Options{KafkaVersion: o.KafkaVersion, StreamsVersion: o.StreamsVersion, Wide: o.Wide, Width: o.Width, MinSeverity: o.MinSeverity}
 	if o.Baseline != "" {
 		prev, err := readReport(o.Baseline)
 		if err != nil {
@@ -310,6 +331,9 @@ func runDiff(ctx context.Context, o diffOptions, src *openedSource, w io.Writer)
 		ropts.Duration = time.Since(o.started)
 	}
 	ropts.Provenance = provenance(o.args, o.SpecFile)
+	if o.SaveSpec != "" && rep.InferredSpec != "" {
+		ropts.Provenance.SavedSpec = o.SaveSpec
+	}
 	if len(o.source.Bootstrap) > 0 {
 		ropts.ReplayBootstrap = strings.Join(o.source.Bootstrap, ",")
 		ropts.ReplayFlags, ropts.ReplayNotes = kcatFlags(props)

@@ -73,7 +73,7 @@ func TestDiffVerdicts(t *testing.T) {
 		{"clean", []string{"diff", "--bootstrap-server", addr, "--spec", spec, "--format", "json"}, exitClean, audit.VerdictClean, ""},
 		{"loss", []string{"diff", "--bootstrap-server", lossy, "--spec", lossySpec, "--format", "json"}, exitFindings, audit.VerdictLoss, ""},
 		{"no spec: keyless checks", []string{"diff", "--bootstrap-server", addr, "--app-id", "shop", "--format", "json"}, exitClean, audit.VerdictClean, ""},
-		{"unknown app: no cut", []string{"diff", "--bootstrap-server", addr, "--app-id", "nope", "--format", "json"}, exitIncomplete, audit.VerdictIncomplete, ""},
+		{"unknown app: a usage error naming the groups", []string{"diff", "--bootstrap-server", addr, "--app-id", "nope", "--format", "json"}, exitUsage, "", "its groups: shop"},
 		{"schema registry down", []string{"diff", "--bootstrap-server", avroAddr, "--spec", spec, "--value-serde", "avro", "--schema-registry-url", "http://" + closedPort(t), "--format", "json"},
 			exitIncomplete, audit.VerdictIncomplete, ""},
 		{"unreachable cluster", []string{"diff", "--bootstrap-server", closedPort(t), "--spec", spec, "--timeout", "2s"}, exitNotRun, "", "kaudit:"},

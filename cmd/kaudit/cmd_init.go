@@ -23,7 +23,7 @@ type initOptions struct {
 
 func initCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		&cli.StringFlag{Name: "key-serde", Usage: "key serde to write into the draft: string, long, int, bytes, json, avro, protobuf, json-schema", EnvVars: env("key-serde")},
 		&cli.StringFlag{Name: "value-serde", Usage: "value serde to write into the draft: string, long, int, bytes, json, avro, protobuf, json-schema", EnvVars: env("value-serde")},

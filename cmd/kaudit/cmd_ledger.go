@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/audit/codec"
 	"github.com/kaudit/kaudit/audit/ledger"
 	"github.com/kaudit/kaudit/report"
 )
@@ -31,7 +32,7 @@ func ledgerCommand() *cli.Command {
 	flags := append(sourceFlags(), serdeFlags()...)
 	flags = append(flags, txnFlags()...)
 	flags = append(flags,
-		&cli.StringFlag{Name: "topic", Usage: "the `TOPIC` to classify (required)", EnvVars: env("topic")},
+		&cli.StringFlag{Name: "topic", Aliases: []string{"t"}, Usage: "the `TOPIC` to classify (required)", EnvVars: env("topic")},
 		&cli.IntFlag{Name: "partition", Value: -1, Usage: "one `PARTITION` (default: all)", EnvVars: env("partition")},
 		&cli.StringFlag{Name: "offsets", Usage: "list each offset `A-B` (inclusive) with its fate, and its decoded record when a serde is given", EnvVars: env("offsets")},
 		formatFlag("ledger", "table", []string{"table", "json", "csv"}),
@@ -82,12 +83,15 @@ func ledgerCommand() *cli.Command {
 func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw io.Writer) error {
 	lo := ledger.TopicOptions{Topic: o.Topic, Partition: o.Partition, From: o.From, To: o.To, CrossCheck: o.CrossCheck,
 		MaxTxnTimeout: o.MaxTxnTimeout, Concurrency: o.Concurrency, Problems: src.Problems}
-	if o.To >= 0 && (o.source.KeySerde != "" || o.source.ValueSerde != "") {
+	// the records listed are decoded with the serdes given, else with the
+	// schemas the capture carries (all of one format)
+	schemas := audit.SchemasOf(src.Source)
+	if value := codec.SerdeOf(schemas); o.To >= 0 && (o.source.KeySerde != "" || o.source.ValueSerde != "" || value != "") {
 		props, err := properties(o.source)
 		if err != nil {
 			return err
 		}
-		if lo.Decoder, err = openDecoder(o.source, "", "", props, audit.SchemasOf(src.Source)); err != nil {
+		if lo.Decoder, err = openDecoder(o.source, "", value, props, schemas); err != nil {
 			return err
 		}
 	}
@@ -106,7 +110,7 @@ func runLedger(ctx context.Context, o ledgerOptions, src *openedSource, w, errw 
 	case "csv":
 		rerr = report.LedgerCSV(w, tl.TopicLedger)
 	default:
-		rerr = report.LedgerTable(w, tl.TopicLedger)
+		rerr = report.LedgerTableWith(w, tl.TopicLedger, !isTerminal(w))
 	}
 	if rerr != nil {
 		return fmt.Errorf("write ledger: %w", rerr)

@@ -27,7 +27,7 @@ func specCommand() *cli.Command {
 			"table or join would not be judged, 3 when the evidence could not be read.",
 		Flags: append(append(sourceFlags(), serdeFlags()...),
 			&cli.StringFlag{Name: "spec", Usage: "kaudit.yaml `FILE`", EnvVars: env("spec")},
-			&cli.StringFlag{Name: "app-id", Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
+			&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams `application.id` (default: the spec's)", EnvVars: env("app-id")},
 			&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
 		),
 		Action: func(c *cli.Context) error {

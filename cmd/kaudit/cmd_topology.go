@@ -37,7 +37,7 @@ type topologyOptions struct {
 func topologyCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "topology", Usage: "Topology#describe() text `FILE`", EnvVars: env("topology")},
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
 		formatFlag("topology", "table", topologyFormats),
 		&cli.DurationFlag{Name: "outage", Usage: "flag source and repartition topics whose retention.ms is shorter than this `DURATION`", EnvVars: env("outage")},
 	}

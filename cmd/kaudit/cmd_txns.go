@@ -22,7 +22,7 @@ type txnsOptions struct {
 
 func txnsCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "app-id", Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
+		&cli.StringFlag{Name: "app-id", Aliases: []string{"group"}, Usage: "the Streams application.id `ID`", EnvVars: env("app-id")},
 		formatFlag("txns", "table", []string{"table", "json"}),
 	}
 	flags = append(flags, txnFlags()...)

@@ -65,7 +65,11 @@ func readManifests(t *testing.T) manifests {
 			case *batchv1.CronJob:
 				m.cronJobs[o.Name] = o
 			case *batchv1.Job:
-				m.jobs[o.Name] = o
+				name := o.Name
+				if name == "" {
+					name = strings.TrimSuffix(o.GenerateName, "-")
+				}
+				m.jobs[name] = o
 			case *corev1.PersistentVolumeClaim:
 				m.claims[o.Name] = o
 			}
@@ -90,7 +94,7 @@ func (m manifests) jobSpecs() map[string]*batchv1.JobSpec {
 // the rules the API server would apply to these fields.
 func TestDeployManifests(t *testing.T) {
 	m := readManifests(t)
-	for _, name := range []string{"kaudit-nightly"} {
+	for _, name := range []string{"kaudit-nightly", "kaudit-sharded-nightly"} {
 		if m.cronJobs[name] == nil {
 			t.Fatalf("no CronJob %s", name)
 		}
@@ -98,6 +102,18 @@ func TestDeployManifests(t *testing.T) {
 	for _, name := range []string{"kaudit-shards", "kaudit-merge"} {
 		if m.jobs[name] == nil {
 			t.Fatalf("no Job %s", name)
+		}
+	}
+	// a Job created each night needs a name of its own, or the next
+	// night's kubectl create meets the last one's
+	for name, j := range m.jobs {
+		if j.GenerateName == "" || j.Spec.TTLSecondsAfterFinished == nil {
+			t.Errorf("Job %s: a fixed name (%q) or no ttlSecondsAfterFinished: the next run's create fails", name, j.Name)
+		}
+	}
+	for name, cj := range m.cronJobs {
+		if cj.Spec.JobTemplate.Spec.TTLSecondsAfterFinished == nil && cj.Spec.SuccessfulJobsHistoryLimit == nil {
+			t.Errorf("CronJob %s keeps its Jobs forever", name)
 		}
 	}
 	t.Run("a misspelt field fails", func(t *testing.T) {
@@ -121,7 +137,10 @@ func TestDeployManifests(t *testing.T) {
 	if cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent {
 		t.Errorf("nightly concurrency %q: two audits of one night must not overlap", cj.Spec.ConcurrencyPolicy)
 	}
-	specs := map[string]*batchv1.JobSpec{"kaudit-nightly": &cj.Spec.JobTemplate.Spec}
+	specs := map[string]*batchv1.JobSpec{}
+	for n, cj := range m.cronJobs {
+		specs[n] = &cj.Spec.JobTemplate.Spec
+	}
 	for n, j := range m.jobs {
 		specs[n] = &j.Spec
 	}
@@ -328,24 +347,67 @@ func TestDeployScripts(t *testing.T) {
 		t.Errorf("merge with a shard of another run exited %d, want %d", code, exitUsage)
 	}
 
-	nightly := m.cronJobs["kaudit-nightly"].Spec.JobTemplate.Spec.Template.Spec.Containers[0]
-	env := map[string]string{"REPORTS": filepath.Join(reports, "nightly")}
-	if code := deployRun(t, bin, nightly, env); code != exitFindings {
-		t.Fatalf("first night exited %d, want %d", code, exitFindings)
+	// the sharded nightly: shard 0 merges once both shards of its run wrote
+	// their reports, its exit code the merged verdict
+	scj := m.cronJobs["kaudit-sharded-nightly"].Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	sdir := filepath.Join(reports, "sharded")
+	senv := map[string]string{"REPORTS": sdir, "SHARDS": "2", "KAUDIT_EXCHANGE": filepath.Join(sdir, "exchange"), "KAUDIT_EXCHANGE_WAIT": "2m", "KAUDIT_RUN_ID": "uid-cron"}
+	for i := range 2 {
+		env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i)}
+		for k, v := range senv {
+			env[k] = v
+		}
+		wg.Go(func() { codes[i] = deployRun(t, bin, scj, env) })
 	}
-	if code := deployRun(t, bin, nightly, env); code != exitClean {
-		t.Fatalf("second night exited %d, want %d (nothing new since the first)", code, exitClean)
+	wg.Wait()
+	if codes != [2]int{exitFindings, 0} {
+		t.Errorf("sharded nightly: shards exited %v, want [%d 0] (shard 0 the merged verdict)", codes, exitFindings)
 	}
-	if _, err := os.Stat(filepath.Join(reports, "nightly", "last.json")); err != nil {
+	if b, err := os.ReadFile(filepath.Join(sdir, "merged.json")); err != nil {
 		t.Error(err)
+	} else if err := decodeReport(b, &got); err != nil {
+		t.Error(err)
+	} else if g, w := findingKeys(got.Findings), findingKeys(want.Findings); !slices.Equal(g, w) {
+		t.Errorf("the sharded nightly finds\n%v\none whole audit\n%v", g, w)
 	}
-	// the second night's postmortem says what its exit code judged
-	md, err := os.ReadFile(filepath.Join(reports, "nightly", "tonight.md"))
+
+	// the nightly: a loss keeps alerting, night after night, until a person
+	// acknowledges it; each night's reports are kept
+	nightly := m.cronJobs["kaudit-nightly"].Spec.JobTemplate.Spec.Template.Spec.Containers[0]
+	dir := filepath.Join(reports, "nightly")
+	env := map[string]string{"REPORTS": dir}
+	for night := 1; night <= 2; night++ {
+		if code := deployRun(t, bin, nightly, env); code != exitFindings {
+			t.Fatalf("night %d exited %d, want %d: the loss is not acknowledged", night, code, exitFindings)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "tonight.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if head := strings.SplitN(string(md), "\n\n", 2)[1]; !strings.HasPrefix(head, "**Verdict on what is new since the baseline: CLEAN.** 0 of the 7 findings are new") {
+	if head := strings.SplitN(string(md), "\n\n", 2)[1]; !strings.HasPrefix(head, "**Verdict: LOSS.** 6 records vanished") {
 		t.Errorf("the second night's postmortem opens\n%.400s", head)
+	}
+	// acknowledged: the next night is clean, and says so
+	b, err = os.ReadFile(filepath.Join(dir, "tonight.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "acknowledged.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := deployRun(t, bin, nightly, env); code != exitClean {
+		t.Fatalf("the night after the acknowledgement exited %d, want %d", code, exitClean)
+	}
+	if md, err = os.ReadFile(filepath.Join(dir, "tonight.md")); err != nil {
+		t.Fatal(err)
+	}
+	if head := strings.SplitN(string(md), "\n\n", 2)[1]; !strings.HasPrefix(head, "**Verdict on what is new since the baseline: CLEAN.**") {
+		t.Errorf("the night after the acknowledgement opens\n%.400s", head)
+	}
+	hist, err := filepath.Glob(filepath.Join(dir, "history", "*.md"))
+	if err != nil || len(hist) == 0 {
+		t.Errorf("no postmortem kept in history/: %v", err)
 	}
 }
 

@@ -59,7 +59,7 @@ func (o sourceOptions) args() string {
 
 func sourceFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "bootstrap-server", Usage: "live cluster: `HOST:PORT`[,…]", EnvVars: env("bootstrap-server")},
+		&cli.StringSliceFlag{Name: "bootstrap-server", Aliases: []string{"bootstrap-servers", "b"}, Usage: "live cluster: `HOST:PORT`[,…]", EnvVars: env("bootstrap-server")},
 		&cli.StringFlag{Name: "snapshot", Usage: "captured evidence bundle `DIR` (kaudit capture)", EnvVars: env("snapshot")},
 		&cli.StringSliceFlag{Name: "log-dir", Usage: "broker log `DIR` (repeat, one per broker)", EnvVars: env("log-dir")},
 		&cli.StringFlag{Name: "command-config", Usage: "client `FILE` with Java property names (security.protocol, sasl.*, ssl.*)", EnvVars: env("command-config")},
@@ -81,6 +81,12 @@ func serdeFlags() []cli.Flag {
 // wideFlag is --wide: the table format unwrapped, every cell whole.
 func wideFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "wide", Usage: "table format: print key and detail whole on one line instead of wrapping them to the terminal's width", EnvVars: env("wide")}
+}
+
+// minSeverityFlag is --min-severity: the table format shows the findings
+// of this severity and worse.
+func minSeverityFlag() cli.Flag {
+	return &cli.StringFlag{Name: "min-severity", Usage: "table format: show only findings of `SEVERITY` or worse (loss, anomaly, risk, info; default: all), the others counted", EnvVars: env("min-severity")}
 }
 
 // terminalWidth is the width of the terminal w writes to; else $COLUMNS;

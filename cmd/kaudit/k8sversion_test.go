@@ -29,6 +29,8 @@ var fieldSince = map[string]string{
 	"Job.spec.activeDeadlineSeconds": "1.21", "Job.spec.backoffLimit": "1.21", "Job.spec.completions": "1.21", "Job.spec.parallelism": "1.21",
 	"Job.spec.completionMode":          "1.22", // Indexed Jobs, beta and on from 1.22 (GA 1.24)
 	"Job.spec.backoffLimitPerIndex":    "1.29", // beta and on from 1.29; alpha behind a gate in 1.28
+	"Job.metadata.generateName":        "1.21", // ObjectMeta: every release that serves batch/v1 Jobs
+	"Job.spec.ttlSecondsAfterFinished": "1.23", // TTL-after-finished controller GA in 1.23
 	"Job.spec.maxFailedIndexes":        "1.29", // with backoffLimitPerIndex
 	"Job.spec.podFailurePolicy":        "1.26", // beta and on from 1.26 (GA 1.31)
 	"PersistentVolumeClaim.apiVersion": "1.21", "PersistentVolumeClaim.kind": "1.21", "PersistentVolumeClaim.metadata.labels": "1.21",

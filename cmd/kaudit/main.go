@@ -81,6 +81,8 @@ func init() {
 	cli.HelpFlag = helpFlag{&cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}}
 	// the global --version flag races the same way (the app's root command applies it)
 	cli.VersionFlag = helpFlag{&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version", DisableDefaultText: true}}
+	// --version prints what kaudit version prints
+	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
 }
 
 func main() {
@@ -113,7 +115,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	args, given := permuteArgs(app, args)
 	app.Metadata = map[string]any{cmdlineKey: given, argsKey: args}
-	err := app.RunContext(ctx, args)
+	err := unknownFlag(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
 	code := exitCode(ctx, err)
 	if err != nil && !isVerdict(err) {
 		if msg := err.Error(); strings.HasPrefix(msg, "kaudit ") {

@@ -165,3 +165,27 @@ func lastLinesOf(s string, n int) string {
 	}
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// TestReadmeInstallFirst: a newcomer finds how to install and try kaudit
+// near the top of README.md (issue AG, item 9): the demo, the tests and
+// the install in one block within its first 40 lines, with a word on the
+// network the first build needs and on the minutes the tests take; and the
+// demo that block runs names the incident's losses through the built
+// binary.
+func TestReadmeInstallFirst(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	head := strings.Join(lines[:min(40, len(lines))], "\n")
+	for _, want := range []string{"go run ./cmd/kaudit demo", "go test ./...", "go install ./cmd/kaudit", "the network", "minutes", "Dockerfile"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("README.md's first 40 lines lack %q", want)
+		}
+	}
+	out, errOut, code := runBin(t, "", nil, "demo", "--format", "csv")
+	if code != exitFindings || !strings.Contains(errOut, "the audit named exactly the 8 injected losses and anomalies") || !strings.Contains(out, "dropped,loss") {
+		t.Errorf("the demo: exit %d\n%s", code, lastLinesOf(errOut, 3))
+	}
+}

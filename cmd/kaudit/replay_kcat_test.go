@@ -45,7 +45,7 @@ func TestReplayCommandsKcat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	script := report.ReplayCommands(report.Range{Topic: "orders-v1", Partition: 0, From: 0, Count: 2}, addr, nil)
+	script := report.ReplayCommands([]report.Range{{Topic: "orders-v1", Partition: 0, From: 0, Count: 1}, {Topic: "orders-v1", Partition: 0, From: 1, Count: 1}}, addr, nil)
 	cmd := exec.CommandContext(ctx, "sh", "-e", "-c", script)
 	cmd.Dir = t.TempDir()
 	if out, err := cmd.CombinedOutput(); err != nil {
