@@ -248,6 +248,12 @@ func identitySteps(t *draftTable, why string, matched [2]int, guess func() infer
 			s.expr, s.note, s.matched = "value", "the identity on these records: "+why, matched
 		case spec.StepFlatMapValues:
 			s.expr, s.note, s.matched = "[value]", "each record as it is: "+why, matched
+		case spec.StepMap:
+			// the values pass as they are: a last map only re-keys, as
+			// select_key's guess says (map((k, user) -> pair(user, user)))
+			if k := t.selectKey.Value; k != "" && i == len(t.steps)-1 {
+				s.expr, s.note, s.matched = "["+k+", value]", "the values as they are ("+why+"); the key "+k+" "+t.selectKey.Evidence, matched
+			}
 		case spec.StepFilter, spec.StepBranch:
 			// a branch's predicate, as the spec has it, is true for the
 			// records of this branch: what tells them from the rest

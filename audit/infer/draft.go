@@ -181,6 +181,9 @@ func GuessSelectKey(pairs []Pair, rekeyed bool) Guess {
 		if p.Src.key().same(key) {
 			counts["key"]++
 		}
+		if _, rec := p.Src.Value.(map[string]any); !rec && p.Src.Value != nil && valOf(p.Src.Value).same(key) {
+			counts["value"]++ // the value itself: map((k, user) -> pair(user, user))
+		}
 		var paths [][]string
 		leafPaths(p.Src.Value, nil, &paths)
 		for _, path := range paths {

@@ -10,8 +10,11 @@ func TestGuessSelectKey(t *testing.T) {
 	pair := func(srcKey string, v map[string]any, copyKey any) Pair {
 		return Pair{Src: Rec{Key: srcKey, Value: v}, Copy: Rec{Key: copyKey, Value: v}}
 	}
-	var field, constant, mixed, fewConst []Pair
+	var field, constant, mixed, fewConst, whole []Pair
 	for i := range 10 {
+		// map((k, user) -> pair(user, user)): the value itself, a String
+		user := "user-" + string(rune('a'+i%3))
+		whole = append(whole, Pair{Src: Rec{Value: user}, Copy: Rec{Key: user, Value: user}})
 		v := map[string]any{"orderId": "o" + string(rune('a'+i)), "temp": float64(20 + i)}
 		field = append(field, pair("k"+string(rune('a'+i)), v, "o"+string(rune('a'+i))))
 		constant = append(constant, pair("k"+string(rune('a'+i)), v, "temp"))
@@ -30,6 +33,7 @@ func TestGuessSelectKey(t *testing.T) {
 		want  string
 	}{
 		{"a field of the value", field, "value.orderId"},
+		{"the value itself", whole, "value"},
 		{"one constant key", constant, `"temp"`},
 		{"two keys: no guess", mixed, ""},
 		{"a constant over too few copies: no guess", fewConst, ""},
