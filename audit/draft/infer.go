@@ -549,6 +549,22 @@ func inferWindow(t *draftTable, ev *infer.Evidence, why string) {
 		g.Evidence = "the steps between the source and the window are not inferred (a window's states are not its inputs)"
 	default:
 		g = infer.GuessWindow(in, ev.Topics[t.changelog])
+		if g.Size == 0 {
+			// too few starts to tell the size: an output written under
+			// the windows' toString() says it
+			for _, name := range slices.Sorted(maps.Keys(ev.Topics)) {
+				if name == t.changelog || name == t.source || name == t.repartition {
+					continue
+				}
+				if size, why, ok := infer.WindowSizeFromOutput(ev.Topics[t.changelog], ev.Topics[name]); ok {
+					if sized := infer.GuessWindowSized(in, ev.Topics[t.changelog], size); sized.Size > 0 {
+						sized.Evidence = name + ": " + why + "; " + sized.Evidence
+						g = sized
+					}
+					break
+				}
+			}
+		}
 	}
 	t.window = &g
 	if g.Size > 0 {

@@ -103,7 +103,17 @@ type winInput struct {
 // folds the window's inputs to its final state; it must explain at least
 // 90 % of the windows it or the changelog has (at least 5), and no other
 // candidate as many.
-func GuessWindow(inputs, changelog *Topic) WindowGuess {
+func GuessWindow(inputs, changelog *Topic) WindowGuess { return guessWindow(inputs, changelog, 0) }
+
+// GuessWindowSized is GuessWindow where the window's size is known (size,
+// from an output written under Windowed#toString: WindowSizeFromOutput):
+// the advance and the reducer are inferred alike, without the three
+// window starts GuessWindow needs to tell a size.
+func GuessWindowSized(inputs, changelog *Topic, size int64) WindowGuess {
+	return guessWindow(inputs, changelog, size)
+}
+
+func guessWindow(inputs, changelog *Topic, size int64) WindowGuess {
 	if inputs == nil || changelog == nil {
 		return WindowGuess{Evidence: "the inputs or the changelog were not read"}
 	}
@@ -115,7 +125,11 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 	for k := range final {
 		starts[k.start] = true
 	}
-	if len(final) < MinKeys || len(starts) < 3 || g == 0 || g > roundMillis[len(roundMillis)-1] {
+	switch {
+	case size > 0 && len(final) < MinKeys:
+		return WindowGuess{Evidence: fmt.Sprintf("%d windows in the changelog: too few", len(final))}
+	case size > 0: // the size is known: one start is enough
+	case len(final) < MinKeys || len(starts) < 3 || g == 0 || g > roundMillis[len(roundMillis)-1]:
 		return WindowGuess{Evidence: fmt.Sprintf("%d windows at %d starts in the changelog: too few to tell a window's size", len(final), len(starts))}
 	}
 	// the candidates are scored on the windows of the first keys (in byte
@@ -156,13 +170,27 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 	}
 	var cands []cand
 	advs := []int64{g}
+	if size > 0 {
+		// the advance divides the size and every start
+		advs = []int64{size}
+		for _, d := range roundMillis {
+			if d < size && size%d == 0 && (g == 0 || g%d == 0) && d*60 >= size {
+				advs = append(advs, d)
+			}
+		}
+	}
 	for _, d := range roundMillis {
-		if d < g && g%d == 0 && d*60 >= g {
+		if size == 0 && d < g && g%d == 0 && d*60 >= g {
 			advs = append(advs, d)
 		}
 	}
 	for _, adv := range advs {
 		k0 := (lo + adv - 1) / adv
+		if size > 0 {
+			if k0 = size / adv; k0*adv < lo {
+				continue // a window shorter than the changelog's timestamps allow
+			}
+		}
 		if k0 > 100 {
 			continue // a hop of more than 100 windows per input: not tried
 		}
@@ -184,7 +212,7 @@ func GuessWindow(inputs, changelog *Topic) WindowGuess {
 				continue
 			}
 		}
-		for k := k0; k <= k0+3 && k <= 100; k++ {
+		for k := k0; k <= k0+3 && k <= 100 && (size == 0 || k == k0); k++ {
 			w := &spec.Window{Size: k * adv, Advance: adv}
 			wins := windowsOf(inputs, w, keep)
 			for _, red := range reducers {
@@ -454,6 +482,41 @@ func GuessWindowedOutputFilter(changelog, output *Topic) Guess {
 	g := GuessFilter(states, pairs)
 	g.Evidence = strings.NewReplacer("source records", "states", "a copy", "an output record", "its copy", "its output record").Replace(g.Evidence)
 	return g
+}
+
+// WindowSizeFromOutput reads a window's size from an output written under
+// Windowed#toString ("[key@start/end]", toStream().map((w, v) ->
+// pair(w.toString(), v))): end - start of every output record, one size,
+// each record's key and start a window of the changelog, at least MinKeys
+// records; false otherwise.
+func WindowSizeFromOutput(changelog, output *Topic) (int64, string, bool) {
+	if changelog == nil || output == nil {
+		return 0, "", false
+	}
+	wins := map[winKey]bool{}
+	for r := range changelog.each() {
+		if inner, start, _, ok := SplitWindowKey(r.RawKey); ok {
+			wins[winKey{string(inner), start}] = true
+		}
+	}
+	size, n := int64(0), 0
+	for r := range output.each() {
+		k := string(r.RawKey)
+		at, slash := strings.LastIndexByte(k, '@'), strings.LastIndexByte(k, '/')
+		if len(k) < 2 || k[0] != '[' || k[len(k)-1] != ']' || at < 1 || slash < at {
+			return 0, "", false
+		}
+		start, err1 := strconv.ParseInt(k[at+1:slash], 10, 64)
+		end, err2 := strconv.ParseInt(k[slash+1:len(k)-1], 10, 64)
+		if err1 != nil || err2 != nil || end <= start || size != 0 && end-start != size || !wins[winKey{k[1:at], start}] {
+			return 0, "", false
+		}
+		size, n = end-start, n+1
+	}
+	if n < MinKeys {
+		return 0, "", false
+	}
+	return size, fmt.Sprintf("each of the %d output records is keyed by a window of the store, %s long (Windowed#toString)", n, Millis(size)), true
 }
 
 // RekeyForWindow stands in for a windowed store's repartition copies

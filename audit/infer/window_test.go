@@ -278,3 +278,42 @@ func TestGuessTableOutput(t *testing.T) {
 		t.Fatalf("a plain table: got %+v", g)
 	}
 }
+
+// TestWindowSizeFromOutput (issue AD): 40 clicks a second apart fall in
+// one window of a minute: one start, too few for GuessWindow to tell the
+// size; an output keyed by Windowed#toString says it, and the advance
+// and the reducer follow (GuessWindowSized). Keys of another shape, two
+// sizes, or a window the store lacks say nothing.
+func TestWindowSizeFromOutput(t *testing.T) {
+	const t0 = 1_700_000_040_000 - 1_700_000_040_000%60000
+	ins := clicks(40, t0, nil)
+	cl, states := simulateWindows(t, ins, spec.Window{Size: 60000, Advance: 60000}, "count")
+	if g := GuessWindow(topicOf("in", ins...), cl); g.Size != 0 {
+		t.Fatalf("one start: GuessWindow told %+v", g)
+	}
+	text := func(size int64, drop int) *Topic {
+		var out []Rec
+		for _, s := range states[drop:] {
+			inner, start, _, _ := SplitWindowKey(s.RawKey)
+			out = append(out, Rec{RawKey: []byte(fmt.Sprintf("[%s@%d/%d]", inner, start, start+size)), RawValue: s.RawValue})
+		}
+		return topicOf("out", out...)
+	}
+	size, why, ok := WindowSizeFromOutput(cl, text(60000, 0))
+	if !ok || size != 60000 || !strings.Contains(why, "1m") {
+		t.Fatalf("got %d %q %v, want 60000", size, why, ok)
+	}
+	if g := GuessWindowSized(topicOf("in", ins...), cl, size); g.Size != 60000 || g.Advance != 60000 || g.Reduce != "count" {
+		t.Fatalf("GuessWindowSized: %+v", g)
+	}
+	mixed := text(60000, 0)
+	mixed.Parts[0] = append(mixed.Parts[0], text(30000, 0).Parts[0][0])
+	wrong := topicOf("out", Rec{RawKey: []byte("u1"), RawValue: []byte("x")})
+	elsewhere := text(60000, 0)
+	elsewhere.Parts[0][0].RawKey = []byte(fmt.Sprintf("[nobody@%d/%d]", t0, t0+60000))
+	for name, out := range map[string]*Topic{"two sizes": mixed, "not a window's text": wrong, "a window the store lacks": elsewhere} {
+		if size, _, ok := WindowSizeFromOutput(cl, out); ok {
+			t.Errorf("%s: size %d told", name, size)
+		}
+	}
+}

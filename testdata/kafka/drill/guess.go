@@ -53,12 +53,13 @@ var guessApps = []stepsApp{
 }
 
 // guessSettled are the apps whose every table --app-id alone settles with the topology:
-// regions' KTable filter is told by the states that reached its output; anomaly's window (two
-// starts read) and its map before the store are not, and it stays incomplete, never a loss.
-// guessSettledLive are those it settles without the topology too (regions' store is fed by a
-// KTable groupBy, which a live audit without describe() does not see).
+// regions' KTable filter is told by the states that reached its output, and anomaly's too, with
+// its window's size read from the output's toString() keys (its input spans one or two window
+// starts, too few otherwise) and its map before the store from the copies. guessSettledLive are
+// those it settles without the topology too (regions' store is fed by a KTable groupBy and
+// anomaly's output is told by the topology: a live audit without describe() sees neither).
 var (
-	guessSettled     = map[string]bool{"seed": true, "parity": true, "named": true, "temperature": true, "regions": true}
+	guessSettled     = map[string]bool{"seed": true, "parity": true, "named": true, "temperature": true, "regions": true, "anomaly": true}
 	guessSettledLive = map[string]bool{"parity": true, "named": true, "temperature": true}
 )
 
