@@ -247,8 +247,8 @@ func (r *run) sourceOffsetsOnly(ctx context.Context, topic string) {
 		return
 	}
 	tps := tpsOf(topic, parts)
-	if r.ledgers[tps[0]] != nil {
-		return // a table read it and said so
+	if len(tps) == 0 || r.ledgers[tps[0]] != nil {
+		return // a shard that owns none of it, or a table read it and said so
 	}
 	rd := r.read(ctx, tps, "source", decodeNone)
 	defer rd.stop()

@@ -24,6 +24,10 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 	t := ts.t
 	cl := ts.clOf(key, ks)
 	exact := ts.exactFor(cl)
+	if ts.win != nil && ts.win.nulls[key] {
+		ts.win.nullJudged++ // a null value reached its aggregator: not modelled
+		return nil
+	}
 	if r.windowExpired(ts, ks, cl) || !exact && ts.cleanLatest(key, ks, cl) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -175,6 +176,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 			r.walkAll(ctx, tpsOf(o, parts), "output", func(*item) {})
 		}
 	}
+	r.unreadCommitted(ctx)
 	r.flushCounts()
 	if r.moved > 0 {
 		r.note("the group's committed offsets moved on %d repartition partitions while the audit read them: the app was processing; a copy in flight at the cut and below the offsets read after its store's changelog is judged applied or not", r.moved)
@@ -550,4 +552,65 @@ func (l *lockedProgress) Read(role string, n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.p.Read(role, n)
+}
+
+// unreadCommitted runs the checks that need no key on every topic the
+// group commits offsets on that no table, join or copy read: the stream of
+// a join kaudit does not model (KStream-KStream, KStream-GlobalKTable), a
+// session window's source, a repartition topic of such a node. Its records
+// deleted past the group's committed offset are a loss whatever reads
+// them: a source's a retention gap, a repartition topic's records purged
+// before the app applied them; its lag is pending.
+func (r *run) unreadCommitted(ctx context.Context) {
+	topics := map[string]bool{}
+	for tp := range r.group.Offsets {
+		if r.ledgers[tp] == nil && tp.Topic != "" {
+			topics[tp.Topic] = true
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(topics)) {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, listed := r.topics[topic]; !listed {
+			if n, err := r.src.Partitions(ctx, topic); err == nil && n == 0 || errors.Is(err, audit.ErrTopicNotFound) {
+				// an earlier topology's input, or a topic deleted since
+				r.note("the group has committed offsets on topic %s, which the evidence does not hold (deleted, an input of an earlier version of the app, or not captured): its offsets are not checked", topic)
+				continue
+			}
+		}
+		if !r.internal(topic) {
+			r.sourceOffsetsOnly(ctx, topic)
+			continue
+		}
+		parts, ok := r.partitionsOf(ctx, topic, "repartition")
+		if !ok {
+			continue
+		}
+		tps := tpsOf(topic, parts)
+		if slices.ContainsFunc(tps, func(tp audit.TopicPartition) bool { return r.ledgers[tp] != nil }) {
+			continue // a table read it
+		}
+		r.walkAll(ctx, tps, "repartition", func(*item) {})
+		for _, tp := range tps {
+			l, c := r.ledgers[tp], r.committed(tp)
+			if l == nil {
+				continue
+			}
+			logStart := r.clusterLogStart(tp, l.Offsets.LogStart)
+			if c < 0 || logStart <= c || slices.ContainsFunc(r.skips[tp], func(s history.Skip) bool { return s.From <= c && logStart <= s.To }) {
+				continue
+			}
+			f := audit.NewFinding(audit.StageRepartition, audit.CausePurgedBeforeCommit, tp, c)
+			f.Count = logStart - c
+			f.Detail = fmt.Sprintf("the log-start offset %d is above the group's committed offset %d (the KAFKA-17635 signature): offsets %d-%d of this repartition topic, which no table of the spec reads, were deleted before the app applied them; the inputs they held cannot be named", logStart, c, c, logStart-1)
+			r.add(f)
+		}
+	}
+}
+
+// internal reports whether topic is one of the app's repartition topics
+// (<app id>-…-repartition).
+func (r *run) internal(topic string) bool {
+	return r.p.AppID != "" && strings.HasPrefix(topic, r.p.AppID+"-") && strings.HasSuffix(topic, "-repartition")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,4 +297,65 @@ func TestSearchGaveUpIsIncomplete(t *testing.T) {
 		t.Errorf("missing evidence %v, want the keys whose search gave up named", rep.Summary.Missing)
 	}
 	compareRecall(t, rep, truth, false)
+}
+
+// TestUnreadCommittedTopics (AB's V18): a topic the group commits offsets
+// on that no table of the spec reads (the stream of a KStream-KStream or
+// KStream-GlobalKTable join, a session window's source) still gets the
+// checks that need no key: records deleted past the committed offset are
+// a retention gap, a repartition topic's a purge before commit; its lag
+// is pending. A committed topic the evidence does not hold is a note.
+func TestUnreadCommittedTopics(t *testing.T) {
+	s := fakeapp.SeedScenario("shop", 120)
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	if _, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m)); err != nil {
+		t.Fatal(err)
+	}
+	clicks := audit.TopicPartition{Topic: "clicks", Partition: 0}
+	rep := audit.TopicPartition{Topic: s.AppID + "-KSTREAM-JOINTHIS-0000000009-repartition", Partition: 0}
+	for _, tp := range []audit.TopicPartition{clicks, rep} {
+		m.AddTopic(audit.TopicInfo{Name: tp.Topic, Partitions: 1})
+		for i := range 20 {
+			m.Append(audit.Record{Topic: tp.Topic, Partition: 0, Offset: int64(i), Key: []byte("k"), Value: []byte(`{"n":1}`), Timestamp: s.Now - 1000})
+		}
+		m.SetOffsets(tp, audit.PartitionOffsets{LogStart: 12, LSO: 20, HW: 20})
+	}
+	g, err := m.GroupOffsets(t.Context(), s.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Offsets[clicks], g.Offsets[rep] = 5, 8
+	g.Offsets[audit.TopicPartition{Topic: "gone", Partition: 0}] = 3
+	m.SetGroup(g)
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reconcile.Run(t.Context(), m, pipelineOf(s), reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range r.Findings {
+		if f.Severity == audit.SeverityLoss {
+			got[fmt.Sprintf("%s %s/%d@%d+%d", f.Cause, f.Topic, f.Partition, f.Offset, f.Count)] = true
+		}
+	}
+	for _, want := range []string{
+		fmt.Sprintf("%s clicks/0@5+7", audit.CauseRetentionGap),
+		fmt.Sprintf("%s %s/0@8+4", audit.CausePurgedBeforeCommit, rep.Topic),
+	} {
+		if !got[want] {
+			t.Errorf("no %s among the losses %v", want, got)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("losses %v, want the two deletions only", got)
+	}
+	if !slices.ContainsFunc(r.Summary.Notes, func(n string) bool { return strings.Contains(n, "topic gone") }) {
+		t.Errorf("notes %v, want the committed topic the evidence lacks named", r.Summary.Notes)
+	}
+	if slices.ContainsFunc(r.Summary.Missing, func(m string) bool { return strings.Contains(m, "gone") }) {
+		t.Errorf("missing evidence %v names the deleted topic", r.Summary.Missing)
+	}
 }

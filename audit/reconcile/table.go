@@ -888,6 +888,18 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 	}
 	if e.v == nil && e.key != nil && t.TableSource {
 		e.digest = tombDigest // a tombstone: it deletes the key
+	} else if e.v == nil && e.key != nil && ts.win != nil {
+		// KStreamWindowAggregate (3.6.2) skips a null key only: a null
+		// value reaches the aggregator (count() counts it), which kaudit
+		// does not model; the windows it falls in are not judged
+		if !e.shardByKey || r.inShard(ts, codec.Text(e.key)) {
+			text := codec.Text(e.key)
+			suffix := r.taskSuffix(ts, text, e.p)
+			for _, start := range ts.win.w.starts(rec.Timestamp) {
+				ts.win.nulls[ts.win.windowKey(e.key, start)+suffix] = true
+			}
+		}
+		return
 	} else if e.key == nil || e.v == nil {
 		if e.own {
 			*nullCount++

@@ -91,6 +91,11 @@ type winState struct {
 	// retention may have deleted theirs; unbounded those that the
 	// topic's retention, unknown or by size, may have deleted.
 	expired, unbounded int
+	// nulls holds the window keys an input with a null value fell in
+	// (KStreamWindowAggregate passes it to the aggregator): not judged,
+	// counted in nullJudged
+	nulls      map[string]bool
+	nullJudged int
 }
 
 // lateInput is one input skipped for at least one expired window.
@@ -112,7 +117,7 @@ type lateInput struct {
 }
 
 func newWinState(w *Window) *winState {
-	return &winState{w: w, inner: map[string]string{}, end: map[string]int64{}, processed: map[int32][]timeAt{}, late: map[inputRef]*lateInput{}}
+	return &winState{w: w, inner: map[string]string{}, end: map[string]int64{}, processed: map[int32][]timeAt{}, late: map[inputRef]*lateInput{}, nulls: map[string]bool{}}
 }
 
 // windowOf is a table's window, its grace read from the app's log where
@@ -557,6 +562,9 @@ func (r *run) reportLate(ts *tableState) {
 	if len(graceUnknown) > 0 {
 		ex := graceUnknown[:min(len(graceUnknown), 5)]
 		r.missing("table %s: %d inputs (%s) are missing from windows that had closed before them under a grace of 0, and the window's grace is not known (the spec says grace: unknown; kaudit infers the size and advance, not the grace): whether Streams skipped them as late or lost them cannot be told; write the app's grace (TimeWindows.ofSizeAndGrace) to judge them", ts.t.Name, len(graceUnknown), strings.Join(ex, ", "))
+	}
+	if ts.win.nullJudged > 0 {
+		r.missing("table %s: %d windows had an input with a null value, which Kafka Streams 3.6 passes to a windowed aggregator (KStreamWindowAggregate skips a null key only: count() counts it, a reduce or aggregate gets it); kaudit does not model it, so they are not judged", ts.t.Name, ts.win.nullJudged)
 	}
 	if ts.win.expired > 0 {
 		r.note("table %s: %d windows with inputs have no record in the changelog, whose log start is above 0 (compact,delete: retention deletes old windows), and inputs older than its retention.ms; they are not judged", ts.t.Name, ts.win.expired)

@@ -44,6 +44,10 @@ type WindowScenario struct {
 	// LateEvery sets every n-th input's timestamp back past its windows'
 	// ends plus grace: Streams skips it for expired windows.
 	LateEvery int
+	// NullEvery gives every n-th input (not a late one) a null value:
+	// KStreamWindowAggregate passes it to the aggregator, count() counts
+	// it, the Long sum here leaves the state as it was and writes it again.
+	NullEvery int
 	// Restart restarts each task once, half way: its processors'
 	// observedStreamTime starts over, so late inputs after it may be
 	// applied; the stores and the suppress buffer are restored.
@@ -185,6 +189,7 @@ type wrec struct {
 	ts        int64
 	fault     FaultKind
 	lateTs    bool // its timestamp was set back (LateEvery)
+	null      bool // its value is null (NullEvery)
 	consumed  bool
 	copies    []int64 // committed copies on repartition
 	aborted   int64   // its aborted copy, -1 none
@@ -299,6 +304,9 @@ func (g *wgen) produce() error {
 		if w := s.Window; w != nil && s.LateEvery > 0 && i%s.LateEvery == s.LateEvery-1 && i > s.Inputs/10 {
 			r.ts, r.lateTs = max(0, ts-3*w.Size-w.Grace), true
 		}
+		if s.NullEvery > 0 && i%s.NullEvery == s.NullEvery-1 && !r.lateTs {
+			r.null, r.amount = true, 0
+		}
 		p := audit.DefaultPartition([]byte(key), s.Partitions)
 		r.tp = audit.TopicPartition{Topic: WindowSource, Partition: p}
 		if w := s.Window; w != nil {
@@ -314,7 +322,7 @@ func (g *wgen) produce() error {
 		recs := per[p]
 		outs := make([]Out, len(recs))
 		for i, r := range recs {
-			outs[i] = Out{Key: []byte(r.key), Value: int32Value(r.amount), Timestamp: r.ts}
+			outs[i] = Out{Key: []byte(r.key), Value: r.value(), Timestamp: r.ts}
 		}
 		offs, err := g.b.Produce(audit.TopicPartition{Topic: WindowSource, Partition: p}, outs)
 		if err != nil {
@@ -391,7 +399,7 @@ func (g *wgen) hop() error {
 						n = 2
 					}
 					for range n {
-						offs, err := g.b.TxnProduce(g.producer(0, p), audit.TopicPartition{Topic: WindowHop, Partition: rp}, []Out{{Key: []byte(r.key), Value: int32Value(r.amount), Timestamp: r.ts}})
+						offs, err := g.b.TxnProduce(g.producer(0, p), audit.TopicPartition{Topic: WindowHop, Partition: rp}, []Out{{Key: []byte(r.key), Value: r.value(), Timestamp: r.ts}})
 						if err != nil {
 							return err
 						}
@@ -460,6 +468,14 @@ func (s *WindowScenario) outPartition(key string, start int64) int32 {
 		return audit.DefaultPartition([]byte(s.keyString(key, start)), s.Partitions)
 	}
 	return audit.DefaultPartition([]byte(key), s.Partitions)
+}
+
+// value is the record's value as the source holds it.
+func (r *wrec) value() []byte {
+	if r.null {
+		return nil
+	}
+	return int32Value(r.amount)
 }
 
 type bufEntry struct {
