@@ -644,17 +644,21 @@ func (a *genApp) observe(ctx context.Context, d *drill) (state, error) {
 }
 
 // caughtUp says why s is not a finished run of a ("": finished).
+// A partition whose records were all deleted (a gap or a purge up to its end) has nothing
+// left to commit past.
 func (a *genApp) caughtUp(s state) string {
 	for _, t := range a.srcs {
 		for part, hw := range s.hw[t] {
-			if c, ok := s.committed.get(t, part); hw > 0 && (!ok || c < hw) {
+			start, _ := s.start.get(t, part)
+			if c, ok := s.committed.get(t, part); hw > 0 && start < hw && (!ok || c < hw) {
 				return fmt.Sprintf("%s/%d committed %d < hw %d", t, part, c, hw)
 			}
 		}
 	}
 	for _, t := range s.hops() {
 		for part, hw := range s.hw[t] {
-			if c, ok := s.committed.get(t, part); hw > 0 && (!ok || c < hw-1) {
+			start, _ := s.start.get(t, part)
+			if c, ok := s.committed.get(t, part); hw > 0 && start < hw-1 && (!ok || c < hw-1) {
 				return fmt.Sprintf("%s/%d committed %d < hw %d - 1", t, part, c, hw)
 			}
 		}
@@ -810,11 +814,11 @@ func (d *drill) injectGenGap(ctx context.Context, a *genApp) {
 			}
 		}
 	}
-	if best.n < 2 {
-		a.truth.Note += "no source partition with 2 unconsumed records: gap not injected; "
+	if best.n < 3 {
+		a.truth.Note += "no source partition with 3 unconsumed records: gap not injected; "
 		return
 	}
-	k := min(best.n, 10)
+	k := min(best.n-1, 10) // records remain past the gap: the restarted app resets over it and goes on
 	var hit []string
 	keys := map[string]bool{}
 	for _, r := range a.recs {
@@ -914,8 +918,9 @@ func (d *drill) injectGenPurge(ctx context.Context, a *genApp) {
 		}
 	}
 	const n = 5
-	if len(best.data) < n {
-		a.truth.Note += fmt.Sprintf("no repartition partition held %d committed unconsumed records (best %d): purge not injected; ", n, len(best.data))
+	if len(best.data) < n+1 { // records remain past the purge
+
+		a.truth.Note += fmt.Sprintf("no repartition partition held %d committed unconsumed records (best %d): purge not injected; ", n+1, len(best.data))
 		return
 	}
 	keys := map[string]bool{}

@@ -298,14 +298,19 @@ func essentials(r kauditReport) []string {
 		out = append(out, fmt.Sprintf("%s/%s/%s %s/%d@%d+%d key=%s", f.Severity, f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
 	}
 	for _, m := range r.Summary.Missing {
-		// a missing-evidence line may say when the audit read a partition: not a difference
-		out = append(out, "missing "+readTime.ReplaceAllString(m, "<time>"))
+		// a missing-evidence line may say when the audit read a partition, or cite a line of
+		// the spec inferred for the run (whose header names the source): not a difference
+		m = readTime.ReplaceAllString(m, "<time>")
+		out = append(out, "missing "+specLine.ReplaceAllString(m, "at line <n>"))
 	}
 	slices.Sort(out)
 	return out
 }
 
-var readTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+var (
+	readTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	specLine = regexp.MustCompile(`at line \d+`)
+)
 
 // essentialsDiff says how a and b differ ("": they agree).
 func essentialsDiff(a, b kauditReport) string {
@@ -629,32 +634,37 @@ func (f genFigures) table() string {
 // ---- shrinking ----
 
 // shrinkApp makes a failing app smaller while its first violation's property still fails:
-// each candidate of fuzzapps.Shrink runs alone; the first that fails the same way is kept and
-// shrunk again. The smallest is written beside the app (shrunk.json, with its spec) with the
+// the candidates of fuzzapps.Shrink run in batches (the batch's size at once, most reducing
+// first); the first that fails the same way is kept and shrunk again, until none does or 24
+// runs are spent. The smallest is written beside the app (shrunk.json, with its spec) with the
 // command that reruns it.
 func (d *drill) shrinkApp(ctx context.Context, root string, a *genApp, g genOptions) {
 	prop := a.viol[0].Property
 	cur := a.d
 	runs := 0
+	par := max(g.parallel, 1)
 	logf("shrink %s (%s)", a.d.AppID, prop)
-	for progress := true; progress && runs < 16 && ctx.Err() == nil; {
+	for progress := true; progress && runs < 24 && ctx.Err() == nil; {
 		progress = false
-		for _, c := range fuzzapps.Shrink(cur) {
-			if runs >= 16 || ctx.Err() != nil {
-				break
+		cands := fuzzapps.Shrink(cur)
+		for i := 0; i < len(cands) && runs < 24 && !progress && ctx.Err() == nil; i += par {
+			batch := cands[i:min(i+par, len(cands))]
+			for j, c := range batch {
+				c.AppID = fmt.Sprintf("%s-s%d", a.d.AppID, runs+j+1)
 			}
-			runs++
-			c.AppID = fmt.Sprintf("%s-s%d", a.d.AppID, runs)
-			apps, err := d.runGenBatch(ctx, filepath.Join(root, "shrink"), []*fuzzapps.Desc{c}, genOptions{during: g.during})
+			runs += len(batch)
+			apps, err := d.runGenBatch(ctx, filepath.Join(root, "shrink"), batch, genOptions{during: g.during, descs: "shrink"})
 			if err != nil {
 				logf("shrink %s: %v", a.d.AppID, err)
 				_ = d.freshCluster(ctx, 1)
 				continue
 			}
-			if len(apps) == 1 && slices.ContainsFunc(apps[0].viol, func(v violation) bool { return v.Property == prop }) {
-				logf("shrink %s: %d nodes, %d waves of %d still fail %s", a.d.AppID, len(c.Nodes), c.Input.Waves, c.Input.PerWave, prop)
-				cur, progress = c, true
-				break
+			for _, x := range apps {
+				if slices.ContainsFunc(x.viol, func(v violation) bool { return v.Property == prop }) {
+					logf("shrink %s: %s (%d nodes, %d waves of %d) still fails %s", a.d.AppID, x.d.AppID, len(x.d.Nodes), x.d.Input.Waves, x.d.Input.PerWave, prop)
+					cur, progress = x.d, true
+					break
+				}
 			}
 		}
 	}
