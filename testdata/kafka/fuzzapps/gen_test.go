@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -283,4 +285,28 @@ func size(d *Desc) int {
 		s++
 	}
 	return s
+}
+
+// TestViolationDescriptions: every description VIOLATIONS.md reruns is valid and its spec parses.
+func TestViolationDescriptions(t *testing.T) {
+	files, err := filepath.Glob("violations/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no violations/*.json (%v)", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d Desc
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := Valid(&d); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if _, err := spec.ParseSpec(f, []byte(GenerateSpec(&d).YAML)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 }
