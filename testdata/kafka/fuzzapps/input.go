@@ -333,7 +333,10 @@ func Apply(d *Desc, path []*Node, key, value any) []Element {
 }
 
 // Fold applies aggregation node n (count, reduce, aggregate) to one input as the Java
-// interpreter does: first says there is no aggregate yet; a null value is skipped.
+// interpreter does: first says there is no aggregate yet; a null value is skipped (Kafka Streams
+// skips it before a plain reduce or aggregate, the interpreter's windowed reducers and adders
+// skip it themselves; a windowed count() counts it: KStreamWindowAggregate passes null values
+// to its aggregator, which kaudit does not model, violation V17).
 func Fold(n *Node, agg, v any, first bool) any {
 	if v == nil {
 		return agg

@@ -509,7 +509,9 @@ public final class GenApp {
                 Object g = in(n, 0);
                 String f = str(n, "field");
                 String red = str(n, "reduce");
-                org.apache.kafka.streams.kstream.Reducer r = (agg, v) -> switch (red) {
+                // null-safe, as a team writes it: a windowed reduce passes null values on
+                // (KStreamWindowAggregate), a plain one skips them before the reducer
+                org.apache.kafka.streams.kstream.Reducer r = (agg, v) -> v == null ? agg : switch (red) {
                     case "latest" -> v;
                     case "sum" -> f.isEmpty() ? num(lng(agg) + lng(v), value) : with(agg, f, lng(get(agg, f)) + lng(get(v, f)));
                     case "max" -> f.isEmpty() ? (lng(v) > lng(agg) ? v : agg)
@@ -525,7 +527,7 @@ public final class GenApp {
             case "aggregate": {
                 Object g = in(n, 0);
                 org.apache.kafka.streams.kstream.Initializer init = () -> 0L;
-                org.apache.kafka.streams.kstream.Aggregator a = (k, v, agg) -> lng(agg) + adder(fn, v);
+                org.apache.kafka.streams.kstream.Aggregator a = (k, v, agg) -> v == null ? agg : (Object) (lng(agg) + adder(fn, v));
                 Materialized m = mat(n, key, "long");
                 if (g instanceof TimeWindowedKStream w) {
                     return w.aggregate(init, a, m);
