@@ -298,9 +298,12 @@ func essentials(r kauditReport) []string {
 		out = append(out, fmt.Sprintf("%s/%s/%s %s/%d@%d+%d key=%s", f.Severity, f.Stage, f.Cause, f.Topic, f.Partition, f.Offset, f.Count, f.keyString()))
 	}
 	for _, m := range r.Summary.Missing {
-		// a missing-evidence line may say when the audit read a partition, or cite a line of
-		// the spec inferred for the run (whose header names the source): not a difference
+		// a missing-evidence line may say when the audit read a partition, cite a line of the
+		// spec inferred for the run (whose header names the source), or say in its source's
+		// words that a schema is unknown (the registry's answer, the schemas dir's): not a
+		// difference
 		m = readTime.ReplaceAllString(m, "<time>")
+		m = unknownSchema.ReplaceAllString(m, "unknown schema)")
 		out = append(out, "missing "+specLine.ReplaceAllString(m, "at line <n>"))
 	}
 	slices.Sort(out)
@@ -308,8 +311,9 @@ func essentials(r kauditReport) []string {
 }
 
 var (
-	readTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
-	specLine = regexp.MustCompile(`at line \d+`)
+	readTime      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	specLine      = regexp.MustCompile(`at line \d+`)
+	unknownSchema = regexp.MustCompile(`unknown schema: [^)]*\)`)
 )
 
 // essentialsDiff says how a and b differ ("": they agree).
