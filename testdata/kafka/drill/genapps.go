@@ -806,10 +806,16 @@ func (d *drill) injectGenGap(ctx context.Context, a *genApp) {
 		part  int32
 		c, n  int64
 	}
+	latest := map[string]bool{}
+	for _, src := range a.d.Sources() {
+		// Streams resets a source read with Consumed's LATEST policy to its end after a
+		// gap (OFFSET_OUT_OF_RANGE): every record past the gap is skipped by design
+		latest[src.Topic] = src.Reset == "latest"
+	}
 	for _, t := range a.srcs {
 		for p, hw := range s.hw[t] {
 			c, ok := s.committed.get(t, p)
-			if ok && hw-c > best.n {
+			if ok && !latest[t] && hw-c > best.n {
 				best.topic, best.part, best.c, best.n = t, p, c, hw-c
 			}
 		}
