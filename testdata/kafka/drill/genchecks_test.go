@@ -108,3 +108,22 @@ func TestJudgeFault(t *testing.T) {
 		t.Fatalf("one of two swallowed records named: %v", d.viol)
 	}
 }
+
+// TestNamesKey: a finding names a key by its own key or, for a window, by the window's key.
+func TestNamesKey(t *testing.T) {
+	keys := []string{"K-11", "3"}
+	for _, c := range []struct {
+		key  string
+		want bool
+	}{
+		{`"K-11"`, true},
+		{`{"end":1796417800000,"key":"K-11","start":1796417780000}`, true},
+		{`{"end":1796417800000,"key":3,"start":1796417780000}`, true},
+		{`{"end":1796417800000,"key":"K-12","start":1796417780000}`, false},
+		{`"k-11"`, false},
+	} {
+		if got := namesKey(finding{Key: []byte(c.key)}, keys); got != c.want {
+			t.Errorf("namesKey(%s) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}
