@@ -304,7 +304,7 @@ func essentials(r kauditReport) []string {
 		// difference
 		m = readTime.ReplaceAllString(m, "<time>")
 		m = unknownSchema.ReplaceAllString(m, "unknown schema)")
-		out = append(out, "missing "+specLine.ReplaceAllString(m, "at line <n>"))
+		out = append(out, "missing "+specLine.ReplaceAllString(m, "line <n>"))
 	}
 	slices.Sort(out)
 	return out
@@ -312,7 +312,7 @@ func essentials(r kauditReport) []string {
 
 var (
 	readTime      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
-	specLine      = regexp.MustCompile(`at line \d+`)
+	specLine      = regexp.MustCompile(`\bline \d+`)
 	unknownSchema = regexp.MustCompile(`unknown schema: [^)]*\)`)
 )
 

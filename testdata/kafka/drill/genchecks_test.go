@@ -14,12 +14,14 @@ func TestEssentialsDiff(t *testing.T) {
 	a := kauditReport{Summary: kauditSummary{Verdict: "incomplete", Missing: []string{
 		"p/1 offsets 3-9: the log start passed 3 before 2026-12-04T18:54:27.506Z (401 at 2026-12-04T18:54:48.968Z)",
 		"table t: its chain holds (flatMapValues X (TODO) at line 12)",
+		"table u: the spec's step 3 (selectKey, line 14) has no node in the topology",
 		"table r: a change record could not be read (r/0@0: decode value (schema id 0): unknown schema: schema registry http://x/schemas/ids/0: HTTP 404), so not judged",
 	}}, Findings: []finding{{Stage: "store", Cause: "pending", Severity: "info", Topic: "t", Offset: 3}}}
 	b := a
 	b.Summary.Missing = []string{
 		"p/1 offsets 3-9: the log start passed 3 before 2026-12-04T18:54:27.506Z (401 at 2026-12-04T18:55:06.278Z)",
 		"table t: its chain holds (flatMapValues X (TODO) at line 11)",
+		"table u: the spec's step 3 (selectKey, line 13) has no node in the topology",
 		"table r: a change record could not be read (r/0@0: decode value (schema id 0): unknown schema: id 0 is not in the schemas dir), so not judged",
 	}
 	if d := essentialsDiff(a, b); d != "" {
