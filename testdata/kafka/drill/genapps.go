@@ -37,9 +37,12 @@ type genOptions struct {
 	during   bool   // audits while the apps process (issue AJ)
 	shrink   bool   // shrink each failing app
 	summary  string // where the figures go (JSON); default results/gen/summary.json
+	rejudge  string // judge again the results under this dir (no Kafka)
 }
 
-func (g genOptions) active() bool { return g.n > 0 || g.seeds != "" || g.descs != "" }
+func (g genOptions) active() bool {
+	return g.n > 0 || g.seeds != "" || g.descs != "" || g.rejudge != ""
+}
 
 // genApp is one generated app in a batch.
 type genApp struct {
@@ -66,6 +69,7 @@ type genApp struct {
 	mu       sync.Mutex
 	rerun    string
 	took     time.Duration
+	quiet    bool // judged again from a run's results (genrejudge.go): no log
 }
 
 // genRec is a produced record.
@@ -104,7 +108,9 @@ func (a *genApp) violate(prop, audit, format string, args ...any) {
 	defer a.mu.Unlock()
 	v := violation{prop, audit, fmt.Sprintf(format, args...)}
 	a.viol = append(a.viol, v)
-	logf("app %s: VIOLATION %s (%s): %s", a.d.AppID, prop, audit, v.Detail)
+	if !a.quiet {
+		logf("app %s: VIOLATION %s (%s): %s", a.d.AppID, prop, audit, v.Detail)
+	}
 }
 
 func (a *genApp) softly(prop, audit, format string, args ...any) {
@@ -124,6 +130,9 @@ func (a *genApp) fail(format string, args ...any) {
 // runGen is the drill's -gen-* mode: it runs the generated apps in batches and prints one
 // PASS/FAIL line per app with the command that reruns it.
 func runGen(ctx context.Context, o options) int {
+	if o.gen.rejudge != "" {
+		return rejudgeGen(o.gen.rejudge)
+	}
 	start := time.Now()
 	descs, err := genDescs(o.gen)
 	if err != nil {

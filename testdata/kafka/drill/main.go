@@ -61,6 +61,7 @@ func main() {
 	flag.IntVar(&o.gen.parallel, "gen-parallel", 4, "generated apps run at once on the cluster (a batch)")
 	flag.BoolVar(&o.gen.during, "gen-during", true, "audit the generated apps while they process (issue AJ)")
 	flag.BoolVar(&o.gen.shrink, "gen-shrink", false, "shrink each failing generated app (reruns it, smaller, while it still fails)")
+	flag.StringVar(&o.gen.rejudge, "gen-rejudge", "", "judge again, with today's properties, the generated apps whose results are under this dir (results/gen of a run; no Kafka)")
 	flag.StringVar(&o.gen.summary, "gen-summary", "", "where to write the generated apps' figures (JSON; default results/gen/summary.json)")
 	flag.Parse()
 	o.scenarios = strings.Split(list, ",")
