@@ -17,7 +17,7 @@ import (
 // schemaSet holds the drill app's Avro schemas (the same .avsc files the Java app loads) and
 // the ids the registry gave them.
 type schemaSet struct {
-	byName map[string]avro.Schema // Order, Payment, Shipment, OrderStatus
+	byName map[string]avro.Schema // Order, Payment, Shipment, OrderStatus, GenRec (the generated apps)
 
 	mu   sync.Mutex
 	ids  map[string]int // subject -> id
@@ -26,7 +26,7 @@ type schemaSet struct {
 
 func loadSchemas(dir string) (*schemaSet, error) {
 	s := &schemaSet{byName: map[string]avro.Schema{}, ids: map[string]int{}, byID: map[int]avro.Schema{}}
-	for _, name := range []string{"Order", "Payment", "Shipment", "OrderStatus"} {
+	for _, name := range []string{"Order", "Payment", "Shipment", "OrderStatus", "GenRec"} {
 		b, err := os.ReadFile(filepath.Join(dir, name+".avsc"))
 		if err != nil {
 			return nil, fmt.Errorf("read schema %s: %w", name, err)

@@ -35,9 +35,10 @@ type options struct {
 	outage       time.Duration
 	kaudit       string // path of a prebuilt kaudit binary; empty: build one
 	keepGoing    bool
-	inferred     bool // also audit captures with the spec kaudit init drafts
-	logDirs      bool // also audit the stopped brokers' log dirs after each live audit
-	chaos        bool // on the RF 3 cluster, kill a broker in the middle of kaudit diff and capture
+	inferred     bool       // also audit captures with the spec kaudit init drafts
+	logDirs      bool       // also audit the stopped brokers' log dirs after each live audit
+	chaos        bool       // on the RF 3 cluster, kill a broker in the middle of kaudit diff and capture
+	gen          genOptions // the generated apps (genapps.go), instead of the scenarios
 }
 
 func main() {
@@ -53,6 +54,15 @@ func main() {
 	flag.BoolVar(&o.inferred, "inferred", true, "also audit each standard scenario's capture with the spec kaudit init drafts from it")
 	flag.BoolVar(&o.logDirs, "log-dirs", true, "after each live audit, stop the brokers and audit their log dirs with kaudit diff --log-dir: the same verdict and findings")
 	flag.BoolVar(&o.chaos, "chaos", true, "on the RF 3 cluster, after the live audit, kill -9 one broker in the middle of kaudit diff and of kaudit capture: the same report, or incomplete")
+	flag.IntVar(&o.gen.n, "gen-apps", 0, "run this many generated apps (seeds -gen-seed, -gen-seed+1, …) instead of the scenarios")
+	flag.Uint64Var(&o.gen.seed, "gen-seed", 1, "the first generated app's seed")
+	flag.StringVar(&o.gen.seeds, "gen-seeds", "", "comma-separated seeds of the generated apps to run (instead of -gen-apps)")
+	flag.StringVar(&o.gen.descs, "gen-desc", "", "comma-separated description files of generated apps to run (a shrunk failure)")
+	flag.IntVar(&o.gen.parallel, "gen-parallel", 4, "generated apps run at once on the cluster (a batch)")
+	flag.BoolVar(&o.gen.during, "gen-during", true, "audit the generated apps while they process (issue AJ)")
+	flag.BoolVar(&o.gen.shrink, "gen-shrink", false, "shrink each failing generated app (reruns it, smaller, while it still fails)")
+	flag.StringVar(&o.gen.rejudge, "gen-rejudge", "", "judge again, with today's properties, the generated apps whose results are under this dir (results/gen of a run; no Kafka)")
+	flag.StringVar(&o.gen.summary, "gen-summary", "", "where to write the generated apps' figures (JSON; default results/gen/summary.json)")
 	flag.Parse()
 	o.scenarios = strings.Split(list, ",")
 
@@ -69,6 +79,9 @@ func run(ctx context.Context, o options) int {
 		return 2
 	}
 	o.work = abs
+	if o.gen.active() {
+		return runGen(ctx, o)
+	}
 	if err := os.MkdirAll(filepath.Join(o.work, "results"), 0o755); err != nil {
 		logf("create work dir: %v", err)
 		return 2
