@@ -46,8 +46,10 @@ type cgInput struct {
 	offset int64
 	ts     int64
 	// noCopy: its member repartitions and no copy of it is there;
-	// whole: that repartition partition was never purged
-	noCopy, whole bool
+	// whole: that repartition partition was never purged; pastCommit: it
+	// was purged above the group's committed offset (KAFKA-17635), so the
+	// copy may be among what the purge took before the store applied it
+	noCopy, whole, pastCommit bool
 }
 
 // checkCogroup judges a cogroup by each key's final state: the members'
@@ -283,6 +285,8 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 						in.noCopy = true
 						if p := partitionOfKey(r.p.KeySerde, text, nparts); p >= 0 {
 							in.whole = logStart[p] == 0
+							c := r.committed(audit.TopicPartition{Topic: m.Repartition, Partition: p})
+							in.pastCommit = c >= 0 && logStart[p] > c
 						}
 					}
 				}
@@ -352,6 +356,37 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 			for _, c := range noCopy {
 				r.cogroupDropped(t, text, c, want, actual, len(noCopy))
 			}
+			return
+		}
+	}
+	// the inputs whose copies a purge past the commit may have taken, all
+	// left out together, explain the state: the purge's finding names
+	// their range, and the key lacks them (AB's V17: two of one key)
+	var purged []cgInput
+	kept = kept[:0]
+	for _, in := range ins {
+		if in.noCopy && in.pastCommit {
+			purged = append(purged, in)
+		} else {
+			kept = append(kept, in)
+		}
+	}
+	if len(purged) > 1 {
+		explained := len(kept) == 0 && !have
+		if len(kept) > 0 && have {
+			v, err := fold(kept)
+			explained = err == nil && sameValue(v, fin.value)
+		}
+		if explained {
+			var names []string
+			for _, c := range purged {
+				names = append(names, fmt.Sprintf("%s@%d", c.tp, c.offset))
+			}
+			f := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, purged[0].tp, purged[0].offset)
+			f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, int64(len(purged))
+			f.Candidates = strings.Join(names, ", ")
+			f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, its consumed inputs give %s; it lacks exactly the %d inputs whose copies are missing where the repartition topic was purged above the group's committed offset (purged-before-commit): the purge took them before the store applied them", t.Name, text, actual, codec.Text(want), len(purged))
+			r.add(f)
 			return
 		}
 	}

@@ -33,6 +33,9 @@ func TestCogroup(t *testing.T) {
 		name      string
 		dropViews []int // views without a copy
 		pending   int   // the last n copies not consumed yet
+		// purgedViews are views whose copies a purge took above the
+		// group's committed offset (KAFKA-17635): they are the last copies
+		purgedViews int
 		store     map[string][2]int
 		want      []string
 		verdict   audit.Verdict
@@ -43,6 +46,11 @@ func TestCogroup(t *testing.T) {
 		// no single view's removal explains u2's state: both together do
 		{name: "two views of a key dropped", dropViews: []int{1, 2}, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 0}}, want: []string{"dropped views/0@1", "dropped views/0@2"}, verdict: audit.VerdictLoss},
 		{name: "a click lost by the store", store: map[string][2]int{"u1": {1, 1}, "u2": {1, 2}}, want: []string{"unapplied app-S-changelog/0@0"}, verdict: audit.VerdictLoss},
+		// AB's V17: two views of one key purged before the store applied
+		// them: the purge's range and the key's unapplied inputs, never
+		// state-diverged
+		{name: "two views of a key purged before commit", purgedViews: 2, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 0}},
+			want: []string{"purged-before-commit rep/0@1", "unapplied views/0@1"}, verdict: audit.VerdictLoss},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,8 +94,13 @@ tables:
 				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: plain})
 				cl++
 			}
+			repCommitted := rep - int64(c.pending)
+			if c.purgedViews > 0 {
+				repCommitted = rep - int64(c.purgedViews)
+				m.SetOffsets(audit.TopicPartition{Topic: "rep"}, audit.PartitionOffsets{LogStart: rep, LSO: rep, HW: rep})
+			}
 			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
-				{Topic: "clicks"}: int64(len(clicks)), {Topic: "views"}: int64(len(views)), {Topic: "rep"}: rep - int64(c.pending)}})
+				{Topic: "clicks"}: int64(len(clicks)), {Topic: "views"}: int64(len(views)), {Topic: "rep"}: repCommitted}})
 			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
 			if err != nil {
 				t.Fatal(err)

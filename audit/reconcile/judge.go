@@ -106,6 +106,15 @@ func (r *run) judgeKey(ts *tableState, key string, ks *keyState) []*input {
 		ts.diverged = append(ts.diverged, divergence{f: f, want: x.present})
 		return nil
 	}
+	if v.reset != nil && ts.atLeastOnce && t.Latest {
+		// at-least-once applies again, after a restart, what it processed
+		// since its last commit: for latest, a history that starts over
+		// from an earlier input (a, b, a, b) is that as well as a wiped
+		// store, and nothing here proves a wipe (AB's V15); an aggregate
+		// applied again only grows, so its drop stays a state-reset
+		ts.reapplied++
+		return r.provenWithout(ts, x, els)
+	}
 	if len(v.doubled) > 0 && ts.atLeastOnce {
 		ts.reappliedInputs += len(v.doubled) // by design under at-least-once
 	} else if len(v.doubled) > 0 {

@@ -62,6 +62,8 @@ type judgeOpts struct {
 	// without a cache does for a key updated twice before a commit), each
 	// in its own otherwise
 	oneTxn bool
+	// alos writes the changelog outside transactions, as at-least-once does
+	alos bool
 }
 
 // runJudgeOut is runJudge with the table's own output topic "out" holding
@@ -137,12 +139,15 @@ tables:
 			base = clOff
 		}
 		r.Batch = audit.Batch{ProducerID: 9, ProducerEpoch: 0, Transactional: true, BaseOffset: base}
+		if out.alos {
+			r.Batch = plain
+		}
 		if s.v != "" {
 			r.Value = []byte(s.v)
 		}
 		m.Append(r)
 		clOff++
-		if out.uncached && !out.oneTxn || i == len(states)-1 {
+		if !out.alos && (out.uncached && !out.oneTxn || i == len(states)-1) {
 			commit()
 		}
 	}
@@ -389,6 +394,49 @@ func TestTableOutput(t *testing.T) {
 			rep := runJudgeOut(t, "count", []judgeIn{a, b, c}, nil, true, tt.states, tt.outputs, tt.out)
 			if got := judged(rep); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("findings %v, want %v (missing %v)", got, tt.want, rep.Summary.Missing)
+			}
+		})
+	}
+}
+
+// TestJudgeAtLeastOnceRestart (AB's V15): a changelog written outside
+// transactions is an at-least-once app's, which after a restart applies
+// again what it processed since its last commit. A history that starts
+// over from an earlier state is then no proof of a wiped store: under
+// exactly-once it is a state-reset, under at-least-once missing evidence
+// (the key is not judged beyond what cannot have been applied), never a
+// loss.
+func TestJudgeAtLeastOnceRestart(t *testing.T) {
+	a, b := judgeIn{0, "a", 5, 100}, judgeIn{0, "b", 7, 200}
+	c, d := judgeIn{0, "c", 3, 300}, judgeIn{0, "d", 1, 400}
+	// latest: a, b, then a and b applied again after the restart
+	latest := []judgeState{{judgeValue("a", 5), 100}, {judgeValue("b", 7), 200}, {judgeValue("a", 5), 200}, {judgeValue("b", 7), 200}}
+	counts := []judgeState{countState(1, 100), countState(2, 200), countState(3, 300), countState(1, 300), countState(2, 400)}
+	for _, tc := range []struct {
+		name   string
+		reduce string
+		ins    []judgeIn
+		states []judgeState
+		alos   bool
+		want   audit.Verdict
+	}{
+		{"latest, exactly-once: the restart is a state-reset", "latest", []judgeIn{a, b}, latest, false, audit.VerdictLoss},
+		{"latest, at-least-once: re-applied, not judged", "latest", []judgeIn{a, b}, latest, true, audit.VerdictIncomplete},
+		{"count, exactly-once: state-reset", "count", []judgeIn{a, b, c, d}, counts, false, audit.VerdictLoss},
+		{"count, at-least-once: not judged", "count", []judgeIn{a, b, c, d}, counts, true, audit.VerdictIncomplete},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := runJudgeOut(t, tc.reduce, tc.ins, nil, true, tc.states, nil, judgeOpts{alos: tc.alos, uncached: true})
+			if rep.Summary.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s: %v (missing %v)", rep.Summary.Verdict, tc.want, judged(rep), rep.Summary.Missing)
+			}
+			for _, f := range rep.Findings {
+				if tc.alos && (f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly) {
+					t.Errorf("at-least-once: %s %s/%d@%d: %s", f.Cause, f.Topic, f.Partition, f.Offset, f.Detail)
+				}
+				if !tc.alos && f.Severity == audit.SeverityLoss && f.Cause != audit.CauseStateReset {
+					t.Errorf("exactly-once: %s, want state-reset", f.Cause)
+				}
 			}
 		})
 	}
