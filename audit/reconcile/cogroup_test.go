@@ -36,9 +36,9 @@ func TestCogroup(t *testing.T) {
 		// purgedViews are views whose copies a purge took above the
 		// group's committed offset (KAFKA-17635): they are the last copies
 		purgedViews int
-		store     map[string][2]int
-		want      []string
-		verdict   audit.Verdict
+		store       map[string][2]int
+		want        []string
+		verdict     audit.Verdict
 	}{
 		{name: "clean", store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}}, verdict: audit.VerdictClean},
 		{name: "clean, a view pending", pending: 1, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 1}}, verdict: audit.VerdictClean},

@@ -114,6 +114,13 @@ func (r *run) checkStreamJoin(ctx context.Context, j *StreamJoin) {
 			return
 		}
 	}
+	// the elements whose copies a purge may have taken claim a joined
+	// record only now: one whose copy the join consumed claims first, so
+	// that of two joined records alike the purged element is the one
+	// without (AB's V19)
+	for _, judge := range sj.purgedCopies {
+		judge()
+	}
 	sj.finish()
 }
 
@@ -139,6 +146,15 @@ type sjRun struct {
 	// repartition partition: its records are not judged
 	unplaced string
 	found    []audit.Finding
+	// purgedCopies judge, once every consumed copy claimed its joined
+	// record, the elements whose copies are missing where the repartition
+	// topic was purged
+	purgedCopies []func()
+	// took lists, per fingerprint, the elements that took a copy in the
+	// order they took it: of elements alike, the first took the first copy
+	// left, but a purge takes the first copies, so the one without is the
+	// earliest of them
+	took map[fingerprint][]sjElem
 	// what the check counted
 	joined, pending, undecided, mismatched, failures int64
 	firstUndecided, firstMismatch, firstFailure      string
@@ -383,6 +399,13 @@ func (sj *sjRun) readStream(ctx context.Context, topic string) bool {
 	return ctx.Err() == nil
 }
 
+// sjElem names an element of a stream record in a finding.
+type sjElem struct {
+	tp     audit.TopicPartition
+	offset int64
+	which  string
+}
+
 // failed counts a record the steps failed on.
 func (sj *sjRun) failed(tp audit.TopicPartition, offset int64, err error) {
 	sj.failures++
@@ -423,17 +446,31 @@ func (sj *sjRun) element(tp audit.TopicPartition, rec *audit.Record, idx, n int,
 				return
 			}
 			// its copy may be purged: consumed by the join, then its record
-			// must be on the output
-			if !sj.hasOutput(key, e.Key, rec.Timestamp, e.Value, rtp, -1) && !sj.mayBeAbsent(key, e.Key, e.Value, rec.Timestamp, rtp, -1) {
-				fd := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, tp, rec.Offset)
-				fd.Key, fd.Timestamp = key, rec.Timestamp
-				fd.Detail = fmt.Sprintf("%s: consumed, and neither its copy on %s (purged from offset %d down) nor a joined record on %s is there%s: dropped before the repartition, or joined and lost; the evidence cannot tell", j.Name, rtp, sj.repLogStart[p], j.Output, which)
-				sj.found = append(sj.found, fd)
+			// must be on the output. Where an earlier element alike took a
+			// copy, the purge took the earlier one's: the loss is that one
+			// (AB's V19)
+			offset, ts, ek, ev := rec.Offset, rec.Timestamp, e.Key, e.Value
+			if prev := sj.took[f]; len(prev) > 0 && prev[0].tp == tp {
+				first := prev[0]
+				sj.took[f] = append(prev[1:], sjElem{tp, offset, which})
+				offset, which = first.offset, first.which
 			}
+			sj.purgedCopies = append(sj.purgedCopies, func() {
+				if !sj.hasOutput(key, ek, ts, ev, rtp, -1) && !sj.mayBeAbsent(key, ek, ev, ts, rtp, -1) {
+					fd := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, tp, offset)
+					fd.Key, fd.Timestamp = key, ts
+					fd.Detail = fmt.Sprintf("%s: consumed, and neither its copy on %s (purged from offset %d down) nor a joined record on %s is there%s: dropped before the repartition, or joined and lost; the evidence cannot tell", j.Name, rtp, sj.repLogStart[p], j.Output, which)
+					sj.found = append(sj.found, fd)
+				}
+			})
 			return
 		}
 		c := cs[0]
 		sj.copies[f] = cs[1:]
+		if sj.took == nil {
+			sj.took = map[fingerprint][]sjElem{}
+		}
+		sj.took[f] = append(sj.took[f], sjElem{tp, rec.Offset, which})
 		joinTP, pos = audit.TopicPartition{Topic: j.Repartition, Partition: c.partition}, c.offset
 		if cut := r.committed(joinTP); cut < 0 || pos >= cut {
 			sj.pending++ // the join has not consumed it yet

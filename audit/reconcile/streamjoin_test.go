@@ -19,6 +19,7 @@ import (
 type sjOrder struct {
 	id, customer string // customer "" is null
 	ts           int64
+	note         string // a field the joiner does not read ("" none)
 }
 
 // sjEvidence is a stream join's evidence on one partition per topic:
@@ -33,6 +34,9 @@ type sjEvidence struct {
 	history   *audit.CommitHistory
 	twice     string // an order id whose joined record is written twice
 	gone      int    // the first orders (and their copies) deleted since the join consumed them
+	// repStart deletes rep's copies below it (a purge), the orders kept
+	repStart int64
+	onlyOnce string // an order id, given twice, whose joined record is written once
 }
 
 func (e sjEvidence) run(t *testing.T, typ string) *audit.Report {
@@ -74,10 +78,14 @@ stream_joins:
 		m.Append(cl)
 	}
 	var rep, out int64
+	written := map[string]bool{}
 	for i, o := range e.orders {
 		v := fmt.Sprintf(`{"id":%q,"customer":null}`, o.id)
 		if o.customer != "" {
 			v = fmt.Sprintf(`{"id":%q,"customer":%q}`, o.id, o.customer)
+		}
+		if o.note != "" {
+			v = v[:len(v)-1] + fmt.Sprintf(`,"note":%q}`, o.note)
 		}
 		m.Append(audit.Record{Topic: "orders", Offset: int64(i), Key: []byte(o.id), Value: []byte(v), Timestamp: o.ts, Batch: plain})
 		if o.customer == "" {
@@ -87,7 +95,8 @@ stream_joins:
 			m.Append(audit.Record{Topic: "rep", Offset: rep, Key: []byte(o.customer), Value: []byte(v), Timestamp: o.ts, Batch: plain})
 			rep++
 		}
-		if name, ok := e.out[o.id]; ok {
+		if name, ok := e.out[o.id]; ok && !(o.id == e.onlyOnce && written[o.id]) {
+			written[o.id] = true
 			ov := fmt.Sprintf(`{"id":%q,"name":%q}`, o.id, name)
 			if name == "-" {
 				ov = fmt.Sprintf(`{"id":%q,"name":null}`, o.id)
@@ -106,6 +115,9 @@ stream_joins:
 		m.SetOffsets(audit.TopicPartition{Topic: "orders"}, audit.PartitionOffsets{LogStart: int64(e.gone), LSO: n, HW: n})
 		ls, _ := m.Offsets(t.Context(), audit.TopicPartition{Topic: "rep"})
 		m.SetOffsets(audit.TopicPartition{Topic: "rep"}, audit.PartitionOffsets{LogStart: ls.LogStart, LSO: rep, HW: rep})
+	}
+	if e.repStart > 0 {
+		m.SetOffsets(audit.TopicPartition{Topic: "rep"}, audit.PartitionOffsets{LogStart: e.repStart, LSO: rep, HW: rep})
 	}
 	m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{
 		{Topic: "orders"}: int64(len(e.orders)), {Topic: "rep"}: rep, {Topic: "cust"}: int64(len(e.customers))}})
@@ -132,7 +144,7 @@ stream_joins:
 // Each fault must be named with its cause; each clean case stays clean.
 func TestStreamJoin(t *testing.T) {
 	customers := [][2]string{{"c1", "Ann"}, {"c2", "Bob"}, {"c1", "Ann2"}}
-	orders := []sjOrder{{"o1", "c1", 10}, {"o2", "c2", 11}, {"o3", "c9", 12}, {"o4", "", 13}, {"o5", "c1", 14}}
+	orders := []sjOrder{{"o1", "c1", 10, ""}, {"o2", "c2", 11, ""}, {"o3", "c9", 12, ""}, {"o4", "", 13, ""}, {"o5", "c1", 14, ""}}
 	left := map[string]string{"o1": "Ann", "o2": "Bob", "o3": "-", "o5": "Ann2"}
 	without := func(m map[string]string, id string) map[string]string {
 		out := map[string]string{}
@@ -180,8 +192,21 @@ func TestStreamJoin(t *testing.T) {
 		// retention deleted an earlier order of the same customer and
 		// timestamp; its joined record remains: no duplicate
 		{name: "left, an equal earlier order gone, its record remains", typ: "left",
-			ev:      sjEvidence{customers: customers, orders: append([]sjOrder{{"o0", "c1", 10}}, orders...), out: with(left, "o0", "Ann"), gone: 1},
+			ev:      sjEvidence{customers: customers, orders: append([]sjOrder{{"o0", "c1", 10, ""}}, orders...), out: with(left, "o0", "Ann"), gone: 1},
 			verdict: audit.VerdictClean},
+		// AB's V19: two records whose joined records are alike (key,
+		// timestamp, joined value: the joiner reads no note), the first
+		// one's copy purged (rep offset 4), the second's consumed (5): the
+		// one joined record is the second's, the first is the loss
+		{name: "left, two joined records alike, the first's copy purged", typ: "left",
+			ev: sjEvidence{customers: customers, orders: append(slices.Clone(orders), sjOrder{"o7", "c2", 20, "a"}, sjOrder{"o7", "c2", 20, "b"}),
+				out: with(left, "o7", "Bob"), repStart: 5, onlyOnce: "o7"},
+			want: []string{"unapplied orders/0@5"}, verdict: audit.VerdictLoss},
+		// the same with the two records alike themselves (their copies too)
+		{name: "left, two records alike, the first's copy purged", typ: "left",
+			ev: sjEvidence{customers: customers, orders: append(slices.Clone(orders), sjOrder{"o7", "c2", 20, ""}, sjOrder{"o7", "c2", 20, ""}),
+				out: with(left, "o7", "Bob"), repStart: 5, onlyOnce: "o7"},
+			want: []string{"unapplied orders/0@5"}, verdict: audit.VerdictLoss},
 		{name: "inner, clean", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: inner}, verdict: audit.VerdictClean},
 		{name: "inner, missing, no history: undecided", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: without(inner, "o2")},
 			verdict: audit.VerdictIncomplete, missing: "cannot tell whether table customers held their key"},
