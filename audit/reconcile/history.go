@@ -4,6 +4,8 @@ package reconcile
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kaudit/kaudit/audit"
@@ -87,6 +89,24 @@ func (r *run) judgeHistory(ctx context.Context) {
 			// by group, its changes' purge past the commit unreadable once
 			// the app committed past it), has only the history
 			judge(t.Repartition, history.Repartition)
+		}
+	}
+	// every other topic the group commits offsets on: what no table, join
+	// or copy reads still lost what the history proves skipped (AB's V18)
+	others := map[string]bool{}
+	for tp := range r.group.Offsets {
+		if !done[tp] && tp.Topic != "" {
+			others[tp.Topic] = true
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(others)) {
+		if _, listed := r.topics[topic]; !listed {
+			continue // not in the evidence: unreadCommitted notes it
+		}
+		if r.internal(topic) {
+			judge(topic, history.Repartition)
+		} else {
+			judge(topic, history.Source)
 		}
 	}
 }
