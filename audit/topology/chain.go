@@ -229,7 +229,12 @@ func (l *Layout) repartitionFilter(n *Node, next string) bool {
 
 // splitter reports whether n is a split()'s splitter: every successor is
 // a processor named after it (KSTREAM-BRANCH-00000000011, route-big), or
-// the deprecated branch()'s KSTREAM-BRANCHCHILD- nodes.
+// the deprecated branch()'s KSTREAM-BRANCHCHILD- nodes. A successor that
+// is a repartition's null-key filter is none of its branches: a KStream
+// groupBy named with Grouped.as("X") names its key selection X and the
+// filter X-repartition-filter (KStreamImpl#groupBy,
+// createRepartitionedSource), where a split's children are X and a
+// branch index or a Branched name (BranchedKStreamImpl).
 func (l *Layout) splitter(n *Node) bool {
 	if len(n.Successors) == 0 {
 		return false
@@ -237,6 +242,9 @@ func (l *Layout) splitter(n *Node) bool {
 	for _, s := range n.Successors {
 		ref, ok := l.nodes[s]
 		if !ok || ref.n.Kind != KindProcessor {
+			return false
+		}
+		if slices.ContainsFunc(ref.n.Successors, func(next string) bool { return l.repartitionFilter(ref.n, next) }) {
 			return false
 		}
 		if !(strings.HasPrefix(s, n.Name) && len(s) > len(n.Name)) && !strings.HasPrefix(s, "KSTREAM-BRANCHCHILD-") {

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,61 @@ func TestOpOf(t *testing.T) {
 		if got := OpOf(name); got != want {
 			t.Errorf("OpOf(%s) = %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestChainNamedGroupByNotSplit: Kafka Streams 3.6.2 names a KStream
+// groupBy's key selection after Grouped.as (X) and the null-key filter of
+// its repartition X-repartition-filter (KStreamImpl#groupBy,
+// createRepartitionedSource); a split() names its branches after the
+// splitter, with a branch index or a Branched name (BranchedKStreamImpl).
+// The first pair is a key selection and a repartition hop, never a
+// splitter and its branch (AB's V12: the spec's selectKey did not match a
+// "branch" there); the second is a split, named or not, and a split's
+// default branch grouped by a named groupBy is both in one chain.
+func TestChainNamedGroupByNotSplit(t *testing.T) {
+	const named = "named-groupby-split.txt"
+	for _, tt := range []struct {
+		name, file, from, store, node string
+		want                          string
+	}{
+		{"named groupBy in a cogroup", named, "views", "activity-store", "",
+			"long-views (named), views-by-page (named)"},
+		{"named groupByKey, no hop", named, "clicks", "activity-store", "", ""},
+		{"named split, its Branched branch", named, "orders", "big-counts", "",
+			"route- → route-big (branch)"},
+		{"named split's default branch, a named groupBy after it", named, "orders", "other-counts", "",
+			"route- → route-0 (branch), other-by-value (named)"},
+		{"named split of a merge, to a sink", "merge-branch.txt", "orders-eu", "", "KSTREAM-SINK-0000000005",
+			"KSTREAM-MERGE-0000000002 (merge), route- → route-big (branch)"},
+		{"named Grouped after a named selectKey", "named.txt", "orders", "orders-store", "",
+			"order-id (named)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, ver := range []string{"3.6", "4.0"} {
+				file := filepath.Join(describeDir, ver, tt.file)
+				topo, err := ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l := topo.Layout("app")
+				var chain []ChainNode
+				if tt.node != "" {
+					chain, _, err = l.NodeChain(tt.from, tt.node)
+				} else {
+					chain, err = l.SourceChain(tt.from, tt.store)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				var got []string
+				for _, c := range chain {
+					got = append(got, c.String())
+				}
+				if g := strings.Join(got, ", "); g != tt.want {
+					t.Errorf("%s:\n got %s\nwant %s", file, g, tt.want)
+				}
+			}
+		})
 	}
 }

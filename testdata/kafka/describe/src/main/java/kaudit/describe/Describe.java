@@ -19,6 +19,7 @@ import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -64,6 +65,7 @@ public final class Describe {
         all.put("pattern-source", Describe::patternSource);
         all.put("global-table", Describe::globalTable);
         all.put("processor-api", Describe::processorApi);
+        all.put("named-groupby-split", Describe::namedGroupBySplit);
         for (Map.Entry<String, Supplier<Topology>> e : all.entrySet()) {
             String text = e.getValue().get().describe().toString();
             Files.writeString(out.resolve(e.getKey() + ".txt"), text, StandardCharsets.UTF_8);
@@ -203,6 +205,35 @@ public final class Describe {
                 .branch((k, v) -> v.startsWith("small"),
                         Branched.withConsumer(s -> s.to(new Route(), Produced.with(Serdes.String(), Serdes.String())), "small"))
                 .defaultBranch(Branched.withConsumer(s -> s.to("other-orders", Produced.with(Serdes.String(), Serdes.String()))));
+        return b.build();
+    }
+
+    /**
+     * KStream groupBy named with Grouped.as beside a named split(): the key
+     * selection is the node X, its repartition filter X-repartition-filter;
+     * a split's branches are the splitter's name and an index or a
+     * Branched name. A named cogroup of a groupByKey and a groupBy, and a
+     * split whose default branch is grouped by a named groupBy.
+     */
+    static Topology namedGroupBySplit() {
+        StreamsBuilder b = new StreamsBuilder();
+        KGroupedStream<String, String> clicks = b.stream("clicks", strings())
+                .groupByKey(Grouped.as("clicks-by-key"));
+        KGroupedStream<String, String> views = b.stream("views", strings())
+                .filter((k, v) -> v.length() > 14, Named.as("long-views"))
+                .groupBy((k, v) -> v, Grouped.as("views-by-page"));
+        clicks.cogroup((String k, String v, String agg) -> agg + v)
+                .cogroup(views, (k, v, agg) -> agg + v)
+                .aggregate(() -> "", Named.as("page-activity"), Materialized.as("activity-store"))
+                .toStream(Named.as("activity-stream"))
+                .to("page-activity", Produced.with(Serdes.String(), Serdes.String()));
+        b.stream("orders", strings())
+                .split(Named.as("route-"))
+                .branch((k, v) -> v.startsWith("big"),
+                        Branched.withConsumer(s -> s.groupByKey(Grouped.as("big-by-key"))
+                                .count(Materialized.as("big-counts")), "big"))
+                .defaultBranch(Branched.withConsumer(s -> s.groupBy((k, v) -> v, Grouped.as("other-by-value"))
+                        .count(Materialized.as("other-counts"))));
         return b.build();
     }
 
