@@ -137,7 +137,22 @@ func (inf *inferred) readSamples(ctx context.Context, src audit.Source, tables [
 		}
 	}
 	innerKeys := map[string]bool{} // the keys inside window stores' keys
-	for _, topic := range append(slices.Clone(topics), sources...) {
+	// the changelogs first: a windowed output's key (the key's bytes and
+	// an 8-byte start) is cut to its inner key only once the window
+	// store's changelog has shown that key, whatever order the topics
+	// were listed in (AB's V14: read first, every output key was sampled
+	// whole and the whole app's keys guessed bytes)
+	order := append(slices.Clone(topics), sources...)
+	slices.SortStableFunc(order, func(a, b string) int {
+		switch {
+		case changelogs[a] && !changelogs[b]:
+			return -1
+		case changelogs[b] && !changelogs[a]:
+			return 1
+		}
+		return 0
+	})
+	for _, topic := range order {
 		t, err := infer.Read(ctx, src, nil, topic, infer.ReadOptions{PerPartition: 1000})
 		switch {
 		case errors.Is(err, audit.ErrTopicNotFound):

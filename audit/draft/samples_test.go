@@ -1,0 +1,56 @@
+package draft
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kaudit/kaudit/audit"
+	"github.com/kaudit/kaudit/internal/fakeapp"
+)
+
+// TestWindowedOutputKeysSampledAfterTheirStore (AB's V14): a windowed
+// output's keys (the key's bytes and an 8-byte start) are the inner key's
+// serde only once the window store's changelog has shown those keys;
+// listed before the changelog, the output was sampled whole and the whole
+// app's keys guessed bytes. Whatever the order, the keys are text.
+func TestWindowedOutputKeysSampledAfterTheirStore(t *testing.T) {
+	const out, cl = "app-counts", "app-store-changelog"
+	start := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC).UnixMilli()
+	src := fakeapp.NewMemory(time.Now())
+	for _, topic := range []string{out, cl} {
+		src.AddTopic(audit.TopicInfo{Name: topic, Partitions: 1})
+	}
+	var n int64
+	for i := range 12 {
+		key := fmt.Sprintf("k-%02d", i)
+		v := binary.BigEndian.AppendUint64(nil, uint64(i+1))
+		clKey := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64([]byte(key), uint64(start)), 0)
+		outKey := binary.BigEndian.AppendUint64([]byte(key), uint64(start))
+		src.Append(audit.Record{Topic: cl, Offset: n, Key: clKey, Value: v, Timestamp: start + 10})
+		src.Append(audit.Record{Topic: out, Offset: n, Key: outKey, Value: v, Timestamp: start + 10})
+		n++
+	}
+	for _, topics := range [][]string{{out, cl}, {cl, out}} {
+		t.Run(topics[0]+" first", func(t *testing.T) {
+			inf := &inferred{}
+			sm, err := inf.readSamples(context.Background(), src, []draftTable{{name: "t", changelog: cl}}, topics, nil, []string{out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sm.keys) != 24 {
+				t.Fatalf("%d keys sampled, want 24", len(sm.keys))
+			}
+			for _, k := range sm.keys {
+				if len(k) != 4 || string(k[:2]) != "k-" {
+					t.Fatalf("key %q sampled: want the inner key alone", k)
+				}
+			}
+			if !sm.windowedTopics[out] || !sm.windowedTopics[cl] {
+				t.Errorf("windowed topics %v, want both", sm.windowedTopics)
+			}
+		})
+	}
+}
