@@ -214,11 +214,17 @@ func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Sourc
 		inf.valueSerde = infer.GuessSerde(all, nil)
 	}
 	// a store whose values are of another serde than the streams' (a
-	// count's Longs): its own store_serdes
+	// count's Longs, a JSON aggregate of Avro streams): its own
+	// store_serdes, which its output shares
+	framed := inf.valueSerde.Value == codec.SerdeAvro || inf.valueSerde.Value == codec.SerdeJSONSchema
 	for cl, vs := range stateVals {
-		// only binary Longs (count, a Long sum) tell a serde apart from the
-		// streams' for sure: a JSON number is text as well
-		if g := infer.GuessSerde(vs, nil); g.Value == "long" && g.Value != inf.valueSerde.Value && len(vals) > 0 {
+		// binary Longs (count, a Long sum) tell a serde apart from the
+		// streams' for sure (a JSON number is text as well); so does a
+		// store of unframed values behind Confluent-framed streams: the
+		// streams' serde cannot read them (AB's V13)
+		g := infer.GuessSerde(vs, nil)
+		own := g.Value == "long" || framed && g.Value != "" && g.Value != "bytes" && g.Value != codec.SerdeAvro && g.Value != codec.SerdeJSONSchema
+		if own && g.Value != inf.valueSerde.Value && len(vals) > 0 {
 			if inf.storeSerde == nil {
 				inf.storeSerde = map[string]infer.Guess{}
 			}

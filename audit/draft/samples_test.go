@@ -54,3 +54,46 @@ func TestWindowedOutputKeysSampledAfterTheirStore(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreSerdeOfItsOwn (AB's V13): a store whose values the streams'
+// serde cannot read gets its own store_serdes (a JSON aggregate of
+// Confluent-framed Avro streams, a count's Longs); one the streams'
+// serde reads keeps the app's (a JSON number is text as well).
+func TestStoreSerdeOfItsOwn(t *testing.T) {
+	avro := func(i int) []byte { return append([]byte{0, 0, 0, 0, 7}, byte(2*i)) }
+	jsonObj := func(i int) []byte { return fmt.Appendf(nil, `{"n": %d}`, i) }
+	long := func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }
+	text := func(i int) []byte { return fmt.Appendf(nil, "%d", i) }
+	for _, tc := range []struct {
+		name        string
+		stream, cl  func(int) []byte
+		want        string // the store's own serde, "" for the app's
+		wantAppWide string
+	}{
+		{"a JSON store behind Avro streams", avro, jsonObj, "json", "avro"},
+		{"a count behind Avro streams", avro, long, "long", "avro"},
+		{"a count behind JSON streams", jsonObj, long, "long", "json"},
+		{"JSON numbers behind JSON streams", jsonObj, text, "", "json"},
+		{"an Avro store behind Avro streams", avro, avro, "", "avro"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sm := &samples{stateVals: map[string][][]byte{}, topicVals: map[string][][]byte{}}
+			for i := range 10 {
+				sm.vals = append(sm.vals, tc.stream(i))
+				sm.keys = append(sm.keys, []byte("k"))
+				sm.stateVals["cl"] = append(sm.stateVals["cl"], tc.cl(i))
+			}
+			sm.topicVals["in"] = sm.vals
+			inf := &inferred{}
+			if err := inf.guessSerdes(context.Background(), Options{}, fakeapp.NewMemory(time.Now()), sm); err != nil {
+				t.Fatal(err)
+			}
+			if inf.valueSerde.Value != tc.wantAppWide {
+				t.Errorf("the app's value serde %q, want %q", inf.valueSerde.Value, tc.wantAppWide)
+			}
+			if got := inf.storeSerde["cl"].Value; got != tc.want {
+				t.Errorf("the store's own serde %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
