@@ -112,7 +112,7 @@ func TestInitDraftsLoad(t *testing.T) {
 		t.Fatalf("describe texts: %v", err)
 	}
 	todo := regexp.MustCompile(`"TODO: ([a-z]+)(?:[^"\\]|\\.)*"`)
-	answers := map[string]string{"the": "value.id", "latest": "latest", "a": "t1", "its": "own-store", "count": "count"}
+	answers := map[string]string{"the": "value.id", "true": `"value.id != nil"`, "latest": "latest", "a": "t1", "its": "own-store", "count": "count"}
 	for _, file := range files {
 		name := filepath.Base(filepath.Dir(file)) + "/" + filepath.Base(file)
 		t.Run(name, func(t *testing.T) {
