@@ -242,7 +242,7 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 					if e.Key == nil || e.Value == nil {
 						return !own // counted by the partition's own shard
 					}
-					p := partitionOfKey(r.p.KeySerde, codec.Text(e.Key), nparts)
+					p := partitionOfKey(r.keySerde(t), codec.Text(e.Key), nparts)
 					if p < 0 {
 						unplaced = codec.Text(e.Key)
 						return true
@@ -283,7 +283,7 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 						}
 					} else {
 						in.noCopy = true
-						if p := partitionOfKey(r.p.KeySerde, text, nparts); p >= 0 {
+						if p := partitionOfKey(r.keySerde(t), text, nparts); p >= 0 {
 							in.whole = logStart[p] == 0
 							c := r.committed(audit.TopicPartition{Topic: m.Repartition, Partition: p})
 							in.pastCommit = c >= 0 && logStart[p] > c

@@ -211,7 +211,7 @@ type xsend struct {
 // element of a key no partition can be given makes the table
 // unjudgeable, as inShard says).
 func (r *run) route(ts *tableState, key string, x inputRec, raw []byte) {
-	p := partitionOfKey(r.p.KeySerde, key, ts.rParts)
+	p := partitionOfKey(r.keySerde(ts.t), key, ts.rParts)
 	if p < 0 {
 		ts.unplaced = true
 		return

@@ -24,8 +24,12 @@ type Table struct {
 	// inputs of the table as Source's are.
 	Merged      []string
 	Repartition string // repartition topic; "" when the key is unchanged and nothing repartitions
-	Store       string
-	Changelog   string
+	// KeySerde is the serde of the table's keys on its repartition topic
+	// and changelog where the table's serdes name one ("": the
+	// pipeline's): it places a key in its partition.
+	KeySerde  string
+	Store     string
+	Changelog string
 	// SelectKey returns the table key of an input; nil keeps the record key.
 	SelectKey func(Env) (audit.Value, error)
 	// Steps, when set, runs the table's stateless steps (filter,

@@ -22,6 +22,9 @@ func FromPlan(p *spec.Plan, keySerde string) *Pipeline {
 			Unjudged: pt.Unjudged, OutputUnjudged: pt.OutputUnjudged, Unsure: pt.Unsure}
 		if pt.Spec != nil {
 			t.Output = pt.Spec.Output
+			if sd := pt.Spec.Serdes; sd != nil && sd.Key != "" {
+				t.KeySerde = codec.NormalizeSerde(sd.Key)
+			}
 			if w := pt.Spec.Window; w != nil {
 				t.Window = &Window{Size: w.Size, Advance: w.Advance, Grace: w.Grace, GraceUnknown: w.GraceUnknown, Suppress: pt.Spec.Suppress == spec.SuppressUntilWindowCloses}
 			}

@@ -559,7 +559,7 @@ func (r *run) shardGroups(t *Table, groups map[string]*groupState) bool {
 // groupPartition is the repartition partition of a group key, -1 when
 // the key serde cannot place it.
 func (r *run) groupPartition(t *Table, text string) int32 {
-	return partitionOfKey(r.p.KeySerde, text, r.topics[t.Repartition].Partitions)
+	return partitionOfKey(r.keySerde(t), text, r.topics[t.Repartition].Partitions)
 }
 
 // finalOutput checks the table's own output: each group's last record

@@ -2,8 +2,10 @@ package reconcile_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/kaudit/kaudit/audit"
 	"github.com/kaudit/kaudit/audit/codec"
+	"github.com/kaudit/kaudit/audit/history"
 	"github.com/kaudit/kaudit/audit/reconcile"
 	"github.com/kaudit/kaudit/internal/fakeapp"
 )
@@ -357,5 +360,60 @@ func TestUnreadCommittedTopics(t *testing.T) {
 	}
 	if slices.ContainsFunc(r.Summary.Missing, func(m string) bool { return strings.Contains(m, "gone") }) {
 		t.Errorf("missing evidence %v names the deleted topic", r.Summary.Missing)
+	}
+}
+
+// TestPurgeOfAJudgedTableWithHistory: a re-keyed table judged by key
+// names the inputs whose copies a purge past the committed offset took
+// (purged-before-commit), with the group's commit history as without it.
+// The history of every topic the group commits on (AB's V18) must not
+// judge the table's own repartition topic: its skip turned the keyed
+// findings into unapplied.
+func TestPurgeOfAJudgedTableWithHistory(t *testing.T) {
+	s := fakeapp.SeedScenario("shop", 240)
+	s.Faults = []fakeapp.Fault{{Kind: fakeapp.FaultPurgeBeforeCommit, Table: 2, Partition: 1}}
+	m := fakeapp.NewMemory(time.UnixMilli(s.Now))
+	truth, err := fakeapp.Generate(s, fakeapp.NewMemoryBackend(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.GroupOffsets(t.Context(), s.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := &audit.CommitHistory{Group: s.AppID, WholeFrom: 0, Commits: map[audit.TopicPartition][]audit.Commit{}}
+	for i, tp := range slices.SortedFunc(maps.Keys(g.Offsets), func(a, b audit.TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	}) {
+		hist.Commits[tp] = []audit.Commit{{Offset: g.Offsets[tp], Time: s.Now - 1000, At: int64(i)}}
+	}
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withHistory := range []bool{false, true} {
+		t.Run(fmt.Sprintf("history %v", withHistory), func(t *testing.T) {
+			opts := reconcile.Options{Decoder: dec, MaxTxnTimeout: 15 * time.Minute}
+			if withHistory {
+				opts.History = &history.Evidence{Group: s.AppID, History: hist}
+			}
+			rep, err := reconcile.Run(t.Context(), m, pipelineOf(s), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			purged := 0
+			for _, f := range rep.Findings {
+				switch f.Cause {
+				case audit.CausePurgedBeforeCommit:
+					purged++
+				case audit.CauseUnapplied:
+					t.Errorf("%s/%d@%d key %s: the purge's inputs are unapplied, want purged-before-commit", f.Topic, f.Partition, f.Offset, f.Key)
+				}
+			}
+			if purged == 0 {
+				t.Errorf("no purged-before-commit finding (findings %d, verdict %s)", len(rep.Findings), rep.Summary.Verdict)
+			}
+			compareRecall(t, rep, truth, false)
+		})
 	}
 }

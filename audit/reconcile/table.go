@@ -980,7 +980,7 @@ func (ts *tableState) keyState(key string) *keyState {
 // addInputTo is addInput for the key whose state is ks.
 func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value, fp *fingerprint) {
 	if ks.r == rUnset {
-		ks.r = partitionOfKey(r.p.KeySerde, ks.key, ts.rParts)
+		ks.r = partitionOfKey(r.keySerde(ts.t), ks.key, ts.rParts)
 	}
 	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: ks.key, digest: x.digest, r: ks.r, elem: int(x.elem), unsure: x.unsure}
 	r.match(ts, &in, fp)
@@ -1002,7 +1002,7 @@ func (r *run) addInputTo(ts *tableState, ks *keyState, x inputRec, v audit.Value
 // repartition partition is one of --partitions. A key the key serde
 // cannot place makes the table unjudgeable.
 func (r *run) inShard(ts *tableState, key string) bool {
-	p := partitionOfKey(r.p.KeySerde, key, ts.rParts)
+	p := partitionOfKey(r.keySerde(ts.t), key, ts.rParts)
 	if p < 0 {
 		ts.unplaced = true
 		return false
@@ -1151,6 +1151,12 @@ func keyBytes(serde, keyText string) ([]byte, bool) {
 		serde = "string"
 	}
 	return codec.KeyBytes(serde, keyText)
+}
+
+// keySerde is the serde of t's keys on its repartition topic and
+// changelog: its own where its serdes name one, else the pipeline's.
+func (r *run) keySerde(t *Table) string {
+	return cmp.Or(t.KeySerde, r.p.KeySerde)
 }
 
 // partitionOfKey is the partition of a topic of n that a table key's bytes
@@ -1466,7 +1472,7 @@ func (r *run) taskSuffix(ts *tableState, key string, p int32) string {
 	if ts.t.Repartition != "" {
 		return ""
 	}
-	if q := partitionOfKey(r.p.KeySerde, key, r.topics[ts.t.Changelog].Partitions); q < 0 || q == p {
+	if q := partitionOfKey(r.keySerde(ts.t), key, r.topics[ts.t.Changelog].Partitions); q < 0 || q == p {
 		return ""
 	}
 	return fmt.Sprintf(" (partition %d)", p)

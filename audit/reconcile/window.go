@@ -256,7 +256,7 @@ func (ws *winState) windowKey(inner audit.Value, start int64) string {
 func (r *run) addWindowed(ts *tableState, innerText, suffix string, inner audit.Value, x inputRec, v audit.Value, fp *fingerprint) {
 	ws := ts.win
 	in := input{table: ts, tp: ts.tpOf(x.part), part: x.part, offset: x.offset, ts: x.ts, key: innerText, digest: x.digest,
-		r: partitionOfKey(r.p.KeySerde, innerText, ts.rParts)}
+		r: partitionOfKey(r.keySerde(ts.t), innerText, ts.rParts)}
 	r.match(ts, &in, fp)
 	x.r, x.status, x.pos = in.r, in.status, in.cpos
 	for _, start := range ws.w.starts(x.ts) {
