@@ -187,11 +187,19 @@ func (a *genApp) logArgs(d *drill, phase string) []string {
 	for i := 1; i <= a.runs; i++ {
 		out = append(out, "--app-log", filepath.Join(a.dir, fmt.Sprintf("app-%d.log", i)))
 	}
+	brokers := false
 	for id := 1; id <= 100; id++ {
 		f := filepath.Join(d.o.work, "cluster", "logs", fmt.Sprintf("n%d.log", id))
 		if _, err := os.Stat(f); err == nil {
 			out = append(out, "--broker-log", f)
+			brokers = true
 		}
+	}
+	if brokers {
+		// the brokers log their local time without a zone and run in UTC
+		// (cluster.sh): said as an operator would, or each time is ±14 h
+		// and dates no deletion (brokerLogArgs)
+		out = append(out, "--log-timezone", "UTC")
 	}
 	return out
 }
