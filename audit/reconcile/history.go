@@ -4,6 +4,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -14,7 +15,8 @@ import (
 
 // judgeHistory judges, before the tables are audited, the commit history
 // of every source partition the audit covers (and the repartition
-// partitions of the tables not judged by key, and of KTable groupBys):
+// partitions of the tables not judged by key, and of KTable groupBys;
+// those of a table judged by key are held for namePurgesUnseen):
 // the skips it proves past
 // a restart are findings, said once however many tables read the
 // partition; what it cannot settle is missing evidence; and the inputs of
@@ -30,41 +32,15 @@ func (r *run) judgeHistory(ctx context.Context) {
 	r.unknown = map[audit.TopicPartition][]history.Gap{}
 	done := map[audit.TopicPartition]bool{}
 	judge := func(topic string, role history.Role) {
-		if topic == "" {
-			return
-		}
-		parts, ok := r.partitionsOf(ctx, topic, role.String())
-		if !ok {
-			return
-		}
-		for _, p := range parts {
-			tp := audit.TopicPartition{Topic: topic, Partition: p}
-			if done[tp] || ctx.Err() != nil {
-				continue
+		r.judgeTopicHistory(ctx, topic, role, done, nil)
+	}
+	r.heldPurges = map[string][]audit.Finding{}
+	hold := func(t *Table) {
+		r.judgeTopicHistory(ctx, t.Repartition, history.Repartition, done, func(f audit.Finding) {
+			if f.Cause == audit.CausePurgedBeforeCommit {
+				r.heldPurges[t.Name] = append(r.heldPurges[t.Name], f)
 			}
-			done[tp] = true
-			o, err := r.src.Offsets(ctx, tp)
-			if err != nil {
-				continue // the table's own read says what is wrong with it
-			}
-			committed, ok := r.group.Offsets[tp]
-			if !ok {
-				committed = -1
-			}
-			res := h.Analyze(history.Partition{TP: tp, Role: role, LogStart: r.clusterLogStart(tp, o.LogStart), Now: r.opts.Now, Committed: committed})
-			for _, f := range res.Findings() {
-				r.add(f)
-			}
-			for _, m := range res.Missing() {
-				r.missing("%s", m)
-			}
-			for _, n := range res.Notes {
-				if !strings.Contains(n, "holds no commit of it") {
-					r.note("%s", n)
-				}
-			}
-			r.skips[tp], r.unknown[tp] = res.Skips, res.Unknown
-		}
+		})
 	}
 	for _, j := range r.p.StreamJoins {
 		for _, s := range j.Sources {
@@ -74,7 +50,8 @@ func (r *run) judgeHistory(ctx context.Context) {
 	for _, c := range r.p.Copies {
 		judge(c.Source, history.Source)
 	}
-	for _, t := range r.p.Tables {
+	for i := range r.p.Tables {
+		t := r.p.Tables[i]
 		for _, s := range append([]string{t.Source}, t.Merged...) {
 			judge(s, history.Source)
 		}
@@ -89,6 +66,8 @@ func (r *run) judgeHistory(ctx context.Context) {
 			// by group, its changes' purge past the commit unreadable once
 			// the app committed past it), has only the history
 			judge(t.Repartition, history.Repartition)
+		} else if t.Repartition != "" {
+			hold(&t)
 		}
 	}
 	// every other topic the group commits offsets on: what no table, join
@@ -116,6 +95,79 @@ func (r *run) judgeHistory(ctx context.Context) {
 			judge(topic, history.Repartition)
 		} else {
 			judge(topic, history.Source)
+		}
+	}
+}
+
+// judgeTopicHistory judges the group's commit history on each partition of
+// topic not done yet: its findings, missing evidence and skips, or, with
+// held, only its findings, handed to held.
+func (r *run) judgeTopicHistory(ctx context.Context, topic string, role history.Role, done map[audit.TopicPartition]bool, held func(audit.Finding)) {
+	h := r.opts.History
+	if topic == "" {
+		return
+	}
+	parts, ok := r.partitionsOf(ctx, topic, role.String())
+	if !ok {
+		return
+	}
+	for _, p := range parts {
+		tp := audit.TopicPartition{Topic: topic, Partition: p}
+		if done[tp] || ctx.Err() != nil {
+			continue
+		}
+		done[tp] = true
+		o, err := r.src.Offsets(ctx, tp)
+		if err != nil {
+			continue // the table's own read says what is wrong with it
+		}
+		committed, ok := r.group.Offsets[tp]
+		if !ok {
+			committed = -1
+		}
+		res := h.Analyze(history.Partition{TP: tp, Role: role, LogStart: r.clusterLogStart(tp, o.LogStart), Now: r.opts.Now, Committed: committed})
+		if held != nil {
+			// a table judged by key: its purges wait for the judgement,
+			// which its skips must not change
+			for _, f := range res.Findings() {
+				held(f)
+			}
+			continue
+		}
+		for _, f := range res.Findings() {
+			r.add(f)
+		}
+		for _, m := range res.Missing() {
+			r.missing("%s", m)
+		}
+		for _, n := range res.Notes {
+			if !strings.Contains(n, "holds no commit of it") {
+				r.note("%s", n)
+			}
+		}
+		r.skips[tp], r.unknown[tp] = res.Skips, res.Unknown
+	}
+}
+
+// namePurgesUnseen reports each purge before commit the commit history
+// proves on the repartition topic of a table judged by key whose inputs
+// the judgement named none of: after the app committed past the purge,
+// the inputs' effects overwritten by later ones (a latest reducer, a max)
+// leave no key showing them, and the range is the loss to report (AB's
+// V11). A range whose partition's inputs the judgement named is theirs.
+func (r *run) namePurgesUnseen() {
+	for _, name := range slices.Sorted(maps.Keys(r.heldPurges)) {
+		ts := r.tables[name]
+		for _, f := range r.heldPurges[name] {
+			named := ts != nil && slices.ContainsFunc(r.losses, func(in *input) bool {
+				return in.table == ts && in.loss != nil && in.r == f.Partition &&
+					(in.loss.cause == audit.CausePurgedBeforeCommit || in.loss.cause == audit.CauseUnapplied)
+			})
+			if named {
+				continue
+			}
+			f.Detail += fmt.Sprintf("; table %s's judgement by key names none of the inputs the range held (a later input of each key may have overwritten their effects)", name)
+			r.add(f)
 		}
 	}
 }

@@ -117,6 +117,12 @@ type run struct {
 	// unknown holds the ranges the commit history cannot tell consumed or
 	// skipped (its missing evidence), shared read-only as skips is
 	unknown map[audit.TopicPartition][]history.Gap
+	// heldPurges holds, per table judged by key, the purges before commit
+	// the commit history proves on its repartition topic; the key
+	// judgement names their inputs, and a range whose inputs it names
+	// none of (their effects overwritten since) is reported keyless
+	// (namePurgesUnseen)
+	heldPurges map[string][]audit.Finding
 	// sjShared holds the source partitions (with the repartition topic
 	// they cross) whose null keys and filtered records a stream join
 	// already reported: another join of the same stream says them once
@@ -176,6 +182,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 			r.walkAll(ctx, tpsOf(o, parts), "output", func(*item) {})
 		}
 	}
+	r.namePurgesUnseen()
 	r.unreadCommitted(ctx)
 	r.flushCounts()
 	if r.moved > 0 {
