@@ -35,10 +35,10 @@ func (r *run) judgeHistory(ctx context.Context) {
 		r.judgeTopicHistory(ctx, topic, role, done, nil)
 	}
 	r.heldPurges = map[string][]audit.Finding{}
-	hold := func(t *Table) {
-		r.judgeTopicHistory(ctx, t.Repartition, history.Repartition, done, func(f audit.Finding) {
+	hold := func(name, repartition string) {
+		r.judgeTopicHistory(ctx, repartition, history.Repartition, done, func(f audit.Finding) {
 			if f.Cause == audit.CausePurgedBeforeCommit {
-				r.heldPurges[t.Name] = append(r.heldPurges[t.Name], f)
+				r.heldPurges[name] = append(r.heldPurges[name], f)
 			}
 		})
 	}
@@ -46,6 +46,7 @@ func (r *run) judgeHistory(ctx context.Context) {
 		for _, s := range j.Sources {
 			judge(s, history.Source)
 		}
+		hold(j.Name, j.Repartition)
 	}
 	for _, c := range r.p.Copies {
 		judge(c.Source, history.Source)
@@ -67,7 +68,7 @@ func (r *run) judgeHistory(ctx context.Context) {
 			// the app committed past it), has only the history
 			judge(t.Repartition, history.Repartition)
 		} else if t.Repartition != "" {
-			hold(&t)
+			hold(t.Name, t.Repartition)
 		}
 	}
 	// every other topic the group commits offsets on: what no table, join
@@ -150,23 +151,28 @@ func (r *run) judgeTopicHistory(ctx context.Context, topic string, role history.
 }
 
 // namePurgesUnseen reports each purge before commit the commit history
-// proves on the repartition topic of a table judged by key whose inputs
-// the judgement named none of: after the app committed past the purge,
-// the inputs' effects overwritten by later ones (a latest reducer, a max)
-// leave no key showing them, and the range is the loss to report (AB's
-// V11). A range whose partition's inputs the judgement named is theirs.
+// proves on the repartition topic of a table judged by key, or of a
+// stream join, whose inputs the judgement named none of: after the app
+// committed past the purge, the inputs' effects overwritten by later
+// ones (a latest reducer, a max), or an inner join's records whose key
+// the table may not have held, leave no key showing them, and the range
+// is the loss to report (AB's V11). A range whose partition's inputs the
+// judgement named, or that a finding already names, is theirs.
 func (r *run) namePurgesUnseen() {
 	for _, name := range slices.Sorted(maps.Keys(r.heldPurges)) {
 		ts := r.tables[name]
 		for _, f := range r.heldPurges[name] {
-			named := ts != nil && slices.ContainsFunc(r.losses, func(in *input) bool {
+			tp := audit.TopicPartition{Topic: f.Topic, Partition: f.Partition}
+			named := r.purgeNamed[tp] || ts != nil && slices.ContainsFunc(r.losses, func(in *input) bool {
 				return in.table == ts && in.loss != nil && in.r == f.Partition &&
 					(in.loss.cause == audit.CausePurgedBeforeCommit || in.loss.cause == audit.CauseUnapplied)
+			}) || slices.ContainsFunc(r.found, func(g *audit.Finding) bool {
+				return g.Cause == audit.CausePurgedBeforeCommit && g.Topic == f.Topic && g.Partition == f.Partition
 			})
 			if named {
 				continue
 			}
-			f.Detail += fmt.Sprintf("; table %s's judgement by key names none of the inputs the range held (a later input of each key may have overwritten their effects)", name)
+			f.Detail += fmt.Sprintf("; %s's judgement by key names none of the inputs the range held (later inputs of their keys may have overwritten their effects, an inner join's table may not have held their keys)", name)
 			r.add(f)
 		}
 	}

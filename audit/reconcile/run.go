@@ -123,6 +123,9 @@ type run struct {
 	// none of (their effects overwritten since) is reported keyless
 	// (namePurgesUnseen)
 	heldPurges map[string][]audit.Finding
+	// purgeNamed holds the repartition partitions of stream joins whose
+	// purged copies' inputs the join named (namePurgesUnseen)
+	purgeNamed map[audit.TopicPartition]bool
 	// sjShared holds the source partitions (with the repartition topic
 	// they cross) whose null keys and filtered records a stream join
 	// already reported: another join of the same stream says them once

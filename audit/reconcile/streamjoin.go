@@ -461,6 +461,10 @@ func (sj *sjRun) element(tp audit.TopicPartition, rec *audit.Record, idx, n int,
 					fd.Key, fd.Timestamp = key, ts
 					fd.Detail = fmt.Sprintf("%s: consumed, and neither its copy on %s (purged from offset %d down) nor a joined record on %s is there%s: dropped before the repartition, or joined and lost; the evidence cannot tell", j.Name, rtp, sj.repLogStart[p], j.Output, which)
 					sj.found = append(sj.found, fd)
+					if r.purgeNamed == nil {
+						r.purgeNamed = map[audit.TopicPartition]bool{}
+					}
+					r.purgeNamed[rtp] = true
 				}
 			})
 			return

@@ -36,7 +36,10 @@ type sjEvidence struct {
 	gone      int    // the first orders (and their copies) deleted since the join consumed them
 	// repStart deletes rep's copies below it (a purge), the orders kept
 	repStart int64
-	onlyOnce string // an order id, given twice, whose joined record is written once
+	// repLogStarts are earlier observations of rep's log start (a
+	// capture before a restart)
+	repLogStarts []history.LogStartAt
+	onlyOnce     string // an order id, given twice, whose joined record is written once
 }
 
 func (e sjEvidence) run(t *testing.T, typ string) *audit.Report {
@@ -127,7 +130,8 @@ stream_joins:
 	}
 	opts := reconcile.Options{Decoder: dec}
 	if e.history != nil {
-		opts.History = &history.Evidence{Group: "app", History: e.history}
+		opts.History = &history.Evidence{Group: "app", History: e.history,
+			LogStarts: map[audit.TopicPartition][]history.LogStartAt{{Topic: "rep"}: e.repLogStarts}}
 	}
 	r, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "string"), opts)
 	if err != nil {
@@ -208,6 +212,18 @@ func TestStreamJoin(t *testing.T) {
 				out: with(left, "o7", "Bob"), repStart: 5, onlyOnce: "o7"},
 			want: []string{"unapplied orders/0@5"}, verdict: audit.VerdictLoss},
 		{name: "inner, clean", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: inner}, verdict: audit.VerdictClean},
+		// AB's V11 on a stream join (seeds 1007, 1131): the copies of two
+		// orders of a customer the table never held purged past the
+		// committed offset (4), the app committed past them since (6): no
+		// joined record says anything, the history proves the purge, and
+		// the range is the loss
+		{name: "inner, copies purged before commit, committed past since", typ: "inner",
+			ev: sjEvidence{customers: customers, orders: append(slices.Clone(orders), sjOrder{"o6", "c9", 15, ""}, sjOrder{"o7", "c9", 16, ""}),
+				out: inner, repStart: 6, history: &audit.CommitHistory{Group: "app", WholeFrom: 0, Commits: map[audit.TopicPartition][]audit.Commit{
+					{Topic: "cust"}: {{Offset: 3, At: 10, Time: 10}},
+					{Topic: "rep"}:  {{Offset: 4, At: 11, Time: 11}, {Offset: 6, At: 20, Time: 30}},
+				}}, repLogStarts: []history.LogStartAt{{Time: time.UnixMilli(20), Offset: 6, Why: "a capture before the restart"}}},
+			want: []string{"purged-before-commit rep/0@4"}, verdict: audit.VerdictLoss},
 		{name: "inner, missing, no history: undecided", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: without(inner, "o2")},
 			verdict: audit.VerdictIncomplete, missing: "cannot tell whether table customers held their key"},
 		{name: "inner, missing, the history proves the customer applied", typ: "inner", ev: sjEvidence{customers: customers, orders: orders, out: with(without(inner, "o2"), "o1", "Ann2"), history: hist},
