@@ -61,6 +61,7 @@ func (s *drafting) table(ctx context.Context, t draftTable) Table {
 	out := Table{Name: t.name, Store: t.store, Changelog: t.changelog}
 	if i := slices.IndexFunc(s.cogroups, func(cg draftCogroup) bool { return cg.table == t.name && cg.guess != nil }); i >= 0 {
 		out.Cogroup = cogroupOf(s.cogroups[i])
+		out.StoreSerdes = s.storeSerde(t) // a JSON aggregate of Avro streams (AB's V13)
 		if s.topo != nil {
 			out.Output = topologyOutput(s.lay, t)
 		}

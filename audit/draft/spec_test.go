@@ -182,7 +182,7 @@ func built() map[string]*draft.Draft {
 				SelectKey: unknown("the groupBy mapper's new key over the row"), Reduce: known("sum(price)", ""), Store: "S9", StoreSerdes: known("long", "")},
 			{Name: "per-brand", Regroup: &draft.Regroup{Of: "products", Node: "KTABLE-SELECT-0000000015"},
 				SelectKey: known("value.brand", "explains 9 groups"), Reduce: unknown("count, or {expr: …}"), Store: "S10"},
-			{Name: "activity", Store: "S11", Cogroup: &draft.Cogroup{Init: `{"n": 0}`, Members: []draft.CogroupMember{
+			{Name: "activity", Store: "S11", StoreSerdes: known("json", "9/9 JSON: a JSON aggregate of Avro streams"), Cogroup: &draft.Cogroup{Init: `{"n": 0}`, Members: []draft.CogroupMember{
 				{Chain: draft.Chain{Source: known("taps", "")}, Aggregate: known(`{"n": agg.n + 1}`, "explains 9 keys")},
 				{Chain: draft.Chain{Source: known("swipes", ""), FromTopology: true, Steps: []draft.Step{step(spec.StepFilter, "KSTREAM-FILTER-0000000020", known("value.ms > 0", ""))}},
 					SelectKey: known("value.user", "9/9"), Aggregate: known(`{"n": agg.n + value.ms}`, "")}}},

@@ -196,6 +196,7 @@ func writeCogroup(b *strings.Builder, t Table) {
 	}
 	fmt.Fprintf(b, "    aggregate: {init: %s}\n", singleQuoted(t.Cogroup.Init))
 	fmt.Fprintf(b, "    store: %s   # changelog %s\n", yamlScalar(t.Store), t.Changelog)
+	writeStoreSerdes(b, t)
 }
 
 // writeSteps writes a chain's steps, each with what it rests on (an
