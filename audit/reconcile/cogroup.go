@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -359,33 +360,32 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 			return
 		}
 	}
-	// the inputs whose copies a purge past the commit may have taken, all
-	// left out together, explain the state: the purge's finding names
-	// their range, and the key lacks them (AB's V17: two of one key)
+	// the inputs whose copies a purge past the commit may have taken: a
+	// set of them left out together explains the state, the purge's
+	// finding names their range, and the key lacks them (AB's V17: two of
+	// one key). Copies purged after the store applied them are missing
+	// too, so every subset is tried, the smallest first (up to 12 such
+	// inputs: 4,095 folds)
 	var purged []cgInput
-	kept = kept[:0]
 	for _, in := range ins {
 		if in.noCopy && in.pastCommit {
 			purged = append(purged, in)
-		} else {
-			kept = append(kept, in)
 		}
 	}
-	if len(purged) > 1 {
-		explained := len(kept) == 0 && !have
-		if len(kept) > 0 && have {
-			v, err := fold(kept)
-			explained = err == nil && sameValue(v, fin.value)
-		}
-		if explained {
+	if n := len(purged); n > 1 && n <= 12 {
+		if lost := r.purgedSubsets(ins, purged, fin, have, fold); len(lost) > 0 {
 			var names []string
-			for _, c := range purged {
+			for _, c := range lost[0] {
 				names = append(names, fmt.Sprintf("%s@%d", c.tp, c.offset))
 			}
-			f := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, purged[0].tp, purged[0].offset)
-			f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, int64(len(purged))
+			f := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, lost[0][0].tp, lost[0][0].offset)
+			f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, int64(len(lost[0]))
 			f.Candidates = strings.Join(names, ", ")
-			f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, its consumed inputs give %s; it lacks exactly the %d inputs whose copies are missing where the repartition topic was purged above the group's committed offset (purged-before-commit): the purge took them before the store applied them", t.Name, text, actual, codec.Text(want), len(purged))
+			which := fmt.Sprintf("it lacks exactly the %d inputs %s", len(lost[0]), f.Candidates)
+			if len(lost) > 1 {
+				which = fmt.Sprintf("it lacks %d of them (%d sets of that size explain it; the first: %s)", len(lost[0]), len(lost), f.Candidates)
+			}
+			f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, its consumed inputs give %s; of its inputs whose copies are missing where the repartition topic was purged above the group's committed offset (purged-before-commit), %s: the purge took them before the store applied them", t.Name, text, actual, codec.Text(want), which)
 			r.add(f)
 			return
 		}
@@ -435,6 +435,47 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 		f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, but its %d consumed inputs give %s, and no one input left out explains it", t.Name, text, actual, len(ins), codec.Text(want))
 		r.add(f)
 	}
+}
+
+// purgedSubsets returns the smallest sets of purged (inputs of ins whose
+// copies a purge past the commit may have taken) that, left out of ins,
+// fold to the key's state; none when no set does.
+func (r *run) purgedSubsets(ins, purged []cgInput, fin finalState, have bool, fold func([]cgInput) (audit.Value, error)) [][]cgInput {
+	// the latest first: a purge takes a partition's newest copies, so of
+	// sets that explain alike (inputs alike), the one of the latest inputs
+	// is found first
+	purged = slices.Clone(purged)
+	slices.SortStableFunc(purged, func(a, b cgInput) int { return cmp.Or(cmp.Compare(b.ts, a.ts), cmp.Compare(b.offset, a.offset)) })
+	n := len(purged)
+	isPurged := func(in cgInput) int {
+		return slices.IndexFunc(purged, func(p cgInput) bool { return p.tp == in.tp && p.offset == in.offset && p.member == in.member })
+	}
+	var found [][]cgInput
+	for size := 1; size <= n && len(found) == 0; size++ {
+		for mask := 1; mask < 1<<n; mask++ {
+			if bits.OnesCount(uint(mask)) != size {
+				continue
+			}
+			var kept, lost []cgInput
+			for _, in := range ins {
+				if i := isPurged(in); i >= 0 && mask&(1<<i) != 0 {
+					lost = append(lost, in)
+				} else {
+					kept = append(kept, in)
+				}
+			}
+			explained := len(kept) == 0 && !have
+			if len(kept) > 0 && have {
+				v, err := fold(kept)
+				explained = err == nil && sameValue(v, fin.value)
+			}
+			if explained {
+				slices.SortFunc(lost, func(a, b cgInput) int { return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.offset, b.offset)) })
+				found = append(found, lost)
+			}
+		}
+	}
+	return found
 }
 
 // cogroupDropped reports input c of key text dropped: its copy is
