@@ -213,24 +213,6 @@ func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Sourc
 		}
 		inf.valueSerde = infer.GuessSerde(all, nil)
 	}
-	// a store whose values are of another serde than the streams' (a
-	// count's Longs, a JSON aggregate of Avro streams): its own
-	// store_serdes, which its output shares
-	framed := inf.valueSerde.Value == codec.SerdeAvro || inf.valueSerde.Value == codec.SerdeJSONSchema
-	for cl, vs := range stateVals {
-		// binary Longs (count, a Long sum) tell a serde apart from the
-		// streams' for sure (a JSON number is text as well); so does a
-		// store of unframed values behind Confluent-framed streams: the
-		// streams' serde cannot read them (AB's V13)
-		g := infer.GuessSerde(vs, nil)
-		own := g.Value == "long" || framed && g.Value != "" && g.Value != "bytes" && g.Value != codec.SerdeAvro && g.Value != codec.SerdeJSONSchema
-		if own && g.Value != inf.valueSerde.Value && len(vals) > 0 {
-			if inf.storeSerde == nil {
-				inf.storeSerde = map[string]infer.Guess{}
-			}
-			inf.storeSerde[cl] = g
-		}
-	}
 	if inf.valueSerde.Value == "bytes" && len(inf.valueSerde.Candidates) > 0 && o.ValueSerde == "" {
 		// no one serde decodes every stream's values: each topic its own,
 		// the app's the most topics share
@@ -255,6 +237,25 @@ func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Sourc
 			if g.Value == best {
 				delete(inf.topicSerde, topic)
 			}
+		}
+	}
+	// a store whose values are of another serde than the streams' (a
+	// count's Longs, a JSON aggregate of Avro streams): its own
+	// store_serdes, which its output shares
+	isFramed := func(v string) bool { return v == codec.SerdeAvro || v == codec.SerdeJSONSchema }
+	for cl, vs := range stateVals {
+		// binary Longs (count, a Long sum) tell a serde apart from the
+		// streams' for sure (a JSON number is text as well); so does a
+		// store of unframed values behind Confluent-framed streams, or of
+		// framed values behind unframed ones (a builder.table of Avro
+		// beside JSON streams): the app's serde cannot read them (AB's V13)
+		g := infer.GuessSerde(vs, nil)
+		own := g.Value == "long" || g.Value != "" && g.Value != "bytes" && isFramed(g.Value) != isFramed(inf.valueSerde.Value)
+		if own && g.Value != inf.valueSerde.Value && len(vals) > 0 {
+			if inf.storeSerde == nil {
+				inf.storeSerde = map[string]infer.Guess{}
+			}
+			inf.storeSerde[cl] = g
 		}
 	}
 	if o.KeySerde != "" {

@@ -75,6 +75,7 @@ func TestStoreSerdeOfItsOwn(t *testing.T) {
 		{"a count behind JSON streams", jsonObj, long, "long", "json"},
 		{"JSON numbers behind JSON streams", jsonObj, text, "", "json"},
 		{"an Avro store behind Avro streams", avro, avro, "", "avro"},
+		{"an Avro table's store behind JSON streams", jsonObj, avro, "avro", "json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sm := &samples{stateVals: map[string][][]byte{}, topicVals: map[string][][]byte{}}
