@@ -85,7 +85,9 @@ tables:
 		expr string
 		idx  int
 		ok   bool
-	}{{"value.a > 1", 1, true}, {"!(p1) && p2", 2, true}, {"!(p1) && !(p2)", 0, true}, {"!(a && b) && c", 2, true}, {`!(s == "x && y")`, 0, true}, {"TODO: the predicate", 0, false}} {
+	}{{"value.a > 1", 1, true}, {"!(p1) && p2", 2, true}, {"!(p1) && !(p2)", 0, true}, {"!(a && b) && c", 2, true}, {`!(s == "x && y")`, 0, true}, {"TODO: the predicate", 0, false},
+		// a branch's own predicate may be a conjunction (seed 23 of the generator)
+		{"value != nil && value % 2 == 0", 1, true}, {"!(p1) && a && b", 2, true}, {"a && !(b)", 0, false}} {
 		if i, ok := branchIndex(c.expr); i != c.idx || ok != c.ok {
 			t.Errorf("branchIndex(%q) = %d, %v; want %d, %v", c.expr, i, ok, c.idx, c.ok)
 		}

@@ -235,20 +235,26 @@ func branchIndex(expr string) (int, bool) {
 		return 0, false
 	}
 	conj := topLevel(expr, "&&")
+	// the leading negated conjuncts are the earlier branches'; what
+	// follows is the branch's own predicate, itself perhaps a conjunction
+	// (value != nil && value % 2 == 0 is branch 1)
 	neg := 0
 	for _, c := range conj {
 		c = strings.TrimSpace(c)
-		if strings.HasPrefix(c, "!(") && strings.HasSuffix(c, ")") && len(topLevel(c[1:], "&&")) == 1 {
-			neg++
+		if !strings.HasPrefix(c, "!(") || !strings.HasSuffix(c, ")") || len(topLevel(c[1:], "&&")) != 1 {
+			break
+		}
+		neg++
+	}
+	if neg == len(conj) {
+		return 0, true
+	}
+	for _, c := range conj[neg:] {
+		if strings.HasPrefix(strings.TrimSpace(c), "!(") {
+			return 0, false // a negation after the own predicate began: not read
 		}
 	}
-	switch {
-	case neg == len(conj):
-		return 0, true
-	case neg == len(conj)-1 && !strings.HasPrefix(strings.TrimSpace(conj[len(conj)-1]), "!"):
-		return len(conj), true
-	}
-	return 0, false
+	return neg + 1, true
 }
 
 // topLevel splits s around sep where it stands outside parentheses,
