@@ -286,8 +286,9 @@ func (r *run) cogroupMember(ctx context.Context, t *Table, i int, m CogroupMembe
 						in.noCopy = true
 						if p := partitionOfKey(r.keySerde(t), text, nparts); p >= 0 {
 							in.whole = logStart[p] == 0
-							c := r.committed(audit.TopicPartition{Topic: m.Repartition, Partition: p})
-							in.pastCommit = c >= 0 && logStart[p] > c
+							rtp := audit.TopicPartition{Topic: m.Repartition, Partition: p}
+							c := r.committed(rtp)
+							in.pastCommit = c >= 0 && logStart[p] > c || r.heldPurged(rtp)
 						}
 					}
 				}
@@ -374,19 +375,24 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 	}
 	if n := len(purged); n > 1 && n <= 12 {
 		if lost := r.purgedSubsets(ins, purged, fin, have, fold); len(lost) > 0 {
-			var names []string
-			for _, c := range lost[0] {
-				names = append(names, fmt.Sprintf("%s@%d", c.tp, c.offset))
-			}
-			f := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, lost[0][0].tp, lost[0][0].offset)
-			f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, int64(len(lost[0]))
-			f.Candidates = strings.Join(names, ", ")
-			which := fmt.Sprintf("it lacks exactly the %d inputs %s", len(lost[0]), f.Candidates)
-			if len(lost) > 1 {
-				which = fmt.Sprintf("it lacks %d of them (%d sets of that size explain it; the first: %s)", len(lost[0]), len(lost), f.Candidates)
-			}
-			f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, its consumed inputs give %s; of its inputs whose copies are missing where the repartition topic was purged above the group's committed offset (purged-before-commit), %s: the purge took them before the store applied them", t.Name, text, actual, codec.Text(want), which)
-			r.add(f)
+			r.cogroupLost(t, text, lost, want, actual, "where the repartition topic was purged above the group's committed offset (purged-before-commit)", "the purge took them before the store applied them")
+			return
+		}
+	}
+	// the same over the inputs whose copies are missing where the
+	// repartition topic was purged at all: after a restart that committed
+	// past a purge the evidence does not date, a set of them left out
+	// explains the state, dropped or purged before they were applied
+	// (never state-diverged: each is a candidate)
+	purged = purged[:0]
+	for _, in := range ins {
+		if in.noCopy && !in.whole {
+			purged = append(purged, in)
+		}
+	}
+	if n := len(purged); n > 1 && n <= 12 {
+		if lost := r.purgedSubsets(ins, purged, fin, have, fold); len(lost) > 0 && len(lost[0]) > 1 {
+			r.cogroupLost(t, text, lost, want, actual, "where the repartition topic is purged", "dropped before the repartition or purged before the store applied them, the evidence cannot tell")
 			return
 		}
 	}
@@ -435,6 +441,24 @@ func (r *run) cogroupFinding(t *Table, text string, ins []cgInput, fin finalStat
 		f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, but its %d consumed inputs give %s, and no one input left out explains it", t.Name, text, actual, len(ins), codec.Text(want))
 		r.add(f)
 	}
+}
+
+// cogroupLost reports the inputs of lost[0] (the smallest sets of inputs
+// whose copies are missing where, that explain key text's state) unapplied.
+func (r *run) cogroupLost(t *Table, text string, lost [][]cgInput, want audit.Value, actual, where, why string) {
+	var names []string
+	for _, c := range lost[0] {
+		names = append(names, fmt.Sprintf("%s@%d", c.tp, c.offset))
+	}
+	f := audit.NewFinding(audit.StageRepartition, audit.CauseUnapplied, lost[0][0].tp, lost[0][0].offset)
+	f.Key, f.Expected, f.Actual, f.Count = text, codec.Text(want), actual, int64(len(lost[0]))
+	f.Candidates = strings.Join(names, ", ")
+	which := fmt.Sprintf("it lacks exactly the %d inputs %s", len(lost[0]), f.Candidates)
+	if len(lost) > 1 {
+		which = fmt.Sprintf("it lacks %d of them (%d sets of that size explain it; the first: %s)", len(lost[0]), len(lost), f.Candidates)
+	}
+	f.Detail = fmt.Sprintf("table %s: key %s's aggregate is %s, its consumed inputs give %s; of its inputs whose copies are missing %s, %s: %s", t.Name, text, actual, codec.Text(want), where, which, why)
+	r.add(f)
 }
 
 // purgedSubsets returns the smallest sets of purged (inputs of ins whose

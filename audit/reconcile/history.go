@@ -59,6 +59,11 @@ func (r *run) judgeHistory(ctx context.Context) {
 		if t.Cogroup != nil {
 			for _, m := range t.Cogroup.Members {
 				judge(m.Source, history.Source)
+				if t.Unjudged == "" && !r.p.Keyless {
+					// its keys name what a purge took; after a restart
+					// the purge is the history's (heldPurged)
+					hold(t.Name, m.Repartition)
+				}
 			}
 		}
 		if r.p.Keyless || t.Unjudged != "" || t.Regroup != nil {
@@ -176,6 +181,19 @@ func (r *run) namePurgesUnseen() {
 			r.add(f)
 		}
 	}
+}
+
+// heldPurged reports whether the commit history proves a purge before
+// commit on repartition partition tp of a table judged by key (held for
+// namePurgesUnseen): an input whose copy is missing there may be one the
+// purge took, after a restart as before it.
+func (r *run) heldPurged(tp audit.TopicPartition) bool {
+	for _, fs := range r.heldPurges {
+		if slices.ContainsFunc(fs, func(f audit.Finding) bool { return f.Topic == tp.Topic && f.Partition == tp.Partition }) {
+			return true
+		}
+	}
+	return false
 }
 
 // inputOutsideSkips reports whether a consumed record is an input: not
