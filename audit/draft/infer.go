@@ -251,7 +251,10 @@ func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Sourc
 		// beside JSON streams): the app's serde cannot read them (AB's V13)
 		g := infer.GuessSerde(vs, nil)
 		own := g.Value == "long" || g.Value != "" && g.Value != "bytes" && isFramed(g.Value) != isFramed(inf.valueSerde.Value)
-		if own && g.Value != inf.valueSerde.Value && len(vals) > 0 {
+		// (equal to the app's, it is still its own where topics have
+		// serdes of their own: a table's serdes would otherwise cover its
+		// changelog, as an Avro source's did a session count's Longs)
+		if own && (g.Value != inf.valueSerde.Value || len(inf.topicSerde) > 0) && len(vals) > 0 {
 			if inf.storeSerde == nil {
 				inf.storeSerde = map[string]infer.Guess{}
 			}

@@ -98,3 +98,31 @@ func TestStoreSerdeOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreSerdeBesideTopicSerdes (seed 1047 of AB's generator): where
+// the topics have serdes of their own (an Avro source beside two Long
+// ones: the app's Long), a store of Longs keeps its own store_serdes
+// although they equal the app's: the Avro table's serdes would cover its
+// changelog.
+func TestStoreSerdeBesideTopicSerdes(t *testing.T) {
+	sm := &samples{stateVals: map[string][][]byte{}, topicVals: map[string][][]byte{}}
+	for i := range 10 {
+		a, l := append([]byte{0, 0, 0, 0, 7}, byte(2*i)), binary.BigEndian.AppendUint64(nil, uint64(i+1))
+		sm.vals = append(sm.vals, a, l, l)
+		sm.keys = append(sm.keys, []byte("k"))
+		sm.topicVals["avro-in"] = append(sm.topicVals["avro-in"], a)
+		sm.topicVals["long-in"] = append(sm.topicVals["long-in"], l)
+		sm.topicVals["long-in2"] = append(sm.topicVals["long-in2"], l)
+		sm.stateVals["cl"] = append(sm.stateVals["cl"], l)
+	}
+	inf := &inferred{}
+	if err := inf.guessSerdes(context.Background(), Options{}, fakeapp.NewMemory(time.Now()), sm); err != nil {
+		t.Fatal(err)
+	}
+	if inf.valueSerde.Value != "long" || inf.topicSerde["avro-in"].Value != "avro" {
+		t.Fatalf("the app's serde %q, the Avro topic's %q: want long and avro", inf.valueSerde.Value, inf.topicSerde["avro-in"].Value)
+	}
+	if got := inf.storeSerde["cl"].Value; got != "long" {
+		t.Errorf("the store's own serde %q, want long", got)
+	}
+}
