@@ -40,9 +40,9 @@ func TestCogroup(t *testing.T) {
 		// restarted: the app committed past the purge since, and no
 		// history dates it
 		restarted bool
-		store       map[string][2]int
-		want        []string
-		verdict     audit.Verdict
+		store     map[string][2]int
+		want      []string
+		verdict   audit.Verdict
 	}{
 		{name: "clean", store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}}, verdict: audit.VerdictClean},
 		{name: "clean, a view pending", pending: 1, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 1}}, verdict: audit.VerdictClean},
