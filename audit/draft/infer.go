@@ -242,7 +242,9 @@ func (inf *inferred) guessSerdes(ctx context.Context, o Options, src audit.Sourc
 	// a store whose values are of another serde than the streams' (a
 	// count's Longs, a JSON aggregate of Avro streams): its own
 	// store_serdes, which its output shares
-	isFramed := func(v string) bool { return v == codec.SerdeAvro || v == codec.SerdeJSONSchema }
+	isFramed := func(v string) bool {
+		return v == codec.SerdeAvro || v == codec.SerdeJSONSchema || v == codec.SerdeProtobuf
+	}
 	for cl, vs := range stateVals {
 		// binary Longs (count, a Long sum) tell a serde apart from the
 		// streams' for sure (a JSON number is text as well); so does a
