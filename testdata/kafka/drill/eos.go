@@ -290,12 +290,8 @@ func eosCaughtUp(s state) string {
 			}
 		}
 	}
-	for t, ps := range s.hw {
-		for p, hw := range ps {
-			if lso, _ := s.lso.get(t, p); lso != hw {
-				return fmt.Sprintf("%s/%d lso %d != hw %d (open transaction)", t, p, lso, hw)
-			}
-		}
+	if open := s.openNote(); open != "" {
+		return open
 	}
 	return ""
 }
@@ -313,14 +309,8 @@ func (r *scRun) eosWaitCaughtUp(ctx context.Context, timeout time.Duration) (sta
 
 // eosOpenTxn finds a partition the client writes with an open transaction.
 func eosOpenTxn(s state) (string, int32, bool) {
-	for _, t := range append([]string{"echo", "min", "sum", "repartition", "max", "cnt"}, s.internal...) {
-		for p, hw := range s.hw[t] {
-			if lso, _ := s.lso.get(t, p); lso < hw {
-				return t, p, true
-			}
-		}
-	}
-	return "", 0, false
+	t, p, _, _, ok := s.openIn(append([]string{"echo", "min", "sum", "repartition", "max", "cnt"}, s.internal...))
+	return t, p, ok
 }
 
 // eosWaitOpenTxn waits until a partition the client writes has an open transaction.

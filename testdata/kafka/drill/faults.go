@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,6 +164,15 @@ func (s state) openTxn(downstream bool) (topic string, p int32, lso, hw int64, o
 	if downstream {
 		topics = append([]string{topicOutput}, s.changelogs()...)
 	}
+	return s.openIn(topics)
+}
+
+// openIn finds, among topics (nil: every topic of s), a partition whose LSO is below its high
+// watermark: a transaction is open there.
+func (s state) openIn(topics []string) (topic string, p int32, lso, hw int64, ok bool) {
+	if topics == nil {
+		topics = slices.Collect(maps.Keys(s.hw))
+	}
 	for _, t := range topics {
 		for p, hw := range s.hw[t] {
 			if lso, _ := s.lso.get(t, p); lso < hw {
@@ -170,6 +181,14 @@ func (s state) openTxn(downstream bool) (topic string, p int32, lso, hw int64, o
 		}
 	}
 	return "", 0, 0, 0, false
+}
+
+// openNote says which partition has a transaction open, "" when none has.
+func (s state) openNote() string {
+	if t, p, lso, hw, ok := s.openIn(nil); ok {
+		return fmt.Sprintf("%s/%d lso %d != hw %d (open transaction)", t, p, lso, hw)
+	}
+	return ""
 }
 
 // deleteRecords moves topic/p's log start to off with DeleteRecords.

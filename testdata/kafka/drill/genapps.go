@@ -459,16 +459,7 @@ func (d *drill) resetGen(ctx context.Context, apps []*genApp) error {
 			return fmt.Errorf("delete topics: %w", err)
 		}
 	}
-	for {
-		td, err := adm.ListTopics(c)
-		if err == nil && len(td.Names()) == 0 {
-			return nil
-		}
-		if c.Err() != nil {
-			return fmt.Errorf("topics still listed after deletion: %v", td.Names())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return waitTopicsGone(c, adm)
 }
 
 func (d *drill) createGenTopics(ctx context.Context, apps []*genApp) error {
@@ -533,7 +524,7 @@ func (d *drill) startGenApps(ctx context.Context, apps []*genApp, extra ...strin
 			a.run.kill9()
 			a.run = nil
 		}
-		latest = latest || slices.ContainsFunc(a.d.Sources(), func(n *fuzzapps.Node) bool { return n.Reset == "latest" }) && a.runs == 1
+		latest = latest || len(a.latestSources()) > 0 && a.runs == 1
 	}
 	if latest {
 		// a source read with Consumed's LATEST policy has its position only once its consumer
@@ -549,16 +540,24 @@ func (d *drill) startGenApps(ctx context.Context, apps []*genApp, extra ...strin
 	logf("apps %s RUNNING after %s", genNames(apps), time.Since(t0).Round(100*time.Millisecond))
 }
 
+// latestSources are the app's source topics read with Consumed's LATEST policy.
+func (a *genApp) latestSources() []string {
+	var out []string
+	for _, n := range a.d.Sources() {
+		if n.Reset == "latest" {
+			out = append(out, n.Topic)
+		}
+	}
+	return out
+}
+
 // waitLatestPositions waits until the app's log shows the position of every partition of its
 // sources read with Consumed's LATEST policy, or timeout (then says so and goes on).
 func (a *genApp) waitLatestPositions(ctx context.Context, timeout time.Duration) {
 	var want []string
-	for _, n := range a.d.Sources() {
-		if n.Reset != "latest" {
-			continue
-		}
+	for _, t := range a.latestSources() {
 		for p := range a.d.Partitions {
-			want = append(want, fmt.Sprintf("Resetting offset for partition %s-%d to position", n.Topic, p))
+			want = append(want, fmt.Sprintf("Resetting offset for partition %s-%d to position", t, p))
 		}
 	}
 	if len(want) == 0 {
@@ -712,12 +711,8 @@ func (a *genApp) caughtUp(s state) string {
 			}
 		}
 	}
-	for t, ps := range s.hw {
-		for part, hw := range ps {
-			if lso, _ := s.lso.get(t, part); lso != hw {
-				return fmt.Sprintf("%s/%d lso %d != hw %d (open transaction)", t, part, lso, hw)
-			}
-		}
+	if open := s.openNote(); open != "" {
+		return open
 	}
 	return ""
 }
@@ -787,7 +782,7 @@ func (d *drill) genKill9(ctx context.Context, a *genApp) {
 		a.waitLatestCommitted(ctx, d, 15*time.Second)
 		for eos && time.Since(t0) < 15*time.Second {
 			if s, err := a.observe(ctx, d); err == nil {
-				if t, p, ok := genOpenTxn(s); ok {
+				if t, p, _, _, ok := s.openIn(nil); ok {
 					logf("app %s: open transaction on %s/%d", a.d.AppID, t, p)
 					break
 				}
@@ -801,7 +796,7 @@ func (d *drill) genKill9(ctx context.Context, a *genApp) {
 		if !eos {
 			a.truth.Landed++
 		} else if s, err := a.observe(ctx, d); err == nil {
-			if _, _, ok := genOpenTxn(s); ok {
+			if _, _, _, _, ok := s.openIn(nil); ok {
 				a.truth.Landed++
 			}
 		}
@@ -816,12 +811,7 @@ func (d *drill) genKill9(ctx context.Context, a *genApp) {
 // had processed in the aborted transaction: a loss by design, not the fault under test (seed 23
 // of the violations: 30 inputs skipped so, and kaudit rightly said they were lost).
 func (a *genApp) waitLatestCommitted(ctx context.Context, d *drill, timeout time.Duration) {
-	var latest []string
-	for _, n := range a.d.Sources() {
-		if n.Reset == "latest" {
-			latest = append(latest, n.Topic)
-		}
-	}
+	latest := a.latestSources()
 	if len(latest) == 0 {
 		return
 	}
@@ -841,17 +831,6 @@ func (a *genApp) waitLatestCommitted(ctx context.Context, d *drill, timeout time
 		time.Sleep(100 * time.Millisecond)
 	}
 	logf("app %s: no committed offset on every partition of its LATEST sources after %s: killing anyway", a.d.AppID, timeout)
-}
-
-func genOpenTxn(s state) (string, int32, bool) {
-	for t, ps := range s.hw {
-		for p, hw := range ps {
-			if lso, _ := s.lso.get(t, p); lso < hw {
-				return t, p, true
-			}
-		}
-	}
-	return "", 0, false
 }
 
 // restartBroker stops the broker (SIGTERM) with the batch's apps running, waits 5 s and starts

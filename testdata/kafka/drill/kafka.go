@@ -160,12 +160,8 @@ func (s state) caughtUp() string {
 			}
 		}
 	}
-	for t, ps := range s.hw {
-		for p, hw := range ps {
-			if lso, _ := s.lso.get(t, p); lso != hw {
-				return fmt.Sprintf("%s/%d lso %d != hw %d (open transaction)", t, p, lso, hw)
-			}
-		}
+	if open := s.openNote(); open != "" {
+		return open
 	}
 	return ""
 }

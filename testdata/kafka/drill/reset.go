@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -49,16 +50,7 @@ func (d *drill) resetCluster(ctx context.Context) error {
 			return fmt.Errorf("delete topics: %w", err)
 		}
 	}
-	for {
-		td, err := adm.ListTopics(c)
-		if err == nil && len(td.Names()) == 0 {
-			return nil
-		}
-		if c.Err() != nil {
-			return fmt.Errorf("topics still listed after deletion: %v", td.Names())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return waitTopicsGone(c, adm)
 }
 
 // waitGroupEmpty waits until the app's group has no member. Kafka Streams 3.6 does not send
@@ -93,6 +85,20 @@ func (d *drill) waitGroupEmptyOf(ctx context.Context, appID string) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitTopicsGone waits until the cluster lists no topic (their deletion done), or c ends.
+func waitTopicsGone(c context.Context, adm *kadm.Client) error {
+	for {
+		td, err := adm.ListTopics(c)
+		if err == nil && len(td.Names()) == 0 {
+			return nil
+		}
+		if c.Err() != nil {
+			return fmt.Errorf("topics still listed after deletion: %v", td.Names())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

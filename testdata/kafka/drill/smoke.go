@@ -348,29 +348,17 @@ func smokeCaughtUp(s state) string {
 			}
 		}
 	}
-	for t, ps := range s.hw {
-		for p, hw := range ps {
-			if lso, _ := s.lso.get(t, p); lso != hw {
-				return fmt.Sprintf("%s/%d lso %d != hw %d (open transaction)", t, p, lso, hw)
-			}
-		}
+	if open := s.openNote(); open != "" {
+		return open
 	}
 	return ""
 }
 
 // smokeOpenTxn finds a partition the client writes with an open transaction.
 func smokeOpenTxn(s state) (string, int32, bool) {
-	for _, t := range append(append([]string(nil), smokeTopics...), s.internal...) {
-		if t == "data" || t == "fk" {
-			continue
-		}
-		for p, hw := range s.hw[t] {
-			if lso, _ := s.lso.get(t, p); lso < hw {
-				return t, p, true
-			}
-		}
-	}
-	return "", 0, false
+	topics := slices.DeleteFunc(append(append([]string(nil), smokeTopics...), s.internal...), func(t string) bool { return t == "data" || t == "fk" })
+	t, p, _, _, ok := s.openIn(topics)
+	return t, p, ok
 }
 
 // smokeWaitOpenTxn waits until a partition the client writes has an open transaction.

@@ -254,12 +254,8 @@ func (p *appProc) caughtUp(s state) string {
 			}
 		}
 	}
-	for t, ps := range s.hw {
-		for part, hw := range ps {
-			if lso, _ := s.lso.get(t, part); lso != hw {
-				return fmt.Sprintf("%s/%d lso %d != hw %d (open transaction)", t, part, lso, hw)
-			}
-		}
+	if open := s.openNote(); open != "" {
+		return open
 	}
 	return ""
 }
@@ -388,26 +384,14 @@ func (p *appProc) openTxn(s state, downstream bool) (string, int32, bool) {
 	if !downstream {
 		topics = append(topics, s.hops()...)
 	}
-	for _, t := range topics {
-		for part, hw := range s.hw[t] {
-			if lso, _ := s.lso.get(t, part); lso < hw {
-				return t, part, true
-			}
-		}
-	}
-	return "", 0, false
+	t, part, _, _, ok := s.openIn(topics)
+	return t, part, ok
 }
 
 // openHopTxn finds a hop topic of p with an open transaction (LSO < HW).
 func (p *appProc) openHopTxn(s state) (string, int32, bool) {
-	for _, t := range s.hops() {
-		for part, hw := range s.hw[t] {
-			if lso, _ := s.lso.get(t, part); lso < hw {
-				return t, part, true
-			}
-		}
-	}
-	return "", 0, false
+	t, part, _, _, ok := s.openIn(s.hops())
+	return t, part, ok
 }
 
 // killMidTransaction kills p -9 while a transaction of it is open (on its output or a changelog
