@@ -112,9 +112,12 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 	}
 	unknown := 0 // keys whose last output the output steps leave unknown
 	// a running app writes between the reads of its changelog and of its
-	// output: where the group's offsets moved while the audit read, what
-	// differs between them is in flight
-	racing, inFlight := r.movedSince(ctx, []*tableState{ts}), 0
+	// output: where the group's offsets moved while the audit read, or the
+	// changelog or the output grew since they were read, what differs
+	// between them is in flight; so it is where the app runs at-least-once
+	// with input not consumed yet (it writes its changelog and its output
+	// outside transactions, the one before the other)
+	racing, inFlight := r.movedSince(ctx, []*tableState{ts}) || r.grew(ctx, t.Changelog, t.Output) || ts.atLeastOnce && ts.lagged, 0
 	for _, sub := range subjects {
 		key, cs := sub.key, sub.cl
 		fin, present := cs.final()

@@ -48,7 +48,14 @@ type regroupCase struct {
 	// producers around it, with nothing telling whether it consumed the
 	// purged changes
 	restarted bool
-	counts    map[string]int
+	// moved: the app consumed every pending change and committed while
+	// the audit read (a running app: the group's offsets read again are
+	// past the cut)
+	moved bool
+	// eos: the store's changelog is written in transactions
+	// (exactly-once), else outside them (at-least-once)
+	eos    bool
+	counts map[string]int
 	want      []string
 	verdict   audit.Verdict
 }
@@ -111,8 +118,16 @@ tables:
 	}
 	var cl int64
 	for _, cat := range slices.Sorted(mapKeys(c.counts)) {
-		m.Append(audit.Record{Topic: "app-C-changelog", Offset: cl, Key: []byte(cat), Value: binary.BigEndian.AppendUint64(nil, uint64(c.counts[cat])), Timestamp: 500, Batch: plain})
+		b := plain
+		if c.eos {
+			b = audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: cl}
+		}
+		m.Append(audit.Record{Topic: "app-C-changelog", Offset: cl, Key: []byte(cat), Value: binary.BigEndian.AppendUint64(nil, uint64(c.counts[cat])), Timestamp: 500, Batch: b})
 		cl++
+		if c.eos {
+			m.Append(audit.Record{Topic: "app-C-changelog", Offset: cl, Timestamp: 500, Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: cl}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
+			cl++
+		}
 	}
 	if c.purged {
 		m.SetOffsets(audit.TopicPartition{Topic: "app-C-repartition"}, audit.PartitionOffsets{LogStart: rep, LSO: rep, HW: rep})
@@ -136,7 +151,11 @@ tables:
 		t.Fatal(err)
 	}
 	opts.Decoder = dec
-	rp, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "string"), opts)
+	var src audit.Source = m
+	if c.moved {
+		src = &committing{Memory: m, later: map[audit.TopicPartition]int64{{Topic: "products"}: int64(len(c.updates)), {Topic: "app-C-repartition"}: rep}}
+	}
+	rp, err := reconcile.Run(t.Context(), src, reconcile.FromPlan(plan, "string"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +204,14 @@ func TestRegroup(t *testing.T) {
 		// the changes of a group all pending: the store has no state for it yet
 		{name: "clean, a new group's every change pending", updates: append(slices.Clone(updates), [2]string{"p5", "games"}), counts: clean, pending: 1, verdict: audit.VerdictClean},
 		{name: "the store lost one", updates: updates, counts: map[string]int{"toys": 1, "books": 1},
+			want: []string{"state-diverged app-C-changelog/0@0"}, verdict: audit.VerdictLoss},
+		// a running app (AB's V2): the store applied the pending change
+		// and the app committed before the audit read the store
+		{name: "the store ahead of the cut, the app committed meanwhile", updates: updates, counts: clean, pending: 1, moved: true, eos: true, verdict: audit.VerdictClean},
+		{name: "the store ahead of the cut, at-least-once", updates: updates, counts: clean, pending: 1, verdict: audit.VerdictClean},
+		{name: "the store ahead of the cut, exactly-once, no commit since", updates: updates, counts: clean, pending: 1, eos: true,
+			want: []string{"state-diverged app-C-changelog/0@2"}, verdict: audit.VerdictLoss},
+		{name: "the store lost one, exactly-once", updates: updates, counts: map[string]int{"toys": 1, "books": 1}, eos: true,
 			want: []string{"state-diverged app-C-changelog/0@0"}, verdict: audit.VerdictLoss},
 	}
 	for _, c := range cases {

@@ -189,7 +189,7 @@ func Run(ctx context.Context, src audit.Source, p *Pipeline, opts Options) (*aud
 	r.unreadCommitted(ctx)
 	r.flushCounts()
 	if r.moved > 0 {
-		r.note("the group's committed offsets moved on %d repartition partitions while the audit read them: the app was processing; a copy in flight at the cut and below the offsets read after its store's changelog is judged applied or not", r.moved)
+		r.note("the group's committed offsets moved on %d partitions of the tables' topics while the audit read them: the app was processing; a copy or a source record in flight at the cut and below the offsets read after its store's changelog is judged applied or not", r.moved)
 	}
 	if p.Keyless {
 		r.skipped("no spec: inputs are not decoded or followed across hops; only offsets, transactions, retention gaps, purges before commit and lag are checked (write one with kaudit init)")

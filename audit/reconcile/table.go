@@ -303,9 +303,17 @@ type tableState struct {
 	// (a running app, recut): a copy below it may be applied in the
 	// changelog read
 	cut2 map[int32]int64
+	// srcCut2 is cut2 for the source partitions (sourcePart) of a table
+	// fed straight from them (no repartition hop): their records at or
+	// above the cut and below it were maybe applied in the changelog read,
+	// so they are inputs in flight (lag inputs, readSourceTopic)
+	srcCut2 map[int32]int64
 	// moved: the group's offsets on the table's topics moved while the
 	// audit read them (recut): its changelog may be ahead of the cut
 	moved bool
+	// lagged: its source or repartition topic holds committed records at
+	// or above the cut (not consumed yet)
+	lagged bool
 	// atLeastOnce says that the store's changelog holds records written
 	// outside transactions: the app runs at-least-once, and after a
 	// restart it applies again what it processed since its last commit;
@@ -572,6 +580,7 @@ func (ts *tableState) addCopy(ev copyEvent) {
 			ci.applied++
 		} else {
 			ci.pending++
+			ts.lagged = true
 		}
 	case audit.FateOpen:
 		ci.open++
@@ -702,23 +711,30 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 				return
 			}
 			rec := &e.Record
+			// lagIn: consumed after the cut, before the offsets read
+			// again after the changelog (recut): maybe applied there
+			lagIn := c >= 0 && rec.Offset >= c && rec.Offset < ts.srcCut2[sourcePart(src, p)]
 			if c < 0 || rec.Offset >= c {
 				if own {
 					*read++
 					lag++
 				}
-				return
-			}
-			if !r.inputOutsideSkips(tp, rec.Offset) {
-				return // the committed offset was moved past it: never consumed (the history's finding)
-			}
-			if own {
-				*read++
-				*consumed++
-				ts.consumed++
-			}
-			if r.p.Keyless {
-				return
+				ts.lagged = true
+				if !lagIn || r.p.Keyless || it.decErr != nil {
+					return
+				}
+			} else {
+				if !r.inputOutsideSkips(tp, rec.Offset) {
+					return // the committed offset was moved past it: never consumed (the history's finding)
+				}
+				if own {
+					*read++
+					*consumed++
+					ts.consumed++
+				}
+				if r.p.Keyless {
+					return
+				}
 			}
 			if !own && it.decErr != nil {
 				return // the shard that owns the partition reports it
@@ -726,22 +742,23 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 			if !r.decoded(it) {
 				return
 			}
+			counted := own && !lagIn // a lag input's failures are the next audit's
 			if t.Steps != nil {
 				els, err := t.Steps(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
 				switch {
 				case err != nil:
-					if own {
+					if counted {
 						ts.steps.failed(tp, rec.Offset, err)
 					}
 				case len(els) == 0:
-					if own {
+					if counted {
 						ts.steps.filter(rec.Offset)
 					}
 				}
 				if len(els) > 1 {
 					ts.multiElem = true
 				}
-				if len(els) > maxElem && own {
+				if len(els) > maxElem && counted {
 					ts.steps.failed(tp, rec.Offset, fmt.Errorf("the steps emit %d elements for one input, more than kaudit tells apart (%d)", len(els), maxElem))
 					return
 				}
@@ -750,7 +767,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 					if t.ValueChanging {
 						dg = codec.DigestOf(e.Value)
 					}
-					r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: e.Key, v: e.Value, digest: dg, elem: i, unsure: e.Unsure, shardByKey: shardByKey}, &nullKeys, &nullCount)
+					r.addElement(ts, elemOf{it: it, own: own, lag: lagIn, p: p, part: sourcePart(src, p), key: e.Key, v: e.Value, digest: dg, elem: i, unsure: e.Unsure, shardByKey: shardByKey}, &nullKeys, &nullCount)
 				}
 				return
 			}
@@ -766,7 +783,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 					key, err = t.SelectKey(Env{Key: it.key, Value: it.value, Headers: rec.Headers, Timestamp: rec.Timestamp})
 				}
 				if err != nil {
-					if own {
+					if counted {
 						ts.steps.failed(tp, rec.Offset, err)
 					}
 					return
@@ -776,7 +793,7 @@ func (r *run) readSourceTopic(ctx context.Context, ts *tableState, src int, topi
 			if it.picked {
 				v = pickedValue // not null, and not kept (Latest)
 			}
-			r.addElement(ts, elemOf{it: it, own: own, p: p, part: sourcePart(src, p), key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
+			r.addElement(ts, elemOf{it: it, own: own, lag: lagIn, p: p, part: sourcePart(src, p), key: key, v: v, digest: it.digest, shardByKey: shardByKey}, &nullKeys, &nullCount)
 		})
 		if exchange {
 			m := xmeta{Unreadable: rd.failed, MultiElem: ts.multiElem, Unplaced: ts.unplaced}
@@ -869,6 +886,7 @@ func (r *run) gapFindings(tp audit.TopicPartition, l *ledger.Ledger, c int64) (g
 type elemOf struct {
 	it         *item
 	own        bool  // the shard owns the source partition
+	lag        bool  // at or above the cut, maybe applied (readSourceTopic's lagIn)
 	p          int32 // the source partition
 	part       int32 // p with its topic (sourcePart)
 	key, v     audit.Value
@@ -883,7 +901,7 @@ type elemOf struct {
 // copy.
 func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount *int64) {
 	t, rec, it := ts.t, &e.it.Record, e.it
-	if ts.win != nil && t.Repartition == "" && e.key != nil && e.elem == 0 {
+	if ts.win != nil && t.Repartition == "" && e.key != nil && e.elem == 0 && !e.lag {
 		ts.win.sourceRecord(e.part, rec.Offset, rec.Timestamp) // the window processor's stream time, without a hop
 	}
 	if e.v == nil && e.key != nil && t.TableSource {
@@ -901,7 +919,7 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 		}
 		return
 	} else if e.key == nil || e.v == nil {
-		if e.own {
+		if e.own && !e.lag {
 			*nullCount++
 			if len(*nullKeys) < 10 {
 				*nullKeys = append(*nullKeys, rec.Offset)
@@ -924,9 +942,11 @@ func (r *run) addElement(ts *tableState, e elemOf, nullKeys *[]int64, nullCount 
 		return
 	}
 	suffix := r.taskSuffix(ts, text, e.p)
-	ts.elements++
-	if e.elem == 0 {
-		ts.consumedWithKey++
+	if !e.lag {
+		ts.elements++
+		if e.elem == 0 {
+			ts.consumedWithKey++
+		}
 	}
 	x := inputRec{offset: rec.Offset, ts: rec.Timestamp, digest: e.digest, part: e.part, r: -1, elem: uint16(e.elem), unsure: e.unsure}
 	if ts.spill != nil {
@@ -1025,6 +1045,9 @@ func (r *run) walkTable(ctx context.Context, ts *tableState, rd *reads, tp audit
 func (r *run) match(ts *tableState, in *input, fp *fingerprint) {
 	if ts.t.Repartition == "" {
 		in.status = copyDirect
+		if c := r.committed(in.tp); c >= 0 && in.offset >= c {
+			in.status = copyPending // a lag input (readSourceTopic): maybe applied
+		}
 		return
 	}
 	var f fingerprint
@@ -1240,19 +1263,26 @@ func (r *run) recut(ctx context.Context, ts *tableState) {
 	if err != nil {
 		return // the first cut stands: a copy above it is in flight
 	}
-	topics := append([]string{ts.t.Repartition, ts.t.Source}, ts.t.Merged...)
+	sources := append([]string{ts.t.Source}, ts.t.Merged...)
 	for tp, c2 := range g.Offsets {
 		c := r.committed(tp)
-		if c2 <= c || !slices.Contains(topics, tp.Topic) || tp.Topic == "" {
+		src := slices.Index(sources, tp.Topic)
+		if c2 <= c || tp.Topic == "" || src < 0 && tp.Topic != ts.t.Repartition {
 			continue
 		}
 		r.moved++
 		ts.moved = true
-		if tp.Topic == ts.t.Repartition {
+		switch {
+		case tp.Topic == ts.t.Repartition:
 			if ts.cut2 == nil {
 				ts.cut2 = map[int32]int64{}
 			}
 			ts.cut2[tp.Partition] = c2
+		case ts.t.Repartition == "" && c >= 0:
+			if ts.srcCut2 == nil {
+				ts.srcCut2 = map[int32]int64{}
+			}
+			ts.srcCut2[sourcePart(src, tp.Partition)] = c2
 		}
 	}
 }
@@ -1268,6 +1298,12 @@ func (r *run) movedSince(ctx context.Context, tables []*tableState) bool {
 		}
 		topics = append(append(topics, ts.t.Repartition, ts.t.Source), ts.t.Merged...)
 	}
+	return r.movedOn(ctx, topics)
+}
+
+// movedOn reports whether the group's committed offsets on one of topics
+// are now past the cut: the app committed while the audit read them.
+func (r *run) movedOn(ctx context.Context, topics []string) bool {
 	if len(r.group.Offsets) == 0 {
 		return false
 	}
@@ -1283,12 +1319,30 @@ func (r *run) movedSince(ctx context.Context, tables []*tableState) bool {
 	return false
 }
 
+// grew reports whether a partition of topics the audit read has a high
+// watermark now past the one it read: the app wrote there while the audit
+// read (at-least-once writes its stores and outputs before it commits, so
+// its offsets need not have moved).
+func (r *run) grew(ctx context.Context, topics ...string) bool {
+	for tp, l := range r.ledgers {
+		if l == nil || !slices.Contains(topics, tp.Topic) {
+			continue
+		}
+		if o, err := r.src.Offsets(ctx, tp); err == nil && o.HW > l.Offsets.HW {
+			return true
+		}
+	}
+	return false
+}
+
 // maybeApplied reports whether an input in flight at the cut may yet be
 // applied in the changelog read: its committed copy is below the offsets
 // read after the changelog (the app committed meanwhile: recut), or the
-// app runs at-least-once (its store writes before it commits).
+// app runs at-least-once (its store writes before it commits). A lag
+// input of a table fed straight from its source has no copy: it is
+// optional in its partition's sequence instead (elements).
 func (ts *tableState) maybeApplied(in *input) bool {
-	if in.status != copyPending || in.r < 0 {
+	if in.status != copyPending || in.r < 0 || ts.t.Repartition == "" {
 		return false
 	}
 	c2, moved := ts.cut2[in.r]
