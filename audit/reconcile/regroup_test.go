@@ -54,10 +54,10 @@ type regroupCase struct {
 	moved bool
 	// eos: the store's changelog is written in transactions
 	// (exactly-once), else outside them (at-least-once)
-	eos    bool
-	counts map[string]int
-	want      []string
-	verdict   audit.Verdict
+	eos     bool
+	counts  map[string]int
+	want    []string
+	verdict audit.Verdict
 }
 
 func (c regroupCase) run(t *testing.T) *audit.Report {
