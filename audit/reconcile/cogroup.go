@@ -106,6 +106,23 @@ func (r *run) checkCogroup(ctx context.Context, t *Table) {
 		have bool
 		want audit.Value
 	}
+	// a running app applies inputs between the reads of its members and of
+	// its store: where the group's offsets on them moved while the audit
+	// read, a topic grew after it was read, or the store is written outside
+	// transactions (at-least-once applies before it commits) with input not
+	// consumed yet, a key whose state differs is in flight
+	var topics []string
+	for _, m := range cg.Members {
+		topics = append(topics, m.Source, m.Repartition)
+	}
+	racing := r.movedOn(ctx, topics) || r.grew(ctx, append(topics, t.Changelog)...) ||
+		slices.ContainsFunc(slices.Collect(maps.Values(finals)), func(f finalState) bool { return f.plain }) && r.lagOn(topics...)
+	inFlight := 0
+	defer func() {
+		if inFlight > 0 {
+			r.note("table %s: %d keys' aggregates differ from their members' consumed inputs where the app applied inputs between the reads of its members and its store (the group's offsets moved, a topic grew, or an at-least-once app has input not consumed): in flight, not judged", t.Name, inFlight)
+		}
+	}()
 	var bad []broken
 	for _, text := range slices.Sorted(maps.Keys(inputs)) {
 		ins := inputs[text]
@@ -127,6 +144,10 @@ func (r *run) checkCogroup(ctx context.Context, t *Table) {
 		if have && fin.value != nil && sameValue(fin.value, want) {
 			continue
 		}
+		if racing {
+			inFlight++
+			continue
+		}
 		bad = append(bad, broken{text: text, ins: ins, fin: fin, have: have && fin.value != nil, want: want})
 	}
 	whole := 0 // broken keys every input of which has its copy (or needs none)
@@ -146,6 +167,10 @@ func (r *run) checkCogroup(ctx context.Context, t *Table) {
 	}
 	for _, text := range slices.Sorted(maps.Keys(finals)) {
 		if _, ok := inputs[text]; ok || finals[text].value == nil {
+			continue
+		}
+		if racing {
+			inFlight++
 			continue
 		}
 		fin := finals[text]

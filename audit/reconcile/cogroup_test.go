@@ -40,7 +40,10 @@ func TestCogroup(t *testing.T) {
 		// restarted: the app committed past the purge since, and no
 		// history dates it
 		restarted bool
-		store     map[string][2]int
+		// eos: the store's changelog in transactions; moved: the app
+		// consumed every copy and committed while the audit read
+		eos, moved bool
+		store      map[string][2]int
 		want      []string
 		verdict   audit.Verdict
 	}{
@@ -66,6 +69,12 @@ func TestCogroup(t *testing.T) {
 		// 1033 of AB's generator)
 		{name: "two of three views of a key lost to a purge, after the restart", purgedViews: 2, restarted: true, extraViews: []view{{"u2", 13}}, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 1}},
 			want: []string{"unapplied views/0@2"}, verdict: audit.VerdictLoss},
+		// a running app (AB's V2, seed 1033): the store applied the view
+		// pending at the cut before the audit read it
+		{name: "at-least-once, the store ahead of the cut", pending: 1, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}}, verdict: audit.VerdictClean},
+		{name: "exactly-once, the store ahead of the cut, the app committed meanwhile", pending: 1, eos: true, moved: true, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}}, verdict: audit.VerdictClean},
+		{name: "exactly-once, the store ahead of the cut, no commit since", pending: 1, eos: true, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}},
+			want: []string{"state-diverged app-S-changelog/0@2"}, verdict: audit.VerdictLoss},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -106,8 +115,14 @@ tables:
 			var cl int64
 			for _, u := range []string{"u1", "u2"} {
 				b, _ := json.Marshal(map[string]int{"clicks": c.store[u][0], "views": c.store[u][1]})
-				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: plain})
-				cl++
+				if !c.eos {
+					m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: plain})
+					cl++
+					continue
+				}
+				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: cl}})
+				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl + 1, Timestamp: 50, Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: cl + 1}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
+				cl += 2
 			}
 			repCommitted := rep - int64(c.pending)
 			if c.purgedViews > 0 {
@@ -123,7 +138,12 @@ tables:
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := reconcile.Run(t.Context(), m, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
+			var src audit.Source = m
+			if c.moved {
+				src = &committing{Memory: m, later: map[audit.TopicPartition]int64{
+					{Topic: "clicks"}: int64(len(clicks)), {Topic: "views"}: int64(len(views) + len(c.extraViews)), {Topic: "rep"}: rep}}
+			}
+			rp, err := reconcile.Run(t.Context(), src, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1335,6 +1335,21 @@ func (r *run) grew(ctx context.Context, topics ...string) bool {
 	return false
 }
 
+// lagOn reports whether a partition of topics the audit read holds
+// committed records the group has not consumed (at or above its
+// committed offset, or no offset committed).
+func (r *run) lagOn(topics ...string) bool {
+	for tp, l := range r.ledgers {
+		if l == nil || !slices.Contains(topics, tp.Topic) || l.Offsets.LSO <= l.Offsets.LogStart {
+			continue
+		}
+		if c := r.committed(tp); c < l.Offsets.LSO {
+			return true
+		}
+	}
+	return false
+}
+
 // maybeApplied reports whether an input in flight at the cut may yet be
 // applied in the changelog read: its committed copy is below the offsets
 // read after the changelog (the app committed meanwhile: recut), or the
