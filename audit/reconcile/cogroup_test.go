@@ -44,8 +44,8 @@ func TestCogroup(t *testing.T) {
 		// consumed every copy and committed while the audit read
 		eos, moved bool
 		store      map[string][2]int
-		want      []string
-		verdict   audit.Verdict
+		want       []string
+		verdict    audit.Verdict
 	}{
 		{name: "clean", store: map[string][2]int{"u1": {2, 1}, "u2": {1, 2}}, verdict: audit.VerdictClean},
 		{name: "clean, a view pending", pending: 1, store: map[string][2]int{"u1": {2, 1}, "u2": {1, 1}}, verdict: audit.VerdictClean},
