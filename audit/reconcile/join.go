@@ -97,9 +97,13 @@ func (r *run) join(ctx context.Context, j *Join) error {
 	}
 	g := joinGroups(ctx, r, j, sides, parts)
 	// a running app writes between the reads of its tables and of its
-	// output: where the group's offsets moved while the audit read, what
+	// output: where the group's offsets moved while the audit read, a
+	// changelog grew after it was read, or an at-least-once table has
+	// input not consumed yet (it writes outside transactions), what
 	// differs between them is in flight
-	j.racing = r.movedSince(ctx, sides)
+	j.racing = r.movedSince(ctx, sides) || slices.ContainsFunc(sides, func(ts *tableState) bool {
+		return ts.atLeastOnce && ts.lagged || r.grew(ctx, ts.t.Changelog)
+	})
 	lossByKey := map[string][]*input{}
 	for _, in := range r.losses {
 		lossByKey[in.key] = append(lossByKey[in.key], in)
@@ -209,7 +213,7 @@ func (r *run) join(ctx context.Context, j *Join) error {
 		racing += jd.racing
 	}
 	if racing > 0 {
-		r.note("join into %s: for %d keys the output and the tables differ where the app wrote between their reads (the group's offsets moved while the audit read): in flight, not judged stale or missing", j.Output, racing)
+		r.note("join into %s: for %d keys the output and the tables differ where the app wrote between their reads (the group's offsets moved while the audit read, a changelog grew after it was read, or an at-least-once app had input not consumed): in flight, not judged stale or missing", j.Output, racing)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -181,7 +181,7 @@ func (r *run) checkOutput(ctx context.Context, ts *tableState) {
 		r.note("table %s: for %d keys the last state passes no output step and the changelog is compacted, so what the output last holds of them is not known and not judged", t.Name, unknown)
 	}
 	if inFlight > 0 {
-		r.note("table %s: for %d keys its output %s and its store differ where the app wrote between their reads (the group's offsets moved while the audit read): in flight, not judged", t.Name, inFlight, t.Output)
+		r.note("table %s: for %d keys its output %s and its store differ where the app wrote between their reads (the group's offsets moved while the audit read, a topic grew after it was read, or an at-least-once app had input not consumed): in flight, not judged", t.Name, inFlight, t.Output)
 	}
 }
 
