@@ -32,3 +32,32 @@ tables:
 		t.Errorf("error %v, want one naming both groupBy stores behind products' store", err)
 	}
 }
+
+// TestRegroupNamedSelect: a KTable groupBy named with Grouped.as names its
+// select node and its repartition topic; its store is still the one
+// behind the table's (AB's seed 2000, refused before).
+func TestRegroupNamedSelect(t *testing.T) {
+	topo := parseFile(t, filepath.Join("testdata", "named-groupby.describe.txt"))
+	sp, err := ParseSpec("kaudit.yaml", []byte(`app_id: kaudit-gen-2000
+serdes: {key: string, value: json}
+tables:
+  - {name: t-n5, source: g2000-4-t, reduce: table}
+  - name: t-n7
+    regroup: t-n5
+    select_key: 'value.cat'
+    aggregate: {init: 0, expr: 'agg + value.n', subtract: 'agg - value.n'}
+    output: g2000-5-out
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Resolve(sp, topo, "kaudit-gen-2000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range plan.Tables {
+		if pt.Name == "t-n7" && (pt.Store != "store-n7" || pt.Repartition != "kaudit-gen-2000-tableGroupBy-n6-repartition") {
+			t.Errorf("t-n7: store %q, repartition %q; want store-n7 and kaudit-gen-2000-tableGroupBy-n6-repartition", pt.Store, pt.Repartition)
+		}
+	}
+}

@@ -69,9 +69,16 @@ func (l *Layout) StoreReaches(store, topic string) bool {
 	return false
 }
 
+// groupBySelect reports whether a node writing a KTable groupBy's
+// repartition topic is its select node: KTABLE-SELECT-, or the name the
+// app gave it (Grouped.as names it and the topic, AB's seed 2000).
+func groupBySelect(name string) bool {
+	return strings.HasPrefix(name, "KTABLE-SELECT-") || !strings.HasPrefix(name, "KTABLE-") && !strings.HasPrefix(name, "KSTREAM-")
+}
+
 // RegroupOf reports, for a store a KTable groupBy aggregates into (a
 // KTABLE-AGGREGATE or KTABLE-REDUCE node reading a repartition topic that
-// a KTABLE-SELECT node writes), the store of the table it re-groups (the
+// a KTABLE-SELECT node, or one the app named, writes), the store of the table it re-groups (the
 // store the KTABLE-SELECT node's predecessor writes) and the
 // KTABLE-SELECT node. A KTable mapValues or filter between the table and
 // its groupBy is not modelled: no answer then.
@@ -91,7 +98,7 @@ func (l *Layout) RegroupOf(store string) (from, selectNode string, ok bool) {
 	}
 	for _, sink := range l.writers[as] {
 		ref, ok := l.nodes[sink]
-		if !ok || len(ref.n.Predecessors) != 1 || !strings.HasPrefix(ref.n.Predecessors[0], "KTABLE-SELECT-") {
+		if !ok || len(ref.n.Predecessors) != 1 || !groupBySelect(ref.n.Predecessors[0]) {
 			continue
 		}
 		sel, ok := l.nodes[ref.n.Predecessors[0]]
