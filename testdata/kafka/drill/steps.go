@@ -1069,6 +1069,13 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 	}
 	killed := make(chan struct{})
 	go func() { killing.Wait(); close(killed) }()
+	// every app audited live while input trickles in and the kills run (AJ), with its spec and
+	// with --app-id alone: never a loss or an anomaly, whatever is in flight or open
+	running := make(chan error, 1)
+	go func() {
+		time.Sleep(4 * time.Second)
+		running <- r.appsRunningAudits(ctx, procs)
+	}()
 	pause := func() time.Duration {
 		select {
 		case <-killed:
@@ -1088,9 +1095,7 @@ func scenarioAppsClean(ctx context.Context, r *scRun) error {
 	if prodErr != nil {
 		return prodErr
 	}
-	// every app audited live while it works through the input's fast end (AJ), with its spec
-	// and with --app-id alone: never a loss or an anomaly, whatever is in flight
-	if err := r.appsRunningAudits(ctx, procs); err != nil {
+	if err := <-running; err != nil {
 		return err
 	}
 	if err := allErrs(killErrs...); err != nil {
@@ -1146,7 +1151,7 @@ func (r *scRun) appsRunningAudits(ctx context.Context, procs []*appProc) error {
 	var errs []error
 	for _, p := range procs {
 		spec := filepath.Join(r.d.repo, "testdata", "apps", p.name+".kaudit.yaml")
-		for _, args := range [][]string{{"--spec", spec}, nil} {
+		for _, args := range [][]string{{"--spec", spec, "--topology", filepath.Join(p.dir, "describe.txt")}, nil} {
 			name := "running-app-id"
 			if args != nil {
 				name = "running-spec"
