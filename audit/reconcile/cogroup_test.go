@@ -115,14 +115,13 @@ tables:
 			var cl int64
 			for _, u := range []string{"u1", "u2"} {
 				b, _ := json.Marshal(map[string]int{"clicks": c.store[u][0], "views": c.store[u][1]})
-				if !c.eos {
-					m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: plain})
-					cl++
+				rec := audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: plain}
+				if c.eos {
+					cl = txnAppend(m, rec)
 					continue
 				}
-				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte(u), Value: b, Timestamp: 50, Batch: audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: cl}})
-				m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl + 1, Timestamp: 50, Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: cl + 1}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
-				cl += 2
+				m.Append(rec)
+				cl++
 			}
 			repCommitted := rep - int64(c.pending)
 			if c.purgedViews > 0 {

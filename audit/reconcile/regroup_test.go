@@ -118,16 +118,13 @@ tables:
 	}
 	var cl int64
 	for _, cat := range slices.Sorted(mapKeys(c.counts)) {
-		b := plain
+		rec := audit.Record{Topic: "app-C-changelog", Offset: cl, Key: []byte(cat), Value: binary.BigEndian.AppendUint64(nil, uint64(c.counts[cat])), Timestamp: 500, Batch: plain}
 		if c.eos {
-			b = audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: cl}
+			cl = txnAppend(m, rec)
+			continue
 		}
-		m.Append(audit.Record{Topic: "app-C-changelog", Offset: cl, Key: []byte(cat), Value: binary.BigEndian.AppendUint64(nil, uint64(c.counts[cat])), Timestamp: 500, Batch: b})
+		m.Append(rec)
 		cl++
-		if c.eos {
-			m.Append(audit.Record{Topic: "app-C-changelog", Offset: cl, Timestamp: 500, Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: cl}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
-			cl++
-		}
 	}
 	if c.purged {
 		m.SetOffsets(audit.TopicPartition{Topic: "app-C-repartition"}, audit.PartitionOffsets{LogStart: rep, LSO: rep, HW: rep})

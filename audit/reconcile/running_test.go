@@ -84,40 +84,11 @@ tables:
 				if v == "x" {
 					ts = 150
 				}
-				// one exactly-once transaction per state: the record, its commit marker
-				off := int64(2 * i)
-				m.Append(audit.Record{Topic: "app-S-changelog", Offset: off, Key: []byte("k"), Value: fmt.Appendf(nil, `{"n":%q}`, v), Timestamp: ts,
-					Batch: audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: off}})
-				m.Append(audit.Record{Topic: "app-S-changelog", Offset: off + 1, Timestamp: ts,
-					Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: off + 1}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
+				txnAppend(m, audit.Record{Topic: "app-S-changelog", Offset: int64(2 * i), Key: []byte("k"), Value: fmt.Appendf(nil, `{"n":%q}`, v), Timestamp: ts})
 			}
 			src := audit.TopicPartition{Topic: "src"}
 			m.SetGroup(audit.GroupOffsets{Group: "app", Offsets: map[audit.TopicPartition]int64{src: 2}})
-			run := &committing{Memory: m, later: map[audit.TopicPartition]int64{src: c.later}}
-			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := reconcile.Run(t.Context(), run, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, f := range rep.Findings {
-				if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
-					got = append(got, fmt.Sprintf("%s/%d@%d", f.Topic, f.Partition, f.Offset))
-					if f.Cause != audit.CauseStateDiverged {
-						t.Errorf("cause %s, want state-diverged: %s", f.Cause, f.Detail)
-					}
-				}
-			}
-			slices.Sort(got)
-			if strings.Join(got, ",") != strings.Join(c.want, ",") {
-				t.Errorf("findings %v, want %v\n%+v", got, c.want, rep.Findings)
-			}
-			if len(c.want) == 0 && rep.Summary.Verdict != audit.VerdictClean {
-				t.Errorf("verdict %s, want clean; missing: %v", rep.Summary.Verdict, rep.Summary.Missing)
-			}
+			auditRunning(t, &committing{Memory: m, later: map[audit.TopicPartition]int64{src: c.later}}, plan, audit.CauseStateDiverged, c.want)
 		})
 	}
 }
@@ -192,9 +163,7 @@ func TestRunningTableOutput(t *testing.T) {
 					continue // not consumed yet
 				}
 				if c.eos {
-					m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte("k"), Value: val, Timestamp: int64(100 + i), Batch: audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: cl}})
-					m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl + 1, Timestamp: int64(100 + i), Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: cl + 1}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
-					cl += 2
+					cl = txnAppend(m, audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte("k"), Value: val, Timestamp: int64(100 + i)})
 				} else {
 					m.Append(audit.Record{Topic: "app-S-changelog", Offset: cl, Key: []byte("k"), Value: val, Timestamp: int64(100 + i), Batch: plain})
 					cl++
@@ -209,29 +178,49 @@ func TestRunningTableOutput(t *testing.T) {
 			if c.grows {
 				src = &growing{Memory: m, topic: "out", read: map[audit.TopicPartition]bool{}}
 			}
-			dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := reconcile.Run(t.Context(), src, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, f := range rep.Findings {
-				if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
-					got = append(got, fmt.Sprintf("%s/%d@%d", f.Topic, f.Partition, f.Offset))
-					if f.Cause != audit.CauseJoinStale {
-						t.Errorf("cause %s, want join-stale: %s", f.Cause, f.Detail)
-					}
-				}
-			}
-			if strings.Join(got, ",") != strings.Join(c.want, ",") {
-				t.Errorf("findings %v, want %v\n%+v", got, c.want, rep.Findings)
-			}
-			if len(c.want) == 0 && rep.Summary.Verdict != audit.VerdictClean {
-				t.Errorf("verdict %s, want clean; missing: %v", rep.Summary.Verdict, rep.Summary.Missing)
-			}
+			auditRunning(t, src, plan, audit.CauseJoinStale, c.want)
 		})
+	}
+}
+
+// txnAppend appends rec to m in an exactly-once transaction of its own:
+// the record, then its commit marker; it returns the next offset.
+func txnAppend(m *fakeapp.Memory, rec audit.Record) int64 {
+	rec.Batch = audit.Batch{ProducerID: 9, Transactional: true, BaseOffset: rec.Offset}
+	m.Append(rec)
+	m.Append(audit.Record{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset + 1, Timestamp: rec.Timestamp,
+		Batch: audit.Batch{ProducerID: 9, Transactional: true, Control: true, BaseOffset: rec.Offset + 1}, Marker: &audit.Marker{Type: audit.MarkerCommit}})
+	return rec.Offset + 2
+}
+
+// auditRunning audits src with plan (string keys, JSON values) and
+// checks that its loss and anomaly findings are of cause and at the
+// places want names (topic/partition@offset), and that a run that
+// wants none is clean.
+func auditRunning(t *testing.T, src audit.Source, plan *spec.Plan, cause audit.Cause, want []string) {
+	t.Helper()
+	dec, err := codec.New(codec.Config{KeySerde: "string", ValueSerde: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(t.Context(), src, reconcile.FromPlan(plan, "string"), reconcile.Options{Decoder: dec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range rep.Findings {
+		if f.Severity == audit.SeverityLoss || f.Severity == audit.SeverityAnomaly {
+			got = append(got, fmt.Sprintf("%s/%d@%d", f.Topic, f.Partition, f.Offset))
+			if f.Cause != cause {
+				t.Errorf("cause %s, want %s: %s", f.Cause, cause, f.Detail)
+			}
+		}
+	}
+	slices.Sort(got)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("findings %v, want %v\n%+v", got, want, rep.Findings)
+	}
+	if len(want) == 0 && rep.Summary.Verdict != audit.VerdictClean {
+		t.Errorf("verdict %s, want clean; missing: %v", rep.Summary.Verdict, rep.Summary.Missing)
 	}
 }
