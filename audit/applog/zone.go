@@ -324,3 +324,18 @@ func parseOffset(s string) (time.Duration, bool) {
 	}
 	return d, true
 }
+
+// ParseDay parses the date the first of a log's lines that carry only a
+// time of day was written on (Options.Day, --log-day): YYYY-MM-DD; ""
+// gives the zero time (such lines have no time).
+func ParseDay(s string) (time.Time, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return time.Time{}, nil
+	}
+	d, err := time.Parse(time.DateOnly, t)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse day %q: want a date as YYYY-MM-DD", s)
+	}
+	return d, nil
+}

@@ -147,3 +147,24 @@ func TestParseZone(t *testing.T) {
 		t.Errorf("no zone: %v, %v", loc, err)
 	}
 }
+
+// TestParseDay: --log-day is a date; "" leaves time-of-day lines undated.
+func TestParseDay(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Time
+		bad  bool
+	}{
+		{in: ""},
+		{in: "2026-12-04", want: time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)},
+		{in: " 2026-02-28 ", want: time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC)},
+		{in: "2026-02-30", bad: true},
+		{in: "04/12/2026", bad: true},
+		{in: "2026-12-04T10:00:00Z", bad: true},
+	} {
+		got, err := ParseDay(c.in)
+		if (err != nil) != c.bad || !got.Equal(c.want) {
+			t.Errorf("ParseDay(%q) = %v, %v; want %v (error: %v)", c.in, got, err, c.want, c.bad)
+		}
+	}
+}

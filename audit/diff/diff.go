@@ -74,6 +74,10 @@ type Options struct {
 	// "": the zone each file's start-up lines show, else not known (each
 	// such time an interval of ±14 h).
 	LogTimezone string
+	// LogDay is the date the logs' first line with only a time of day
+	// (logback's and slf4j-simple's default "HH:mm:ss.SSS") was written on
+	// (--log-day: YYYY-MM-DD, applog.ParseDay); "": such lines have no time.
+	LogDay string
 	// MemoryBudget is --memory-budget (0: no bound): what the logs may
 	// make kaudit read and keep is bound by it (history.Logs).
 	MemoryBudget int64
@@ -152,8 +156,12 @@ func Diff(ctx context.Context, ev Evidence, o Options) (*audit.Report, error) {
 	if err != nil {
 		return nil, audit.UsageError{Err: fmt.Errorf("--log-timezone: %w", err)}
 	}
+	day, err := applog.ParseDay(o.LogDay)
+	if err != nil {
+		return nil, audit.UsageError{Err: fmt.Errorf("--log-day: %w", err)}
+	}
 	hist, err := history.Gather(ctx, ev.Source, cmp.Or(o.AppID, s.Pipeline.AppID), history.Logs{App: o.AppLogs, Broker: o.BrokerLogs,
-		Options: applog.Options{Location: zone}, Topics: logTopics(s.Pipeline), Budget: o.MemoryBudget})
+		Options: applog.Options{Location: zone, Day: day}, Topics: logTopics(s.Pipeline), Budget: o.MemoryBudget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -41,6 +41,7 @@ type diffOptions struct {
 	AppLogs          []string // --app-log FILE, repeatable
 	BrokerLogs       []string // --broker-log FILE, repeatable
 	LogTimezone      string   // --log-timezone: the zone of the logs' times without one
+	LogDay           string   // --log-day: the date of the logs' first time-of-day-only line
 	KafkaVersion     string
 	StreamsVersion   string
 	Outage           time.Duration
@@ -71,7 +72,7 @@ type diffOptions struct {
 // auditOptions are the library's options for these flags.
 func (o diffOptions) auditOptions(props map[string]string) diff.Options {
 	return diff.Options{AppID: o.AppID, TopologyFile: o.TopologyFile, SpecFile: o.SpecFile, StateDir: o.StateDir,
-		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, LogTimezone: o.LogTimezone, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
+		Since: o.Since, Until: o.Until, BaselineSnapshot: o.BaselineSnapshot, AppLogs: o.AppLogs, BrokerLogs: o.BrokerLogs, LogTimezone: o.LogTimezone, LogDay: o.LogDay, Outage: o.Outage, MaxTxnTimeout: o.source.MaxTxnTimeout,
 		Partitions: o.Partitions, Shard: o.Shard, RunID: o.RunID, Exchange: o.Exchange, ExchangeWait: o.ExchangeWait, CrossCheck: o.CrossCheck, Concurrency: o.Concurrency, TableMemory: o.MemoryBudget / tableShare,
 		MemoryBudget: o.MemoryBudget, SpillDir: o.SpillDir, Codec: codecConfig(o.source, props), Progress: o.progress, Log: o.log}
 }
@@ -93,6 +94,7 @@ func diffFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "app-log", Usage: "the Streams app's log `FILE` (plain or gzip; repeat): its offset resets explain a skip in the group's commit history, its expired-window lines give a windowed store's grace", EnvVars: env("app-log")},
 		&cli.StringSliceFlag{Name: "broker-log", Usage: "a broker's log `FILE` (server.log, log-cleaner.log; plain or gzip; repeat): its log-start moves date the deletions", EnvVars: env("broker-log")},
 		&cli.StringFlag{Name: "log-timezone", Usage: "the `ZONE` the logs' times without a zone were written in (Kafka's \"[%d]\" is local time): an IANA name (America/New_York) or an offset (-05:00); default: the zone each log's start-up lines show, else not known (each such time is then ±14 h)", EnvVars: env("log-timezone")},
+		&cli.StringFlag{Name: "log-day", Usage: "the `DATE` (YYYY-MM-DD, in the logs' zone) the first line of each log that carries only a time of day was written on (logback's and slf4j-simple's default pattern \"HH:mm:ss.SSS\"); later lines move to the next day when the clock goes back more than 12 h; default: such lines carry no time", EnvVars: env("log-day")},
 		&cli.StringFlag{Name: "kafka-version", Usage: "the brokers' Kafka `VERSION`, to judge known broker issues", EnvVars: env("kafka-version")},
 		&cli.StringFlag{Name: "streams-version", Usage: "the app's Kafka Streams client `VERSION`, to judge known Streams issues", EnvVars: env("streams-version")},
 		&cli.DurationFlag{Name: "outage", Usage: "how long the brokers were down: topics whose retention is shorter are a config risk", EnvVars: env("outage")},
@@ -146,7 +148,7 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	o := diffOptions{source: readSourceOptions(c), AppID: c.String("app-id"), TopologyFile: c.String("topology"), SpecFile: c.String("spec"), SaveSpec: c.String("save-spec"),
 		StateDir: c.String("state-dir"), Baseline: c.String("baseline"), BaselineSnapshot: c.String("baseline-snapshot"), RunID: c.String("run-id"),
 		Exchange: c.String("exchange"), ExchangeWait: c.Duration("exchange-wait"),
-		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"), LogTimezone: c.String("log-timezone"),
+		AppLogs: c.StringSlice("app-log"), BrokerLogs: c.StringSlice("broker-log"), LogTimezone: c.String("log-timezone"), LogDay: c.String("log-day"),
 		KafkaVersion: c.String("kafka-version"), StreamsVersion: c.String("streams-version"), Outage: c.Duration("outage"), CrossCheck: !c.Bool("no-cross-check"),
 		Concurrency: c.Int("concurrency"), SpillDir: c.String("spill-dir"), Wide: c.Bool("wide"), Width: terminalWidth(c.App.Writer)}
 	if o.SaveSpec != "" && o.SpecFile != "" {
@@ -201,6 +203,9 @@ func readDiffOptions(c *cli.Context, now time.Time) (diffOptions, error) {
 	}
 	if _, err = applog.ParseZone(o.LogTimezone); err != nil {
 		return o, usagef("--log-timezone: %w", err)
+	}
+	if _, err = applog.ParseDay(o.LogDay); err != nil {
+		return o, usagef("--log-day: %w", err)
 	}
 	if o.MemoryBudget, err = parseSize(c.String("memory-budget")); err != nil {
 		return o, usagef("--memory-budget: %w", err)

@@ -63,6 +63,15 @@ func TestDiffLogFlags(t *testing.T) {
 			t.Errorf("--log-timezone %s: %v; want a usage error", z, err)
 		}
 	}
+	// --log-day dates the lines with only a time of day (slf4j-simple's, logback's defaults)
+	if o, err = parse("--log-day", "2026-12-04"); err != nil || o.auditOptions(nil).LogDay != "2026-12-04" {
+		t.Errorf("--log-day: %q, %v", o.LogDay, err)
+	}
+	for _, d := range []string{"2026-13-01", "04/12/2026", "yesterday"} {
+		if _, err = parse("--log-day", d); !errors.As(err, &ue) {
+			t.Errorf("--log-day %s: %v; want a usage error", d, err)
+		}
+	}
 }
 
 // TestDiffDamagedLog: a gzip log cut short (a copy of a log being
